@@ -123,8 +123,7 @@ Status ParseEntry(std::string_view entry, std::string* name, Point* point) {
     }
     next = 2;
   } else {
-    return bad("unknown action '" + std::string(parts[0]) +
-               "' (want error, delay:<N>ms or abort)");
+    return bad("unknown action '" + std::string(parts[0]) + "' (want error, delay:<N>ms or abort)");
   }
 
   for (size_t i = next; i < parts.size(); ++i) {

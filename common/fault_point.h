@@ -85,12 +85,11 @@ class FaultPoints {
 }  // namespace nova
 
 // An expression of type nova::Status: OK unless the point `name` is armed and fires.
-#define MAYBE_FAULT(name)                                                  \
-  (::nova::FaultPoints::AnyArmed() ? ::nova::FaultPoints::Hit(name)      \
-                                   : ::nova::Status::OK())
+#define MAYBE_FAULT(name) \
+  (::nova::FaultPoints::AnyArmed() ? ::nova::FaultPoints::Hit(name) : ::nova::Status::OK())
 
 // A statement for places that cannot return a Status: only delay and abort apply.
-#define MAYBE_FAULT_VOID(name)                                                  \
-  do {                                                                          \
-    if (::nova::FaultPoints::AnyArmed()) ::nova::FaultPoints::HitVoid(name);    \
+#define MAYBE_FAULT_VOID(name)                                               \
+  do {                                                                       \
+    if (::nova::FaultPoints::AnyArmed()) ::nova::FaultPoints::HitVoid(name); \
   } while (0)

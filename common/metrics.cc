@@ -354,8 +354,7 @@ std::string MetricsRegistry::DumpPrometheus() const {
         out += name + "_sum " + std::to_string(h.sum()) + '\n';
         out += name + "_count " + std::to_string(h.count()) + '\n';
         std::string qname = name + "_quantile";
-        AppendHeader(&out, qname, row.help + " (quantiles estimated from " + name + ")",
-                     "gauge");
+        AppendHeader(&out, qname, row.help + " (quantiles estimated from " + name + ")", "gauge");
         for (const Quantile& q : kQuantiles) {
           double v = h.count() == 0 ? std::nan("") : h.Percentile(q.percentile);
           out += qname + "{quantile=\"" + q.label + "\"} " + FormatDouble(v) + '\n';

@@ -60,8 +60,8 @@ Status MetricsHttpServer::Start() {
   }
   if (port <= 0) {
     int err = errno;
-    std::string msg = "metrics HTTP server cannot bind " + host_ + ":" +
-                      std::to_string(requested_port_);
+    std::string msg =
+        "metrics HTTP server cannot bind " + host_ + ":" + std::to_string(requested_port_);
     if (err != 0) return Status::FromErrno(msg, err);
     return Status::IOError(msg + " (unknown host or address not local?)");
   }

@@ -57,7 +57,8 @@ std::string Status::ToString() const {
 
 void Status::EncodeTo(std::string* dst) const {
   dst->push_back(static_cast<char>(code_));
-  PutLengthPrefixed(dst, msg_);
+  // OK carries no message on the wire (DecodeFrom refuses one), even if built with one.
+  PutLengthPrefixed(dst, ok() ? std::string_view() : std::string_view(msg_));
 }
 
 bool Status::DecodeFrom(std::string_view* input, Status* out) {
@@ -68,6 +69,9 @@ bool Status::DecodeFrom(std::string_view* input, Status* out) {
   if (code > kMaxCode) return false;
   std::string_view msg;
   if (!GetLengthPrefixed(&in, &msg)) return false;
+  // EncodeTo never writes a message for OK; accepting one would yield an ok() Status that
+  // compares unequal to Status::OK().
+  if (code == 0 && !msg.empty()) return false;
   *out = Status(static_cast<Code>(code), msg);
   *input = in;
   return true;

@@ -152,6 +152,16 @@ TEST(StatusTest, WireRoundTripOfEveryCode) {
   }
 }
 
+TEST(StatusTest, OkWithMessageEncodesAsPlainOk) {
+  std::string buf;
+  Status(Status::Code::kOk, "ignored").EncodeTo(&buf);
+  EXPECT_EQ(std::string("\x00\x00", 2), buf);
+  std::string_view in(buf);
+  Status out = Status::Aborted("sentinel");
+  ASSERT_TRUE(Status::DecodeFrom(&in, &out));
+  EXPECT_EQ(Status::OK(), out);
+}
+
 TEST(StatusTest, WireFormat) {
   std::string buf;
   Status::WrongRange("ab").EncodeTo(&buf);
@@ -175,6 +185,7 @@ TEST(StatusTest, MalformedEncodingsAreRejected) {
   const std::string bad[] = {
       std::string("\x10\x00", 2),            // code beyond kMaxCode
       std::string("\xff\x00", 2),            // code 255
+      std::string("\x00\x01x", 3),          // OK with a message: never encoded
       std::string("\x02\x80"),               // truncated length varint
       std::string("\x02\xff\xff\xff\xff\x1f"),  // overlong length varint
       std::string("\x02\xff\xff\xff\xff\x0f" "abc"),  // 4 GiB length, 3 bytes present

@@ -68,10 +68,10 @@ class ThreadPool {
   // Lock order: join_mu_ before mu_.
   std::mutex join_mu_;  // held while joining workers, so concurrent Shutdowns all wait
   mutable std::mutex mu_;
-  std::condition_variable work_cv_;           // signalled when a task is queued or on shutdown
-  std::deque<std::function<void()>> queue_;   // GUARDED_BY(mu_)
-  bool shutting_down_ = false;                // GUARDED_BY(mu_)
-  bool joined_ = false;                       // GUARDED_BY(join_mu_)
+  std::condition_variable work_cv_;          // signalled when a task is queued or on shutdown
+  std::deque<std::function<void()>> queue_;  // GUARDED_BY(mu_)
+  bool shutting_down_ = false;               // GUARDED_BY(mu_)
+  bool joined_ = false;                      // GUARDED_BY(join_mu_)
 };
 
 }  // namespace nova

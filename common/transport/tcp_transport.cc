@@ -274,7 +274,8 @@ void TcpTransport::LaneClosed(PeerId peer, uint64_t gen, const Status& why) {
     if (p.state == PeerState::kUp) {
       p.state = PeerState::kDown;
       p.down_reason = why;
-      LOG(WARNING) << "peer " << p.name << " (" << p.listen_address << ") down: " << why.ToString();
+      LOG_IF(WARNING, !shutting_down_) << "peer " << p.name << " (" << p.listen_address
+                                        << ") down: " << why.ToString();
       for (int k = 0; k < options_.xchg_threads; ++k) {
         PostTask(k, [this, peer, gen, why](XchgThread& x) { CloseLane(&x, peer, gen, why); });
       }
