@@ -178,8 +178,12 @@ TEST(CodingTest, VarintFromInputOfTwoGiB) {
 
 TEST(CodingTest, LengthPrefixedRoundTrip) {
   std::string s;
-  const std::vector<std::string> values = {"", "a", std::string(127, 'b'), std::string(128, 'c'),
-                                           std::string(70000, 'd'), std::string("\0\0", 2)};
+  const std::vector<std::string> values = {"",
+                                           "a",
+                                           std::string(127, 'b'),
+                                           std::string(128, 'c'),
+                                           std::string(70000, 'd'),
+                                           std::string("\0\0", 2)};
   for (const std::string& v : values) PutLengthPrefixed(&s, v);
   std::string_view in(s);
   for (const std::string& v : values) {
@@ -204,8 +208,8 @@ TEST(CodingTest, LengthPrefixedNeverOverReads) {
     EXPECT_EQ("untouched", got);
   }
   // A length far beyond the buffer, including ones that would wrap a pointer.
-  for (const std::string& bad : {std::string("\x05" "abcd"), std::string("\xff\xff\xff\xff\x0f"),
-                                 std::string("\xff\xff\xff\xff\x1f" "abc")}) {
+  for (const std::string& bad : {std::string("\005abcd"), std::string("\xff\xff\xff\xff\x0f"),
+                                 std::string("\377\377\377\377\037abc")}) {
     std::string_view in(bad);
     std::string_view got;
     EXPECT_FALSE(GetLengthPrefixed(&in, &got));
@@ -240,10 +244,22 @@ TEST(CodingTest, RandomizedMixedSequence) {
       const int kind = static_cast<int>(rng() % 4);
       const uint64_t v = rng() >> (rng() % 64);
       switch (kind) {
-        case 0: PutFixed32(&s, static_cast<uint32_t>(v)); model.emplace_back(0, static_cast<uint32_t>(v)); break;
-        case 1: PutFixed64(&s, v); model.emplace_back(1, v); break;
-        case 2: PutVarint32(&s, static_cast<uint32_t>(v)); model.emplace_back(2, static_cast<uint32_t>(v)); break;
-        default: PutVarint64(&s, v); model.emplace_back(3, v); break;
+        case 0:
+          PutFixed32(&s, static_cast<uint32_t>(v));
+          model.emplace_back(0, static_cast<uint32_t>(v));
+          break;
+        case 1:
+          PutFixed64(&s, v);
+          model.emplace_back(1, v);
+          break;
+        case 2:
+          PutVarint32(&s, static_cast<uint32_t>(v));
+          model.emplace_back(2, static_cast<uint32_t>(v));
+          break;
+        default:
+          PutVarint64(&s, v);
+          model.emplace_back(3, v);
+          break;
       }
     }
     std::string_view in(s);
@@ -252,10 +268,20 @@ TEST(CodingTest, RandomizedMixedSequence) {
       uint64_t v64 = 0;
       bool ok = false;
       switch (kind) {
-        case 0: ok = GetFixed32(&in, &v32); v64 = v32; break;
-        case 1: ok = GetFixed64(&in, &v64); break;
-        case 2: ok = GetVarint32(&in, &v32); v64 = v32; break;
-        default: ok = GetVarint64(&in, &v64); break;
+        case 0:
+          ok = GetFixed32(&in, &v32);
+          v64 = v32;
+          break;
+        case 1:
+          ok = GetFixed64(&in, &v64);
+          break;
+        case 2:
+          ok = GetVarint32(&in, &v32);
+          v64 = v32;
+          break;
+        default:
+          ok = GetVarint64(&in, &v64);
+          break;
       }
       ASSERT_TRUE(ok);
       ASSERT_EQ(want, v64);

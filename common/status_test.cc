@@ -136,8 +136,8 @@ TEST(StatusTest, ResultHoldsValueOrError) {
 
 TEST(StatusTest, WireRoundTripOfEveryCode) {
   for (uint8_t c = 0; c <= Status::kMaxCode; ++c) {
-    for (const std::string& msg : {std::string(), std::string("msg"), std::string(300, 'x'),
-                                   std::string("a\0b", 3)}) {
+    for (const std::string& msg :
+         {std::string(), std::string("msg"), std::string(300, 'x'), std::string("a\0b", 3)}) {
       const Status s = c == 0 ? Status::OK() : Status(CodeOf(c), msg);
       std::string buf = "prefix";
       s.EncodeTo(&buf);
@@ -165,7 +165,7 @@ TEST(StatusTest, OkWithMessageEncodesAsPlainOk) {
 TEST(StatusTest, WireFormat) {
   std::string buf;
   Status::WrongRange("ab").EncodeTo(&buf);
-  EXPECT_EQ(std::string("\x0c\x02" "ab"), buf);
+  EXPECT_EQ(std::string("\014\002ab"), buf);
 }
 
 TEST(StatusTest, MalformedEncodingsAreRejected) {
@@ -183,12 +183,12 @@ TEST(StatusTest, MalformedEncodingsAreRejected) {
   }
 
   const std::string bad[] = {
-      std::string("\x10\x00", 2),            // code beyond kMaxCode
-      std::string("\xff\x00", 2),            // code 255
-      std::string("\x00\x01x", 3),          // OK with a message: never encoded
-      std::string("\x02\x80"),               // truncated length varint
-      std::string("\x02\xff\xff\xff\xff\x1f"),  // overlong length varint
-      std::string("\x02\xff\xff\xff\xff\x0f" "abc"),  // 4 GiB length, 3 bytes present
+      std::string("\x10\x00", 2),                  // code beyond kMaxCode
+      std::string("\xff\x00", 2),                  // code 255
+      std::string("\x00\x01x", 3),                 // OK with a message: never encoded
+      std::string("\x02\x80"),                     // truncated length varint
+      std::string("\x02\xff\xff\xff\xff\x1f"),     // overlong length varint
+      std::string("\002\377\377\377\377\017abc"),  // 4 GiB length, 3 bytes present
   };
   for (const std::string& b : bad) {
     std::string_view in(b);

@@ -219,9 +219,8 @@ int main(int argc, char** argv) {
   std::string input;
   auto run = [&](std::string in) {
     input = std::move(in);
-    std::snprintf(g_crash_path, sizeof(g_crash_path), "%scrash-%llu-%llu",
-                  artifact_prefix.c_str(), static_cast<unsigned long long>(seed),
-                  static_cast<unsigned long long>(execs));
+    std::snprintf(g_crash_path, sizeof(g_crash_path), "%scrash-%llu-%llu", artifact_prefix.c_str(),
+                  static_cast<unsigned long long>(seed), static_cast<unsigned long long>(execs));
     g_current_input = &input;
     LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()), input.size());
     g_current_input = nullptr;

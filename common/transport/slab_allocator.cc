@@ -34,16 +34,16 @@ Status SlabAllocator::ValidateOptions() const {
                                    std::to_string(o.min_class_bytes));
   }
   if (!IsPowerOfTwo(o.max_class_bytes) || o.max_class_bytes < o.min_class_bytes) {
-    return Status::InvalidArgument("slab max_class_bytes must be a power of two >= " +
-                                   std::to_string(o.min_class_bytes) + ", got " +
-                                   std::to_string(o.max_class_bytes));
+    return Status::InvalidArgument(
+        "slab max_class_bytes must be a power of two >= " + std::to_string(o.min_class_bytes) +
+        ", got " + std::to_string(o.max_class_bytes));
   }
   if (!IsPowerOfTwo(o.slab_bytes) || o.slab_bytes < o.min_class_bytes) {
-    return Status::InvalidArgument("slab slab_bytes must be a power of two >= min_class_bytes, "
-                                   "got " + std::to_string(o.slab_bytes));
+    return Status::InvalidArgument(
+        "slab slab_bytes must be a power of two >= min_class_bytes, got " +
+        std::to_string(o.slab_bytes));
   }
-  if (o.pool_bytes == 0 || o.pool_bytes % o.slab_bytes != 0 ||
-      o.pool_bytes < o.max_class_bytes) {
+  if (o.pool_bytes == 0 || o.pool_bytes % o.slab_bytes != 0 || o.pool_bytes < o.max_class_bytes) {
     return Status::InvalidArgument(
         "slab pool_bytes must be a non-zero multiple of slab_bytes (" +
         std::to_string(o.slab_bytes) + ") and at least max_class_bytes (" +
@@ -195,8 +195,8 @@ void SlabAllocator::Free(const Buffer& b) {
   // Misuse here is a programming error that would hand one buffer to two owners: stop.
   CHECK(state_ != State::kNew) << "SlabAllocator::Free before Init";
   CHECK(b.region == &region_) << "SlabAllocator::Free of a buffer from another allocator";
-  CHECK(b.size_class < class_stats_.size()) << "SlabAllocator::Free: bad size class "
-                                            << b.size_class;
+  CHECK(b.size_class < class_stats_.size())
+      << "SlabAllocator::Free: bad size class " << b.size_class;
   const uint64_t class_bytes = ClassBytes(b.size_class);
   CHECK(b.offset < options_.pool_bytes && b.capacity == class_bytes &&
         b.offset % std::min(class_bytes, options_.slab_bytes) == 0 &&

@@ -15,9 +15,9 @@
 // Lifecycle (STYLE.md): the constructor cannot fail; Init() maps and registers the pool;
 // Shutdown() (also run by the destructor) deregisters and unmaps it.
 //
-// Thread safety: all public methods are thread-safe (one internal mutex; every call is
-// short and never calls out while holding it, except Init/Shutdown which call the
-// transport).
+// Thread safety: all public methods are thread-safe; one internal mutex serializes them.
+// Lock order: Init and Shutdown hold it while calling Transport::RegisterMemory and
+// DeregisterMemory, so the transport must never call into the allocator.
 #pragma once
 
 #include <cstdint>
@@ -68,9 +68,9 @@ struct SlabClassStats {
 struct SlabStats {
   std::vector<SlabClassStats> classes;  // index = size class
   uint64_t pool_bytes_total = 0;
-  uint64_t pool_bytes_used = 0;         // carved into slabs
-  uint64_t bytes_allocated = 0;         // sum of capacities handed out
-  uint64_t failed_allocations = 0;      // refused: exhausted, too large, not running
+  uint64_t pool_bytes_used = 0;     // carved into slabs
+  uint64_t bytes_allocated = 0;     // sum of capacities handed out
+  uint64_t failed_allocations = 0;  // refused: exhausted, too large, not running
 };
 
 class SlabAllocator {
@@ -123,8 +123,8 @@ class SlabAllocator {
   const SlabOptions options_;
 
   mutable std::mutex mu_;
-  // All below are protected by mu_ (region_ is written only by Init/Shutdown and read
-  // through Buffer::region by callers between them).
+  // All below are protected by mu_. region_ is written only by Init; callers read it through
+  // Buffer::region after an Allocate (which takes mu_) has returned it.
   enum class State { kNew, kRunning, kShutDown };
   State state_ = State::kNew;
   bool registered_ = false;

@@ -193,11 +193,14 @@ class VerbsTransport final : public Transport {
   int cm_wake_fd_ = -1;
   std::thread cm_thread_;
 
-  // Lock order: shutdown_mu_ -> mu_ -> {XchgThread::mu, cm_mu_}. The process-wide QP registry
-  // lock (verbs_transport.cc) may be held while taking cm_mu_. Nothing takes mu_ while
-  // holding XchgThread::mu or cm_mu_.
+  // Lock order: shutdown_mu_ -> verbs_mu_ -> mu_ -> {XchgThread::mu, cm_mu_}. The
+  // process-wide QP registry lock (verbs_transport.cc) may be held while taking cm_mu_.
+  // Nothing takes mu_ while holding XchgThread::mu or cm_mu_.
   std::mutex shutdown_mu_;
   bool shut_down_ = false;  // GUARDED_BY(shutdown_mu_)
+  // Serializes ibv_reg_mr/ibv_dereg_mr with Shutdown()'s ibv_dealloc_pd, without holding
+  // mu_ (and so blocking the data path) while the kernel pins or unpins memory.
+  std::mutex verbs_mu_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;  // signalled on session state, region and lane-count changes

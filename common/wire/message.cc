@@ -55,8 +55,7 @@ Status ParseHeader(std::string_view in, size_t max_payload, MessageHeader* h) {
   // Magic first: anything else about a non-message is noise. Version next: a newer layout
   // may give the remaining fields other meanings.
   if (h->magic != kMagic) {
-    return Status::Corruption("bad message magic " + Hex(h->magic) + ", expected " +
-                              Hex(kMagic));
+    return Status::Corruption("bad message magic " + Hex(h->magic) + ", expected " + Hex(kMagic));
   }
   if (h->version != kWireVersion) {
     return Status::NotSupported("message wire version " + std::to_string(h->version) +

@@ -56,11 +56,11 @@ struct TypeRange {
   uint16_t last;
   constexpr bool Contains(uint16_t type) const { return type >= first && type <= last; }
 };
-constexpr uint16_t kInvalidType = 0;              // never sent
-constexpr TypeRange kCommonTypes{0x0001, 0x00ff};  // shared by every service (ping, ...)
-constexpr TypeRange kStocTypes{0x0100, 0x01ff};    // LTC -> StoC: fragments, files, reads
-constexpr TypeRange kLogcTypes{0x0200, 0x02ff};    // LTC -> LogC: log files, replication
-constexpr TypeRange kLtcTypes{0x0300, 0x03ff};     // LTC <-> LTC: range migration
+constexpr uint16_t kInvalidType = 0;                    // never sent
+constexpr TypeRange kCommonTypes{0x0001, 0x00ff};       // shared by every service (ping, ...)
+constexpr TypeRange kStocTypes{0x0100, 0x01ff};         // LTC -> StoC: fragments, files, reads
+constexpr TypeRange kLogcTypes{0x0200, 0x02ff};         // LTC -> LogC: log files, replication
+constexpr TypeRange kLtcTypes{0x0300, 0x03ff};          // LTC <-> LTC: range migration
 constexpr TypeRange kCoordinatorTypes{0x0400, 0x04ff};  // coordinator <-> components
 
 // The largest payload the header can describe.

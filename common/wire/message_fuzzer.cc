@@ -25,12 +25,12 @@ namespace {
 // Large enough to exercise the limit check, small enough to never allocate much.
 constexpr size_t kMaxPayload = 64 << 10;
 
-#define FUZZ_CHECK(cond)                                                              \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
+#define FUZZ_CHECK(cond)                                                                 \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
       std::fprintf(stderr, "%s:%d: FUZZ_CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                   \
-    }                                                                                 \
+      std::abort();                                                                      \
+    }                                                                                    \
   } while (0)
 
 void CheckRawDecode(std::string_view in) {
@@ -62,10 +62,30 @@ void CheckRawDecode(std::string_view in) {
 // encoding to *w and returns true.
 bool ReadField(uint8_t op, std::string_view payload, PayloadReader* r, PayloadWriter* w) {
   switch (op % 8) {
-    case 0: { uint8_t v; if (!r->GetU8("u8", &v)) return false; w->PutU8(v); return true; }
-    case 1: { uint16_t v; if (!r->GetU16("u16", &v)) return false; w->PutU16(v); return true; }
-    case 2: { uint32_t v; if (!r->GetU32("u32", &v)) return false; w->PutU32(v); return true; }
-    case 3: { uint64_t v; if (!r->GetU64("u64", &v)) return false; w->PutU64(v); return true; }
+    case 0: {
+      uint8_t v;
+      if (!r->GetU8("u8", &v)) return false;
+      w->PutU8(v);
+      return true;
+    }
+    case 1: {
+      uint16_t v;
+      if (!r->GetU16("u16", &v)) return false;
+      w->PutU16(v);
+      return true;
+    }
+    case 2: {
+      uint32_t v;
+      if (!r->GetU32("u32", &v)) return false;
+      w->PutU32(v);
+      return true;
+    }
+    case 3: {
+      uint64_t v;
+      if (!r->GetU64("u64", &v)) return false;
+      w->PutU64(v);
+      return true;
+    }
     case 4: {
       uint32_t v;
       if (!r->GetVarint32("v32", &v)) return false;
@@ -112,8 +132,8 @@ void CheckReader(std::string_view payload, std::string_view script) {
     // Varints and lengths have non-minimal forms, so the consumed bytes may be longer than
     // the canonical re-encoding; an encoding of the same length must be the same bytes, and
     // the canonical bytes must read back as themselves.
-    const std::string_view consumed = payload.substr(payload.size() - before,
-                                                     before - r.remaining());
+    const std::string_view consumed =
+        payload.substr(payload.size() - before, before - r.remaining());
     const std::string canonical = w.Finish();
     FUZZ_CHECK(canonical.size() <= consumed.size());
     if (canonical.size() == consumed.size()) FUZZ_CHECK(canonical == consumed);

@@ -61,8 +61,8 @@ TEST(MessageTest, GoldenLayout) {
       "abc",
       kHeaderBytes + 3);
   EXPECT_EQ(expected, m);
-  const uint32_t crc = crc32c::Mask(
-      crc32c::Extend(crc32c::Value(m.data(), kHeaderCrcOffset), "abc", 3));
+  const uint32_t crc =
+      crc32c::Mask(crc32c::Extend(crc32c::Value(m.data(), kHeaderCrcOffset), "abc", 3));
   EXPECT_EQ(crc, DecodeFixed32(m.data() + kHeaderCrcOffset));
 }
 
@@ -249,8 +249,8 @@ TEST(MessageTest, MalformedErrorPayloadsAreCorruption) {
   std::string trailing;
   Status::NotFound("x").EncodeTo(&trailing);
   trailing += "junk";
-  for (const std::string& p : {std::string(), std::string("\xff"), std::string("\x01\x05" "ab"),
-                               ok_status, trailing}) {
+  for (const std::string& p :
+       {std::string(), std::string("\xff"), std::string("\001\005ab"), ok_status, trailing}) {
     EXPECT_TRUE(DecodeErrorPayload(p).IsCorruption()) << DecodeErrorPayload(p).ToString();
   }
   // An OK status is never sent as an error.
@@ -377,10 +377,10 @@ TEST(PayloadTest, MalformedFieldsAreRejected) {
       {"\xff\xff\xff\xff\xff\x01", 0},                      // six bytes
       {"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", 1},      // > UINT64_MAX
       {"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 1},  // eleven bytes
-      {"\x05" "abcd", 2},                                   // length beyond the end
+      {"\005abcd", 2},                                      // length beyond the end
       {"\xff\xff\xff\xff\x0f", 2},                          // 4 GiB length
-      {std::string("\x10\x00", 2), 3},                       // unknown status code
-      {"\x01\x03" "ab", 3},                                 // truncated message
+      {std::string("\x10\x00", 2), 3},                      // unknown status code
+      {"\001\003ab", 3},                                    // truncated message
   };
   for (const Case& c : cases) {
     PayloadReader r(c.input);
@@ -390,10 +390,18 @@ TEST(PayloadTest, MalformedFieldsAreRejected) {
     Status st;
     bool ok = true;
     switch (c.kind) {
-      case 0: ok = r.GetVarint32("v", &u32); break;
-      case 1: ok = r.GetVarint64("v", &u64); break;
-      case 2: ok = r.GetBytes("v", &bytes); break;
-      case 3: ok = r.GetStatus("v", &st); break;
+      case 0:
+        ok = r.GetVarint32("v", &u32);
+        break;
+      case 1:
+        ok = r.GetVarint64("v", &u64);
+        break;
+      case 2:
+        ok = r.GetBytes("v", &bytes);
+        break;
+      case 3:
+        ok = r.GetStatus("v", &st);
+        break;
     }
     EXPECT_FALSE(ok) << "kind " << c.kind << " input size " << c.input.size();
     EXPECT_TRUE(r.status().IsCorruption());
@@ -408,16 +416,25 @@ using Field = std::variant<uint8_t, uint16_t, uint32_t, uint64_t, std::pair<int,
 Field RandomField(std::mt19937_64* rng) {
   const uint64_t v = (*rng)() >> ((*rng)() % 64);  // skewed towards small values
   switch ((*rng)() % 8) {
-    case 0: return static_cast<uint8_t>(v);
-    case 1: return static_cast<uint16_t>(v);
-    case 2: return static_cast<uint32_t>(v);
-    case 3: return v;
-    case 4: return std::make_pair(32, static_cast<uint64_t>(static_cast<uint32_t>(v)));
-    case 5: return std::make_pair(64, v);
-    case 6: return RandomBytes(rng, (*rng)() % 200);
-    default:
-      return Status(static_cast<Status::Code>((*rng)() % (Status::kMaxCode + 1)),
-                    RandomBytes(rng, (*rng)() % 20));
+    case 0:
+      return static_cast<uint8_t>(v);
+    case 1:
+      return static_cast<uint16_t>(v);
+    case 2:
+      return static_cast<uint32_t>(v);
+    case 3:
+      return v;
+    case 4:
+      return std::make_pair(32, static_cast<uint64_t>(static_cast<uint32_t>(v)));
+    case 5:
+      return std::make_pair(64, v);
+    case 6:
+      return RandomBytes(rng, (*rng)() % 200);
+    default: {
+      const auto code = static_cast<Status::Code>((*rng)() % (Status::kMaxCode + 1));
+      if (code == Status::Code::kOk) return Status::OK();  // OK carries no message
+      return Status(code, RandomBytes(rng, (*rng)() % 20));
+    }
   }
 }
 
@@ -427,8 +444,11 @@ void Write(const Field& f, PayloadWriter* w) {
   if (auto* p = std::get_if<uint32_t>(&f)) w->PutU32(*p);
   if (auto* p = std::get_if<uint64_t>(&f)) w->PutU64(*p);
   if (auto* p = std::get_if<std::pair<int, uint64_t>>(&f)) {
-    if (p->first == 32) w->PutVarint32(static_cast<uint32_t>(p->second));
-    else w->PutVarint64(p->second);
+    if (p->first == 32) {
+      w->PutVarint32(static_cast<uint32_t>(p->second));
+    } else {
+      w->PutVarint64(p->second);
+    }
   }
   if (auto* p = std::get_if<std::string>(&f)) w->PutBytes(*p);
   if (auto* p = std::get_if<Status>(&f)) w->PutStatus(*p);
@@ -448,7 +468,8 @@ bool Read(const Field& model, PayloadReader* r, Field* out) {
         if constexpr (std::is_same_v<T, std::pair<int, uint64_t>>) {
           v.first = m.first;
           uint32_t v32 = 0;
-          ok = m.first == 32 ? r->GetVarint32("varint32", &v32) : r->GetVarint64("varint64", &v.second);
+          ok = m.first == 32 ? r->GetVarint32("varint32", &v32)
+                             : r->GetVarint64("varint64", &v.second);
           if (m.first == 32) v.second = v32;
         }
         if constexpr (std::is_same_v<T, std::string>) ok = r->GetString("bytes", &v);
@@ -508,7 +529,9 @@ TEST(PayloadTest, RandomizedAgainstModel) {
     for (int k = 0; k < 20; ++k) {
       std::string bad = m;
       const int damage = 1 + static_cast<int>(rng() % 3);
-      for (int d = 0; d < damage; ++d) bad[rng() % bad.size()] ^= static_cast<char>(1 + rng() % 255);
+      for (int d = 0; d < damage; ++d) {
+        bad[rng() % bad.size()] ^= static_cast<char>(1 + rng() % 255);
+      }
       if (bad == m) continue;
       Status s = DecodeMessage(bad, &h, &got, kNoLimit);
       ASSERT_FALSE(s.ok()) << "damaged message decoded";
