@@ -9,6 +9,7 @@
 #include <future>
 #include <mutex>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "common/crc32c.h"
@@ -179,8 +180,16 @@ class TransportTest : public ::testing::TestWithParam<Backend> {
     if (b_) b_->Shutdown();
   }
 
-  // A buffer registered at `t`.
+  // A buffer registered at a transport; deregistered (waiting for in-flight one-sided ops
+  // on it) before its memory is freed, as the Transport contract requires.
   struct Buffer {
+    Buffer() = default;
+    Buffer(Buffer&& o) noexcept
+        : owner(std::exchange(o.owner, nullptr)), mem(std::move(o.mem)), region(o.region) {}
+    ~Buffer() {
+      if (owner != nullptr) owner->DeregisterMemory(region).IgnoreError();
+    }
+    Transport* owner = nullptr;
     std::unique_ptr<char[]> mem;
     MemoryRegion region;
   };
@@ -189,7 +198,10 @@ class TransportTest : public ::testing::TestWithParam<Backend> {
     b.mem.reset(new char[bytes]());
     auto r = t->RegisterMemory(b.mem.get(), bytes, access);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    if (r.ok()) b.region = r.value();
+    if (r.ok()) {
+      b.region = r.value();
+      b.owner = t;
+    }
     return b;
   }
 

@@ -15,15 +15,27 @@
 //     before rdma_connect/rdma_accept, so no completion can arrive for an unknown QP;
 //  2. handshake over SEND/RECV (handshake.h), then the lane is authenticated; a peer is Up
 //     when all its lanes are (its Session is Up);
-//  3. any failure of any lane (completion error, async QP error, disconnect, protocol
-//     violation, timeout) fails the whole Session: every lane gets rdma_disconnect + QP->ERR
-//     on the cm thread, then kFailLane on its xchg thread, which waits for the flush
-//     completions of every outstanding WR (the NIC reports every WR of a QP in error, even
-//     unsignaled ones), completes the ops and reports the lane drained; only then does the
-//     cm thread destroy the QP and the id, so a QP number is never reused while completions
-//     for it may still be in the CQ;
-//  4. when the last lane of a failed Session is destroyed: OnPeerDown (if it was the peer's
+//  3. a lane whose QP broke under an Up session because of a one-sided op (a refused rkey,
+//     bounds or access: completion error or async QP access error, a flush, or DISCONNECTED
+//     while our QP is already in ERR) is *reset*: its outstanding ops fail, ops posted
+//     meanwhile are parked in the Session, the initiator re-dials that lane (same session
+//     serial in the CM private data, so the acceptor swaps it in) and the parked ops go to
+//     the new QP. The peer stays Up; the acceptor gives the initiator connect_timeout_ms;
+//  4. any other failure (DISCONNECTED with a healthy QP, connect errors, transport retries
+//     exceeded, protocol violation, timeout) fails the whole Session;
+//  5. tearing a lane down: rdma_disconnect + QP->ERR on the cm thread, then kFailLane on its
+//     xchg thread, which waits for the flush completions of every outstanding WR (the NIC
+//     reports every WR of a QP in error, even unsignaled ones), completes the ops and reports
+//     the lane drained; only then does the cm thread destroy the QP and the id, so a QP
+//     number is never reused while completions for it may still be in the CQ;
+//  6. when the last lane of a failed Session is destroyed: OnPeerDown (if it was the peer's
 //     Up session) and, for peers we connected to, a reconnect after a backoff.
+//
+// Error classification: the NIC reports every refused one-sided op as REM_ACCESS_ERR. To
+// return OutOfRange vs PermissionDenied like the tcp backend, each side advertises its
+// remotely accessible regions to its peers (control frames on lane 0) and the initiator
+// classifies a refused op against that table. The table only names the error; the NIC
+// alone decides what is allowed.
 //
 // Posted-op bookkeeping per lane (xchg thread only):
 //  1. `ops` holds every accepted op in submission order; `post_index` is the first op not
@@ -38,10 +50,13 @@
 //
 // Wire format (DO NOT CHANGE without bumping kVerbsWireVersion):
 //  - CM private data of a connect request: fixed32 magic, fixed16 version, fixed16 lane,
-//    fixed16 lanes;
-//  - every SEND carries a one-byte fragment header (kFragMore, kFragHandshake) followed by at
-//    most kRecvBufferBytes - 1 payload bytes; a message is the concatenation of fragments up
-//    to the first without kFragMore (RC delivers a QP's SENDs in order);
+//    fixed16 lanes, fixed64 initiator session serial; of a reject: fixed32 magic, Status;
+//  - every SEND carries a one-byte fragment header (kFragMore plus at most one kind flag,
+//    kFragHandshake or kFragControl) followed by at most kRecvBufferBytes - 1 payload
+//    bytes; a message is the concatenation of fragments up to the first without kFragMore
+//    (RC delivers a QP's SENDs in order);
+//  - control frames: byte type, then for kCtlRegionAdd: fixed32 rkey, fixed64 addr,
+//    fixed64 length, fixed32 access; for kCtlRegionDel: fixed32 rkey;
 //  - WRITE_WITH_IMM carries the caller's immediate in network byte order.
 #include "common/transport/verbs_transport.h"
 
@@ -72,12 +87,28 @@ namespace {
 // --- On the wire. DO NOT CHANGE without bumping kVerbsWireVersion. ---
 constexpr uint32_t kConnectMagic = 0x4e4f5641;  // "NOVA": tells our requests from strangers'
 constexpr uint16_t kVerbsWireVersion = 1;
-constexpr size_t kConnectPrivateDataBytes = 10;  // magic + version + lane + lanes
+// Connect-request private data layout (byte offsets).
+constexpr size_t kPrivMagic = 0;    // fixed32 kConnectMagic
+constexpr size_t kPrivVersion = 4;  // fixed16 kVerbsWireVersion
+constexpr size_t kPrivLane = 6;     // fixed16 lane index
+constexpr size_t kPrivLanes = 8;    // fixed16 lanes (xchg threads) of the initiator
+constexpr size_t kPrivSession = 10;  // fixed64 initiator session serial
+constexpr size_t kConnectPrivateDataBytes = 18;
 // Size of every pre-posted receive buffer, hence the largest SEND a peer may post.
 constexpr size_t kRecvBufferBytes = 8192;
 constexpr size_t kFragmentHeaderBytes = 1;
 constexpr uint8_t kFragMore = 0x01;       // more fragments of this message follow
 constexpr uint8_t kFragHandshake = 0x02;  // a handshake frame, not application data
+constexpr uint8_t kFragControl = 0x04;    // a transport control frame (region adverts)
+constexpr uint8_t kFragKinds = kFragHandshake | kFragControl;
+constexpr uint8_t kCtlRegionAdd = 1;
+constexpr uint8_t kCtlRegionDel = 2;
+constexpr size_t kMaxControlMessageBytes = 64;
+// IB carries 148 bytes of private data in a REJ; keep the reason well inside that.
+constexpr size_t kRejectPrivateDataBytes = 128;
+constexpr size_t kRejectReasonChars = 96;
+// magic + status code + one-byte varint length + the truncated reason.
+static_assert(sizeof(uint32_t) + 1 + 1 + kRejectReasonChars <= kRejectPrivateDataBytes);
 constexpr size_t kFragmentPayloadBytes = kRecvBufferBytes - kFragmentHeaderBytes;
 
 // --- Local resource bounds. ---
@@ -91,6 +122,8 @@ constexpr int kSendQueueDepth = 256;
 constexpr int kSignalInterval = 16;
 // WRs linked into one ibv_post_send call.
 constexpr int kMaxPostChain = 32;
+// Large enough for any CM private data (its length field is one byte).
+constexpr size_t kMaxCmPrivateDataBytes = 256;
 constexpr int kMaxSendSge = 2;  // inline sends: header byte + payload
 constexpr uint32_t kRequestedInlineBytes = 256;
 // One CQ serves lane k of every peer; its size bounds how many peers a thread can hold.
@@ -208,6 +241,26 @@ Status WcStatusToStatus(const ibv_wc& wc, const char* op, const std::string& pee
   }
 }
 
+// Private data of a CM reject: why we refused, so the initiator's Connect returns it.
+std::string EncodeRejectReason(const Status& why) {
+  std::string out;
+  PutFixed32(&out, kConnectMagic);
+  Status(why.code(), why.message().substr(0, kRejectReasonChars)).EncodeTo(&out);
+  return out;
+}
+
+// A control frame announcing (add) or withdrawing a remotely accessible region.
+std::string EncodeRegionFrame(const MemoryRegion& m, bool add) {
+  std::string out(1, static_cast<char>(add ? kCtlRegionAdd : kCtlRegionDel));
+  PutFixed32(&out, m.rkey);
+  if (add) {
+    PutFixed64(&out, reinterpret_cast<uint64_t>(m.base));
+    PutFixed64(&out, m.length);
+    PutFixed32(&out, m.access);
+  }
+  return out;
+}
+
 // librdmacm opens every RDMA device once per process, so all transports of a process share
 // one ibv_context and its single async-event queue: whichever transport reads an event
 // routes it here to the transport owning the QP. Process-wide because the device context
@@ -263,8 +316,8 @@ class QpRegistry {
 struct VerbsTransport::Op {
   enum class Kind : uint8_t { kSend, kWrite, kRead };
   Kind kind = Kind::kSend;
-  bool internal = false;   // a handshake frame: not counted in stats or the lane backlog
-  uint8_t frag_flags = 0;  // kFragHandshake for handshake frames
+  bool internal = false;   // a handshake or control frame: not in stats or the lane backlog
+  uint8_t frag_flags = 0;  // kFragHandshake / kFragControl for internal frames
   std::string payload;     // kSend: the copied message
   size_t sent = 0;         // kSend: payload bytes already posted
   char* local = nullptr;   // one-sided: local address, inside a pinned region
@@ -300,6 +353,7 @@ struct VerbsTransport::Lane : std::enable_shared_from_this<Lane> {
   const bool initiator;
   std::string remote;  // for messages: the dialled address or the connecting IP
   sockaddr_storage dst{};  // initiator: where to connect
+  uint64_t initiator_serial = 0;  // the initiating session's serial (acceptor: from the CM)
 
   // Set by the cm thread before the lane is handed to its xchg thread, then constant until
   // the cm thread destroys them (after the xchg thread reported the lane drained).
@@ -332,15 +386,17 @@ struct VerbsTransport::Lane : std::enable_shared_from_this<Lane> {
   int posted_recvs = 0;
   std::string reassembly;
   bool reassembling = false;
-  bool reassembly_handshake = false;
+  uint8_t reassembly_kind = 0;  // kFragKinds bits of the message being reassembled
   HsState hs = HsState::kAwaitHello;
   std::string nonce_local, nonce_remote;
+  Status pending_refusal;  // initiator: the acceptor failed our check; fail after its Verdict
   std::string peer_name, peer_address;  // from the handshake
   uint64_t peer_incarnation = 0;
   bool authenticated = false;
   PeerId peer_id = kInvalidPeer;
   bool failing = false;
   Status fail_status;
+  bool fail_status_provisional = false;  // from a bare flush; the cm thread may name the cause
   bool cm_teardown_seen = false;  // the QP is in ERR: no more posts, everything will flush
   bool drained = false;
   bool dirty = false;             // queued in XchgThread::dirty for posting
@@ -355,12 +411,20 @@ struct VerbsTransport::Session {
   PeerId reconnect_of = kInvalidPeer;  // initiator: the peer this attempt reconnects
   std::string peer_name, peer_address;
   uint64_t incarnation = 0;          // acceptor: the initiator's process incarnation
+  uint64_t remote_serial = 0;        // acceptor: the initiator's session serial
   PeerId peer_id = kInvalidPeer;     // set when a lane authenticates
   std::vector<LanePtr> lanes;        // by lane index; acceptor slots fill as lanes arrive
+  // Up sessions: lane k's QP broke and is being re-established; ops wait in parked[k].
+  std::vector<uint8_t> resetting;
+  std::vector<MonoTime> reset_deadline;
+  std::vector<std::deque<std::unique_ptr<Op>>> parked;
   int authenticated = 0;
   int live_lanes = 0;                // lanes attached and not yet destroyed
   State state = State::kConnecting;
   Status status;
+  // Set when our side refused the peer during the handshake: the reason the session fails
+  // with, even if the peer's disconnect is noticed first.
+  Status refusal;
   bool was_up = false;
   bool quiet = false;        // replaced or lost a tie-break: no OnPeerDown, no reconnect
   bool report_down = false;  // it was the peer's Up session when it failed
@@ -377,6 +441,12 @@ struct VerbsTransport::Peer {
   sockaddr_storage dial{};
   int backoff_ms = 0;
   std::optional<MonoTime> reconnect_at;
+  // What the peer advertised as remotely accessible, by rkey: names refused ops' errors.
+  struct RemoteRegion {
+    uint64_t addr = 0, length = 0;
+    uint32_t access = 0;
+  };
+  std::unordered_map<uint32_t, RemoteRegion> remote_regions;
 };
 
 struct VerbsTransport::Region {
@@ -387,7 +457,10 @@ struct VerbsTransport::Region {
 };
 
 struct VerbsTransport::XchgCommand {
-  enum class Type : uint8_t { kAddLane, kEstablished, kSubmit, kFailLane, kAbandon, kRun };
+  enum class Type : uint8_t {
+    kAddLane, kEstablished, kSubmit, kFailLane, kAbandon, kRun,
+    kFailOp,  // complete a parked op that never reached a lane
+  };
   Type type;
   LanePtr lane;
   std::unique_ptr<Op> op;
@@ -418,6 +491,7 @@ struct VerbsTransport::CmCommand {
   LanePtr lane;
   Status status;
   uint32_t qp_num = 0;
+  bool reset = false;  // kQpError: the QP broke from a refused op (reset the lane only)
 };
 
 std::unique_ptr<Transport> NewVerbsTransport(const TransportOptions& options,
@@ -451,8 +525,9 @@ Status VerbsTransport::Init() {
 
   int num_devices = 0;
   ibv_device** devices = ibv_get_device_list(&num_devices);
+  const bool have_device = devices != nullptr && num_devices > 0;
   if (devices != nullptr) ibv_free_device_list(devices);
-  if (devices == nullptr || num_devices <= 0) {
+  if (!have_device) {
     return Status::Unavailable(
         "no RDMA device found (ibv_get_device_list returned none); use the tcp backend");
   }
@@ -634,7 +709,7 @@ Result<PeerId> VerbsTransport::Connect(const std::string& address) {
   NOVA_RETURN_NOT_OK(ResolveAddress(host, port, false, &dst, &dst_len));  // DNS: not under mu_
 
   std::unique_lock<std::mutex> l(mu_);
-  if (!started_ || shutting_down_) return Status::Unavailable("transport is not running");
+  if (!started_ || shutting_down_) return Status::IllegalState("transport is not running");
   for (auto& [id, p] : peers_) {
     if (p->session != nullptr && (p->address == address || p->dial_address == address)) {
       return id;
@@ -668,7 +743,7 @@ void VerbsTransport::Disconnect(PeerId peer) {
   Peer& p = *it->second;
   p.reconnect = false;
   p.reconnect_at.reset();
-  const Status why = Status::NetworkError("disconnected locally from " + p.name);
+  const Status why = Status::Aborted("disconnected by this node");
   if (auto c = connecting_.find(p.dial_address);
       c != connecting_.end() && c->second->reconnect_of == peer) {
     c->second->quiet = true;
@@ -723,6 +798,7 @@ Result<MemoryRegion> VerbsTransport::RegisterMemory(void* base, uint64_t length,
   m.access = access;
   const MemoryRegion out = m;
   regions_[m.id] = std::move(r);
+  if (out.access != kLocalOnly) AdvertiseRegionLocked(out, /*add=*/true);
   return out;
 }
 
@@ -742,6 +818,7 @@ Status VerbsTransport::DeregisterMemory(const MemoryRegion& region) {
                                   " is already being deregistered");
     }
     r->deregistering = true;  // new ops on it now fail with InvalidArgument
+    if (r->region.access != kLocalOnly) AdvertiseRegionLocked(r->region, /*add=*/false);
     cv_.wait(l, [r] { return r->inflight == 0; });
     mr = r->mr;
     regions_.erase(region.id);
@@ -760,9 +837,17 @@ int VerbsTransport::PickLane(int lane) const {
 Status VerbsTransport::SubmitLocked(PeerId peer, int lane, std::unique_ptr<Op> op) {
   if (!started_ || shutting_down_) return Status::Unavailable("transport is not running");
   auto it = peers_.find(peer);
-  if (it == peers_.end()) return Status::NotFound("unknown peer " + std::to_string(peer));
+  if (it == peers_.end()) return Status::InvalidArgument("unknown peer " + std::to_string(peer));
   Session* s = it->second->session.get();
   if (s == nullptr) return Status::Unavailable("peer " + it->second->name + " is down");
+  if (s->resetting[lane]) {  // the lane is being re-established: keep the op, in order
+    if (s->parked[lane].size() >= kMaxQueuedOpsPerLane) {
+      return Status::ResourceExhausted("lane " + std::to_string(lane) + " to " +
+                                       it->second->name + " has too many queued operations");
+    }
+    s->parked[lane].push_back(std::move(op));
+    return Status::OK();
+  }
   const LanePtr& l = s->lanes[lane];
   if (l->queued.load(std::memory_order_relaxed) >= kMaxQueuedOpsPerLane) {
     return Status::ResourceExhausted("lane " + std::to_string(lane) + " to " +
@@ -903,29 +988,47 @@ TransportStats VerbsTransport::GetStats() const {
 // Peers and sessions
 // ---------------------------------------------------------------------------------------
 
+std::shared_ptr<VerbsTransport::Session> VerbsTransport::NewSessionLocked(bool initiator) {
+  auto s = std::make_shared<Session>();
+  s->serial = next_session_serial_++;
+  s->initiator = initiator;
+  s->deadline = MonoNow() + std::chrono::milliseconds(options_.connect_timeout_ms);
+  s->lanes.resize(options_.xchg_threads);
+  s->resetting.assign(options_.xchg_threads, 0);
+  s->reset_deadline.resize(options_.xchg_threads);
+  s->parked.resize(options_.xchg_threads);
+  sessions_[s->serial] = s;
+  return s;
+}
+
+VerbsTransport::LanePtr VerbsTransport::NewInitiatorLaneLocked(Session* s, int index,
+                                                               const std::string& address,
+                                                               const void* sockaddr,
+                                                               uint32_t sockaddr_len) {
+  auto lane = std::make_shared<Lane>(index, /*initiator=*/true);
+  lane->remote = address;
+  std::memcpy(&lane->dst, sockaddr, std::min<size_t>(sockaddr_len, sizeof(lane->dst)));
+  lane->hs = HsState::kAwaitEstablished;
+  lane->initiator_serial = s->serial;
+  lane->session = s;
+  s->lanes[index] = lane;
+  s->live_lanes++;
+  lanes_[lane.get()] = lane;
+  return lane;
+}
+
 std::shared_ptr<VerbsTransport::Session> VerbsTransport::StartSessionLocked(
     const std::string& address, const void* sockaddr, uint32_t sockaddr_len,
     PeerId reconnect_of) {
-  auto s = std::make_shared<Session>();
-  s->serial = next_session_serial_++;
-  s->initiator = true;
+  std::shared_ptr<Session> s = NewSessionLocked(/*initiator=*/true);
   s->address = address;
   s->reconnect_of = reconnect_of;
-  s->deadline = MonoNow() + std::chrono::milliseconds(options_.connect_timeout_ms);
-  s->lanes.resize(options_.xchg_threads);
-  s->live_lanes = options_.xchg_threads;
-  sessions_[s->serial] = s;
   connecting_[address] = s.get();
   for (int k = 0; k < options_.xchg_threads; ++k) {
-    auto lane = std::make_shared<Lane>(k, /*initiator=*/true);
-    lane->remote = address;
-    std::memcpy(&lane->dst, sockaddr, std::min<size_t>(sockaddr_len, sizeof(lane->dst)));
-    lane->hs = HsState::kAwaitEstablished;
-    lane->session = s.get();
-    s->lanes[k] = lane;
-    lanes_[lane.get()] = lane;
-    PushCm({CmCommand::Type::kStartLane, lane, Status::OK()});
+    NewInitiatorLaneLocked(s.get(), k, address, sockaddr, sockaddr_len);
   }
+  // Lane 0 first; the others once it authenticated, so a refusal costs one handshake.
+  PushCm({CmCommand::Type::kStartLane, s->lanes[0], Status::OK()});
   return s;
 }
 
@@ -944,13 +1047,69 @@ void VerbsTransport::FailLaneLocked(const LanePtr& lane, const Status& why) {
   }
 }
 
+void VerbsTransport::ResetLane(const LanePtr& lane, const Status& why) {
+  std::lock_guard<std::mutex> l(mu_);
+  ResetLaneLocked(lane, why);
+}
+
+void VerbsTransport::ResetLaneLocked(const LanePtr& lane, const Status& why) {
+  Session* s = lane->session;
+  const int k = lane->index;
+  if (lane->failed) return;
+  if (s == nullptr || s->state != Session::State::kUp || s->lanes[k] != lane ||
+      shutting_down_) {
+    FailLaneLocked(lane, why);  // nothing to keep alive: a plain failure
+    return;
+  }
+  LOG(WARNING) << "lane " << k << " with " << s->peer_name << " broke (" << why.ToString()
+               << "); re-establishing it";
+  lane->failed = true;
+  PushCm({CmCommand::Type::kTeardown, lane, why});
+  s->resetting[k] = 1;
+  s->reset_deadline[k] = MonoNow() + std::chrono::milliseconds(options_.connect_timeout_ms);
+  if (s->initiator) {
+    LanePtr fresh = NewInitiatorLaneLocked(s, k, lane->remote, &lane->dst, sizeof(lane->dst));
+    PushCm({CmCommand::Type::kStartLane, fresh, Status::OK()});
+  }  // the acceptor waits for the initiator to re-dial (CheckDeadlines bounds the wait)
+}
+
+void VerbsTransport::FlushParkedLocked(Session* s, int k) {
+  const LanePtr& lane = s->lanes[k];
+  for (auto& op : s->parked[k]) {
+    if (!op->internal) lane->queued.fetch_add(1, std::memory_order_relaxed);
+    PushXchg(k, {XchgCommand::Type::kSubmit, lane, std::move(op), Status::OK(), nullptr});
+  }
+  s->parked[k].clear();
+}
+
+void VerbsTransport::SubmitControlLocked(Session* s, std::string frame) {
+  auto op = std::make_unique<Op>();
+  op->internal = true;
+  op->frag_flags = kFragControl;
+  op->payload = std::move(frame);
+  if (s->resetting[0]) {
+    s->parked[0].push_back(std::move(op));
+  } else {
+    PushXchg(0, {XchgCommand::Type::kSubmit, s->lanes[0], std::move(op), Status::OK(), nullptr});
+  }
+}
+
+void VerbsTransport::AdvertiseRegionLocked(const MemoryRegion& m, bool add) {
+  if (!started_ || shutting_down_) return;
+  const std::string frame = EncodeRegionFrame(m, add);
+  for (auto& [id, p] : peers_) {
+    if (p->session != nullptr) SubmitControlLocked(p->session.get(), frame);
+  }
+}
+
 void VerbsTransport::FailSessionLocked(Session* s, const Status& why) {
   if (s->state == Session::State::kFailed) return;
   s->was_up = s->state == Session::State::kUp;
   s->state = Session::State::kFailed;
-  s->status = why;
+  s->status = s->refusal.ok() ? why : s->refusal;
   if (auto it = peers_.find(s->peer_id); it != peers_.end() && it->second->session.get() == s) {
     it->second->session.reset();
+    it->second->remote_regions.clear();  // a reconnected peer advertises afresh
     s->report_down = !s->quiet;
     LOG(INFO) << "peer " << it->second->name << " is down: " << why.ToString();
   }
@@ -962,10 +1121,15 @@ void VerbsTransport::FailSessionLocked(Session* s, const Status& why) {
                                                it->second == s) {
     accepting_.erase(it);
   }
-  for (const LanePtr& lane : s->lanes) {
-    if (lane == nullptr) continue;
-    lane->failed = true;
-    PushCm({CmCommand::Type::kTeardown, lane, why});
+  for (int k = 0; k < options_.xchg_threads; ++k) {
+    for (auto& op : s->parked[k]) {
+      PushXchg(k, {XchgCommand::Type::kFailOp, nullptr, std::move(op), why, nullptr});
+    }
+    s->parked[k].clear();
+    if (const LanePtr& lane = s->lanes[k]; lane != nullptr) {
+      lane->failed = true;
+      PushCm({CmCommand::Type::kTeardown, lane, why});
+    }
   }
   cv_.notify_all();
   if (s->live_lanes == 0) SessionGoneLocked(s);  // last: may destroy *s
@@ -1053,6 +1217,11 @@ void VerbsTransport::SessionUpLocked(Session* s, Callbacks* after_unlock) {
              it != accepting_.end() && it->second == s) {
     accepting_.erase(it);
   }
+  for (auto& [id, r] : regions_) {  // tell the peer what it may access (see file comment)
+    if (r->region.access != kLocalOnly && !r->deregistering) {
+      SubmitControlLocked(s, EncodeRegionFrame(r->region, /*add=*/true));
+    }
+  }
   LOG(INFO) << "peer " << p.name << " (" << p.address << ") is up, "
             << (s->initiator ? "connected" : "accepted") << ", " << s->lanes.size() << " lanes";
   if (announce) {
@@ -1065,9 +1234,19 @@ void VerbsTransport::SessionUpLocked(Session* s, Callbacks* after_unlock) {
 Result<PeerId> VerbsTransport::LaneAuthenticated(const LanePtr& lane, Callbacks* after_unlock) {
   std::lock_guard<std::mutex> l(mu_);
   if (lane->failed || shutting_down_) return Status::Aborted("connection is closing");
+  const int k = lane->index;
   Peer& p = FindOrCreatePeerLocked(lane->peer_name);
   Session* s = lane->session;
   if (lane->initiator) {
+    if (s->state == Session::State::kUp) {  // a lane we re-dialled after a reset
+      if (s->peer_name != lane->peer_name || s->lanes[k] != lane) {
+        return Status::NetworkError("re-established lane " + std::to_string(k) + " to " +
+                                    s->address + " reached " + lane->peer_name);
+      }
+      s->resetting[k] = 0;
+      FlushParkedLocked(s, k);
+      return p.id;
+    }
     if (s->state != Session::State::kConnecting) return Status::Aborted("connection is closing");
     if (s->peer_name.empty()) {
       s->peer_name = lane->peer_name;
@@ -1077,30 +1256,47 @@ Result<PeerId> VerbsTransport::LaneAuthenticated(const LanePtr& lane, Callbacks*
       return Status::NetworkError("lanes to " + s->address + " reached different nodes (" +
                                   s->peer_name + ", " + lane->peer_name + ")");
     }
+    if (k == 0) {
+      for (int j = 1; j < options_.xchg_threads; ++j) {
+        PushCm({CmCommand::Type::kStartLane, s->lanes[j], Status::OK()});
+      }
+    }
   } else {
     orphans_.erase(lane.get());
+    Session* up = p.session.get();
+    if (up != nullptr && !up->initiator && up->incarnation == lane->peer_incarnation &&
+        up->remote_serial == lane->initiator_serial) {
+      // The initiator re-dialled lane k of an Up session: swap it in.
+      if (const LanePtr& old = up->lanes[k]; old != nullptr && !old->failed) {
+        old->failed = true;
+        PushCm({CmCommand::Type::kTeardown, old,
+                Status::NetworkError("lane replaced by a re-established connection")});
+      }
+      up->lanes[k] = lane;
+      lane->session = up;
+      up->live_lanes++;
+      up->resetting[k] = 0;
+      FlushParkedLocked(up, k);
+      return p.id;
+    }
     auto it = accepting_.find(lane->peer_name);
     s = it == accepting_.end() ? nullptr : it->second;
-    if (s != nullptr &&
-        (s->incarnation != lane->peer_incarnation || s->lanes[lane->index] != nullptr)) {
+    if (s != nullptr && (s->incarnation != lane->peer_incarnation ||
+                         s->remote_serial != lane->initiator_serial || s->lanes[k] != nullptr)) {
       FailSessionLocked(s, Status::NetworkError("superseded by a newer connection attempt from " +
                                                 lane->peer_name));
       s = nullptr;
     }
     if (s == nullptr) {
-      auto created = std::make_shared<Session>();
-      s = created.get();
-      s->serial = next_session_serial_++;
+      s = NewSessionLocked(/*initiator=*/false).get();
       s->peer_name = lane->peer_name;
       s->peer_address = lane->peer_address;
       s->incarnation = lane->peer_incarnation;
+      s->remote_serial = lane->initiator_serial;
       s->peer_id = p.id;
-      s->lanes.resize(options_.xchg_threads);
-      s->deadline = MonoNow() + std::chrono::milliseconds(options_.connect_timeout_ms);
-      sessions_[s->serial] = std::move(created);
       accepting_[s->peer_name] = s;
     }
-    s->lanes[lane->index] = lane;
+    s->lanes[k] = lane;
     lane->session = s;
     s->live_lanes++;
   }
@@ -1133,9 +1329,11 @@ void VerbsTransport::CmLoop() {
       std::lock_guard<std::mutex> l(cm_mu_);
       if (cm_stop_) return;
     }
+    // Async events first: a QP access error should be known before a DISCONNECTED that it
+    // caused at the peer is handled (DISCONNECTED also checks the QP state, see below).
+    ProcessAsyncEvents();
     RunCmCommands();
     ProcessCmEvents();
-    ProcessAsyncEvents();
     CheckDeadlines();
   }
 }
@@ -1165,7 +1363,11 @@ void VerbsTransport::RunCmCommands() {
             if (candidate->qp != nullptr && candidate->qp_num == c.qp_num) lane = candidate;
           }
         }
-        if (lane != nullptr) FailLane(lane, c.status);
+        if (lane != nullptr && c.reset) {
+          ResetLane(lane, c.status);
+        } else if (lane != nullptr) {
+          FailLane(lane, c.status);
+        }
         break;
       }
       case CmCommand::Type::kAbandonAll: {
@@ -1193,9 +1395,10 @@ void VerbsTransport::ProcessCmEvents() {
     // Copy what we need and ack at once: rdma_destroy_id (which we may call while handling
     // the event) blocks until every event of that id is acked.
     const rdma_cm_event ev = *event;
-    char priv[kConnectPrivateDataBytes] = {};
+    char priv[kMaxCmPrivateDataBytes] = {};
     size_t priv_len = 0;
-    if (ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && ev.param.conn.private_data != nullptr) {
+    if ((ev.event == RDMA_CM_EVENT_CONNECT_REQUEST || ev.event == RDMA_CM_EVENT_REJECTED) &&
+        ev.param.conn.private_data != nullptr) {
       priv_len = std::min<size_t>(ev.param.conn.private_data_len, sizeof(priv));
       std::memcpy(priv, ev.param.conn.private_data, priv_len);
     }
@@ -1242,10 +1445,11 @@ void VerbsTransport::HandleCmEvent(const rdma_cm_event& ev, const char* private_
         return;
       }
       char priv[kConnectPrivateDataBytes];
-      EncodeFixed32(priv, kConnectMagic);
-      EncodeFixed16(priv + 4, kVerbsWireVersion);
-      EncodeFixed16(priv + 6, static_cast<uint16_t>(lane->index));
-      EncodeFixed16(priv + 8, static_cast<uint16_t>(options_.xchg_threads));
+      EncodeFixed32(priv + kPrivMagic, kConnectMagic);
+      EncodeFixed16(priv + kPrivVersion, kVerbsWireVersion);
+      EncodeFixed16(priv + kPrivLane, static_cast<uint16_t>(lane->index));
+      EncodeFixed16(priv + kPrivLanes, static_cast<uint16_t>(options_.xchg_threads));
+      EncodeFixed64(priv + kPrivSession, lane->initiator_serial);
       rdma_conn_param param{};
       param.private_data = priv;
       param.private_data_len = sizeof(priv);
@@ -1263,16 +1467,39 @@ void VerbsTransport::HandleCmEvent(const rdma_cm_event& ev, const char* private_
         PushXchg(lane->index, {XchgCommand::Type::kEstablished, lane, nullptr, Status::OK(), nullptr});
       }
       return;
-    case RDMA_CM_EVENT_REJECTED:
-      FailLane(lane, Status::NetworkError("connection to " + lane->remote + " refused: " + what));
+    case RDMA_CM_EVENT_REJECTED: {
+      Status why = Status::NetworkError("connection to " + lane->remote + " refused: " + what);
+      std::string_view reason(private_data, private_len);
+      uint32_t magic = 0;
+      Status carried;
+      if (GetFixed32(&reason, &magic) && magic == kConnectMagic &&
+          Status::DecodeFrom(&reason, &carried) && !carried.ok()) {
+        why = carried.Prepend(lane->remote + " refused the connection");
+      }
+      FailLane(lane, why);
       return;
+    }
     case RDMA_CM_EVENT_ADDR_ERROR:
     case RDMA_CM_EVENT_ROUTE_ERROR:
     case RDMA_CM_EVENT_CONNECT_ERROR:
     case RDMA_CM_EVENT_UNREACHABLE:
       FailLane(lane, Status::NetworkError("cannot connect to " + lane->remote + ": " + what));
       return;
-    case RDMA_CM_EVENT_DISCONNECTED:
+    case RDMA_CM_EVENT_DISCONNECTED: {
+      // librdmacm leaves our QP alone on DISCONNECTED: if it is in ERR already, the peer
+      // closed this lane because a one-sided op broke it, not because it went away.
+      const Status why =
+          Status::NetworkError("connection with " + lane->remote + " lost: " + what);
+      ibv_qp_attr attr{};
+      ibv_qp_init_attr init{};
+      if (lane->qp != nullptr && ibv_query_qp(lane->qp, &attr, IBV_QP_STATE, &init) == 0 &&
+          attr.qp_state == IBV_QPS_ERR) {
+        ResetLane(lane, why);
+      } else {
+        FailLane(lane, why);
+      }
+      return;
+    }
     case RDMA_CM_EVENT_DEVICE_REMOVAL:
     case RDMA_CM_EVENT_ADDR_CHANGE:
       FailLane(lane, Status::NetworkError("connection with " + lane->remote + " lost: " + what));
@@ -1291,44 +1518,51 @@ void VerbsTransport::OnConnectRequest(rdma_cm_id* id, const rdma_conn_param& req
   } else if (src->sa_family == AF_INET6) {
     inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(src)->sin6_addr, ip, sizeof(ip));
   }
-  auto refuse = [&](const std::string& why) {
-    LOG(WARNING) << "refusing RDMA connection from " << ip << ": " << why;
-    rdma_reject(id, nullptr, 0);
+  // Refusals carry their reason in the reject's private data (see EncodeRejectReason).
+  auto refuse = [&](const Status& why) {
+    LOG(WARNING) << "refusing RDMA connection from " << ip << ": " << why.ToString();
+    const std::string reason = EncodeRejectReason(why);
+    rdma_reject(id, reason.data(), static_cast<uint8_t>(reason.size()));
     rdma_destroy_id(id);
   };
-  if (private_len < kConnectPrivateDataBytes || DecodeFixed32(private_data) != kConnectMagic) {
-    refuse("not a Nova-LSM transport");
+  if (private_len < kConnectPrivateDataBytes ||
+      DecodeFixed32(private_data + kPrivMagic) != kConnectMagic) {
+    refuse(Status::InvalidArgument("not a Nova-LSM transport"));
     return;
   }
-  const uint16_t version = DecodeFixed16(private_data + 4);
-  const uint16_t index = DecodeFixed16(private_data + 6);
-  const uint16_t lanes = DecodeFixed16(private_data + 8);
+  const uint16_t version = DecodeFixed16(private_data + kPrivVersion);
+  const uint16_t index = DecodeFixed16(private_data + kPrivLane);
+  const uint16_t lanes = DecodeFixed16(private_data + kPrivLanes);
+  const uint64_t serial = DecodeFixed64(private_data + kPrivSession);
   if (version != kVerbsWireVersion) {
-    refuse("wire version " + std::to_string(version) + ", we speak " +
-           std::to_string(kVerbsWireVersion));
+    refuse(Status::NotSupported("peer speaks verbs wire version " + std::to_string(version) +
+                                ", we speak " + std::to_string(kVerbsWireVersion)));
     return;
   }
   if (lanes != options_.xchg_threads || index >= lanes) {
-    refuse("lane " + std::to_string(index) + " of " + std::to_string(lanes) + ", we run " +
-           std::to_string(options_.xchg_threads) + " xchg threads");
+    refuse(Status::InvalidArgument("peer uses " + std::to_string(lanes) +
+                                   " xchg threads, this node " +
+                                   std::to_string(options_.xchg_threads)));
     return;
   }
   if (id->verbs != ctx_) {
-    refuse("arrived on another RDMA device than our protection domain's");
+    refuse(Status::Unavailable("request arrived on another RDMA device than our listener's"));
     return;
   }
   if (xchg_[index]->lane_count >= max_lanes_per_thread_) {
-    refuse("too many connections");
+    refuse(Status::ResourceExhausted("too many connections"));
     return;
   }
   auto lane = std::make_shared<Lane>(index, /*initiator=*/false);
   lane->id = id;
   lane->remote = ip;
+  lane->initiator_serial = serial;
   id->context = lane.get();
   {
     std::lock_guard<std::mutex> l(mu_);
     if (shutting_down_ || orphans_.size() >= kMaxUnauthenticatedLanes) {
-      refuse(shutting_down_ ? "shutting down" : "too many unauthenticated connections");
+      refuse(shutting_down_ ? Status::Unavailable("shutting down")
+                            : Status::ResourceExhausted("too many unauthenticated connections"));
       return;
     }
     lanes_[lane.get()] = lane;
@@ -1358,6 +1592,8 @@ void VerbsTransport::ProcessAsyncEvents() {
 void VerbsTransport::OnQpAsyncEvent(void* self, uint32_t qp_num, int event_type) {
   auto* t = static_cast<VerbsTransport*>(self);
   Status why;
+  const bool refused_op =
+      event_type == IBV_EVENT_QP_ACCESS_ERR || event_type == IBV_EVENT_QP_REQ_ERR;
   if (event_type == IBV_EVENT_QP_ACCESS_ERR) {
     // A peer's one-sided op hit a bad rkey, bounds or access flags: the NIC refused it and
     // put the QP into the error state.
@@ -1369,7 +1605,7 @@ void VerbsTransport::OnQpAsyncEvent(void* self, uint32_t qp_num, int event_type)
     why = Status::NetworkError(std::string("QP error: ") +
                                ibv_event_type_str(static_cast<ibv_event_type>(event_type)));
   }
-  t->PushCm({CmCommand::Type::kQpError, nullptr, why, qp_num});
+  t->PushCm({CmCommand::Type::kQpError, nullptr, why, qp_num, refused_op});
 }
 
 void VerbsTransport::CheckDeadlines() {
@@ -1382,7 +1618,11 @@ void VerbsTransport::CheckDeadlines() {
     }
     std::vector<Session*> late;
     for (auto& [serial, s] : sessions_) {
-      if (s->state == Session::State::kConnecting && s->deadline <= now) late.push_back(s.get());
+      bool overdue = s->state == Session::State::kConnecting && s->deadline <= now;
+      for (int k = 0; k < options_.xchg_threads && s->state == Session::State::kUp; ++k) {
+        overdue |= s->resetting[k] && s->reset_deadline[k] <= now;
+      }
+      if (overdue) late.push_back(s.get());
     }
     for (Session* s : late) {
       FailSessionLocked(s, Status::TimedOut(
@@ -1627,6 +1867,10 @@ void VerbsTransport::RunXchgCommand(XchgThread* x, XchgCommand& c) {
       return;
     case XchgCommand::Type::kFailLane:
       lane->cm_teardown_seen = true;
+      if (lane->fail_status_provisional) {  // the cm thread knows the real cause
+        lane->fail_status = c.status;
+        lane->fail_status_provisional = false;
+      }
       MarkFailing(lane, c.status);
       MaybeDrained(x, c.lane);
       return;
@@ -1635,6 +1879,9 @@ void VerbsTransport::RunXchgCommand(XchgThread* x, XchgCommand& c) {
       return;
     case XchgCommand::Type::kRun:
       c.fn();
+      return;
+    case XchgCommand::Type::kFailOp:
+      CompleteOp(nullptr, std::move(c.op), c.status);
       return;
   }
 }
@@ -1677,25 +1924,75 @@ void VerbsTransport::HandleSendWc(XchgThread* x, const LanePtr& lane, const ibv_
     return;
   }
   Status st;
-  if (wc.status == IBV_WC_WR_FLUSH_ERR) {
-    st = l->failing ? l->fail_status
-                    : Status::NetworkError("connection with " + l->remote + " failed");
-  } else if (wc.status != IBV_WC_SUCCESS) {
-    st = WcStatusToStatus(wc, l->fifo.front().op->Name(), l->remote);
+  bool reset = false;  // the QP broke because of this op, not because the peer went away
+  switch (wc.status) {
+    case IBV_WC_SUCCESS:
+      break;
+    case IBV_WC_WR_FLUSH_ERR:
+      st = l->failing ? l->fail_status
+                      : Status::NetworkError("connection with " + l->remote + " broke");
+      reset = true;
+      break;
+    case IBV_WC_REM_ACCESS_ERR:
+    case IBV_WC_REM_INV_REQ_ERR:
+    case IBV_WC_REM_OP_ERR:
+    case IBV_WC_LOC_ACCESS_ERR:
+    case IBV_WC_LOC_PROT_ERR:
+    case IBV_WC_LOC_LEN_ERR:
+      st = ClassifyWcError(l, wc, *l->fifo.front().op);
+      reset = true;
+      break;
+    default:  // retries exceeded and the like: the peer or the path is gone
+      st = ClassifyWcError(l, wc, *l->fifo.front().op);
+      break;
+  }
+  if (!st.ok() && !l->failing) {
+    // Decide the lane's fate before completing the op, so that an op its completion posts
+    // already sees the lane as resetting (and is parked) rather than failing with it.
+    if (wc.status != IBV_WC_WR_FLUSH_ERR) LOG(WARNING) << st.ToString();
+    BreakLane(lane,
+              Status::NetworkError("connection with " + l->remote +
+                                   " reset after an earlier error: " + st.message()),
+              reset);
+    l->fail_status_provisional = wc.status == IBV_WC_WR_FLUSH_ERR;
   }
   retire_front(st);
-  if (!st.ok() && !l->failing) {
-    // The QP is in the error state now: everything else on it will be flushed.
-    LOG(WARNING) << st.ToString() << "; resetting the connection";
-    const Status why = Status::NetworkError("connection with " + l->remote +
-                                            " reset after an earlier error: " + st.message());
-    MarkFailing(l, why);
-    FailLane(lane, why);
-  }
   if (!l->dirty) {  // send buffers and queue slots were freed
     l->dirty = true;
     x->dirty.push_back(lane);
   }
+}
+
+Status VerbsTransport::ClassifyWcError(Lane* lane, const ibv_wc& wc, const Op& op) {
+  const std::string what = std::string(op.Name()) + " to " + lane->remote + " failed: " +
+                           ibv_wc_status_str(wc.status) + " (vendor error " +
+                           std::to_string(wc.vendor_err) + ")";
+  const bool one_sided = op.kind != Op::Kind::kSend;
+  if (!one_sided || (wc.status != IBV_WC_REM_ACCESS_ERR && wc.status != IBV_WC_REM_INV_REQ_ERR)) {
+    return WcStatusToStatus(wc, op.Name(), lane->remote);
+  }
+  // The NIC says only "refused": name the reason from what the peer advertised.
+  std::lock_guard<std::mutex> l(mu_);
+  auto pit = peers_.find(lane->peer_id);
+  if (pit == peers_.end()) return Status::PermissionDenied(what);
+  auto rit = pit->second->remote_regions.find(op.remote.rkey);
+  if (rit == pit->second->remote_regions.end()) {
+    return Status::PermissionDenied(what + ": rkey " + std::to_string(op.remote.rkey) +
+                                    " is not registered at the peer");
+  }
+  const Peer::RemoteRegion& r = rit->second;
+  const uint64_t addr = op.remote.addr;
+  if (addr < r.addr || op.length > r.length || addr - r.addr > r.length - op.length) {
+    return Status::OutOfRange(what + ": [" + std::to_string(addr) + ", +" +
+                              std::to_string(op.length) + ") is outside the peer's region of " +
+                              std::to_string(r.length) + " bytes at " + std::to_string(r.addr));
+  }
+  const uint32_t needed = op.kind == Op::Kind::kRead ? kRemoteRead : kRemoteWrite;
+  if ((r.access & needed) == 0) {
+    return Status::PermissionDenied(what + ": the peer's region does not allow remote " +
+                                    (op.kind == Op::Kind::kRead ? "reads" : "writes"));
+  }
+  return Status::PermissionDenied(what + ": refused by the peer (region deregistered?)");
 }
 
 void VerbsTransport::HandleRecvWc(XchgThread* x, const LanePtr& lane, const ibv_wc& wc) {
@@ -1704,10 +2001,14 @@ void VerbsTransport::HandleRecvWc(XchgThread* x, const LanePtr& lane, const ibv_
   const auto slot = static_cast<uint32_t>(wc.wr_id & ~kRecvWrIdFlag);
   if (wc.status != IBV_WC_SUCCESS) {
     if (!l->failing) {
-      const Status why = Status::NetworkError("receive from " + l->remote +
-                                              " failed: " + ibv_wc_status_str(wc.status));
-      MarkFailing(l, why);
-      FailLane(lane, why);
+      // A bare flush means the NIC moved the QP to ERR, as it does on a peer's refused
+      // one-sided op: reset the lane (the async event names the cause, if it was that).
+      const bool flushed = wc.status == IBV_WC_WR_FLUSH_ERR;
+      BreakLane(lane,
+                Status::NetworkError("receive from " + l->remote +
+                                     " failed: " + ibv_wc_status_str(wc.status)),
+                /*reset=*/flushed);
+      l->fail_status_provisional = flushed;
     }
     return;
   }
@@ -1727,17 +2028,21 @@ void VerbsTransport::HandleRecvWc(XchgThread* x, const LanePtr& lane, const ibv_
   }
   const char* buf = l->RecvBuffer(slot);
   const auto header = static_cast<uint8_t>(buf[0]);
-  const bool handshake = (header & kFragHandshake) != 0;
-  if ((header & ~(kFragMore | kFragHandshake)) != 0) {
+  const uint8_t kind = header & kFragKinds;
+  if ((header & ~(kFragMore | kFragKinds)) != 0 || kind == kFragKinds) {
     ProtocolViolation(lane, "unknown fragment flags");
     return;
   }
-  if (handshake == l->authenticated || (l->reassembling && l->reassembly_handshake != handshake)) {
-    ProtocolViolation(lane, handshake ? "handshake frame after authentication"
-                                      : "data before authentication");
+  // Handshake frames only before authentication, everything else only after.
+  if ((kind == kFragHandshake) == l->authenticated ||
+      (l->reassembling && l->reassembly_kind != kind)) {
+    ProtocolViolation(lane, kind == kFragHandshake ? "handshake frame after authentication"
+                                                   : "frame before authentication");
     return;
   }
-  const size_t limit = handshake ? kMaxHandshakeMessageBytes : options_.max_message_bytes;
+  const size_t limit = kind == kFragHandshake ? kMaxHandshakeMessageBytes
+                       : kind == kFragControl ? kMaxControlMessageBytes
+                                              : options_.max_message_bytes;
   const size_t len = wc.byte_len - kFragmentHeaderBytes;
   if (l->reassembly.size() + len > limit) {
     ProtocolViolation(lane, "message larger than " + std::to_string(limit) + " bytes");
@@ -1745,16 +2050,43 @@ void VerbsTransport::HandleRecvWc(XchgThread* x, const LanePtr& lane, const ibv_
   }
   l->reassembly.append(buf + kFragmentHeaderBytes, len);
   l->reassembling = true;
-  l->reassembly_handshake = handshake;
+  l->reassembly_kind = kind;
   if (!RepostRecv(l, slot)) return;
   if (header & kFragMore) return;
   std::string msg;
   msg.swap(l->reassembly);
   l->reassembling = false;
-  if (handshake) {
+  if (kind == kFragHandshake) {
     HandleHandshake(x, lane, msg);
+  } else if (kind == kFragControl) {
+    HandleControl(lane, msg);
   } else {
     handler_->OnMessage(l->peer_id, msg);
+  }
+}
+
+void VerbsTransport::HandleControl(const LanePtr& lane, const std::string& msg) {
+  std::string_view in(msg);
+  uint32_t rkey = 0, access = 0;
+  uint64_t addr = 0, length = 0;
+  if (in.empty()) return ProtocolViolation(lane, "empty control frame");
+  const auto type = static_cast<uint8_t>(in.front());
+  in.remove_prefix(1);
+  if (!GetFixed32(&in, &rkey)) return ProtocolViolation(lane, "malformed control frame");
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = peers_.find(lane->peer_id);
+  if (it == peers_.end()) return;
+  if (type == kCtlRegionAdd) {
+    if (!GetFixed64(&in, &addr) || !GetFixed64(&in, &length) || !GetFixed32(&in, &access) ||
+        !in.empty()) {
+      VLOG(1) << "malformed region advert from " << lane->remote;
+      return;
+    }
+    it->second->remote_regions[rkey] = {addr, length, access};
+  } else if (type == kCtlRegionDel) {
+    it->second->remote_regions.erase(rkey);
+  } else {
+    VLOG(1) << "ignoring control frame of unknown type " << int{type};  // a newer peer
   }
 }
 
@@ -1767,9 +2099,9 @@ bool VerbsTransport::RepostRecv(Lane* lane, uint32_t slot) {
   wr.num_sge = 1;
   ibv_recv_wr* bad = nullptr;
   if (const int rc = ibv_post_recv(lane->qp, &wr, &bad); rc != 0) {
-    const Status why = VerbsError("ibv_post_recv on the connection with " + lane->remote, rc);
-    MarkFailing(lane, why);
-    FailLane(lane->shared_from_this(), why);
+    BreakLane(lane->shared_from_this(),
+              VerbsError("ibv_post_recv on the connection with " + lane->remote, rc),
+              /*reset=*/false);
     return false;
   }
   lane->posted_recvs++;
@@ -1779,9 +2111,8 @@ bool VerbsTransport::RepostRecv(Lane* lane, uint32_t slot) {
 void VerbsTransport::ProtocolViolation(const LanePtr& lane, const std::string& what) {
   LOG(WARNING) << "protocol violation by " << lane->remote << ": " << what
                << "; closing the connection";
-  const Status why = Status::Corruption("protocol violation by " + lane->remote + ": " + what);
-  MarkFailing(lane.get(), why);
-  FailLane(lane, why);
+  BreakLane(lane, Status::Corruption("protocol violation by " + lane->remote + ": " + what),
+            /*reset=*/false);
 }
 
 // ----- handshake (handshake.h), one message per SEND exchange, on the lane's xchg thread ----
@@ -1829,10 +2160,7 @@ void VerbsTransport::HandleHandshake(XchgThread* x, const LanePtr& lane, const s
   Lane* l = lane.get();
   const std::string& secret = options_.cluster_secret;
   const auto index = static_cast<uint16_t>(l->index);
-  auto fail = [&](const Status& why) {
-    MarkFailing(l, why);
-    FailLane(lane, why);
-  };
+  auto fail = [&](const Status& why) { BreakLane(lane, why, /*reset=*/false); };
   Callbacks after;
   switch (l->hs) {
     case HsState::kAwaitHello: {
@@ -1887,22 +2215,27 @@ void VerbsTransport::HandleHandshake(XchgThread* x, const LanePtr& lane, const s
         if (!verdict.ok() && !verdict.IsCorruption()) st = verdict;
         return fail(st.Prepend(l->remote + " refused the connection"));
       }
-      if (!MacEquals(c.mac, AcceptorMac(secret, index, l->nonce_local, c.nonce))) {
-        stats_.auth_failures++;
-        LOG(WARNING) << "peer at " << l->remote << " (claiming to be '" << c.node_name
-                     << "') does not know the cluster secret; closing";
-        return fail(Status::PermissionDenied("peer at " + l->remote +
-                                             " failed authentication: cluster secret mismatch"));
-      }
       l->peer_name = c.node_name;
       l->peer_address = c.listen_address;
       l->nonce_remote = c.nonce;
       l->hs = HsState::kAwaitVerdict;
+      if (!MacEquals(c.mac, AcceptorMac(secret, index, l->nonce_local, c.nonce))) {
+        // Answer anyway and close only after its Verdict, so that a listener with another
+        // secret logs and counts us too.
+        stats_.auth_failures++;
+        LOG(WARNING) << "peer at " << l->remote << " (claiming to be '" << c.node_name
+                     << "') does not know the cluster secret; closing";
+        l->pending_refusal = Status::PermissionDenied(
+            "peer at " + l->remote + " failed authentication: cluster secret mismatch");
+        std::lock_guard<std::mutex> lock(mu_);
+        if (l->session != nullptr) l->session->refusal = l->pending_refusal;
+      }
       return SendInternal(x, lane,
                           EncodeResponse({InitiatorMac(secret, index, c.nonce, l->nonce_local)}),
                           nullptr);
     }
     case HsState::kAwaitVerdict: {
+      if (!l->pending_refusal.ok()) return fail(l->pending_refusal);
       const Status verdict = DecodeVerdict(msg);
       if (!verdict.ok()) {
         if (verdict.IsPermissionDenied()) {
@@ -2029,8 +2362,13 @@ bool VerbsTransport::PostChain(Lane* lane) {
     if (r.op->status.ok()) r.op->status = why;
     r.op->wrs_outstanding--;
   }
-  MarkFailing(lane, why);
-  FailLane(lane->shared_from_this(), why);
+  // Some providers refuse posts once the NIC moved the QP to ERR (e.g. after a peer's
+  // refused op): that is a lane reset, not a dead peer.
+  ibv_qp_attr attr{};
+  ibv_qp_init_attr init{};
+  const bool qp_broken = ibv_query_qp(lane->qp, &attr, IBV_QP_STATE, &init) == 0 &&
+                         attr.qp_state == IBV_QPS_ERR;
+  BreakLane(lane->shared_from_this(), why, /*reset=*/qp_broken);
   return false;
 }
 
@@ -2040,6 +2378,18 @@ void VerbsTransport::MarkFailing(Lane* lane, const Status& why) {
     lane->fail_status = why.ok() ? Status::NetworkError("connection closed") : why;
   }
   CompleteFrontOps(lane);
+}
+
+void VerbsTransport::BreakLane(const LanePtr& lane, const Status& why, bool reset) {
+  const bool first = !lane->failing;
+  if (first) {
+    lane->failing = true;
+    lane->fail_status = why;
+    // Tell the session first: an op that a completion below posts must already see the
+    // lane as resetting (parked) or its peer as down, not be queued behind the failure.
+    reset ? ResetLane(lane, why) : FailLane(lane, why);
+  }
+  CompleteFrontOps(lane.get());
 }
 
 void VerbsTransport::CompleteFrontOps(Lane* lane) {
@@ -2058,7 +2408,7 @@ void VerbsTransport::CompleteFrontOps(Lane* lane) {
 
 void VerbsTransport::CompleteOp(Lane* lane, std::unique_ptr<Op> op, const Status& s) {
   if (!op->internal) {
-    lane->queued.fetch_sub(1, std::memory_order_relaxed);
+    if (lane != nullptr) lane->queued.fetch_sub(1, std::memory_order_relaxed);
     if (!s.ok()) stats_.failed_ops++;
   }
   if (op->region_id != 0) ReleaseRegion(op->region_id);

@@ -1,28 +1,30 @@
 // The `verbs` backend of the exchange transport: rdma-core RC queue pairs.
 //
-// Connection set-up uses librdmacm; the data path uses libibverbs directly:
+// Connection set-up uses librdmacm (one cm thread); the data path uses libibverbs directly:
 //  - one protection domain (of the device the listener is bound to) for every QP and every
 //    registered region;
 //  - lane k of a peer is one RC QP whose send and receive completions go to the CQ of xchg
 //    thread k. The xchg thread is the only thread that posts to or polls that QP, so the
 //    per-QP bookkeeping (posted-op FIFO, send buffers, reassembly, handshake) needs no lock;
 //    application threads hand operations over through the thread's command queue;
+//  - after a QP is established, the handshake of handshake.h runs over SEND/RECV on it;
 //  - Send copies the message into registered send buffers (or posts it inline when it fits),
 //    splitting messages larger than a receive buffer into fragments with a one-byte header;
 //  - Write/Read are RDMA_WRITE(_WITH_IMM)/RDMA_READ straight from/to the caller's region;
-//  - selective signalling: only every kSignalInterval-th WR, and the last WR of each posted
-//    chain, is signaled; a signaled completion retires every earlier WR of that QP in order.
-// See verbs_transport.cc for the wire format, the lane life cycle and the lock order.
+//  - selective signalling: only every 16th WR, and the last WR of each posted chain, is
+//    signaled; a signaled completion retires every earlier WR of that QP in order.
+// verbs_transport.cc has the lane life cycle, the wire format and the invariants.
 //
 // Differences from the tcp backend, all forced by RDMA hardware:
-//  - A one-sided op that the target refuses (bad rkey, out of bounds, access flags) fails
-//    with PermissionDenied (the NIC cannot say which check failed) and puts both QPs of that
-//    lane into the error state: every other outstanding op of that peer fails with
-//    NetworkError, the peer goes down, and the side that made the connection reconnects.
-//  - Messages to a peer use the peer's pre-posted receive buffers; a slow receiver
+//  - A one-sided op that the target's NIC refuses (bad rkey, out of bounds, access flags)
+//    puts the QPs of that lane at both ends into the error state. The op fails with
+//    PermissionDenied or OutOfRange (named from the regions the peer advertised), the other
+//    ops in flight on that lane fail with NetworkError, and the lane is re-established
+//    underneath: the peer stays up and ops posted meanwhile wait and then run in order.
+//  - Messages to a peer land in its pre-posted receive buffers; a slow receiver
 //    back-pressures the sender through RNR retries instead of socket buffers.
+//  - Connect() dials lane 0, authenticates, then dials the other lanes.
 //
-// Thread safety: all public methods are thread-safe (see Transport).
 #pragma once
 
 #include <atomic>
@@ -85,16 +87,29 @@ class VerbsTransport final : public Transport {
   std::string listen_address() const override;
   const TransportOptions& options() const override { return options_; }
 
+  // See Transport. Errors: InvalidArgument (bad address, lane-count mismatch),
+  // PermissionDenied (cluster secret), NetworkError (refused, unreachable, lost), TimedOut,
+  // IllegalState (not started or shut down).
   Result<PeerId> Connect(const std::string& address) override;
+  // See Transport. The peer's handler sees OnPeerDown(Aborted).
   void Disconnect(PeerId peer) override;
   bool IsUp(PeerId peer) const override;
   Result<PeerInfo> GetPeerInfo(PeerId peer) const override;
 
   // The region is registered with IBV_ACCESS_LOCAL_WRITE plus REMOTE_READ/REMOTE_WRITE per
-  // `access`; rkey/lkey come from the ibv_mr (rkey is 0 for kLocalOnly).
+  // `access`; rkey/lkey come from the ibv_mr (rkey is 0 for kLocalOnly). Remotely accessible
+  // regions are advertised to peers (only to name refused ops' errors). Errors:
+  // InvalidArgument, ResourceExhausted (locked-memory limit), IOError, Unavailable.
+  // Blocks while the kernel pins the memory: not for handlers or completions.
   Result<MemoryRegion> RegisterMemory(void* base, uint64_t length, uint32_t access) override;
+  // Withdraws the advertisement, waits until none of our posted ops uses the region, then
+  // deregisters it. Returns NotFound for an unknown region. Not for handlers or completions.
   Status DeregisterMemory(const MemoryRegion& region) override;
 
+  // See Transport. Not posted (done never runs): InvalidArgument (too large, bad lane, unknown
+  // peer, local range outside `local`), Unavailable (peer down, not running),
+  // ResourceExhausted (too many ops queued on the lane). Completions: OK, PermissionDenied or
+  // OutOfRange (refused by the peer's NIC), NetworkError, Aborted (shutdown).
   Status Send(PeerId peer, std::string_view msg, Completion done, int lane = -1) override;
   Status Write(PeerId peer, const MemoryRegion& local, uint64_t local_offset, uint64_t length,
                RemoteAddr remote, std::optional<uint32_t> imm, Completion done,
@@ -125,10 +140,21 @@ class VerbsTransport final : public Transport {
   void ReleaseRegion(uint32_t region_id);               // EXCLUDES(mu_)
 
   // --- peers and sessions, all REQUIRES(mu_) unless noted ---
+  std::shared_ptr<Session> NewSessionLocked(bool initiator);
+  LanePtr NewInitiatorLaneLocked(Session* s, int index, const std::string& address,
+                                 const void* sockaddr, uint32_t sockaddr_len);
   std::shared_ptr<Session> StartSessionLocked(const std::string& address, const void* sockaddr,
                                               uint32_t sockaddr_len, PeerId reconnect_of);
+  // Any failure of `lane` fails its whole session (peer down).
   void FailLane(const LanePtr& lane, const Status& why);  // EXCLUDES(mu_); any thread
   void FailLaneLocked(const LanePtr& lane, const Status& why);
+  // `lane`'s QP broke because of a refused one-sided op: replace only that lane if its
+  // session is Up (see the life cycle in the .cc), else as FailLane.
+  void ResetLane(const LanePtr& lane, const Status& why);  // EXCLUDES(mu_); any thread
+  void ResetLaneLocked(const LanePtr& lane, const Status& why);
+  void FlushParkedLocked(Session* s, int lane);
+  void SubmitControlLocked(Session* s, std::string frame);
+  void AdvertiseRegionLocked(const MemoryRegion& region, bool add);
   void FailSessionLocked(Session* s, const Status& why);
   void SessionGoneLocked(Session* s);
   void SessionUpLocked(Session* s, Callbacks* after_unlock);
@@ -161,6 +187,8 @@ class VerbsTransport final : public Transport {
   void HandleWc(XchgThread* x, const ibv_wc& wc);
   void HandleSendWc(XchgThread* x, const LanePtr& lane, const ibv_wc& wc);
   void HandleRecvWc(XchgThread* x, const LanePtr& lane, const ibv_wc& wc);
+  Status ClassifyWcError(Lane* lane, const ibv_wc& wc, const Op& op);  // EXCLUDES(mu_)
+  void HandleControl(const LanePtr& lane, const std::string& msg);
   void HandleHandshake(XchgThread* x, const LanePtr& lane, const std::string& msg);
   void StartHandshake(XchgThread* x, const LanePtr& lane);
   void SendInternal(XchgThread* x, const LanePtr& lane, std::string frame, Completion done);
@@ -170,6 +198,9 @@ class VerbsTransport final : public Transport {
   bool PostChain(Lane* lane);
   bool RepostRecv(Lane* lane, uint32_t slot);
   void MarkFailing(Lane* lane, const Status& why);
+  // Stops posting on `lane`, reports it (ResetLane if `reset`, else FailLane) and then
+  // completes what can be completed.
+  void BreakLane(const LanePtr& lane, const Status& why, bool reset);
   void CompleteFrontOps(Lane* lane);
   void CompleteOp(Lane* lane, std::unique_ptr<Op> op, const Status& s);
   void MaybeDrained(XchgThread* x, const LanePtr& lane);
@@ -189,7 +220,7 @@ class VerbsTransport final : public Transport {
   uint8_t max_init_rd_atomic_ = 0;      // outstanding RDMA READs we issue per QP
   int max_lanes_per_thread_ = 0;        // bounded so a shared CQ can never overflow
   std::vector<std::unique_ptr<XchgThread>> xchg_;
-  uint16_t listen_port_ = 0;            // host order; set by Start()
+  uint16_t listen_port_ = 0;            // host order; set by Start() before any thread
   int cm_wake_fd_ = -1;
   std::thread cm_thread_;
 
