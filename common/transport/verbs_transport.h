@@ -13,7 +13,8 @@
 //  - Write/Read are RDMA_WRITE(_WITH_IMM)/RDMA_READ straight from/to the caller's region;
 //  - selective signalling: only every 16th WR, and the last WR of each posted chain, is
 //    signaled; a signaled completion retires every earlier WR of that QP in order.
-// verbs_transport.cc has the lane life cycle, the wire format and the invariants.
+// verbs_internal.h has the lane life cycle, the wire format and the design notes, and says
+// which verbs_*.cc file holds which part; verbs_lane.cc has the posted-op invariants.
 //
 // Differences from the tcp backend, all forced by RDMA hardware:
 //  - A one-sided op that the target's NIC refuses (bad rkey, out of bounds, access flags)
@@ -139,7 +140,7 @@ class VerbsTransport final : public Transport {
                          char** addr, uint32_t* lkey);  // REQUIRES(mu_)
   void ReleaseRegion(uint32_t region_id);               // EXCLUDES(mu_)
 
-  // --- peers and sessions, all REQUIRES(mu_) unless noted ---
+  // --- peers and sessions (verbs_session.cc), all REQUIRES(mu_) unless noted ---
   std::shared_ptr<Session> NewSessionLocked(bool initiator);
   LanePtr NewInitiatorLaneLocked(Session* s, int index, const std::string& address,
                                  const void* sockaddr, uint32_t sockaddr_len);
@@ -149,7 +150,7 @@ class VerbsTransport final : public Transport {
   void FailLane(const LanePtr& lane, const Status& why);  // EXCLUDES(mu_); any thread
   void FailLaneLocked(const LanePtr& lane, const Status& why);
   // `lane`'s QP broke because of a refused one-sided op: replace only that lane if its
-  // session is Up (see the life cycle in the .cc), else as FailLane.
+  // session is Up (see the life cycle in verbs_internal.h), else as FailLane.
   void ResetLane(const LanePtr& lane, const Status& why);  // EXCLUDES(mu_); any thread
   void ResetLaneLocked(const LanePtr& lane, const Status& why);
   void FlushParkedLocked(Session* s, int lane);
@@ -163,7 +164,7 @@ class VerbsTransport final : public Transport {
   // messages on this lane are delivered for, or why the lane must be refused.
   Result<PeerId> LaneAuthenticated(const LanePtr& lane, Callbacks* after_unlock);  // EXCLUDES
 
-  // --- cm thread ---
+  // --- cm thread (verbs_cm.cc) ---
   void CmLoop();
   void PushCm(CmCommand c);
   void RunCmCommands();
@@ -179,7 +180,7 @@ class VerbsTransport final : public Transport {
   void DestroyLane(const LanePtr& lane);
   static void OnQpAsyncEvent(void* self, uint32_t qp_num, int event_type);
 
-  // --- xchg threads ---
+  // --- xchg threads (verbs_lane.cc; the handshake in verbs_handshake.cc) ---
   void XchgLoop(XchgThread* x);
   void PushXchg(int thread, XchgCommand c);
   void RunXchgCommands(XchgThread* x);
@@ -225,7 +226,7 @@ class VerbsTransport final : public Transport {
   std::thread cm_thread_;
 
   // Lock order: shutdown_mu_ -> verbs_mu_ -> mu_ -> {XchgThread::mu, cm_mu_}. The
-  // process-wide QP registry lock (verbs_transport.cc) may be held while taking cm_mu_.
+  // process-wide QP registry lock (verbs_cm.cc) may be held while taking cm_mu_.
   // Nothing takes mu_ while holding XchgThread::mu or cm_mu_.
   std::mutex shutdown_mu_;
   bool shut_down_ = false;  // GUARDED_BY(shutdown_mu_)
