@@ -1,0 +1,223 @@
+#include "common/rpc/rpc_endpoint.h"
+
+#include <future>
+
+#include <glog/logging.h>
+
+namespace nova::rpc {
+
+// ---- Responder ---------------------------------------------------------------------
+
+Responder::Responder(Responder&& o) noexcept
+    : endpoint_(o.endpoint_), peer_(o.peer_), type_(o.type_), request_id_(o.request_id_),
+      done_(o.done_) {
+  o.done_ = true;
+}
+
+Responder::~Responder() {
+  if (!done_) ReplyError(Status::Aborted("request dropped without a reply"));
+}
+
+void Responder::Reply(std::string_view payload) {
+  if (done_) return;
+  done_ = true;
+  endpoint_->SendResponse(peer_, type_, request_id_, Status::OK(), payload);
+}
+
+void Responder::ReplyError(const Status& error) {
+  if (done_) return;
+  done_ = true;
+  endpoint_->SendResponse(peer_, type_, request_id_,
+                          error.ok() ? Status::IllegalState("error reply with OK") : error, {});
+}
+
+// ---- RpcEndpoint -------------------------------------------------------------------
+
+RpcEndpoint::RpcEndpoint(const RpcEndpointOptions& options) : options_(options) {
+  timeout_thread_ = std::thread([this] { TimeoutLoop(); });
+}
+
+RpcEndpoint::~RpcEndpoint() {
+  std::unordered_map<uint64_t, Pending> pending;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    pending.swap(pending_);
+    deadlines_.clear();
+    cv_.notify_all();
+  }
+  timeout_thread_.join();
+  for (auto& [id, p] : pending) p.done(Status::Aborted("rpc endpoint destroyed"), {});
+}
+
+void RpcEndpoint::RegisterService(wire::TypeRange range, RpcService* service, ThreadPool* pool) {
+  for (const Route& r : routes_) {
+    CHECK(range.last < r.range.first || range.first > r.range.last)
+        << "overlapping rpc service ranges";
+  }
+  routes_.push_back(Route{range, service, pool});
+}
+
+void RpcEndpoint::AddObserver(EndpointObserver* observer) { observers_.push_back(observer); }
+
+uint64_t RpcEndpoint::pending_calls() const {
+  std::lock_guard lock(mu_);
+  return pending_.size();
+}
+
+void RpcEndpoint::Call(PeerId peer, uint16_t type, std::string_view payload, Deadline deadline,
+                       ResponseCallback done, int lane) {
+  if (payload.size() > options_.max_payload_bytes) {
+    return done(Status::InvalidArgument("request payload of " + std::to_string(payload.size()) +
+                                        " bytes exceeds the limit"),
+                {});
+  }
+  uint64_t id;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return done(Status::Aborted("rpc endpoint stopping"), {});
+    id = next_request_id_++;
+    pending_.emplace(id, Pending{peer, deadline, std::move(done)});
+    if (deadline.when() != MonoTime::max()) {
+      auto it = deadlines_.emplace(deadline.when(), id);
+      if (it == deadlines_.begin()) cv_.notify_all();
+    }
+  }
+  std::string msg = wire::EncodeMessage(type, id, payload);
+  Status s = transport_->Send(peer, msg, [this, id](const Status& sent) {
+    // A failed send means no response will come.
+    if (sent.ok()) return;
+    Pending p;
+    if (TakePending(id, &p)) p.done(sent, {});
+  }, lane);
+  if (!s.ok()) {
+    Pending p;
+    if (TakePending(id, &p)) p.done(s, {});
+  }
+}
+
+Result<std::string> RpcEndpoint::CallSync(PeerId peer, uint16_t type, std::string_view payload,
+                                          std::chrono::milliseconds timeout, int lane) {
+  auto promise = std::make_shared<std::promise<std::pair<Status, std::string>>>();
+  auto future = promise->get_future();
+  Call(peer, type, payload, Deadline::After(timeout),
+       [promise](const Status& s, std::string p) { promise->set_value({s, std::move(p)}); }, lane);
+  auto [status, response] = future.get();
+  if (!status.ok()) return status;
+  return std::move(response);
+}
+
+bool RpcEndpoint::TakePending(uint64_t request_id, Pending* out) {
+  std::lock_guard lock(mu_);
+  auto it = pending_.find(request_id);
+  if (it == pending_.end()) return false;
+  *out = std::move(it->second);
+  pending_.erase(it);
+  // Its deadline entry (if any) is dropped lazily by the timeout thread.
+  return true;
+}
+
+void RpcEndpoint::TimeoutLoop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    if (deadlines_.empty()) {
+      cv_.wait(lock);
+      continue;
+    }
+    auto first = deadlines_.begin();
+    if (first->first > MonoNow()) {
+      cv_.wait_until(lock, first->first);
+      continue;
+    }
+    const uint64_t id = first->second;
+    deadlines_.erase(first);
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;  // already answered
+    Pending p = std::move(it->second);
+    pending_.erase(it);
+    lock.unlock();
+    p.done(Status::TimedOut("no response before the deadline"), {});
+    lock.lock();
+  }
+}
+
+void RpcEndpoint::SendResponse(PeerId peer, uint16_t type, uint64_t request_id,
+                               const Status& error, std::string_view payload) {
+  std::string msg = error.ok()
+                        ? wire::EncodeMessage(type, request_id, payload, wire::kFlagResponse)
+                        : wire::EncodeErrorResponse(type, request_id, error);
+  Status s = transport_->Send(peer, msg, [](const Status&) {});
+  // The peer is gone: its calls fail on its side through peer-down.
+  LOG_IF(INFO, !s.ok()) << "could not answer request " << request_id << ": " << s.ToString();
+}
+
+void RpcEndpoint::OnPeerUp(const transport::PeerInfo& peer) {
+  for (auto* o : observers_) o->OnPeerUp(peer);
+}
+
+void RpcEndpoint::OnPeerDown(PeerId peer, const Status& why) {
+  std::vector<Pending> failed;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second.peer == peer) {
+        failed.push_back(std::move(it->second));
+        it = pending_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  const Status s = Status::NetworkError("peer down: " + why.ToString());
+  for (auto& p : failed) p.done(s, {});
+  for (auto* o : observers_) o->OnPeerDown(peer, why);
+}
+
+void RpcEndpoint::OnMessage(PeerId peer, std::string& message) {
+  wire::MessageHeader h;
+  std::string_view payload;
+  Status s = wire::DecodeMessage(message, &h, &payload, options_.max_payload_bytes);
+  if (!s.ok()) {
+    LOG_EVERY_N(WARNING, 100) << "dropping malformed message from peer " << peer << ": "
+                              << s.ToString();
+    return;
+  }
+  if (h.is_response()) {
+    Pending p;
+    if (!TakePending(h.request_id, &p)) return;  // timed out or unknown: drop
+    if (h.is_error()) {
+      Status remote = wire::DecodeErrorPayload(payload);
+      if (remote.ok()) remote = Status::Corruption("malformed error response");
+      return p.done(remote, {});
+    }
+    return p.done(Status::OK(), std::string(payload));
+  }
+  for (const Route& r : routes_) {
+    if (!r.range.Contains(h.type)) continue;
+    Responder responder(this, peer, h.type, h.request_id);
+    if (r.pool == nullptr) {
+      return r.service->HandleRequest(peer, h.type, std::string(payload), std::move(responder));
+    }
+    // The task owns the responder; if the pool refuses the task, the responder is still here.
+    auto shared = std::make_shared<Responder>(std::move(responder));
+    RpcService* service = r.service;
+    const uint16_t type = h.type;
+    Status queued = r.pool->Submit(
+        [service, peer, type, shared, body = std::string(payload)]() mutable {
+          service->HandleRequest(peer, type, std::move(body), std::move(*shared));
+        });
+    if (!queued.ok()) shared->ReplyError(queued.Prepend("server busy"));
+    return;
+  }
+  SendResponse(peer, h.type, h.request_id,
+               Status::NotSupported("unknown message type " + std::to_string(h.type)), {});
+}
+
+void RpcEndpoint::OnWriteWithImm(PeerId peer, uint32_t imm, uint64_t length) {
+  for (auto* o : observers_) {
+    if (o->OnWriteWithImm(peer, imm, length)) return;
+  }
+  LOG_EVERY_N(WARNING, 100) << "unclaimed write-with-immediate " << imm << " from peer " << peer;
+}
+
+}  // namespace nova::rpc

@@ -1,0 +1,166 @@
+// RpcEndpoint: request/response messaging between components over an exchange Transport.
+//
+// A process has one Transport and one RpcEndpoint, which is the transport's handler. It
+//  - sends requests (Call) encoded with common/wire/message.h and matches responses by
+//    request id; every call completes exactly once: with the response, the remote error, a
+//    NetworkError when the peer goes down, or TimedOut at its deadline;
+//  - dispatches incoming requests by message type to registered services, on the service's
+//    thread pool (never on the xchg thread that received them); a request for an unknown
+//    type is answered with NotSupported, one that finds the pool full with ResourceExhausted;
+//  - fans out WRITE-with-immediate events and peer up/down events to registered observers.
+//
+// Thread safety: all methods are thread-safe. Callbacks, observers and inline services run
+// on transport threads and must not block.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "common/thread_pool.h"
+#include "common/transport/transport.h"
+#include "common/wire/message.h"
+
+namespace nova::rpc {
+
+using transport::PeerId;
+
+// Completes a call: OK and the response payload, or the error.
+using ResponseCallback = std::function<void(const Status& status, std::string payload)>;
+
+class RpcEndpoint;
+
+// Answers one request. Exactly one Reply/ReplyError should be called; a Responder destroyed
+// without replying answers Aborted (so the caller is never left waiting for its deadline).
+// Movable, not copyable.
+class Responder {
+ public:
+  Responder(RpcEndpoint* endpoint, PeerId peer, uint16_t type, uint64_t request_id)
+      : endpoint_(endpoint), peer_(peer), type_(type), request_id_(request_id) {}
+  Responder(Responder&& o) noexcept;
+  Responder& operator=(Responder&&) = delete;
+  Responder(const Responder&) = delete;
+  ~Responder();
+
+  void Reply(std::string_view payload);
+  void ReplyError(const Status& error);
+  PeerId peer() const { return peer_; }
+
+ private:
+  RpcEndpoint* endpoint_;  // must outlive the responder
+  PeerId peer_;
+  uint16_t type_;
+  uint64_t request_id_;
+  bool done_ = false;
+};
+
+class RpcService {
+ public:
+  virtual ~RpcService() = default;
+  // Handles one request of a registered type. `payload` is owned by the callee.
+  virtual void HandleRequest(PeerId peer, uint16_t type, std::string payload,
+                             Responder responder) = 0;
+};
+
+// Observes peers and immediates (e.g. a StoC's persistent appends).
+class EndpointObserver {
+ public:
+  virtual ~EndpointObserver() = default;
+  virtual void OnPeerUp(const transport::PeerInfo& peer) { (void)peer; }
+  virtual void OnPeerDown(PeerId peer, const Status& why) {
+    (void)peer;
+    (void)why;
+  }
+  // Return true if this observer consumed the immediate.
+  virtual bool OnWriteWithImm(PeerId peer, uint32_t imm, uint64_t length) {
+    (void)peer;
+    (void)imm;
+    (void)length;
+    return false;
+  }
+};
+
+struct RpcEndpointOptions {
+  // Largest payload accepted in a message (matches the transport's max_message_bytes).
+  uint64_t max_payload_bytes = 16ull << 20;
+};
+
+class RpcEndpoint : public transport::TransportHandler {
+ public:
+  explicit RpcEndpoint(const RpcEndpointOptions& options = RpcEndpointOptions());
+  ~RpcEndpoint() override;  // fails pending calls with Aborted
+  RpcEndpoint(const RpcEndpoint&) = delete;
+  RpcEndpoint& operator=(const RpcEndpoint&) = delete;
+
+  // Binds the transport this endpoint sends on. `t` must be created with this endpoint as
+  // its handler and must outlive it... or be shut down first.
+  // REQUIRES: called once, before t->Start().
+  void Attach(transport::Transport* t) { transport_ = t; }
+  transport::Transport* transport() const { return transport_; }
+
+  // Routes requests whose type lies in `range` to `service`, run on `pool` (nullptr: inline
+  // on the receiving xchg thread; only for handlers that never block). Both must outlive
+  // the endpoint. REQUIRES: before the transport starts; ranges do not overlap.
+  void RegisterService(wire::TypeRange range, RpcService* service, ThreadPool* pool);
+  // REQUIRES: before the transport starts. `observer` must outlive the endpoint.
+  void AddObserver(EndpointObserver* observer);
+
+  // Sends a request; `done` runs exactly once (see the class comment).
+  void Call(PeerId peer, uint16_t type, std::string_view payload, Deadline deadline,
+            ResponseCallback done, int lane = -1);
+  // Blocking form of Call. Returns the response payload or the error.
+  Result<std::string> CallSync(PeerId peer, uint16_t type, std::string_view payload,
+                               std::chrono::milliseconds timeout, int lane = -1);
+
+  uint64_t pending_calls() const;
+
+  // transport::TransportHandler
+  void OnPeerUp(const transport::PeerInfo& peer) override;
+  void OnPeerDown(PeerId peer, const Status& why) override;
+  void OnMessage(PeerId peer, std::string& payload) override;
+  void OnWriteWithImm(PeerId peer, uint32_t imm, uint64_t length) override;
+
+ private:
+  friend class Responder;
+  struct Pending {
+    PeerId peer = transport::kInvalidPeer;
+    Deadline deadline = Deadline::Never();
+    ResponseCallback done;
+  };
+  struct Route {
+    wire::TypeRange range;
+    RpcService* service;
+    ThreadPool* pool;
+  };
+
+  void SendResponse(PeerId peer, uint16_t type, uint64_t request_id, const Status& error,
+                    std::string_view payload);
+  // Removes and returns the pending call, if it is still there.
+  bool TakePending(uint64_t request_id, Pending* out);
+  void TimeoutLoop();
+
+  const RpcEndpointOptions options_;
+  transport::Transport* transport_ = nullptr;
+  // Set before the transport starts, then read-only:
+  std::vector<Route> routes_;
+  std::vector<EndpointObserver*> observers_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  // Protected by mu_:
+  uint64_t next_request_id_ = 1;
+  std::unordered_map<uint64_t, Pending> pending_;
+  std::multimap<MonoTime, uint64_t> deadlines_;
+  bool stopping_ = false;
+  std::thread timeout_thread_;
+};
+
+}  // namespace nova::rpc
