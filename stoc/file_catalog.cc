@@ -169,8 +169,14 @@ Result<std::unique_ptr<FileCatalog>> FileCatalog::Open(const std::string& dir,
 Status FileCatalog::Recover() {
   std::lock_guard<std::mutex> lock(mu_);
   std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
+  const bool created_dir = std::filesystem::create_directories(dir_, ec);
   if (ec) return Status::IOError("create directory " + dir_ + ": " + ec.message());
+  if (created_dir) {
+    // So the directory itself survives a crash (its parent's entry for it).
+    std::filesystem::path path = std::filesystem::absolute(dir_);
+    if (!path.has_filename()) path = path.parent_path();  // "a/b/" names b, not a file in b
+    NOVA_RETURN_NOT_OK(SyncDir(path.parent_path().string()));
+  }
 
   // A leftover CATALOG.tmp is an unfinished rewrite: the rename never happened, so
   // CATALOG is the complete log.
