@@ -258,7 +258,7 @@ int main(int argc, char** argv) {
                           "processes over loopback.\nUsage: transport_bench [--json]");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
-  FLAGS_minloglevel = 1;  // warnings and up: keep the table readable
+  FLAGS_minloglevel = FLAGS_serve ? 2 : 1;  // keep the table readable
   google::InitGoogleLogging(argv[0]);
   if (FLAGS_serve) return Serve();
   char self[4096];

@@ -96,6 +96,14 @@ void RpcEndpoint::Call(PeerId peer, uint16_t type, std::string_view payload, Dea
   }
 }
 
+Status RpcEndpoint::Notify(PeerId peer, uint16_t type, std::string_view payload, int lane) {
+  if (payload.size() > options_.max_payload_bytes) {
+    return Status::InvalidArgument("notification payload exceeds the limit");
+  }
+  std::string msg = wire::EncodeMessage(type, Responder::kNotificationId, payload);
+  return transport_->Send(peer, msg, [](const Status&) {}, lane);
+}
+
 Result<std::string> RpcEndpoint::CallSync(PeerId peer, uint16_t type, std::string_view payload,
                                           std::chrono::milliseconds timeout, int lane) {
   auto promise = std::make_shared<std::promise<std::pair<Status, std::string>>>();
@@ -207,6 +215,10 @@ void RpcEndpoint::OnMessage(PeerId peer, std::string& message) {
           service->HandleRequest(peer, type, std::move(body), std::move(*shared));
         });
     if (!queued.ok()) shared->ReplyError(queued.Prepend("server busy"));
+    return;
+  }
+  if (h.request_id == Responder::kNotificationId) {
+    LOG_EVERY_N(WARNING, 100) << "dropping notification of unknown type " << h.type;
     return;
   }
   SendResponse(peer, h.type, h.request_id,

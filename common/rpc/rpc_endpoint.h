@@ -43,8 +43,11 @@ class RpcEndpoint;
 // Movable, not copyable.
 class Responder {
  public:
+  // A request_id of kNotificationId marks a one-way notification: nothing is sent back.
   Responder(RpcEndpoint* endpoint, PeerId peer, uint16_t type, uint64_t request_id)
-      : endpoint_(endpoint), peer_(peer), type_(type), request_id_(request_id) {}
+      : endpoint_(endpoint), peer_(peer), type_(type), request_id_(request_id),
+        done_(request_id == kNotificationId) {}
+  static constexpr uint64_t kNotificationId = 0;
   Responder(Responder&& o) noexcept;
   Responder& operator=(Responder&&) = delete;
   Responder(const Responder&) = delete;
@@ -119,6 +122,10 @@ class RpcEndpoint : public transport::TransportHandler {
   // Blocking form of Call. Returns the response payload or the error.
   Result<std::string> CallSync(PeerId peer, uint16_t type, std::string_view payload,
                                std::chrono::milliseconds timeout, int lane = -1);
+
+  // Sends a one-way notification (request id 0): the peer's service handles it and nothing
+  // is answered. Returns the transport's posting error, if any.
+  Status Notify(PeerId peer, uint16_t type, std::string_view payload, int lane = -1);
 
   uint64_t pending_calls() const;
 

@@ -16,6 +16,7 @@ using namespace std::chrono_literals;
 constexpr uint16_t kEcho = 0x0101;
 constexpr uint16_t kHold = 0x0102;
 constexpr uint16_t kBlock = 0x0103;
+constexpr uint16_t kNote = 0x0104;
 constexpr uint16_t kUnknown = 0x0201;
 
 class TestService : public RpcService {
@@ -26,6 +27,10 @@ class TestService : public RpcService {
       return r.Reply("echo:" + payload);
     }
     std::unique_lock l(mu);
+    if (type == kNote) {
+      notes.push_back(payload);
+      return;  // the responder of a notification sends nothing
+    }
     if (type == kBlock) {
       ++blocked;
       cv.wait(l, [&] { return released; });
@@ -42,6 +47,7 @@ class TestService : public RpcService {
   std::condition_variable cv;
   bool released = false;
   int blocked = 0;
+  std::vector<std::string> notes;
   std::vector<std::unique_ptr<Responder>> held;
 };
 
@@ -94,6 +100,19 @@ TEST_F(RpcEndpointTest, CallGetsResponseOrRemoteError) {
   EXPECT_TRUE(e.status().IsNotFound()) << e.status().ToString();
   EXPECT_EQ(e.status().message(), "no such thing");
   EXPECT_EQ(client_.endpoint.pending_calls(), 0u);
+}
+
+TEST_F(RpcEndpointTest, NotificationsGetNoAnswer) {
+  ASSERT_TRUE(client_.endpoint.Notify(peer_, kNote, "n1").ok());
+  ASSERT_TRUE(test::WaitFor([&] {
+    std::lock_guard l(service_.mu);
+    return service_.notes.size() == 1;
+  }));
+  EXPECT_EQ(service_.notes[0], "n1");
+  // A later call still gets its own answer (a stray reply would have been dropped).
+  auto r = client_.endpoint.CallSync(peer_, kEcho, "x", 5s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value(), "echo:x");
 }
 
 TEST_F(RpcEndpointTest, UnknownTypeIsNotSupported) {
