@@ -13,7 +13,7 @@ Status Status::FromErrno(std::string_view context, int err) {
   std::string m(context);
   m += ": ";
   m += std::strerror(err);
-  if (err == ENOSPC || err == EDQUOT) return Status(Code::kResourceExhausted, m);
+  if (err == ENOSPC || err == EDQUOT || err == EFBIG) return Status(Code::kResourceExhausted, m);
   return Status(Code::kIOError, m);
 }
 

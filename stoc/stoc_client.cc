@@ -251,10 +251,14 @@ Status StocClient::Read(const BlockHandle& block, const transport::MemoryRegion&
           continue;
         }
         const transport::RemoteAddr where{r.addr + (block.offset - r.logical_offset), r.rkey};
-        return WaitOp([&](transport::Completion done) {
+        Status s = WaitOp([&](transport::Completion done) {
           return endpoint_->transport()->Read(peer.value(), where, block.size, dst, dst_offset,
                                               std::move(done));
         });
+        // A dead rkey means our cached regions are stale (file deleted, StoC restarted):
+        // ask the StoC again, which also turns a deleted file into NotFound.
+        if (s.IsPermissionDenied() && !refresh) break;
+        return s;
       }
     }
     return Status::OutOfRange("block is not inside one region of in-memory file " +

@@ -548,11 +548,13 @@ void StocServer::DrainAppends(uint64_t file_id) {
         if (it->second.released) FreeSlotLocked(&it->second);
       }
     }
+    // The load an acknowledgment reports includes its own group: the queue this block
+    // waited in, which is what power-of-d should compare.
+    const LoadStats load = CurrentLoad();
     uint64_t bytes = 0;
     for (const PendingAppend& p : batch) bytes += p.size;
     queue_depth_.fetch_sub(static_cast<uint32_t>(batch.size()));
     pending_bytes_.fetch_sub(bytes);
-    const LoadStats load = CurrentLoad();
     const MonoTime now = MonoNow();
     for (size_t i = 0; i < batch.size(); ++i) {
       AppendAck ack;

@@ -1,0 +1,346 @@
+// Multi-process StoC tests: real nova_stoc daemons over the tcp transport, killed with -9,
+// restarted, run out of disk, and slowed down with a fault point.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "common/crc32c.h"
+#include "common/rpc/rpc_endpoint.h"
+#include "stoc/placement.h"
+#include "stoc/stoc_client.h"
+#include "tests/util/external_daemon.h"
+#include "tests/util/test_util.h"
+
+namespace nova::stoc {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr uint64_t kBufBytes = 16 << 20;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+// One client process-worth of state: transport, endpoint, StoC client and buffers.
+struct Client {
+  Client(const std::string& name, const std::string& secret) {
+    transport::TransportOptions o;
+    o.node_name = name;
+    o.cluster_secret = secret;
+    o.reconnect_initial_backoff_ms = 20;
+    o.reconnect_max_backoff_ms = 200;
+    auto t = transport::NewTransport(o, &endpoint);
+    EXPECT_TRUE(t.ok());
+    transport = std::move(t.value());
+    endpoint.Attach(transport.get());
+    client = std::make_unique<StocClient>(&endpoint, StocClientOptions{10s});
+    EXPECT_TRUE(transport->Init().ok());
+    EXPECT_TRUE(transport->Start().ok());
+    src.reset(new char[kBufBytes]);
+    dst.reset(new char[kBufBytes]);
+    src_mr = transport->RegisterMemory(src.get(), kBufBytes, transport::kLocalOnly).value();
+    dst_mr = transport->RegisterMemory(dst.get(), kBufBytes, transport::kRemoteWrite).value();
+  }
+  ~Client() { transport->Shutdown(); }
+  // Fills src[0, n) from a seed; returns the CRC.
+  uint32_t Fill(uint64_t n, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    for (uint64_t i = 0; i < n; i += 8) {
+      uint64_t v = rng();
+      std::memcpy(src.get() + i, &v, std::min<uint64_t>(8, n - i));
+    }
+    return crc32c::Value(src.get(), n);
+  }
+  // Reads a block back and returns its CRC (or the error).
+  Result<uint32_t> ReadCrc(const BlockHandle& h) {
+    Status s = client->Read(h, dst_mr, 0);
+    if (!s.ok()) return s;
+    return crc32c::Value(dst.get(), h.size);
+  }
+
+  rpc::RpcEndpoint endpoint;
+  std::unique_ptr<transport::Transport> transport;
+  std::unique_ptr<StocClient> client;
+  std::unique_ptr<char[]> src, dst;
+  transport::MemoryRegion src_mr, dst_mr;
+};
+
+struct Acked {
+  BlockHandle handle;
+  uint32_t crc;
+};
+
+class StocClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = test::TestTempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    auto secret = test::WriteClusterSecret(dir_);
+    ASSERT_TRUE(secret.ok()) << secret.status().ToString();
+    secret_file_ = secret.value();
+    secret_ = ReadFile(secret_file_);
+  }
+
+  test::ExternalDaemon* StartStoc(uint32_t id, std::vector<std::string> flags = {},
+                                  std::optional<uint64_t> file_limit = std::nullopt) {
+    test::ExternalDaemonOptions o;
+    o.binary = "nova_stoc";
+    o.id = "stoc-" + std::to_string(id);
+    o.data_dir = dir_ + "/" + o.id;
+    o.data_dir_flag = "stoc_dir";
+    o.cluster_secret_file = secret_file_;
+    o.extra_flags = {"--stoc_id=" + std::to_string(id), "--stoc_memory_region_mb=4",
+                     "--stoc_memory_limit_mb=256", "--stoc_file_buffer_mb=128"};
+    o.extra_flags.insert(o.extra_flags.end(), flags.begin(), flags.end());
+    o.file_size_limit_bytes = file_limit;
+    auto d = std::make_unique<test::ExternalDaemon>(o);
+    Status s = d->Start();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    if (!s.ok()) return nullptr;
+    stocs_[id] = std::move(d);
+    return stocs_[id].get();
+  }
+
+  std::unique_ptr<Client> NewClient(const std::string& name) {
+    auto c = std::make_unique<Client>(name, secret_);
+    for (auto& [id, d] : stocs_) EXPECT_TRUE(c->client->AddStoc(id, d->address()).ok());
+    return c;
+  }
+
+  std::string dir_, secret_file_, secret_;
+  std::map<uint32_t, std::unique_ptr<test::ExternalDaemon>> stocs_;
+};
+
+TEST_F(StocClusterTest, ManyClientsAppendReadDeleteMemoryAndDiskFiles) {
+  const uint64_t seed = test::TestSeed("ManyClientsAppendReadDeleteMemoryAndDiskFiles");
+  for (uint32_t id = 0; id < 3; ++id) ASSERT_TRUE(StartStoc(id));
+  constexpr int kClients = 4, kBlocksPerClient = 600;
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int c = 0; c < kClients; ++c) clients.push_back(NewClient("client-" + std::to_string(c)));
+
+  std::vector<std::vector<Acked>> acked(kClients);
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      Client& cl = *clients[c];
+      std::mt19937_64 rng(seed + c);
+      std::vector<std::unique_ptr<StocFile>> files;
+      for (uint32_t s = 0; s < 3; ++s) {
+        for (FileKind kind : {FileKind::kDisk, FileKind::kMemory}) {
+          auto f = cl.client->Open(s, "c" + std::to_string(c) + "-s" + std::to_string(s) +
+                                          (kind == FileKind::kDisk ? "-disk" : "-mem"),
+                                   kind, OpenOptions{true, true, 256 << 10});
+          if (!f.ok()) {
+            ++errors;
+            ADD_FAILURE() << f.status().ToString();
+            return;
+          }
+          files.push_back(std::move(f.value()));
+        }
+      }
+      for (int i = 0; i < kBlocksPerClient; ++i) {
+        // Mostly small blocks, a few up to 16 MiB; 1 B blocks too.
+        const uint64_t r = rng() % 100;
+        const uint64_t size = r < 5    ? 1
+                              : r < 97 ? 1 + rng() % (64 << 10)
+                                       : 1 + rng() % kBufBytes;
+        StocFile* f = files[rng() % files.size()].get();
+        const uint32_t crc = cl.Fill(size, rng());
+        auto h = cl.client->Append(f, cl.src_mr, 0, size);
+        if (!h.ok()) {
+          ++errors;
+          ADD_FAILURE() << "client " << c << " append " << size << ": " << h.status().ToString();
+          continue;
+        }
+        acked[c].push_back({h.value(), crc});
+      }
+      for (auto& f : files) EXPECT_TRUE(cl.client->Close(f.get()).ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(errors.load(), 0);
+
+  // Every block reads back identically, from any client.
+  int checked = 0;
+  for (int c = 0; c < kClients; ++c) {
+    Client& reader = *clients[(c + 1) % kClients];
+    for (const Acked& a : acked[c]) {
+      auto crc = reader.ReadCrc(a.handle);
+      ASSERT_TRUE(crc.ok()) << crc.status().ToString();
+      ASSERT_EQ(crc.value(), a.crc);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, kClients * kBlocksPerClient);
+
+  // Delete everything; reads then fail with NotFound and the listings are empty.
+  Client& admin = *clients[0];
+  for (uint32_t s = 0; s < 3; ++s) {
+    auto list = admin.client->List(s);
+    ASSERT_TRUE(list.ok());
+    EXPECT_EQ(list->size(), static_cast<size_t>(kClients * 2));
+    for (const FileState& f : list.value()) ASSERT_TRUE(admin.client->Delete(s, f.name).ok());
+    list = admin.client->List(s);
+    ASSERT_TRUE(list.ok());
+    EXPECT_TRUE(list->empty());
+  }
+  auto gone = admin.ReadCrc(acked[0].front().handle);
+  EXPECT_TRUE(gone.status().IsNotFound()) << gone.status().ToString();
+}
+
+TEST_F(StocClusterTest, KilledStocKeepsEveryAcknowledgedBlock) {
+  const uint64_t seed = test::TestSeed("KilledStocKeepsEveryAcknowledgedBlock");
+  test::ExternalDaemon* stoc = StartStoc(0);
+  ASSERT_TRUE(stoc);
+  auto client = NewClient("writer");
+  std::mt19937_64 rng(seed);
+  std::vector<Acked> acked;
+  std::mutex mu;
+  constexpr int kRounds = 3, kWriters = 2;
+  for (int round = 0; round < kRounds; ++round) {
+    std::atomic<bool> stop{false};
+    std::atomic<int> acked_this_round{0};
+    std::vector<std::thread> writers;
+    for (int w = 0; w < kWriters; ++w) {
+      const uint64_t wseed = rng();
+      writers.emplace_back([&, w, wseed] {
+        // Each writer has its own file and buffer region (src is shared: use halves).
+        auto f = client->client->Open(0, "crash-" + std::to_string(w), FileKind::kDisk,
+                                      OpenOptions{true, true, 1 << 20});
+        if (!f.ok()) return;
+        std::mt19937_64 wr(wseed);
+        const uint64_t base = w * (8 << 20);
+        // Bounded in count and time: stop after a kill, at most 5000 appends.
+        for (int i = 0; i < 5000 && !stop; ++i) {
+          const uint64_t size = 1 + wr() % (1 << 20);
+          std::mt19937_64 fill(wr());
+          for (uint64_t k = 0; k < size; ++k) client->src[base + k] = static_cast<char>(fill());
+          const uint32_t crc = crc32c::Value(client->src.get() + base, size);
+          auto h = client->client->Append(f.value().get(), client->src_mr, base, size);
+          if (!h.ok()) break;  // the StoC died under us
+          std::lock_guard l(mu);
+          acked.push_back({h.value(), crc});
+          ++acked_this_round;
+        }
+      });
+    }
+    // Kill -9 at a random moment after some appends were acknowledged.
+    const int kill_after = 20 + static_cast<int>(rng() % 80);
+    ASSERT_TRUE(test::WaitFor([&] { return acked_this_round.load() >= kill_after; }, 60s));
+    stoc->Kill();
+    stop = true;
+    for (auto& t : writers) t.join();
+    ASSERT_TRUE(stoc->Restart().ok());
+    // The client's transport reconnects to the same address by itself.
+    ASSERT_TRUE(test::WaitFor([&] { return client->client->Stats(0).ok(); }, 30s));
+    std::lock_guard l(mu);
+    for (const Acked& a : acked) {
+      auto crc = client->ReadCrc(a.handle);
+      ASSERT_TRUE(crc.ok()) << "round " << round << ": " << crc.status().ToString();
+      ASSERT_EQ(crc.value(), a.crc) << "acknowledged block changed";
+    }
+  }
+  EXPECT_GT(acked.size(), static_cast<size_t>(kRounds * 20));
+}
+
+TEST_F(StocClusterTest, FullDiskGivesErrorsAndNoCorruption) {
+  constexpr uint64_t kLimit = 24 << 20;
+  test::ExternalDaemon* stoc = StartStoc(0, {}, kLimit);
+  ASSERT_TRUE(stoc);
+  auto client = NewClient("filler");
+  auto f = client->client->Open(0, "filler", FileKind::kDisk, OpenOptions{true, true, 1 << 20});
+  ASSERT_TRUE(f.ok());
+  std::vector<Acked> acked;
+  Status last;
+  for (int i = 0; i < 100; ++i) {  // 100 MiB would exceed the 24 MiB limit
+    const uint32_t crc = client->Fill(1 << 20, i);
+    auto h = client->client->Append(f.value().get(), client->src_mr, 0, 1 << 20);
+    if (!h.ok()) {
+      last = h.status();
+      break;
+    }
+    acked.push_back({h.value(), crc});
+  }
+  ASSERT_FALSE(last.ok()) << "the file-size limit was never hit";
+  EXPECT_TRUE(last.IsResourceExhausted()) << last.ToString();
+  EXPECT_GT(acked.size(), 10u);
+  // A second attempt fails the same way; the StoC keeps serving.
+  client->Fill(1 << 20, 999);
+  EXPECT_TRUE(
+      client->client->Append(f.value().get(), client->src_mr, 0, 1 << 20).status().IsResourceExhausted());
+  auto check = [&] {
+    for (const Acked& a : acked) {
+      auto crc = client->ReadCrc(a.handle);
+      ASSERT_TRUE(crc.ok()) << crc.status().ToString();
+      ASSERT_EQ(crc.value(), a.crc);
+    }
+  };
+  check();
+  // The refused block left nothing behind: the file ends right after the last good block.
+  auto st = client->client->StatFile(0, f.value()->file_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->length, acked.back().handle.offset + acked.back().handle.size);
+  // Small blocks still fit where a big one did not.
+  auto small = client->client->Append(f.value().get(), client->src_mr, 0, 100);
+  EXPECT_TRUE(small.ok() || small.status().IsResourceExhausted()) << small.status().ToString();
+  // After a crash the same holds.
+  stoc->Kill();
+  ASSERT_TRUE(stoc->Restart().ok());
+  ASSERT_TRUE(test::WaitFor([&] { return client->client->Stats(0).ok(); }, 30s));
+  check();
+}
+
+TEST_F(StocClusterTest, PowerOfDAvoidsASlowStoc) {
+  // stoc-2's storage thread sleeps 30 ms per append group.
+  for (uint32_t id = 0; id < 2; ++id) ASSERT_TRUE(StartStoc(id));
+  ASSERT_TRUE(StartStoc(2, {"--fault_points=stoc.storage=delay:30ms"}));
+  auto client = NewClient("placer");
+  // Load: one appender per fast StoC, four on the slow one, bounded in time and count.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  const std::vector<uint32_t> targets = {0, 1, 2, 2, 2, 2};
+  for (size_t t = 0; t < targets.size(); ++t) {
+    threads.emplace_back([&, t] {
+      auto f = client->client->Open(targets[t], "load-" + std::to_string(t), FileKind::kDisk);
+      if (!f.ok()) return;
+      for (int i = 0; i < 2000 && !stop; ++i) {
+        if (!client->client->Append(f.value().get(), client->src_mr, t * 4096, 4096).ok()) return;
+      }
+    });
+  }
+  // Wait until every StoC has reported a load, then place 1,000 single-fragment tables.
+  const LoadView& view = client->client->load_view();
+  ASSERT_TRUE(test::WaitFor([&] { return view.Get(2).queue_depth > 1; }, 20s))
+      << "the slow StoC never reported a queue";
+  std::mt19937_64 rng(test::TestSeed("PowerOfDAvoidsASlowStoc"));
+  int slow_power = 0, slow_random = 0;
+  constexpr int kTables = 1000;
+  for (int i = 0; i < kTables; ++i) {
+    std::vector<uint32_t> out;
+    ASSERT_TRUE(ChooseStocs(PlacementPolicy::kPowerOfD, {0, 1, 2}, view, 1, 0, &rng, &out).ok());
+    slow_power += out[0] == 2;
+    ASSERT_TRUE(ChooseStocs(PlacementPolicy::kRandom, {0, 1, 2}, view, 1, 0, &rng, &out).ok());
+    slow_random += out[0] == 2;
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+  std::fprintf(stderr, "slow StoC chosen: power-of-d %d / %d, random %d / %d\n", slow_power,
+               kTables, slow_random, kTables);
+  EXPECT_LT(slow_power, kTables / 10);
+  EXPECT_GT(slow_random, kTables / 5);
+}
+
+}  // namespace
+}  // namespace nova::stoc
