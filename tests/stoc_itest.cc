@@ -101,7 +101,7 @@ class StocClusterTest : public ::testing::Test {
     o.data_dir_flag = "stoc_dir";
     o.cluster_secret_file = secret_file_;
     o.extra_flags = {"--stoc_id=" + std::to_string(id), "--stoc_memory_region_mb=4",
-                     "--stoc_memory_limit_mb=256", "--stoc_file_buffer_mb=128"};
+                     "--stoc_memory_limit_mb=1024", "--stoc_file_buffer_mb=128"};
     o.extra_flags.insert(o.extra_flags.end(), flags.begin(), flags.end());
     o.file_size_limit_bytes = file_limit;
     auto d = std::make_unique<test::ExternalDaemon>(o);
