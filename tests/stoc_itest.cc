@@ -11,6 +11,12 @@
 #include <sstream>
 #include <thread>
 
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "common/crc32c.h"
 #include "common/rpc/rpc_endpoint.h"
 #include "stoc/placement.h"
@@ -340,6 +346,39 @@ TEST_F(StocClusterTest, PowerOfDAvoidsASlowStoc) {
                kTables, slow_random, kTables);
   EXPECT_LT(slow_power, kTables / 10);
   EXPECT_GT(slow_random, kTables / 5);
+}
+
+// A port that was free a moment ago (for the daemon's --metrics_port).
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+TEST_F(StocClusterTest, MetricsEndpointExportsStorageFigures) {
+  const int port = FreePort();
+  ASSERT_TRUE(StartStoc(0, {"--metrics_port=" + std::to_string(port)}));
+  auto client = NewClient("metrics");
+  auto f = client->client->Open(0, "m", FileKind::kDisk);
+  ASSERT_TRUE(f.ok());
+  client->Fill(4096, 1);
+  ASSERT_TRUE(client->client->Append(f.value().get(), client->src_mr, 0, 4096).ok());
+  httplib::Client http("127.0.0.1", port);
+  auto res = http.Get("/metrics");
+  ASSERT_TRUE(res) << "no /metrics answer on port " << port;
+  ASSERT_EQ(res->status, 200);
+  for (const char* want : {"stoc_appends_total 1", "stoc_append_bytes_total 4096",
+                           "stoc_queue_depth ", "stoc_pending_bytes ", "stoc_fsyncs_total 1",
+                           "stoc_append_latency_us_bucket", "stoc_read_latency_us_count",
+                           "xchg_peers_up 1"}) {
+    EXPECT_NE(res->body.find(want), std::string::npos) << want << " missing from:\n" << res->body;
+  }
 }
 
 }  // namespace
