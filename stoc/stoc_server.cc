@@ -328,21 +328,8 @@ void StocServer::HandleDelete(std::string_view payload, rpc::Responder* r) {
   STOC_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)));
   auto entry = catalog_->Lookup(req.name);
   if (!entry) STOC_REPLY_IF_ERROR(r, Status::NotFound("no StoC file named " + req.name));
-  {
-    std::lock_guard lock(slots_mu_);
-    std::vector<uint32_t> ids;
-    for (auto& [id, slot] : slots_) {
-      if (slot.file_id == entry->file_id) ids.push_back(id);
-    }
-    for (uint32_t id : ids) {
-      Slot& slot = slots_[id];
-      if (slot.busy) {
-        slot.released = true;
-      } else {
-        FreeSlotLocked(&slot);
-      }
-    }
-  }
+  const uint64_t file_id = entry->file_id;
+  ReleaseSlotsWhere([file_id](const Slot& slot) { return slot.file_id == file_id; });
   STOC_REPLY_IF_ERROR(r, catalog_->RemoveFile(entry->file_id));
   Status s = entry->kind == FileKind::kDisk ? disk_->Delete(entry->file_id)
                                             : memory_->Delete(entry->file_id);
@@ -415,13 +402,22 @@ Result<SlotInfo> StocServer::ReserveSlot(transport::PeerId peer, uint64_t file_i
 }
 
 void StocServer::ReleaseSlot(uint32_t slot_id) {
+  ReleaseSlotsWhere([slot_id](const Slot& slot) { return slot.id == slot_id; });
+}
+
+void StocServer::ReleaseSlotsWhere(const std::function<bool(const Slot&)>& pred) {
   std::lock_guard lock(slots_mu_);
-  auto it = slots_.find(slot_id);
-  if (it == slots_.end()) return;
-  if (it->second.busy) {
-    it->second.released = true;
-  } else {
-    FreeSlotLocked(&it->second);
+  std::vector<uint32_t> ids;
+  for (auto& [id, slot] : slots_) {
+    if (pred(slot)) ids.push_back(id);
+  }
+  for (uint32_t id : ids) {
+    Slot& slot = slots_[id];
+    if (slot.busy) {
+      slot.released = true;  // DrainAppends frees it after writing its block
+    } else {
+      FreeSlotLocked(&slot);
+    }
   }
 }
 
@@ -431,19 +427,7 @@ void StocServer::FreeSlotLocked(Slot* slot) {
 }
 
 void StocServer::OnPeerDown(transport::PeerId peer, const Status& why) {
-  std::lock_guard lock(slots_mu_);
-  std::vector<uint32_t> ids;
-  for (auto& [id, slot] : slots_) {
-    if (slot.owner == peer) ids.push_back(id);
-  }
-  for (uint32_t id : ids) {
-    Slot& slot = slots_[id];
-    if (slot.busy) {
-      slot.released = true;
-    } else {
-      FreeSlotLocked(&slot);
-    }
-  }
+  ReleaseSlotsWhere([peer](const Slot& slot) { return slot.owner == peer; });
 }
 
 std::shared_ptr<StocServer::AppendQueue> StocServer::QueueFor(uint64_t file_id) {

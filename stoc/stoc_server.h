@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -91,6 +92,8 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
 
   Result<SlotInfo> ReserveSlot(transport::PeerId peer, uint64_t file_id, uint64_t bytes);
   void ReleaseSlot(uint32_t slot_id);
+  // Frees the matching slots now, or (if an append from one is in flight) once it is written.
+  void ReleaseSlotsWhere(const std::function<bool(const Slot&)>& pred);
   // REQUIRES: slots_mu_ held.
   void FreeSlotLocked(Slot* slot);
   void DrainAppends(uint64_t file_id);

@@ -348,6 +348,43 @@ TEST_F(StocClusterTest, PowerOfDAvoidsASlowStoc) {
   EXPECT_GT(slow_random, kTables / 5);
 }
 
+TEST_F(StocClusterTest, ClientDisconnectingMidWriteLeavesNoTornBlock) {
+  test::ExternalDaemon* stoc = StartStoc(0);
+  ASSERT_TRUE(stoc);
+  auto writer = NewClient("vanishing-writer");
+  auto f = writer->client->Open(0, "half", FileKind::kDisk, OpenOptions{true, true, 16 << 20});
+  ASSERT_TRUE(f.ok());
+  const uint32_t crc = writer->Fill(1 << 20, 7);
+  auto first = writer->client->Append(f.value().get(), writer->src_mr, 0, 1 << 20);
+  ASSERT_TRUE(first.ok());
+  // Start a 16 MiB append and drop the connection while it is on the wire.
+  writer->Fill(16 << 20, 8);
+  std::thread t([&] {
+    auto h = writer->client->Append(f.value().get(), writer->src_mr, 0, 16 << 20);
+    EXPECT_FALSE(h.ok() && h->offset != first->offset + first->size)
+        << "an append reported a wrong place";
+  });
+  writer->transport->Shutdown();
+  t.join();
+  // Another client sees the file as the first block left it, and the StoC still serves.
+  auto reader = NewClient("reader");
+  auto st = reader->client->StatFile(0, f.value()->file_id);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  if (st->length != first->offset + first->size) {
+    // The whole 16 MiB block arrived before the connection closed: it must be intact.
+    EXPECT_EQ(st->length, first->offset + first->size + 8 + (16 << 20));
+  }
+  auto got = reader->ReadCrc(first.value());
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got.value(), crc);
+  EXPECT_TRUE(test::WaitFor([&] {
+    std::ifstream log(stoc->log_path());
+    std::stringstream ss;
+    ss << log.rdbuf();
+    return ss.str().find("peer vanishing-writer") != std::string::npos;
+  })) << "the StoC did not log the lost client";
+}
+
 // A port that was free a moment ago (for the daemon's --metrics_port).
 int FreePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -77,10 +77,12 @@ void RpcEndpoint::Call(PeerId peer, uint16_t type, std::string_view payload, Dea
     std::lock_guard lock(mu_);
     if (stopping_) return done(Status::Aborted("rpc endpoint stopping"), {});
     id = next_request_id_++;
-    pending_.emplace(id, Pending{peer, deadline, std::move(done)});
+    Pending& p = pending_[id];
+    p.peer = peer;
+    p.done = std::move(done);
     if (deadline.when() != MonoTime::max()) {
-      auto it = deadlines_.emplace(deadline.when(), id);
-      if (it == deadlines_.begin()) cv_.notify_all();
+      p.deadline = deadlines_.emplace(deadline.when(), id);
+      if (*p.deadline == deadlines_.begin()) cv_.notify_all();
     }
   }
   std::string msg = wire::EncodeMessage(type, id, payload);
@@ -115,13 +117,19 @@ Result<std::string> RpcEndpoint::CallSync(PeerId peer, uint16_t type, std::strin
   return std::move(response);
 }
 
+RpcEndpoint::Pending RpcEndpoint::ErasePendingLocked(
+    std::unordered_map<uint64_t, Pending>::iterator it) {
+  Pending p = std::move(it->second);
+  pending_.erase(it);
+  if (p.deadline) deadlines_.erase(*p.deadline);
+  return p;
+}
+
 bool RpcEndpoint::TakePending(uint64_t request_id, Pending* out) {
   std::lock_guard lock(mu_);
   auto it = pending_.find(request_id);
   if (it == pending_.end()) return false;
-  *out = std::move(it->second);
-  pending_.erase(it);
-  // Its deadline entry (if any) is dropped lazily by the timeout thread.
+  *out = ErasePendingLocked(it);
   return true;
 }
 
@@ -132,17 +140,14 @@ void RpcEndpoint::TimeoutLoop() {
       cv_.wait(lock);
       continue;
     }
-    auto first = deadlines_.begin();
-    if (first->first > MonoNow()) {
-      cv_.wait_until(lock, first->first);
+    // Copy the time: the entry may be erased while we wait.
+    const MonoTime first = deadlines_.begin()->first;
+    if (first > MonoNow()) {
+      cv_.wait_until(lock, first);
       continue;
     }
-    const uint64_t id = first->second;
-    deadlines_.erase(first);
-    auto it = pending_.find(id);
-    if (it == pending_.end()) continue;  // already answered
-    Pending p = std::move(it->second);
-    pending_.erase(it);
+    auto it = pending_.find(deadlines_.begin()->second);
+    Pending p = ErasePendingLocked(it);  // every deadline entry has its pending call
     lock.unlock();
     p.done(Status::TimedOut("no response before the deadline"), {});
     lock.lock();
@@ -168,12 +173,9 @@ void RpcEndpoint::OnPeerDown(PeerId peer, const Status& why) {
   {
     std::lock_guard lock(mu_);
     for (auto it = pending_.begin(); it != pending_.end();) {
-      if (it->second.peer == peer) {
-        failed.push_back(std::move(it->second));
-        it = pending_.erase(it);
-      } else {
-        ++it;
-      }
+      auto next = std::next(it);
+      if (it->second.peer == peer) failed.push_back(ErasePendingLocked(it));
+      it = next;
     }
   }
   const Status s = Status::NetworkError("peer down: " + why.ToString());

@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -137,10 +138,11 @@ class RpcEndpoint : public transport::TransportHandler {
 
  private:
   friend class Responder;
+  using DeadlineMap = std::multimap<MonoTime, uint64_t>;
   struct Pending {
     PeerId peer = transport::kInvalidPeer;
-    Deadline deadline = Deadline::Never();
     ResponseCallback done;
+    std::optional<DeadlineMap::iterator> deadline;  // its entry in deadlines_, if any
   };
   struct Route {
     wire::TypeRange range;
@@ -152,6 +154,8 @@ class RpcEndpoint : public transport::TransportHandler {
                     std::string_view payload);
   // Removes and returns the pending call, if it is still there.
   bool TakePending(uint64_t request_id, Pending* out);
+  // REQUIRES: mu_ held. Removes the call and its deadline entry.
+  Pending ErasePendingLocked(std::unordered_map<uint64_t, Pending>::iterator it);
   void TimeoutLoop();
 
   const RpcEndpointOptions options_;
@@ -165,7 +169,7 @@ class RpcEndpoint : public transport::TransportHandler {
   // Protected by mu_:
   uint64_t next_request_id_ = 1;
   std::unordered_map<uint64_t, Pending> pending_;
-  std::multimap<MonoTime, uint64_t> deadlines_;
+  DeadlineMap deadlines_;
   bool stopping_ = false;
   std::thread timeout_thread_;
 };
