@@ -18,22 +18,16 @@
 #include "common/status.h"
 #include "common/transport/region_table.h"
 #include "common/transport/tcp_frame.h"
+#include "common/transport/transport_counters.h"
 #include "common/transport/transport.h"
 
 namespace nova::transport {
-
-// Counters shared by all lanes of a transport (relaxed atomics).
-struct TcpCounters {
-  std::atomic<uint64_t> sends{0}, writes{0}, reads{0};
-  std::atomic<uint64_t> bytes_sent{0}, bytes_written{0}, bytes_read{0};
-  std::atomic<uint64_t> failed_ops{0}, rejected_remote_ops{0}, auth_failures{0};
-};
 
 // What a lane needs from its transport. Everything must outlive the lane.
 struct LaneEnv {
   const RegionTable* regions = nullptr;
   TransportHandler* handler = nullptr;
-  TcpCounters* counters = nullptr;
+  TransportCounters* counters = nullptr;
   FrameLimits limits;
 };
 

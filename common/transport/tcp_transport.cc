@@ -754,16 +754,7 @@ Status TcpTransport::Read(PeerId peer, RemoteAddr remote, uint64_t length, const
 }
 
 TransportStats TcpTransport::GetStats() const {
-  TransportStats s;
-  s.sends = counters_.sends.load();
-  s.writes = counters_.writes.load();
-  s.reads = counters_.reads.load();
-  s.bytes_sent = counters_.bytes_sent.load();
-  s.bytes_written = counters_.bytes_written.load();
-  s.bytes_read = counters_.bytes_read.load();
-  s.failed_ops = counters_.failed_ops.load();
-  s.rejected_remote_ops = counters_.rejected_remote_ops.load();
-  s.auth_failures = counters_.auth_failures.load();
+  TransportStats s = counters_.Snapshot();
   std::lock_guard lock(peers_mu_);
   for (auto& [id, p] : peers_) {
     if (p.state == PeerState::kUp) ++s.peers_up;

@@ -145,7 +145,7 @@ class TcpTransport final : public Transport {
   LaneEnv lane_env_;
 
   RegionTable regions_;
-  TcpCounters counters_;
+  TransportCounters counters_;
 
   std::vector<std::unique_ptr<XchgThread>> xchg_;
   int listen_fd_ = -1;

@@ -549,16 +549,7 @@ Status VerbsTransport::Read(PeerId peer, RemoteAddr remote, uint64_t length,
 }
 
 TransportStats VerbsTransport::GetStats() const {
-  TransportStats s;
-  s.sends = stats_.sends.load();
-  s.writes = stats_.writes.load();
-  s.reads = stats_.reads.load();
-  s.bytes_sent = stats_.bytes_sent.load();
-  s.bytes_written = stats_.bytes_written.load();
-  s.bytes_read = stats_.bytes_read.load();
-  s.failed_ops = stats_.failed_ops.load();
-  s.rejected_remote_ops = stats_.rejected_remote_ops.load();
-  s.auth_failures = stats_.auth_failures.load();
+  TransportStats s = stats_.Snapshot();
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [id, p] : peers_) s.peers_up += p->session != nullptr ? 1 : 0;
   return s;

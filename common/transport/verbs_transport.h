@@ -42,6 +42,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "common/transport/transport.h"
+#include "common/transport/transport_counters.h"
 
 struct ibv_context;
 struct ibv_pd;
@@ -255,12 +256,7 @@ class VerbsTransport final : public Transport {
   std::vector<CmCommand> cm_commands_;  // GUARDED_BY(cm_mu_)
   bool cm_stop_ = false;                // GUARDED_BY(cm_mu_)
 
-  struct Counters {
-    std::atomic<uint64_t> sends{0}, writes{0}, reads{0};
-    std::atomic<uint64_t> bytes_sent{0}, bytes_written{0}, bytes_read{0};
-    std::atomic<uint64_t> failed_ops{0}, rejected_remote_ops{0}, auth_failures{0};
-  };
-  Counters stats_;
+  TransportCounters stats_;
 };
 
 }  // namespace nova::transport
