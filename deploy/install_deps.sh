@@ -8,7 +8,7 @@ PACKAGES=(
   # toolchain
   build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
   # libraries (DESIGN.md section 12)
-  libleveldb-dev libgflags-dev libgoogle-glog-dev
+  libleveldb-dev libsnappy-dev libgflags-dev libgoogle-glog-dev  # leveldb's CMake config links snappy
   libzookeeper-mt-dev zookeeper
   libibverbs-dev librdmacm-dev
   libssl-dev            # HMAC-SHA256 for peer authentication (never hand-rolled crypto)
