@@ -1,0 +1,133 @@
+#include "ltc/arena.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "tests/util/test_util.h"
+
+namespace nova::ltc {
+namespace {
+
+// The byte a test writes at offset `i` of allocation `n`: neighbours differ, so an overlap
+// of two allocations shows up as a wrong byte.
+char PatternByte(size_t n, size_t i) { return static_cast<char>((n * 31 + i * 7) & 0xff); }
+
+TEST(ArenaTest, EmptyArenaHoldsNothing) {
+  Arena arena;
+  EXPECT_EQ(arena.MemoryUsage(), 0u);
+}
+
+TEST(ArenaTest, SmallAllocationsShareABlock) {
+  Arena arena;
+  char* a = arena.Allocate(10);
+  char* b = arena.Allocate(20);
+  EXPECT_EQ(b, a + 10);
+  EXPECT_GE(arena.MemoryUsage(), Arena::kBlockBytes);
+  EXPECT_LT(arena.MemoryUsage(), 2 * Arena::kBlockBytes);
+}
+
+TEST(ArenaTest, LargeAllocationGetsItsOwnBlock) {
+  Arena arena;
+  char* small = arena.Allocate(10);
+  const size_t before = arena.MemoryUsage();
+  constexpr size_t kLarge = 4 << 20;  // a 4 MiB value
+  char* large = arena.Allocate(kLarge);
+  std::memset(large, 'x', kLarge);
+  EXPECT_GE(arena.MemoryUsage(), before + kLarge);
+  // The current block kept its free tail.
+  EXPECT_EQ(arena.Allocate(5), small + 10);
+  // Above the threshold but fitting in the current block: served from it.
+  char* fits = arena.Allocate(Arena::kOwnBlockThresholdBytes + 1);
+  EXPECT_EQ(fits, small + 15);
+  // Not fitting any more: a block of its own, and the current block keeps its tail.
+  const size_t used = 15 + Arena::kOwnBlockThresholdBytes + 1;
+  arena.Allocate(Arena::kBlockBytes - used - 100);
+  const size_t before_own = arena.MemoryUsage();
+  arena.Allocate(Arena::kOwnBlockThresholdBytes + 1);
+  EXPECT_EQ(arena.MemoryUsage() - before_own,
+            Arena::kOwnBlockThresholdBytes + 1 + sizeof(std::unique_ptr<char[]>));
+  EXPECT_EQ(arena.Allocate(100), small + Arena::kBlockBytes - 100);
+  // A small allocation that does not fit starts a new ordinary block.
+  const size_t before_block = arena.MemoryUsage();
+  arena.Allocate(1);
+  EXPECT_EQ(arena.MemoryUsage() - before_block,
+            Arena::kBlockBytes + sizeof(std::unique_ptr<char[]>));
+}
+
+TEST(ArenaTest, AlignedAllocationsAreAligned) {
+  Arena arena;
+  for (size_t i = 1; i < 3000; ++i) {
+    arena.Allocate(i % 7 + 1);  // misalign the bump pointer
+    char* p = arena.AllocateAligned(i % 200 + 1);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % Arena::kAlignment, 0u) << "allocation " << i;
+  }
+}
+
+TEST(ArenaTest, RandomizedAllocationsKeepTheirContents) {
+  const uint64_t seed = test::TestSeed("ArenaTest.RandomizedAllocationsKeepTheirContents");
+  std::mt19937_64 rng(seed);
+  Arena arena;
+  std::vector<std::pair<char*, size_t>> allocations;
+  size_t bytes_total = 0;
+  size_t requested = 0;  // bytes_total plus the most alignment padding could add
+  size_t last_usage = 0;
+  for (size_t n = 0; n < 20000; ++n) {
+    // Mostly entry-sized, some spanning blocks, a few large values.
+    const uint64_t kind = rng() % 100;
+    size_t bytes = 1 + rng() % 100;
+    if (kind == 0) {
+      bytes = 1 + rng() % (1 << 20);
+    } else if (kind < 4) {
+      bytes = 1 + rng() % (2 * Arena::kBlockBytes);
+    }
+    const bool aligned = rng() % 2 == 0;
+    char* p = aligned ? arena.AllocateAligned(bytes) : arena.Allocate(bytes);
+    ASSERT_NE(p, nullptr);
+    if (aligned) {
+      ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % Arena::kAlignment, 0u);
+    }
+    for (size_t i = 0; i < bytes; ++i) p[i] = PatternByte(n, i);
+    allocations.emplace_back(p, bytes);
+    bytes_total += bytes;
+    requested += bytes + (aligned ? Arena::kAlignment - 1 : 0);
+    ASSERT_GE(arena.MemoryUsage(), last_usage) << "usage never decreases";
+    last_usage = arena.MemoryUsage();
+  }
+  for (size_t n = 0; n < allocations.size(); ++n) {
+    const auto [p, bytes] = allocations[n];
+    for (size_t i = 0; i < bytes; ++i) {
+      ASSERT_EQ(p[i], PatternByte(n, i)) << "allocation " << n << " byte " << i;
+    }
+  }
+  // At most a quarter of each ordinary block is abandoned, plus per-block bookkeeping.
+  EXPECT_GE(arena.MemoryUsage(), bytes_total);
+  EXPECT_LE(arena.MemoryUsage(), 2 * requested + Arena::kBlockBytes);
+}
+
+TEST(ArenaTest, MemoryUsageIsReadableWhileAllocating) {
+  Arena arena;
+  std::atomic<bool> done{false};
+  std::atomic<bool> monotonic{true};
+  std::thread reader([&] {
+    size_t last = 0;
+    while (!done.load(std::memory_order_acquire)) {
+      const size_t now = arena.MemoryUsage();
+      if (now < last) monotonic.store(false);
+      last = now;
+    }
+  });
+  for (int i = 0; i < 20000; ++i) arena.Allocate(1 + i % 300);
+  done.store(true, std::memory_order_release);
+  reader.join();
+  EXPECT_TRUE(monotonic.load());
+  EXPECT_GT(arena.MemoryUsage(), 0u);
+}
+
+}  // namespace
+}  // namespace nova::ltc

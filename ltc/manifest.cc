@@ -1,0 +1,96 @@
+#include "ltc/manifest.h"
+
+#include "common/coding.h"
+#include "common/crc32c.h"
+
+namespace nova::ltc {
+
+std::string EncodeManifestRecord(const VersionEdit& edit) {
+  std::string payload;
+  edit.EncodeTo(&payload);
+  std::string r;
+  PutFixed32(&r, crc32c::Mask(crc32c::Value(payload)));
+  PutFixed32(&r, static_cast<uint32_t>(payload.size()));
+  PutFixed32(&r, crc32c::Mask(crc32c::Value(r.data() + 4, 4)));
+  r += payload;
+  return r;
+}
+
+Status ParseManifest(std::string_view contents, ParsedManifest* out) {
+  ParsedManifest p;
+  uint64_t offset = 0;
+  while (offset < contents.size()) {
+    std::string_view rest = contents.substr(offset);
+    const std::string where = "MANIFEST record at byte " + std::to_string(offset);
+    uint32_t masked, length, length_crc;
+    std::string_view header = rest;
+    if (!GetFixed32(&header, &masked) || !GetFixed32(&header, &length) ||
+        !GetFixed32(&header, &length_crc)) {
+      p.torn_bytes = rest.size();  // header cut short: a torn last append
+      break;
+    }
+    if (crc32c::Unmask(length_crc) != crc32c::Value(rest.data() + 4, 4)) {
+      return Status::Corruption(where + ": damaged length");
+    }
+    if (header.size() < length) {
+      p.torn_bytes = rest.size();  // payload cut short: a torn last append
+      break;
+    }
+    const std::string_view payload = header.substr(0, length);
+    const bool last = header.size() == length;
+    if (crc32c::Unmask(masked) != crc32c::Value(payload)) {
+      if (last) {
+        p.torn_bytes = rest.size();
+        break;
+      }
+      return Status::Corruption(where + ": checksum mismatch");
+    }
+    VersionEdit e;
+    Status s = e.DecodeFrom(payload);
+    if (!s.ok()) return s.Prepend(where);
+    if (p.edits.empty() && !e.snapshot) {
+      return Status::Corruption(where + ": a MANIFEST must start with a snapshot");
+    }
+    p.edits.push_back(std::move(e));
+    offset += kManifestRecordHeaderBytes + length;
+    p.valid_bytes = offset;
+  }
+  *out = std::move(p);
+  return Status::OK();
+}
+
+Status ManifestState::Apply(const VersionEdit& edit) {
+  ManifestState next = edit.snapshot ? ManifestState() : *this;
+  if (edit.next_file_number) next.next_file_number_ = *edit.next_file_number;
+  if (edit.last_sequence) next.last_sequence_ = *edit.last_sequence;
+  for (const auto& [level, number] : edit.deleted_tables) {
+    if (next.levels_[level].erase(number) == 0) {
+      return Status::Corruption("MANIFEST deletes table " + std::to_string(number) +
+                                " that is not at level " + std::to_string(level));
+    }
+  }
+  for (const auto& [level, table] : edit.new_tables) {
+    if (!next.levels_[level].emplace(table.number, table).second) {
+      return Status::Corruption("MANIFEST adds table " + std::to_string(table.number) +
+                                " twice at level " + std::to_string(level));
+    }
+    if (table.number >= next.next_file_number_) next.next_file_number_ = table.number + 1;
+  }
+  if (edit.dranges) next.dranges_ = edit.dranges;
+  *this = std::move(next);
+  return Status::OK();
+}
+
+VersionEdit ManifestState::Snapshot() const {
+  VersionEdit e;
+  e.snapshot = true;
+  e.next_file_number = next_file_number_;
+  e.last_sequence = last_sequence_;
+  for (int l = 0; l < kNumLevels; ++l) {
+    for (const auto& [number, table] : levels_[l]) e.new_tables.emplace_back(l, table);
+  }
+  e.dranges = dranges_;
+  return e;
+}
+
+}  // namespace nova::ltc

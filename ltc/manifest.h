@@ -1,0 +1,69 @@
+// MANIFEST records and the metadata state they build (DESIGN.md section 4).
+//
+// A range's MANIFEST is a log of VersionEdits. On a StoC each record is one appended block
+// of a persistent file, replicated on several StoCs; the format is also self-checking so a
+// MANIFEST can be read from any byte source:
+//
+//   record := masked crc32c(payload) u32 | payload length u32 | masked crc32c(length) u32
+//             | payload (VersionEdit)
+//
+// The length has its own checksum so a damaged length is reported, not mistaken for a
+// torn last record (which would silently drop the records after it).
+//
+// The first record is a snapshot of the whole state. A MANIFEST rolls over to a new file
+// that starts with a snapshot when it grows large; nothing is dropped on the way.
+// Recovery rules: a record cut short (header or payload incomplete), or whose payload
+// checksum fails while it is the last record, is a torn append that was never acknowledged
+// and is ignored; any other damage is Corruption (never silently used or skipped).
+//
+// Thread safety: ManifestState is not thread-safe (the engine serializes edits).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "ltc/version_edit.h"
+
+namespace nova::ltc {
+
+constexpr size_t kManifestRecordHeaderBytes = 12;  // DO NOT CHANGE: persisted
+
+std::string EncodeManifestRecord(const VersionEdit& edit);
+
+struct ParsedManifest {
+  std::vector<VersionEdit> edits;
+  uint64_t valid_bytes = 0;  // bytes of complete, valid records
+  uint64_t torn_bytes = 0;   // ignored bytes of a torn last record
+};
+// Parses a whole MANIFEST. Corruption (with the byte offset) for a bad record that is not
+// the last, or a first record that is not a snapshot.
+Status ParseManifest(std::string_view contents, ParsedManifest* out);
+
+// The metadata a MANIFEST describes: tables per level, counters and the Drange layout.
+class ManifestState {
+ public:
+  // Applies an edit: a snapshot replaces the state. Corruption if it deletes a table that
+  // is not there or adds one that already is (a MANIFEST that contradicts itself).
+  Status Apply(const VersionEdit& edit);
+  // One snapshot edit holding the whole state (starts a new MANIFEST file).
+  VersionEdit Snapshot() const;
+
+  const std::map<uint64_t, TableMeta>& level(int l) const { return levels_[l]; }
+  uint64_t next_file_number() const { return next_file_number_; }
+  uint64_t last_sequence() const { return last_sequence_; }
+  const std::optional<PersistedDrangeLayout>& dranges() const { return dranges_; }
+  bool operator==(const ManifestState&) const = default;
+
+ private:
+  std::map<uint64_t, TableMeta> levels_[kNumLevels];  // by table number
+  uint64_t next_file_number_ = 1;
+  uint64_t last_sequence_ = 0;
+  std::optional<PersistedDrangeLayout> dranges_;
+};
+
+}  // namespace nova::ltc

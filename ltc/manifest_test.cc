@@ -1,0 +1,164 @@
+#include "ltc/manifest.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "tests/util/test_util.h"
+
+namespace nova::ltc {
+namespace {
+
+TableMeta RandomTable(std::mt19937_64* rng, uint64_t number) {
+  TableMeta t;
+  t.number = number;
+  t.smallest = "k" + std::to_string((*rng)() % 1000) + std::string(8, '\x01');
+  t.largest = "z" + std::to_string((*rng)() % 1000) + std::string(8, '\x01');
+  t.num_entries = (*rng)() % 100000;
+  t.drange = static_cast<uint32_t>((*rng)() % 64);
+  const uint32_t rho = 1 + (*rng)() % 4;
+  t.layout.data_end = 1000 * rho;
+  t.layout.file_size = t.layout.data_end + 300;
+  for (uint32_t i = 0; i < rho; ++i) t.layout.fragment_starts.push_back(1000 * i);
+  for (uint32_t i = 0; i <= rho; ++i) {
+    std::vector<FragmentLocation> replicas;
+    for (uint32_t r = 0; r < 1 + (*rng)() % 3; ++r) {
+      replicas.push_back({static_cast<uint32_t>((*rng)() % 10), (*rng)() % 1000, (*rng)() % 100000,
+                          (*rng)() % 100000});
+    }
+    t.fragments.push_back(replicas);
+  }
+  t.filter.push_back({1, 2, 3, 4});
+  return t;
+}
+
+PersistedDrangeLayout SomeDranges() {
+  PersistedDrangeLayout l;
+  l.generation = 9;
+  PersistedDrange a;
+  a.tranges = {{"", false, true}, {"m", false, false}};
+  PersistedDrange p;
+  p.point = true;
+  p.tranges = {{"hot", false, false}};
+  PersistedDrange b;
+  b.tranges = {{"hot", true, false}};
+  l.dranges = {a, p, p, b};
+  return l;
+}
+
+// Builds a MANIFEST of random edits and the state it should give.
+std::pair<std::string, ManifestState> RandomManifest(uint64_t seed, int edits) {
+  std::mt19937_64 rng(seed);
+  ManifestState state;
+  std::string log;
+  VersionEdit first;
+  first.snapshot = true;
+  first.next_file_number = 1;
+  first.last_sequence = 0;
+  first.dranges = SomeDranges();
+  EXPECT_TRUE(state.Apply(first).ok());
+  log += EncodeManifestRecord(first);
+  uint64_t next = 1;
+  for (int i = 0; i < edits; ++i) {
+    VersionEdit e;
+    for (int n = 0; n < 1 + static_cast<int>(rng() % 3); ++n) {
+      e.new_tables.emplace_back(static_cast<int>(rng() % kNumLevels), RandomTable(&rng, next++));
+    }
+    // Delete a random existing table.
+    for (int l = 0; l < kNumLevels; ++l) {
+      if (!state.level(l).empty() && rng() % 3 == 0) {
+        e.deleted_tables.emplace_back(l, state.level(l).begin()->first);
+        break;
+      }
+    }
+    e.last_sequence = 100 * (i + 1);
+    if (rng() % 5 == 0) e.dranges = SomeDranges();
+    EXPECT_TRUE(state.Apply(e).ok());
+    log += EncodeManifestRecord(e);
+  }
+  return {log, state};
+}
+
+ManifestState Replay(const ParsedManifest& p) {
+  ManifestState s;
+  for (const auto& e : p.edits) EXPECT_TRUE(s.Apply(e).ok());
+  return s;
+}
+
+TEST(ManifestTest, EditsRoundTripAndReplayToTheSameState) {
+  auto [log, state] = RandomManifest(test::TestSeed("ManifestRoundTrip"), 200);
+  ParsedManifest p;
+  ASSERT_TRUE(ParseManifest(log, &p).ok());
+  EXPECT_EQ(p.valid_bytes, log.size());
+  EXPECT_EQ(p.edits.size(), 201u);
+  EXPECT_TRUE(Replay(p) == state);
+  // A snapshot starts an equivalent MANIFEST.
+  ManifestState again;
+  ASSERT_TRUE(again.Apply(state.Snapshot()).ok());
+  EXPECT_TRUE(again == state);
+  ASSERT_TRUE(state.dranges().has_value());
+  EXPECT_EQ(*state.dranges(), SomeDranges());
+}
+
+TEST(ManifestTest, TornTailIsIgnoredAtEveryCut) {
+  auto [log, state] = RandomManifest(7, 5);
+  ParsedManifest full;
+  ASSERT_TRUE(ParseManifest(log, &full).ok());
+  const std::string last = EncodeManifestRecord(full.edits.back());
+  const size_t last_start = log.size() - last.size();
+  for (size_t cut = last_start; cut < log.size(); ++cut) {
+    ParsedManifest p;
+    ASSERT_TRUE(ParseManifest(std::string_view(log).substr(0, cut), &p).ok()) << cut;
+    EXPECT_EQ(p.edits.size(), full.edits.size() - 1);
+    EXPECT_EQ(p.valid_bytes, last_start);
+    EXPECT_EQ(p.torn_bytes, cut - last_start);
+  }
+  // A bad checksum on the last record is a torn append too.
+  std::string bad_last = log;
+  bad_last[bad_last.size() - 1] ^= 0x55;
+  ParsedManifest p;
+  ASSERT_TRUE(ParseManifest(bad_last, &p).ok());
+  EXPECT_EQ(p.edits.size(), full.edits.size() - 1);
+}
+
+TEST(ManifestTest, CorruptionBeforeTheEndIsReported) {
+  auto [log, state] = RandomManifest(11, 20);
+  std::mt19937_64 rng(test::TestSeed("ManifestCorruption"));
+  ParsedManifest full;
+  ASSERT_TRUE(ParseManifest(log, &full).ok());
+  const size_t last_start = log.size() - EncodeManifestRecord(full.edits.back()).size();
+  for (int i = 0; i < 200; ++i) {
+    std::string bad = log;
+    const size_t at = rng() % last_start;  // inside some record that is not the last
+    bad[at] ^= static_cast<char>(1 + rng() % 255);
+    ParsedManifest p;
+    Status s = ParseManifest(bad, &p);
+    ASSERT_TRUE(s.IsCorruption()) << "damage at byte " << at << " went unnoticed: " << s.ToString();
+    EXPECT_NE(s.message().find("MANIFEST"), std::string::npos) << s.ToString();
+  }
+}
+
+TEST(ManifestTest, ContradictionsAndMissingSnapshotAreCorruption) {
+  VersionEdit not_snapshot;
+  not_snapshot.last_sequence = 5;
+  ParsedManifest p;
+  EXPECT_TRUE(ParseManifest(EncodeManifestRecord(not_snapshot), &p).IsCorruption());
+
+  ManifestState s;
+  VersionEdit del;
+  del.deleted_tables.emplace_back(1, 42);
+  EXPECT_TRUE(s.Apply(del).IsCorruption());
+  std::mt19937_64 rng(1);
+  VersionEdit add;
+  add.new_tables.emplace_back(0, RandomTable(&rng, 5));
+  ASSERT_TRUE(s.Apply(add).ok());
+  EXPECT_TRUE(s.Apply(add).IsCorruption());
+  EXPECT_EQ(s.next_file_number(), 6u);
+
+  VersionEdit e;
+  std::string junk = "\x63";  // unknown tag 99
+  EXPECT_TRUE(e.DecodeFrom(junk).IsCorruption());
+}
+
+}  // namespace
+}  // namespace nova::ltc

@@ -1,0 +1,84 @@
+// VersionEdit: one change to a range's LSM-tree metadata, as recorded in its MANIFEST
+// (DESIGN.md section 4): tables added and removed per level with where their fragments live,
+// the next file number and last sequence, and the range's Drange/Trange layout.
+//
+// Encoding: a sequence of tagged fields, `tag varint32 | value`, so fields can be added
+// later; an unknown tag is Corruption (an older binary must not silently drop what it does
+// not understand). DO NOT CHANGE tags or field encodings: persisted.
+//
+// Thread safety: a value type.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/lsm/fragmented_table.h"
+#include "common/status.h"
+
+namespace nova::ltc {
+
+constexpr int kNumLevels = 7;
+
+// Where one copy of a table fragment (or its filter) lives: a StoC block.
+struct FragmentLocation {
+  uint32_t stoc_id = 0;
+  uint64_t file_id = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  bool operator==(const FragmentLocation&) const = default;
+};
+
+// Metadata of one SSTable.
+struct TableMeta {
+  uint64_t number = 0;
+  std::string smallest;  // internal keys
+  std::string largest;
+  uint64_t num_entries = 0;
+  uint32_t drange = 0;   // the Drange it was flushed from (Level 0); informational above
+  lsm::TableLayout layout;
+  // fragments[i] = the replicas of fragment i (layout.num_fragments() entries; an empty
+  // data fragment has no replicas).
+  std::vector<std::vector<FragmentLocation>> fragments;
+  // The whole-table bloom filter's block (size 0: no filter).
+  std::vector<FragmentLocation> filter;
+  bool operator==(const TableMeta&) const = default;
+};
+
+// One Drange of a persisted layout: its lower bound, whether it is a point, and its Tranges'
+// lower bounds (the first equals the Drange's).
+struct PersistedBound {
+  std::string key;
+  bool after = false;
+  bool min = false;
+  bool operator==(const PersistedBound&) const = default;
+};
+struct PersistedDrange {
+  bool point = false;
+  std::vector<PersistedBound> tranges;
+  bool operator==(const PersistedDrange&) const = default;
+};
+struct PersistedDrangeLayout {
+  uint64_t generation = 0;
+  std::vector<PersistedDrange> dranges;
+  bool operator==(const PersistedDrangeLayout&) const = default;
+};
+
+struct VersionEdit {
+  // Set on the first record of a MANIFEST: the record holds the whole state.
+  bool snapshot = false;
+  std::optional<uint64_t> next_file_number;
+  std::optional<uint64_t> last_sequence;
+  std::vector<std::pair<int, uint64_t>> deleted_tables;  // (level, table number)
+  std::vector<std::pair<int, TableMeta>> new_tables;     // (level, table)
+  std::optional<PersistedDrangeLayout> dranges;
+
+  void EncodeTo(std::string* dst) const;
+  // Corruption (naming the field) on malformed input; never reads past `in`.
+  Status DecodeFrom(std::string_view in);
+  bool operator==(const VersionEdit&) const = default;
+};
+
+}  // namespace nova::ltc
