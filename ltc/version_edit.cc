@@ -54,6 +54,8 @@ void PutTable(std::string* dst, int level, const TableMeta& t) {
   PutLengthPrefixed(dst, t.smallest);
   PutLengthPrefixed(dst, t.largest);
   PutVarint64(dst, t.num_entries);
+  PutVarint64(dst, t.smallest_sequence);
+  PutVarint64(dst, t.largest_sequence);
   PutVarint32(dst, t.drange);
   t.layout.EncodeTo(dst);
   for (const auto& replicas : t.fragments) PutReplicas(dst, replicas);
@@ -66,6 +68,7 @@ bool GetTable(std::string_view* in, int* level, TableMeta* t) {
   if (!GetVarint32(in, &lvl) || lvl >= static_cast<uint32_t>(kNumLevels) ||
       !GetVarint64(in, &t->number) || !GetLengthPrefixed(in, &smallest) ||
       !GetLengthPrefixed(in, &largest) || !GetVarint64(in, &t->num_entries) ||
+      !GetVarint64(in, &t->smallest_sequence) || !GetVarint64(in, &t->largest_sequence) ||
       !GetVarint32(in, &t->drange) || !lsm::TableLayout::DecodeFrom(in, &t->layout).ok()) {
     return false;
   }

@@ -37,6 +37,10 @@ struct TableMeta {
   std::string smallest;  // internal keys
   std::string largest;
   uint64_t num_entries = 0;
+  // Sequence numbers of its entries: compaction may move a Level-0 table down only once no
+  // memtable holds older versions of its keys.
+  uint64_t smallest_sequence = 0;
+  uint64_t largest_sequence = 0;
   uint32_t drange = 0;   // the Drange it was flushed from (Level 0); informational above
   lsm::TableLayout layout;
   // fragments[i] = the replicas of fragment i (layout.num_fragments() entries; an empty

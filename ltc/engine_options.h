@@ -1,0 +1,47 @@
+// Options of one range's LSM-tree engine (RangeEngine). The LTC daemon fills them from its
+// --ltc_* flags; the paper's symbols are noted.
+#pragma once
+
+#include <cstdint>
+
+#include <leveldb/comparator.h>
+
+namespace nova::ltc {
+
+struct EngineOptions {
+  uint32_t range_id = 0;
+  // Orders user keys. Must outlive the engine.
+  const leveldb::Comparator* comparator = leveldb::BytewiseComparator();
+
+  // tau: a memtable becomes immutable once it holds this much.
+  uint64_t memtable_bytes = 4ull << 20;
+  // delta: memtables per range (active + immutable). Each Drange gets delta / theta; a write
+  // that finds its Drange without a free memtable stalls until a flush frees one.
+  int memtables = 16;
+  // theta: Dranges per range; gamma: Tranges per Drange.
+  int dranges = 1;
+  int tranges_per_drange = 8;
+  // Writes sampled before the first major reorganization builds theta Dranges, and between
+  // load checks afterwards.
+  uint64_t reorganize_every_writes = 100000;
+  // A Drange whose share of writes exceeds 1/theta by this fraction triggers a minor
+  // reorganization; if that cannot fix it, a major one.
+  double drange_imbalance_threshold = 0.5;
+
+  // Tables: target size, block size, rho (data fragments per table), bloom bits per key.
+  uint64_t sstable_bytes = 2ull << 20;
+  uint32_t block_bytes = 4096;
+  uint32_t scatter_width = 1;
+  int bloom_bits_per_key = 10;
+  uint64_t block_cache_bytes = 8ull << 20;
+
+  // Compaction: Level-0 tables that trigger one; bytes of Level 1 (each further level
+  // holds 10x more); Level-0 bytes at which writes stop until compaction catches up.
+  int l0_compaction_trigger = 4;
+  uint64_t level1_bytes = 10ull << 20;
+  uint64_t l0_stop_writes_bytes = 256ull << 20;
+  // Background threads for flushes and compactions.
+  int compaction_threads = 2;
+};
+
+}  // namespace nova::ltc

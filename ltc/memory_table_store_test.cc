@@ -1,0 +1,90 @@
+#include "ltc/memory_table_store.h"
+
+#include <gtest/gtest.h>
+
+#include "ltc/table_store_test_util.h"
+#include "tests/util/test_util.h"
+
+namespace nova::ltc {
+namespace {
+
+class MemoryTableStoreTest : public ::testing::Test {
+ protected:
+  const lsm::InternalKeyComparator icmp_{leveldb::BytewiseComparator()};
+  std::unique_ptr<const leveldb::FilterPolicy> bloom_{leveldb::NewBloomFilterPolicy(10)};
+  MemoryTableStore store_;
+};
+
+TEST_F(MemoryTableStoreTest, WriteReadDeleteTables) {
+  std::mt19937_64 rng(test::TestSeed("MemoryTableStoreTest.WriteReadDeleteTables"));
+  std::map<uint64_t, TableMeta> metas;
+  for (uint32_t rho : {1u, 3u}) {
+    const table_test::TableModel m = table_test::RandomTableModel(&rng, 300, 200);
+    lsm::BuiltTable built = table_test::BuildTable(icmp_, m, rho, bloom_.get());
+    TableMeta meta;
+    meta.number = rho;
+    meta.layout = built.layout;
+    ASSERT_TRUE(store_.WriteTable(rho, built, &meta).ok());
+    ASSERT_EQ(meta.fragments.size(), rho + 1);
+    ASSERT_EQ(meta.filter.size(), 1u);
+    ASSERT_NO_FATAL_FAILURE(table_test::VerifyTable(&store_, icmp_, meta, m));
+    ASSERT_NO_FATAL_FAILURE(table_test::VerifyFilter(&store_, bloom_.get(), meta, m));
+    EXPECT_TRUE(store_.WriteTable(rho, built, &meta).code() == Status::Code::kAlreadyExists);
+    metas[rho] = meta;
+  }
+  EXPECT_EQ(store_.tables_written(), 2u);
+  EXPECT_EQ(store_.live_tables(), 2u);
+  EXPECT_GT(store_.live_bytes(), 0u);
+
+  const TableMeta& one = metas[1];
+  auto source = store_.OpenTable(one);
+  ASSERT_TRUE(source.ok());
+  ASSERT_TRUE(store_.DeleteTable(one).ok());
+  EXPECT_TRUE(store_.DeleteTable(one).IsNotFound());
+  EXPECT_FALSE(store_.HasTable(1));
+  EXPECT_TRUE(store_.HasTable(3));
+  EXPECT_EQ(store_.tables_deleted(), 1u);
+  // A source of a deleted table fails instead of serving stale bytes.
+  char scratch[4];
+  leveldb::Slice result;
+  EXPECT_TRUE(source.value()->ReadFragment(0, 0, 1, scratch, &result).IsNotFound());
+}
+
+TEST_F(MemoryTableStoreTest, InjectedFaultsChangeNothing) {
+  lsm::BuiltTable built = table_test::BuildTable(icmp_, {{"k", "v"}}, 1, nullptr);
+  TableMeta meta;
+  meta.number = 5;
+  meta.layout = built.layout;
+  store_.FailNextWrites(1);
+  EXPECT_TRUE(store_.WriteTable(5, built, &meta).code() == Status::Code::kIOError);
+  EXPECT_FALSE(store_.HasTable(5));
+  EXPECT_TRUE(meta.fragments.empty());
+  ASSERT_TRUE(store_.WriteTable(5, built, &meta).ok());
+  EXPECT_TRUE(meta.filter.empty());  // built without a filter policy
+  auto filter = store_.ReadFilter(meta);
+  ASSERT_TRUE(filter.ok());
+  EXPECT_TRUE(filter->empty());
+
+  store_.FailNextReads(1);
+  auto source = store_.OpenTable(meta);
+  ASSERT_TRUE(source.ok());
+  char scratch[4];
+  leveldb::Slice result;
+  EXPECT_TRUE(source.value()->ReadFragment(0, 0, 1, scratch, &result).IsIOError());
+  EXPECT_TRUE(source.value()->ReadFragment(0, 0, 1, scratch, &result).ok());
+
+  ASSERT_TRUE(store_.AppendManifest("a").ok());
+  store_.FailNextManifestWrites(2);
+  EXPECT_FALSE(store_.AppendManifest("b").ok());
+  EXPECT_FALSE(store_.RollManifest("s").ok());
+  ASSERT_TRUE(store_.AppendManifest("c").ok());
+  EXPECT_EQ(store_.ReadManifest().value(), "ac");
+  ASSERT_TRUE(store_.RollManifest("s").ok());
+  ASSERT_TRUE(store_.AppendManifest("d").ok());
+  EXPECT_EQ(store_.ReadManifest().value(), "sd");
+  EXPECT_EQ(store_.manifest_appends(), 3u);
+  EXPECT_EQ(store_.manifest_rolls(), 1u);
+}
+
+}  // namespace
+}  // namespace nova::ltc

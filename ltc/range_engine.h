@@ -1,0 +1,207 @@
+// RangeEngine: the LSM-tree of one range at an LTC (paper 4.4, DESIGN.md section 5).
+//
+// Writes get a sequence number and go to the active memtable of the Drange holding their
+// key (drange.h); a full memtable becomes immutable and a background thread flushes it as
+// an SSTable through the TableStore (fragments scattered over StoCs) into Level 0.
+// Compaction merges Level-0 tables of non-overlapping key ranges (different Dranges) in
+// parallel into Level 1, and each level into the next when it grows past its target.
+// Every change to the set of tables is recorded in the range's MANIFEST before it is
+// visible, so Open() gives back exactly the tables and the Drange layout.
+//
+// Reads: a Get returns the newest version visible at its snapshot: the newest by sequence
+// among the memtables and Level-0 tables (which may overlap), else the first hit in Levels
+// 1..6 (older data: a Level-0 table moves down only when no memtable holds older versions of
+// its keys, and together with every Level-0 table overlapping it). Iterators merge
+// everything visible at their snapshot.
+//
+// Not yet: logs (memtable contents are lost on a crash until LogC exists), the lookup and
+// range indexes, offloading compactions to StoCs, the small-memtable merge rule.
+//
+// Thread safety: all public methods are thread-safe. Lock order: a Drange's mu, then mu_;
+// seq_mu_ is a leaf.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <leveldb/cache.h>
+#include <leveldb/filter_policy.h>
+#include <leveldb/iterator.h>
+#include <leveldb/write_batch.h>
+
+#include "common/lsm/internal_key.h"
+#include "common/status.h"
+#include "common/thread_pool.h"
+#include "ltc/drange.h"
+#include "ltc/engine_options.h"
+#include "ltc/manifest.h"
+#include "ltc/memtable.h"
+#include "ltc/table_store.h"
+#include "ltc/version.h"
+
+namespace nova::ltc {
+
+// A point in time readers can see the range at. Release it with ReleaseSnapshot.
+class EngineSnapshot {
+ public:
+  lsm::SequenceNumber sequence() const { return sequence_; }
+
+ private:
+  friend class RangeEngine;
+  explicit EngineSnapshot(lsm::SequenceNumber s) : sequence_(s) {}
+  lsm::SequenceNumber sequence_;
+};
+
+struct EngineStats {
+  uint64_t puts = 0, deletes = 0, gets = 0;
+  uint64_t flushes = 0, compactions = 0;
+  uint64_t stalls = 0;           // writes that waited for a free memtable or Level 0
+  uint64_t stall_micros = 0;     // time they waited
+  uint64_t major_reorganizations = 0, minor_reorganizations = 0;
+  double drange_imbalance = 0;   // of the last measured window
+  int dranges = 0;
+  int immutable_memtables = 0;
+  uint64_t level_tables[kNumLevels] = {};
+  uint64_t level_bytes[kNumLevels] = {};
+  lsm::SequenceNumber last_sequence = 0;
+};
+
+class RangeEngine {
+ public:
+  // `store` must outlive the engine.
+  RangeEngine(const EngineOptions& options, TableStore* store);
+  ~RangeEngine();  // stops background work (waits for running flushes and compactions)
+  RangeEngine(const RangeEngine&) = delete;
+  RangeEngine& operator=(const RangeEngine&) = delete;
+
+  // Recovers tables and Dranges from the MANIFEST (or starts an empty range).
+  Status Open();
+
+  Status Put(const leveldb::Slice& key, const leveldb::Slice& value);
+  Status Delete(const leveldb::Slice& key);
+  // Applies the batch atomically: readers see all of it or none of it.
+  Status Write(leveldb::WriteBatch* batch);
+  // NotFound if the key has no value at the snapshot (null: latest).
+  Status Get(const leveldb::Slice& key, std::string* value,
+             const EngineSnapshot* snapshot = nullptr);
+  // The user view at the snapshot (null: latest). Caller deletes; the iterator pins what it
+  // reads. Errors surface through its status().
+  leveldb::Iterator* NewIterator(const EngineSnapshot* snapshot = nullptr);
+  // Up to `count` pairs with key >= start, in order.
+  Status Scan(const leveldb::Slice& start, size_t count,
+              std::vector<std::pair<std::string, std::string>>* out,
+              const EngineSnapshot* snapshot = nullptr);
+
+  const EngineSnapshot* GetSnapshot();
+  void ReleaseSnapshot(const EngineSnapshot* snapshot);
+
+  // Makes every memtable immutable and waits until all are flushed (tests, shutdown).
+  Status FlushAll();
+  // Waits until no compaction is needed or running.
+  Status WaitForCompactions();
+
+  EngineStats GetStats() const;
+  std::string DrangeDebugString() const;
+
+ private:
+  struct DrangeState {
+    std::mutex mu;
+    std::shared_ptr<MemTable> active;  // protected by mu
+    bool retired = false;              // replaced by a reorganization; protected by mu
+  };
+  struct Immutable {
+    std::shared_ptr<MemTable> mem;
+    uint32_t drange;
+    lsm::SequenceNumber sealed;  // every write into mem has a sequence <= this
+  };
+
+  // Write path.
+  struct Op {
+    lsm::ValueType type;
+    leveldb::Slice key, value;
+  };
+  Status WriteOps(const std::vector<Op>& ops);
+  // Returns the active memtable of `d` with room, rotating (and stalling) as needed;
+  // *seq gets `count` fresh sequence numbers (the first). REQUIRES: not holding mu_.
+  // Locks the Dranges of `keys` (routing them), makes sure each has an active memtable with
+  // room (rotating and stalling as needed), assigns `keys.size()` sequence numbers and
+  // returns the memtable for each key and the first sequence.
+  Status PrepareWrite(const std::vector<leveldb::Slice>& keys,
+                      std::vector<std::shared_ptr<MemTable>>* mems, lsm::SequenceNumber* first);
+  // Makes the active memtable of `d` immutable and starts a new one.
+  // REQUIRES: ds->mu and mu_ held.
+  void RotateLocked(uint32_t d, DrangeState* ds);
+  // True if Drange d may rotate now (a free memtable and Level 0 not over its limit).
+  // REQUIRES: mu_ held.
+  bool RoomToRotateLocked(uint32_t d) const;
+  void InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major);
+  void FinishWrite(lsm::SequenceNumber first, size_t count);
+  lsm::SequenceNumber VisibleSequence() const;
+  // Takes the next table number. REQUIRES: mu_ not held.
+  uint64_t NewFileNumber();
+  void MaybeReorganize();
+
+  // Background work.
+  void ScheduleWork();
+  void BackgroundWork();
+  Status FlushOne(const Immutable& imm);
+  bool PickCompaction(std::vector<TableRef>* inputs, int* level, std::vector<TableRef>* next);
+  Status RunCompaction(int level, const std::vector<TableRef>& inputs,
+                       const std::vector<TableRef>& next);
+  // Records the edit in the MANIFEST and installs the new version. REQUIRES: mu_ held.
+  Status LogAndApplyLocked(VersionEdit* edit, std::unique_lock<std::mutex>* lock);
+  std::shared_ptr<Version> BuildVersion(const std::shared_ptr<Version>& base,
+                                        const VersionEdit& edit);
+  std::vector<lsm::SequenceNumber> LiveSnapshots() const;
+  PersistedDrangeLayout PersistLayout(const DrangeLayout& l) const;
+  std::unique_ptr<DrangeLayout> RestoreLayout(const PersistedDrangeLayout& p) const;
+
+  // Constant after construction.
+  const EngineOptions options_;
+  TableStore* const store_;  // must outlive this
+  const lsm::InternalKeyComparator icmp_;
+  std::unique_ptr<const leveldb::FilterPolicy> filter_policy_;
+  std::unique_ptr<leveldb::Cache> block_cache_;
+  TableContext table_ctx_;
+
+  // Sequence numbers: assigned in order, visible once every smaller one is in a memtable.
+  mutable std::mutex seq_mu_;
+  lsm::SequenceNumber last_assigned_ = 0;     // protected by seq_mu_
+  std::set<lsm::SequenceNumber> in_flight_;   // first sequence of unfinished writes
+  std::atomic<lsm::SequenceNumber> visible_{0};
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // background progress (flush, compaction, shutdown)
+  // Protected by mu_:
+  std::shared_ptr<const DrangeLayout> layout_;
+  std::vector<std::shared_ptr<DrangeState>> dranges_;
+  std::deque<Immutable> immutables_;              // oldest first
+  std::vector<std::shared_ptr<MemTable>> live_;   // every memtable readers must see
+  std::shared_ptr<Version> current_;
+  ManifestState manifest_;
+  uint64_t next_memtable_id_ = 1;
+  uint64_t manifest_bytes_ = 0;
+  std::multiset<lsm::SequenceNumber> snapshots_;
+  std::set<uint64_t> compacting_;  // table numbers in running compactions
+  int running_ = 0;                // background tasks queued or running
+  bool flushing_ = false;          // a flush is running (flushes go one at a time, oldest first)
+  bool shutting_down_ = false;
+  Status bg_error_;                // a failed flush or MANIFEST write: writes stop
+  EngineStats stats_;
+  std::atomic<uint64_t> writes_since_reorg_{0};
+  std::atomic<bool> reorganizing_{false};
+  std::atomic<uint64_t> puts_{0}, deletes_{0}, gets_{0};
+  mutable std::condition_variable seq_cv_;  // in-flight writes finished (with seq_mu_)
+
+  ThreadPool pool_;
+};
+
+}  // namespace nova::ltc

@@ -1,0 +1,345 @@
+// RangeEngine: compaction picking and running, reorganizing Dranges, flushing everything,
+// statistics. (range_engine.cc has the read and write paths and flushes.)
+#include <algorithm>
+#include <cmath>
+
+#include <glog/logging.h>
+
+#include "common/lsm/compaction_merge.h"
+#include "common/lsm/merging_iterator.h"
+#include "ltc/range_engine.h"
+#include "ltc/table_sink.h"
+
+namespace nova::ltc {
+
+namespace {
+
+constexpr double kLevelMultiplier = 10;
+constexpr size_t kMaxReorganizeSamples = 100000;
+
+// User-key range [smallest, largest] of a set of tables.
+void RangeOf(const lsm::InternalKeyComparator& icmp, const std::vector<TableRef>& tables,
+             std::string* smallest, std::string* largest) {
+  const leveldb::Comparator* ucmp = icmp.user_comparator();
+  for (size_t i = 0; i < tables.size(); ++i) {
+    leveldb::Slice s = lsm::ExtractUserKey(tables[i]->meta().smallest);
+    leveldb::Slice l = lsm::ExtractUserKey(tables[i]->meta().largest);
+    if (i == 0 || ucmp->Compare(s, *smallest) < 0) smallest->assign(s.data(), s.size());
+    if (i == 0 || ucmp->Compare(l, *largest) > 0) largest->assign(l.data(), l.size());
+  }
+}
+
+}  // namespace
+
+bool RangeEngine::PickCompaction(std::vector<TableRef>* inputs, int* level,
+                                 std::vector<TableRef>* next) {
+  const Version& v = *current_;
+  auto busy = [&](const TableRef& t) { return compacting_.count(t->meta().number) != 0; };
+  auto overlapping = [&](int lvl, const std::string& lo, const std::string& hi) {
+    std::vector<TableRef> out;
+    for (const TableRef& t : v.levels[lvl]) {
+      if (t->Overlaps(lo, hi)) out.push_back(t);
+    }
+    return out;
+  };
+  // Level 0: clusters of overlapping tables (Dranges keep them apart, so clusters of
+  // different Dranges are compacted in parallel).
+  if (static_cast<int>(v.levels[0].size()) >= options_.l0_compaction_trigger) {
+    std::vector<TableRef> rest = v.levels[0];
+    while (!rest.empty()) {
+      std::vector<TableRef> cluster = {rest.front()};
+      rest.erase(rest.begin());
+      std::string lo, hi;
+      for (bool grew = true; grew;) {
+        grew = false;
+        RangeOf(icmp_, cluster, &lo, &hi);
+        for (auto it = rest.begin(); it != rest.end();) {
+          if ((*it)->Overlaps(lo, hi)) {
+            cluster.push_back(*it);
+            it = rest.erase(it);
+            grew = true;
+          } else {
+            ++it;
+          }
+        }
+      }
+      if (std::any_of(cluster.begin(), cluster.end(), busy)) continue;
+      std::vector<TableRef> below = overlapping(1, lo, hi);
+      if (std::any_of(below.begin(), below.end(), busy)) continue;
+      // Move data down only if no memtable still holds older versions of these keys.
+      lsm::SequenceNumber newest = 0;
+      for (const auto& t : cluster) newest = std::max(newest, t->meta().largest_sequence);
+      bool older_in_memory = false;
+      for (const auto& m : live_) {
+        if (m->num_entries() == 0 || m->smallest_sequence() > newest) continue;
+        std::unique_ptr<leveldb::Iterator> it(m->NewIterator());
+        it->SeekToFirst();
+        const std::string first = lsm::ExtractUserKey(it->key()).ToString();
+        it->SeekToLast();
+        const leveldb::Slice last = lsm::ExtractUserKey(it->key());
+        const leveldb::Comparator* ucmp = options_.comparator;
+        if (ucmp->Compare(last, lo) >= 0 && ucmp->Compare(first, hi) <= 0) older_in_memory = true;
+      }
+      if (older_in_memory) continue;
+      *inputs = std::move(cluster);
+      *next = std::move(below);
+      *level = 0;
+      return true;
+    }
+  }
+  // Levels >= 1: the level furthest over its target.
+  double best_score = 1.0;
+  int best = -1;
+  for (int l = 1; l + 1 < kNumLevels; ++l) {
+    const double target = static_cast<double>(options_.level1_bytes) * std::pow(kLevelMultiplier, l - 1);
+    const double score = static_cast<double>(v.LevelBytes(l)) / target;
+    if (score > best_score) {
+      best_score = score;
+      best = l;
+    }
+  }
+  if (best < 0) return false;
+  for (const TableRef& t : v.levels[best]) {
+    if (busy(t)) continue;
+    const std::string lo = lsm::ExtractUserKey(t->meta().smallest).ToString();
+    const std::string hi = lsm::ExtractUserKey(t->meta().largest).ToString();
+    std::vector<TableRef> below = overlapping(best + 1, lo, hi);
+    if (std::any_of(below.begin(), below.end(), busy)) continue;
+    *inputs = {t};
+    *next = std::move(below);
+    *level = best;
+    return true;
+  }
+  return false;
+}
+
+Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs,
+                                  const std::vector<TableRef>& next) {
+  std::vector<TableRef> all = inputs;
+  all.insert(all.end(), next.begin(), next.end());
+  std::string lo, hi;
+  RangeOf(icmp_, all, &lo, &hi);
+  lsm::CompactionMergeOptions mo;
+  mo.icmp = &icmp_;
+  mo.max_output_bytes = options_.sstable_bytes;
+  {
+    std::lock_guard lock(mu_);
+    mo.snapshots = LiveSnapshots();
+    // Nothing of these keys below the output level: deletions can go.
+    mo.bottommost = true;
+    for (int l = level + 2; l < kNumLevels && mo.bottommost; ++l) {
+      for (const TableRef& t : current_->levels[l]) {
+        if (t->Overlaps(lo, hi)) mo.bottommost = false;
+      }
+    }
+    // Outputs respect Drange boundaries.
+    for (int d = 1; d < layout_->size(); ++d) {
+      const KeyBound& b = layout_->drange(d).lower;
+      if (b.min || b.after) continue;
+      if (mo.split_user_keys.empty() ||
+          options_.comparator->Compare(mo.split_user_keys.back(), b.key) < 0) {
+        mo.split_user_keys.push_back(b.key);
+      }
+    }
+  }
+  mo.smallest_snapshot_or_max = mo.snapshots.empty() ? lsm::kMaxSequenceNumber : mo.snapshots.front();
+  std::vector<leveldb::Iterator*> children;
+  for (const TableRef& t : all) {
+    auto it = t->NewIterator();
+    if (!it.ok()) {
+      for (auto* c : children) delete c;
+      return it.status().Prepend("opening a compaction input");
+    }
+    children.push_back(it.value());
+  }
+  std::unique_ptr<leveldb::Iterator> merged(lsm::NewMergingIterator(&icmp_, std::move(children)));
+  lsm::TableBuildOptions opts;
+  opts.block_size = options_.block_bytes;
+  opts.num_data_fragments = options_.scatter_width;
+  opts.filter_policy = filter_policy_.get();
+  TableSink sink(&icmp_, opts, store_, [this] { return NewFileNumber(); },
+                 inputs.front()->meta().drange);
+  lsm::CompactionStats cs;
+  Status s = lsm::RunCompactionMerge(merged.get(), mo, &sink, &cs);
+  merged.reset();
+  if (!s.ok()) {
+    sink.Discard();
+    return s;
+  }
+  std::unique_lock lock(mu_);
+  VersionEdit edit;
+  for (const TableRef& t : inputs) edit.deleted_tables.emplace_back(level, t->meta().number);
+  for (const TableRef& t : next) edit.deleted_tables.emplace_back(level + 1, t->meta().number);
+  for (TableMeta& m : sink.outputs()) edit.new_tables.emplace_back(level + 1, std::move(m));
+  edit.next_file_number = manifest_.next_file_number();
+  s = LogAndApplyLocked(&edit, &lock);
+  if (!s.ok()) {
+    sink.Discard();
+    return s;
+  }
+  ++stats_.compactions;
+  return Status::OK();
+}
+
+Status RangeEngine::FlushAll() {
+  std::vector<std::shared_ptr<DrangeState>> states;
+  {
+    std::lock_guard lock(mu_);
+    states = dranges_;
+  }
+  for (size_t d = 0; d < states.size(); ++d) {
+    std::lock_guard dl(states[d]->mu);
+    std::lock_guard lock(mu_);
+    if (!states[d]->retired && states[d]->active->num_entries() > 0) {
+      RotateLocked(static_cast<uint32_t>(d), states[d].get());
+    }
+  }
+  std::unique_lock lock(mu_);
+  ScheduleWork();
+  cv_.wait(lock, [&] { return immutables_.empty() || !bg_error_.ok() || shutting_down_; });
+  return bg_error_;
+}
+
+Status RangeEngine::WaitForCompactions() {
+  std::unique_lock lock(mu_);
+  while (bg_error_.ok()) {
+    std::vector<TableRef> inputs, next;
+    int level;
+    const bool work = !immutables_.empty() || PickCompaction(&inputs, &level, &next);
+    if (!work && running_ == 0) break;
+    if (work) ScheduleWork();
+    cv_.wait_for(lock, std::chrono::milliseconds(50));  // woken by background progress
+  }
+  return bg_error_;
+}
+
+// ---- Dranges --------------------------------------------------------------------------
+
+void RangeEngine::MaybeReorganize() {
+  if (options_.dranges <= 1 || reorganizing_.exchange(true)) return;
+  writes_since_reorg_ = 0;
+  std::shared_ptr<const DrangeLayout> layout;
+  std::vector<std::shared_ptr<MemTable>> mems;
+  {
+    std::lock_guard lock(mu_);
+    layout = layout_;
+    mems = live_;
+  }
+  const DrangeLoad load = layout->Load();
+  std::unique_ptr<DrangeLayout> next;
+  bool major = layout->size() < options_.dranges ||
+               load.imbalance > options_.drange_imbalance_threshold / options_.dranges;
+  if (!major) {
+    next = MinorReorganize(*layout, options_.drange_imbalance_threshold);
+    if (next == nullptr) layout->ResetCounters();
+  } else {
+    // Sample the keys in memory: every version counts, so hot keys weigh more.
+    std::vector<KeySample> samples;
+    uint64_t entries = 0;
+    for (const auto& m : mems) entries += m->num_entries();
+    const uint64_t step = std::max<uint64_t>(1, entries / kMaxReorganizeSamples);
+    uint64_t i = 0;
+    for (const auto& m : mems) {
+      std::unique_ptr<leveldb::Iterator> it(m->NewIterator());
+      for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        if (i++ % step == 0) samples.push_back({lsm::ExtractUserKey(it->key()).ToString(), 1});
+      }
+    }
+    next = MajorReorganize(options_.comparator, std::move(samples), options_.dranges,
+                           options_.tranges_per_drange, layout->generation() + 1);
+  }
+  if (next != nullptr) InstallLayout(std::move(next), major);
+  reorganizing_ = false;
+}
+
+void RangeEngine::InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major) {
+  std::vector<std::shared_ptr<DrangeState>> old;
+  {
+    std::lock_guard lock(mu_);
+    old = dranges_;
+  }
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (auto& ds : old) locks.emplace_back(ds->mu);
+  std::unique_lock lock(mu_);
+  // The active memtables of the old layout become immutable (a new generation starts).
+  for (size_t d = 0; d < old.size(); ++d) {
+    old[d]->retired = true;
+    if (old[d]->active->num_entries() > 0) {
+      std::lock_guard s(seq_mu_);
+      immutables_.push_back(Immutable{old[d]->active, static_cast<uint32_t>(d), last_assigned_});
+    } else {
+      live_.erase(std::remove(live_.begin(), live_.end(), old[d]->active), live_.end());
+    }
+  }
+  std::vector<std::shared_ptr<DrangeState>> states;
+  for (int d = 0; d < layout->size(); ++d) {
+    auto ds = std::make_shared<DrangeState>();
+    ds->active = std::make_shared<MemTable>(&icmp_, next_memtable_id_++);
+    live_.push_back(ds->active);
+    states.push_back(std::move(ds));
+  }
+  VersionEdit edit;
+  edit.dranges = PersistLayout(*layout);
+  Status s = LogAndApplyLocked(&edit, &lock);
+  if (!s.ok()) {
+    LOG(ERROR) << "cannot record the Drange layout, writes stop: " << s.ToString();
+    bg_error_ = s;
+  }
+  dranges_ = std::move(states);
+  layout_ = std::move(layout);
+  ++(major ? stats_.major_reorganizations : stats_.minor_reorganizations);
+  ScheduleWork();
+}
+
+PersistedDrangeLayout RangeEngine::PersistLayout(const DrangeLayout& l) const {
+  PersistedDrangeLayout p;
+  p.generation = l.generation();
+  for (int d = 0; d < l.size(); ++d) {
+    PersistedDrange pd;
+    pd.point = l.drange(d).point;
+    for (const Trange& t : l.drange(d).tranges) {
+      pd.tranges.push_back(PersistedBound{t.lower.key, t.lower.after, t.lower.min});
+    }
+    p.dranges.push_back(std::move(pd));
+  }
+  return p;
+}
+
+std::unique_ptr<DrangeLayout> RangeEngine::RestoreLayout(const PersistedDrangeLayout& p) const {
+  std::vector<Drange> ds;
+  for (const PersistedDrange& pd : p.dranges) {
+    Drange d;
+    d.point = pd.point;
+    for (const PersistedBound& b : pd.tranges) d.tranges.emplace_back(KeyBound{b.key, b.after, b.min});
+    d.lower = d.tranges.front().lower;
+    ds.push_back(std::move(d));
+  }
+  if (ds.empty()) return std::make_unique<DrangeLayout>(options_.comparator, p.generation);
+  return std::make_unique<DrangeLayout>(options_.comparator, p.generation, std::move(ds));
+}
+
+// ---- Introspection --------------------------------------------------------------------
+
+EngineStats RangeEngine::GetStats() const {
+  std::lock_guard lock(mu_);
+  EngineStats s = stats_;
+  s.puts = puts_.load();
+  s.deletes = deletes_.load();
+  s.gets = gets_.load();
+  s.dranges = layout_->size();
+  s.drange_imbalance = layout_->Load().imbalance;
+  s.immutable_memtables = static_cast<int>(immutables_.size());
+  for (int l = 0; l < kNumLevels; ++l) {
+    s.level_tables[l] = current_->levels[l].size();
+    s.level_bytes[l] = current_->LevelBytes(l);
+  }
+  s.last_sequence = VisibleSequence();
+  return s;
+}
+
+std::string RangeEngine::DrangeDebugString() const {
+  std::lock_guard lock(mu_);
+  return layout_->DebugString();
+}
+
+}  // namespace nova::ltc
