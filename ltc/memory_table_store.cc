@@ -45,10 +45,9 @@ Status MemoryTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& tabl
                                     TableMeta* meta) {
   NOVA_RETURN_NOT_OK_PREPEND(table.layout.Validate(), "writing " + TableName(number));
   if (table.contents.size() != table.layout.file_size) {
-    return Status::InvalidArgument("writing " + TableName(number) + ": contents are " +
-                                   std::to_string(table.contents.size()) +
-                                   " bytes, the layout says " +
-                                   std::to_string(table.layout.file_size));
+    return Status::InvalidArgument(
+        "writing " + TableName(number) + ": contents are " + std::to_string(table.contents.size()) +
+        " bytes, the layout says " + std::to_string(table.layout.file_size));
   }
   StoredTable stored;
   std::vector<std::vector<FragmentLocation>> locations(table.layout.num_fragments());
@@ -81,7 +80,9 @@ Result<std::unique_ptr<lsm::FragmentSource>> MemoryTableStore::OpenTable(const T
   NOVA_RETURN_NOT_OK_PREPEND(meta.layout.Validate(), "opening " + TableName(meta.number));
   std::lock_guard lock(mu_);
   auto it = tables_.find(meta.number);
-  if (it == tables_.end()) return Status::NotFound("opening " + TableName(meta.number) + ": not stored");
+  if (it == tables_.end()) {
+    return Status::NotFound("opening " + TableName(meta.number) + ": not stored");
+  }
   if (it->second.fragments.size() != meta.layout.num_fragments()) {
     return Status::Corruption("opening " + TableName(meta.number) +
                               ": its metadata does not match the stored table");
@@ -89,10 +90,12 @@ Result<std::unique_ptr<lsm::FragmentSource>> MemoryTableStore::OpenTable(const T
   return std::unique_ptr<lsm::FragmentSource>(new Source(this, meta.number));
 }
 
-Status MemoryTableStore::ReadFragment(uint64_t number, uint32_t fragment, uint64_t offset,
-                                      size_t n, char* dst) {
+Status MemoryTableStore::ReadFragment(uint64_t number, uint32_t fragment, uint64_t offset, size_t n,
+                                      char* dst) {
   std::lock_guard lock(mu_);
-  if (TakeFault(&fail_reads_)) return Status::IOError("reading " + TableName(number) + ": injected fault");
+  if (TakeFault(&fail_reads_)) {
+    return Status::IOError("reading " + TableName(number) + ": injected fault");
+  }
   auto it = tables_.find(number);
   if (it == tables_.end()) return Status::NotFound("reading " + TableName(number) + ": not stored");
   const auto& fragments = it->second.fragments;

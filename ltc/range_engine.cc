@@ -265,11 +265,16 @@ lsm::SequenceNumber RangeEngine::VisibleSequence() const {
 Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
                         const EngineSnapshot* snapshot) {
   gets_.fetch_add(1, std::memory_order_relaxed);
-  const lsm::SequenceNumber seq = snapshot ? snapshot->sequence() : VisibleSequence();
+  lsm::SequenceNumber seq;
   std::vector<std::shared_ptr<MemTable>> mems;
   std::shared_ptr<Version> version;
   {
+    // The sequence and the state it is read in must be taken together: a flush installs its
+    // table and drops its memtable under mu_, and it may have dropped versions older than
+    // the newest one (no snapshot needed them), so a sequence taken before a flush must not
+    // be read in the state after it.
     std::lock_guard lock(mu_);
+    seq = snapshot ? snapshot->sequence() : VisibleSequence();
     mems = live_;
     version = current_;
   }
@@ -304,12 +309,13 @@ Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
 }
 
 leveldb::Iterator* RangeEngine::NewIterator(const EngineSnapshot* snapshot) {
-  const lsm::SequenceNumber seq = snapshot ? snapshot->sequence() : VisibleSequence();
+  lsm::SequenceNumber seq;
   std::vector<std::shared_ptr<void>> pins;
   std::vector<leveldb::Iterator*> children;
   std::shared_ptr<Version> version;
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(mu_);  // the sequence with the state it is read in (see Get)
+    seq = snapshot ? snapshot->sequence() : VisibleSequence();
     for (const auto& m : live_) {
       children.push_back(m->NewIterator());  // pins its memtable
     }

@@ -59,6 +59,11 @@ Status DiskFile::health() const {
   return health_;
 }
 
+std::vector<BlockExtent> DiskFile::blocks() const {
+  std::lock_guard lock(mu_);
+  return blocks_;
+}
+
 void DiskFile::AppendGroup(std::vector<BlockToAppend>* blocks, uint64_t* fsyncs) {
   uint64_t offset;
   {

@@ -45,6 +45,8 @@ class DiskFile {
   uint64_t size() const;
   // Non-OK if the file is corrupt or failed an fdatasync.
   Status health() const;
+  // The valid blocks, in file order (a copy: appends may follow).
+  std::vector<BlockExtent> blocks() const;
 
   // Writes the blocks in order, fdatasyncs once, and records them. Each block's status says
   // whether it is durable. `*fsyncs` counts the fdatasyncs done.

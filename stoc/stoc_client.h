@@ -101,6 +101,9 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   Result<FileState> StatFile(uint32_t stoc_id, uint64_t file_id);
 
   const LoadView& load_view() const { return load_; }
+  // The transport the client's endpoint runs on: where callers register the memory they
+  // pass to Append and Read.
+  transport::Transport* transport() const { return endpoint_->transport(); }
 
   // rpc::RpcService: append acknowledgments.
   void HandleRequest(transport::PeerId peer, uint16_t type, std::string payload,

@@ -54,15 +54,26 @@ bool GetKind(PayloadReader* r, FileKind* kind) {
 // Regions are bounded so a malformed count cannot make us allocate much.
 constexpr uint32_t kMaxRegionsPerFile = 1 << 16;
 constexpr uint32_t kMaxFilesPerList = 1 << 24;
+// Bytes of one encoded block extent (offset u64 | size u64): bounds a block count by the
+// bytes actually left in the payload before anything is allocated.
+constexpr size_t kBlockExtentBytes = 16;
 
-void Put(PayloadWriter* w, const FileState& f, bool with_regions) {
+// See FileState for the encoding. DO NOT CHANGE: on the wire.
+void Put(PayloadWriter* w, const FileState& f, bool with_details) {
   w->PutU64(f.file_id);
   w->PutU8(static_cast<uint8_t>(f.kind));
   w->PutBytes(f.name);
   w->PutU64(f.length);
-  w->PutVarint32(with_regions ? static_cast<uint32_t>(f.regions.size()) : 0);
-  if (with_regions) {
+  w->PutVarint32(with_details ? static_cast<uint32_t>(f.regions.size()) : 0);
+  if (with_details) {
     for (const auto& g : f.regions) Put(w, g);
+  }
+  w->PutVarint32(with_details ? static_cast<uint32_t>(f.blocks.size()) : 0);
+  if (with_details) {
+    for (const auto& [offset, size] : f.blocks) {
+      w->PutU64(offset);
+      w->PutU64(size);
+    }
   }
 }
 bool Get(PayloadReader* r, FileState* f) {
@@ -75,6 +86,11 @@ bool Get(PayloadReader* r, FileState* f) {
   f->regions.resize(n);
   for (auto& g : f->regions) {
     if (!Get(r, &g)) return false;
+  }
+  if (!r->GetVarint32("blocks", &n) || n > r->remaining() / kBlockExtentBytes) return false;
+  f->blocks.resize(n);
+  for (auto& [offset, size] : f->blocks) {
+    if (!r->GetU64("block_offset", &offset) || !r->GetU64("block_size", &size)) return false;
   }
   return true;
 }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -28,7 +29,7 @@ enum MessageType : uint16_t {  // DO NOT CHANGE: on the wire (wire::kStocTypes)
   kDelete = 0x0106,
   kList = 0x0107,
   kStats = 0x0108,
-  kStatFile = 0x0109,     // a file's kind, length and (memory) regions
+  kStatFile = 0x0109,     // a file's kind, length, (memory) regions and (disk) blocks
   kAppendAck = 0x0110,    // StoC -> client notification: a persistent append is durable
 };
 
@@ -62,12 +63,18 @@ struct OpenRequest {
   uint64_t slot_bytes = 0;   // disk: slot size wanted (largest block expected)
 };
 
+// Encoding (DO NOT CHANGE: on the wire): file_id u64 | kind u8 | name bytes | length u64
+// | regions varint32 | RegionInfo * regions | blocks varint32 | (offset u64 | size u64) * blocks.
+// kList sends neither regions nor blocks (counts 0), kOpen only regions, kStatFile both.
 struct FileState {
   uint64_t file_id = 0;
   FileKind kind = FileKind::kDisk;
   std::string name;
   uint64_t length = 0;               // disk: durable bytes of data; memory: last Close length
   std::vector<RegionInfo> regions;   // memory files
+  // Disk files, kStatFile only: each durable block's (data offset, size) in file order,
+  // what StocClient::Read needs to read the file back without knowing its appends.
+  std::vector<std::pair<uint64_t, uint64_t>> blocks;
 };
 
 struct OpenResponse {

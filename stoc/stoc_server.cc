@@ -173,7 +173,7 @@ void StocServer::HandleRequest(transport::PeerId peer, uint16_t type, std::strin
   }
 }
 
-Result<FileState> StocServer::StateOf(const FileEntry& e) const {
+Result<FileState> StocServer::StateOf(const FileEntry& e, bool with_blocks) const {
   if (e.kind == FileKind::kMemory) return memory_->Stat(e.file_id);
   auto file = disk_->Get(e.file_id);
   if (file == nullptr) return Status::NotFound("no data for StoC file " + e.name);
@@ -182,6 +182,9 @@ Result<FileState> StocServer::StateOf(const FileEntry& e) const {
   st.kind = e.kind;
   st.name = e.name;
   st.length = file->size();
+  if (with_blocks) {
+    for (const BlockExtent& b : file->blocks()) st.blocks.emplace_back(b.data_offset, b.size);
+  }
   return st;
 }
 
@@ -371,7 +374,7 @@ void StocServer::HandleStatFile(std::string_view payload, rpc::Responder* r) {
   STOC_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)));
   auto entry = catalog_->Get(req.file_id);
   if (!entry) STOC_REPLY_IF_ERROR(r, Status::NotFound("no StoC file " + std::to_string(req.file_id)));
-  auto st = StateOf(*entry);
+  auto st = StateOf(*entry, /*with_blocks=*/true);
   STOC_REPLY_IF_ERROR(r, st.status());
   r->Reply(Encode(StatFileResponse{CurrentLoad(), std::move(st.value())}));
 }

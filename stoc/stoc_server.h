@@ -98,7 +98,9 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
   void FreeSlotLocked(Slot* slot);
   void DrainAppends(uint64_t file_id);
   void SendAck(transport::PeerId peer, const AppendAck& ack);
-  Result<FileState> StateOf(const FileEntry& e) const;
+  // The file's state; with_blocks adds a disk file's block extents (kStatFile only: a
+  // listing of many files stays small).
+  Result<FileState> StateOf(const FileEntry& e, bool with_blocks = false) const;
   std::shared_ptr<AppendQueue> QueueFor(uint64_t file_id);
 
   const StocOptions options_;

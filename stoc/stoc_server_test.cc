@@ -222,6 +222,42 @@ TEST_F(StocServerTest, PersistentFilesSurviveRestartMemoryFilesDoNot) {
   EXPECT_GT(h->offset, blocks.back().first.offset);
 }
 
+TEST_F(StocServerTest, StatFileListsTheBlocksOfPersistentFiles) {
+  auto f = client_->Open(1, "r2-manifest-000001", FileKind::kDisk);
+  ASSERT_TRUE(f.ok());
+  std::vector<BlockHandle> appended;
+  for (uint64_t size : {1ull, 777ull, 4096ull, 100ull}) {
+    Fill(size, size);
+    auto h = client_->Append(f.value().get(), src_, 0, size);
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    appended.push_back(h.value());
+  }
+  auto check = [&] {
+    auto st = client_->StatFile(1, f.value()->file_id);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    ASSERT_EQ(st->blocks.size(), appended.size());
+    for (size_t i = 0; i < appended.size(); ++i) {
+      EXPECT_EQ(st->blocks[i].first, appended[i].offset);
+      EXPECT_EQ(st->blocks[i].second, appended[i].size);
+    }
+    // A listing stays small: no extents.
+    auto list = client_->List(1);
+    ASSERT_TRUE(list.ok());
+    ASSERT_EQ(list->size(), 1u);
+    EXPECT_TRUE((*list)[0].blocks.empty());
+  };
+  ASSERT_NO_FATAL_FAILURE(check());
+  // The extents are recovered from the file after a restart, and read back by them alone.
+  RestartServer();
+  ASSERT_NO_FATAL_FAILURE(check());
+  auto st = client_->StatFile(1, f.value()->file_id);
+  ASSERT_TRUE(st.ok());
+  const auto [offset, size] = st->blocks[1];
+  ASSERT_TRUE(client_->Read(BlockHandle{1, st->file_id, FileKind::kDisk, offset, size}, dst_, 0).ok());
+  Fill(size, size);
+  EXPECT_EQ(std::memcmp(back_.get(), buf_.get(), size), 0);
+}
+
 TEST_F(StocServerTest, ConcurrentAppendersShareFsyncs) {
   constexpr int kThreads = 4, kBlocks = 50;
   std::vector<std::thread> threads;

@@ -1,0 +1,762 @@
+#include "ltc/stoc_table_store.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "ltc/manifest.h"
+#include "stoc/file_names.h"
+
+namespace nova::ltc {
+
+namespace {
+
+// Append slot asked for a MANIFEST replica: records are small, and a range keeps its
+// MANIFEST open for its whole life, so a default 1 MiB slot per range would tie up much of
+// a StoC's file buffer. A larger record reserves a larger slot on demand.
+constexpr uint64_t kManifestSlotBytes = 64 << 10;
+// Read buffer pool made when the options bring none: classes from a small data block up
+// to a large index block; bigger reads register their destination instead.
+constexpr uint64_t kReadMinClassBytes = 4 << 10;
+constexpr uint64_t kReadMaxClassBytes = 1 << 20;
+constexpr uint64_t kReadSlabBytes = 1 << 20;
+// Jobs that may wait for an io thread; past it the caller runs them itself.
+constexpr size_t kMaxQueuedIo = 4096;
+
+std::vector<uint32_t> Distinct(std::vector<uint32_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+leveldb::Status ToLevelDB(const Status& s) {
+  if (s.ok()) return leveldb::Status::OK();
+  if (s.IsCorruption()) return leveldb::Status::Corruption(s.ToString());
+  if (s.IsNotFound()) return leveldb::Status::NotFound(s.ToString());
+  return leveldb::Status::IOError(s.ToString());
+}
+
+// Registers caller memory with the transport for the life of this object, as the source
+// of one-sided WRITEs (kLocalOnly: no peer can touch it, so registering const bytes is
+// safe) or the destination of a read (kRemoteWrite).
+class ScopedRegistration {
+ public:
+  ScopedRegistration(transport::Transport* transport, const char* data, uint64_t n, uint32_t access)
+      : transport_(transport) {
+    auto r = transport_->RegisterMemory(const_cast<char*>(data), n, access);
+    if (r.ok()) {
+      region_ = r.value();
+      registered_ = true;
+    } else {
+      status_ = r.status().Prepend("registering " + std::to_string(n) + " bytes");
+    }
+  }
+  ~ScopedRegistration() {
+    if (!registered_) return;
+    Status s = transport_->DeregisterMemory(region_);
+    LOG_IF(WARNING, !s.ok()) << "deregistering a table store buffer: " << s.ToString();
+  }
+  ScopedRegistration(const ScopedRegistration&) = delete;
+  ScopedRegistration& operator=(const ScopedRegistration&) = delete;
+
+  const Status& status() const { return status_; }
+  const transport::MemoryRegion& region() const { return region_; }
+
+ private:
+  transport::Transport* const transport_;  // must outlive this
+  transport::MemoryRegion region_;
+  bool registered_ = false;
+  Status status_;
+};
+
+}  // namespace
+
+// Reads the fragments of one table; remembers per fragment the replica that last worked.
+class StocTableStore::Source final : public lsm::FragmentSource {
+ public:
+  // `store` must outlive this.
+  Source(StocTableStore* store, const TableMeta& meta)
+      : store_(store),
+        number_(meta.number),
+        fragments_(meta.fragments),
+        preferred_(new std::atomic<uint32_t>[meta.fragments.size()]()) {}
+
+  leveldb::Status ReadFragment(uint32_t fragment, uint64_t offset, size_t n, char* scratch,
+                               leveldb::Slice* result) override {
+    if (fragment >= fragments_.size()) {
+      return leveldb::Status::Corruption("table " + std::to_string(number_) + " has no fragment " +
+                                         std::to_string(fragment));
+    }
+    const std::string what =
+        "fragment " + std::to_string(fragment) + " of table " + std::to_string(number_);
+    Status s = store_->ReadAnyReplica(fragments_[fragment], offset, n, scratch,
+                                      &preferred_[fragment], what);
+    if (s.ok()) *result = leveldb::Slice(scratch, n);
+    return ToLevelDB(s);
+  }
+
+ private:
+  StocTableStore* const store_;  // must outlive this
+  const uint64_t number_;
+  const std::vector<std::vector<FragmentLocation>> fragments_;
+  const std::unique_ptr<std::atomic<uint32_t>[]> preferred_;  // per fragment
+};
+
+StocTableStore::StocTableStore(stoc::StocClient* client, StocTableStoreOptions options)
+    : client_(client),
+      options_(std::move(options)),
+      stocs_(Distinct(options_.stocs)),
+      loads_(options_.loads != nullptr ? options_.loads : &client->load_view()),
+      rng_(options_.seed != 0 ? options_.seed : std::random_device()()) {}
+
+StocTableStore::~StocTableStore() {
+  std::lock_guard lock(manifest_mu_);
+  CloseManifestLocked();
+}
+
+Status StocTableStore::Init() {
+  const std::string what = "table store of range " + std::to_string(options_.range_id);
+  if (stocs_.empty()) return Status::InvalidArgument(what + ": no StoCs");
+  auto check = [&](int n, const char* name) {
+    if (n < 1 || static_cast<size_t>(n) > stocs_.size()) {
+      return Status::InvalidArgument(what + ": " + name + " must be in [1, " +
+                                     std::to_string(stocs_.size()) + "] (the StoCs), not " +
+                                     std::to_string(n));
+    }
+    return Status::OK();
+  };
+  NOVA_RETURN_NOT_OK(check(options_.fragment_replicas, "fragment replicas"));
+  NOVA_RETURN_NOT_OK(check(options_.manifest_replicas, "MANIFEST replicas"));
+  if (options_.io_threads < 1) return Status::InvalidArgument(what + ": io threads must be >= 1");
+  read_buffers_ = options_.read_buffers;
+  if (read_buffers_ == nullptr) {
+    transport::SlabOptions slab;
+    slab.pool_bytes = options_.read_pool_bytes;
+    slab.min_class_bytes = kReadMinClassBytes;
+    slab.max_class_bytes = kReadMaxClassBytes;
+    slab.slab_bytes = kReadSlabBytes;
+    own_read_buffers_ = std::make_unique<transport::SlabAllocator>(client_->transport(), slab);
+    NOVA_RETURN_NOT_OK_PREPEND(own_read_buffers_->Init(), what + ": read buffers");
+    read_buffers_ = own_read_buffers_.get();
+  }
+  io_pool_ = std::make_unique<ThreadPool>("ltc-store-io", static_cast<size_t>(options_.io_threads),
+                                          kMaxQueuedIo);
+  return Status::OK();
+}
+
+// ---- Helpers --------------------------------------------------------------------------
+
+std::vector<Status> StocTableStore::RunAll(const std::vector<std::function<Status()>>& jobs) {
+  std::vector<Status> results(jobs.size());
+  if (jobs.empty()) return results;
+  struct Latch {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t pending = 0;  // protected by mu
+  };
+  auto latch = std::make_shared<Latch>();
+  for (size_t i = 1; i < jobs.size(); ++i) {
+    {
+      std::lock_guard lock(latch->mu);
+      ++latch->pending;
+    }
+    Status queued = io_pool_->Submit([&jobs, &results, i, latch] {
+      Status s = jobs[i]();
+      std::lock_guard lock(latch->mu);
+      results[i] = std::move(s);
+      if (--latch->pending == 0) latch->cv.notify_all();
+    });
+    if (!queued.ok()) {  // the pool is saturated or stopping: do it here
+      {
+        std::lock_guard lock(latch->mu);
+        --latch->pending;
+      }
+      results[i] = jobs[i]();
+    }
+  }
+  results[0] = jobs[0]();
+  std::unique_lock lock(latch->mu);
+  latch->cv.wait(lock, [&] { return latch->pending == 0; });
+  return results;
+}
+
+Status StocTableStore::Choose(int n, const std::vector<uint32_t>& exclude,
+                              std::vector<uint32_t>* out) {
+  std::vector<uint32_t> candidates, healthy;
+  const MonoTime now = MonoNow();
+  std::lock_guard lock(rng_mu_);
+  for (uint32_t id : stocs_) {
+    if (std::find(exclude.begin(), exclude.end(), id) != exclude.end()) continue;
+    candidates.push_back(id);
+    auto it = suspects_.find(id);
+    if (it != suspects_.end() && it->second <= now) {
+      suspects_.erase(it);
+      it = suspects_.end();
+    }
+    if (it == suspects_.end()) healthy.push_back(id);
+  }
+  const auto& from = n > 0 && healthy.size() >= static_cast<size_t>(n) ? healthy : candidates;
+  return stoc::ChooseStocs(options_.placement, from, *loads_, n, 2 * n, &rng_, out);
+}
+
+void StocTableStore::MarkSuspect(uint32_t stoc_id, const Status& why) {
+  LOG(WARNING) << "range " << options_.range_id << ": leaving StoC " << stoc_id
+               << " out of placement for " << kSuspectPeriod.count() << " s after "
+               << why.ToString();
+  std::lock_guard lock(rng_mu_);
+  suspects_[stoc_id] = MonoNow() + kSuspectPeriod;
+}
+
+Status StocTableStore::DeleteFile(uint32_t stoc_id, const std::string& name) {
+  Status s = client_->Delete(stoc_id, name);
+  if (s.IsNotFound()) return Status::OK();
+  return s.Prepend("deleting " + name + " at StoC " + std::to_string(stoc_id));
+}
+
+Result<std::unique_ptr<stoc::StocFile>> StocTableStore::CreateFile(uint32_t stoc_id,
+                                                                   const std::string& name,
+                                                                   uint64_t slot_bytes) {
+  stoc::OpenOptions o;
+  o.create = true;
+  o.for_append = true;
+  o.slot_bytes = slot_bytes;
+  auto file = client_->Open(stoc_id, name, stoc::FileKind::kDisk, o);
+  if (!file.ok()) {
+    return file.status().Prepend("creating " + name + " at StoC " + std::to_string(stoc_id));
+  }
+  if (file.value()->length == 0) return file;
+  // Its blocks would sit before ours and its name would be deleted with our table.
+  LOG(WARNING) << "StoC " << stoc_id << " already holds " << name << " (" << file.value()->length
+               << " bytes, left by an earlier attempt): replacing it";
+  client_->Close(file.value().get()).IgnoreError();
+  NOVA_RETURN_NOT_OK(DeleteFile(stoc_id, name));
+  file = client_->Open(stoc_id, name, stoc::FileKind::kDisk, o);
+  if (!file.ok()) {
+    return file.status().Prepend("creating " + name + " at StoC " + std::to_string(stoc_id));
+  }
+  return file;
+}
+
+Status StocTableStore::ReadBlock(const FragmentLocation& loc, uint64_t offset, uint64_t n,
+                                 char* dst) {
+  if (offset > loc.size || n > loc.size - offset) {
+    return Status::Corruption("read [" + std::to_string(offset) + ", +" + std::to_string(n) +
+                              ") outside a block of " + std::to_string(loc.size) + " bytes");
+  }
+  if (n == 0) return Status::OK();
+  const stoc::BlockHandle block{loc.stoc_id, loc.file_id, stoc::FileKind::kDisk,
+                                loc.offset + offset, n};
+  if (n <= read_buffers_->options().max_class_bytes) {
+    auto buf = read_buffers_->Allocate(n);
+    if (buf.ok()) {
+      Status s = client_->Read(block, *buf->region, buf->offset);
+      if (s.IsTimedOut()) {
+        // The StoC may still WRITE into the buffer later: never hand it out again.
+        LOG(WARNING) << "read timed out; quarantining its " << buf->capacity << "-byte buffer";
+        return s;
+      }
+      if (s.ok()) std::memcpy(dst, buf->data, n);
+      read_buffers_->Free(buf.value());
+      return s;
+    }
+  }
+  // Large, or the pool is exhausted: the StoC writes straight into dst. Deregistering
+  // waits for (and then refuses) any WRITE of a timed-out read.
+  ScopedRegistration reg(client_->transport(), dst, n, transport::kRemoteWrite);
+  NOVA_RETURN_NOT_OK(reg.status());
+  return client_->Read(block, reg.region(), 0);
+}
+
+Status StocTableStore::ReadAnyReplica(const std::vector<FragmentLocation>& replicas,
+                                      uint64_t offset, uint64_t n, char* dst,
+                                      std::atomic<uint32_t>* preferred, const std::string& what) {
+  if (replicas.empty()) return Status::Corruption(what + " has no replica to read");
+  const size_t start = preferred != nullptr ? preferred->load(std::memory_order_relaxed) : 0;
+  Status last;
+  for (size_t k = 0; k < replicas.size(); ++k) {
+    const size_t r = (start + k) % replicas.size();
+    last = ReadBlock(replicas[r], offset, n, dst);
+    if (last.ok()) {
+      if (k != 0 && preferred != nullptr) preferred->store(static_cast<uint32_t>(r));
+      return last;
+    }
+    const bool more = k + 1 < replicas.size();
+    if (more) read_failovers_.fetch_add(1, std::memory_order_relaxed);
+    LOG(WARNING) << "reading " << what << " from replica " << r << " at StoC "
+                 << replicas[r].stoc_id << ": " << last.ToString()
+                 << (more ? "; trying the next replica" : "; no replica left");
+  }
+  return last.Prepend("reading " + what + " (every replica failed)");
+}
+
+// ---- Tables ---------------------------------------------------------------------------
+
+Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table, TableMeta* meta) {
+  const std::string what =
+      "writing table " + std::to_string(number) + " of range " + std::to_string(options_.range_id);
+  const lsm::TableLayout& layout = table.layout;
+  NOVA_RETURN_NOT_OK_PREPEND(layout.Validate(), what);
+  if (table.contents.size() != layout.file_size) {
+    return Status::InvalidArgument(what + ": contents are " +
+                                   std::to_string(table.contents.size()) +
+                                   " bytes, the layout says " + std::to_string(layout.file_size));
+  }
+  const uint32_t rho = layout.num_data_fragments();
+  const uint32_t meta_fragment = layout.meta_fragment();
+
+  // Placement: fragment i's replica r goes to where[i][r].
+  std::vector<std::vector<uint32_t>> where(layout.num_fragments());
+  {
+    std::vector<uint32_t> primaries, meta_stoc;
+    NOVA_RETURN_NOT_OK_PREPEND(Choose(static_cast<int>(rho), {}, &primaries),
+                               what + ": placing " + std::to_string(rho) + " data fragments");
+    NOVA_RETURN_NOT_OK_PREPEND(Choose(1, {}, &meta_stoc), what + ": placing the meta fragment");
+    primaries.push_back(meta_stoc[0]);
+    for (uint32_t i = 0; i < layout.num_fragments(); ++i) {
+      where[i] = {primaries[i]};
+      if (options_.fragment_replicas > 1) {
+        std::vector<uint32_t> more;
+        NOVA_RETURN_NOT_OK_PREPEND(Choose(options_.fragment_replicas - 1, {primaries[i]}, &more),
+                                   what + ": placing replicas");
+        where[i].insert(where[i].end(), more.begin(), more.end());
+      }
+    }
+  }
+
+  // One file per replica of a non-empty fragment.
+  struct FileWrite {
+    uint32_t fragment = 0;
+    uint32_t replica = 0;
+    uint32_t stoc_id = 0;
+    std::string name;
+    bool touched = false;            // may exist at the StoC: delete on failure
+    FragmentLocation block, filter;  // where the fragment (and filter) landed
+  };
+  std::vector<FileWrite> files;
+  for (uint32_t i = 0; i < layout.num_fragments(); ++i) {
+    if (layout.FragmentSize(i) == 0) continue;
+    for (uint32_t r = 0; r < where[i].size(); ++r) {
+      FileWrite f;
+      f.fragment = i;
+      f.replica = r;
+      f.stoc_id = where[i][r];
+      f.name = stoc::TableFragmentFileName({options_.range_id, number, i, r});
+      files.push_back(std::move(f));
+    }
+  }
+
+  const bool has_filter = !table.filter.empty();
+  ScopedRegistration contents(client_->transport(), table.contents.data(), table.contents.size(),
+                              transport::kLocalOnly);
+  NOVA_RETURN_NOT_OK_PREPEND(contents.status(), what);
+  std::unique_ptr<ScopedRegistration> filter;
+  if (has_filter) {
+    filter = std::make_unique<ScopedRegistration>(client_->transport(), table.filter.data(),
+                                                  table.filter.size(), transport::kLocalOnly);
+    NOVA_RETURN_NOT_OK_PREPEND(filter->status(), what + ": filter");
+  }
+
+  std::vector<std::function<Status()>> jobs;
+  for (FileWrite& f : files) {
+    jobs.push_back([&, fw = &f]() -> Status {
+      const bool with_filter = has_filter && fw->fragment == meta_fragment;
+      const uint64_t size = layout.FragmentSize(fw->fragment);
+      fw->touched = true;
+      auto file = CreateFile(fw->stoc_id, fw->name,
+                             std::max<uint64_t>(size, with_filter ? table.filter.size() : 0));
+      if (!file.ok()) return file.status();
+      auto h = client_->Append(file.value().get(), contents.region(),
+                               layout.FragmentStart(fw->fragment), size);
+      if (!h.ok()) return h.status();
+      fw->block = FragmentLocation{h->stoc_id, h->file_id, h->offset, h->size};
+      if (with_filter) {
+        h = client_->Append(file.value().get(), filter->region(), 0, table.filter.size());
+        if (!h.ok()) return h.status();
+        fw->filter = FragmentLocation{h->stoc_id, h->file_id, h->offset, h->size};
+      }
+      // The blocks are durable; closing only releases the StoC's append slot.
+      Status c = client_->Close(file.value().get());
+      LOG_IF(WARNING, !c.ok()) << "closing " << fw->name << ": " << c.ToString();
+      return Status::OK();
+    });
+  }
+  const std::vector<Status> results = RunAll(jobs);
+
+  for (size_t k = 0; k < files.size(); ++k) {
+    if (!results[k].ok()) MarkSuspect(files[k].stoc_id, results[k]);
+  }
+  for (size_t k = 0; k < files.size(); ++k) {
+    if (results[k].ok()) continue;
+    const FileWrite& bad = files[k];
+    for (const FileWrite& f : files) {
+      if (!f.touched) continue;
+      Status d = DeleteFile(f.stoc_id, f.name);
+      LOG_IF(WARNING, !d.ok()) << what << ": cleaning up after a failure: " << d.ToString();
+    }
+    return results[k].Prepend(what + ": fragment " + std::to_string(bad.fragment) + " replica " +
+                              std::to_string(bad.replica) + " at StoC " +
+                              std::to_string(bad.stoc_id));
+  }
+
+  meta->fragments.assign(layout.num_fragments(), {});
+  meta->filter.clear();
+  uint64_t bytes = 0;
+  for (const FileWrite& f : files) {
+    auto& replicas = meta->fragments[f.fragment];
+    if (replicas.size() <= f.replica) replicas.resize(f.replica + 1);
+    replicas[f.replica] = f.block;
+    bytes += f.block.size;
+    if (has_filter && f.fragment == meta_fragment) {
+      if (meta->filter.size() <= f.replica) meta->filter.resize(f.replica + 1);
+      meta->filter[f.replica] = f.filter;
+      bytes += f.filter.size;
+    }
+  }
+  tables_written_.fetch_add(1, std::memory_order_relaxed);
+  fragment_files_written_.fetch_add(files.size(), std::memory_order_relaxed);
+  bytes_written_.fetch_add(bytes, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+Result<std::unique_ptr<lsm::FragmentSource>> StocTableStore::OpenTable(const TableMeta& meta) {
+  const std::string what = "opening table " + std::to_string(meta.number);
+  NOVA_RETURN_NOT_OK_PREPEND(meta.layout.Validate(), what);
+  if (meta.fragments.size() != meta.layout.num_fragments()) {
+    return Status::Corruption(what + ": " + std::to_string(meta.fragments.size()) +
+                              " fragment entries for " +
+                              std::to_string(meta.layout.num_fragments()) + " fragments");
+  }
+  for (uint32_t i = 0; i < meta.fragments.size(); ++i) {
+    const uint64_t size = meta.layout.FragmentSize(i);
+    if (size != 0 && meta.fragments[i].empty()) {
+      return Status::Corruption(what + ": fragment " + std::to_string(i) + " has no replica");
+    }
+    for (const FragmentLocation& loc : meta.fragments[i]) {
+      if (loc.size != size) {
+        return Status::Corruption(what + ": a replica of fragment " + std::to_string(i) +
+                                  " holds " + std::to_string(loc.size) + " bytes, not " +
+                                  std::to_string(size));
+      }
+    }
+  }
+  return std::unique_ptr<lsm::FragmentSource>(new Source(this, meta));
+}
+
+Result<std::string> StocTableStore::ReadFilter(const TableMeta& meta) {
+  if (meta.filter.empty()) return std::string();
+  const uint64_t size = meta.filter.front().size;
+  std::string filter(size, '\0');
+  NOVA_RETURN_NOT_OK(ReadAnyReplica(meta.filter, 0, size, filter.data(), nullptr,
+                                    "the filter of table " + std::to_string(meta.number)));
+  return filter;
+}
+
+Status StocTableStore::DeleteTable(const TableMeta& meta) {
+  Status first;
+  for (uint32_t i = 0; i < meta.fragments.size(); ++i) {
+    for (uint32_t r = 0; r < meta.fragments[i].size(); ++r) {
+      const std::string name = stoc::TableFragmentFileName({options_.range_id, meta.number, i, r});
+      Status s = DeleteFile(meta.fragments[i][r].stoc_id, name);
+      if (!s.ok() && first.ok()) first = s;
+    }
+  }
+  if (first.ok()) tables_deleted_.fetch_add(1, std::memory_order_relaxed);
+  return first;
+}
+
+// ---- MANIFEST -------------------------------------------------------------------------
+
+void StocTableStore::CloseManifestLocked() {
+  for (auto& f : manifest_files_) client_->Close(f.get()).IgnoreError();
+  manifest_files_.clear();
+  manifest_found_ = false;
+  manifest_number_ = 0;
+  manifest_contents_.clear();
+  manifest_broken_ = false;
+}
+
+Status StocTableStore::EnsureManifestLocked() {
+  if (manifest_found_) return Status::OK();
+  std::string contents;
+  return DiscoverManifestLocked(&contents);
+}
+
+Status StocTableStore::ReadManifestReplica(uint32_t stoc_id, uint64_t file_id,
+                                           std::string* contents) {
+  auto st = client_->StatFile(stoc_id, file_id);
+  if (!st.ok()) return st.status();
+  if (st->kind != stoc::FileKind::kDisk) {
+    return Status::Corruption("MANIFEST " + st->name + " is not a persistent file");
+  }
+  contents->clear();
+  for (const auto& [offset, size] : st->blocks) {
+    const size_t at = contents->size();
+    contents->resize(at + size);
+    NOVA_RETURN_NOT_OK(ReadBlock(FragmentLocation{stoc_id, file_id, offset, size}, 0, size,
+                                 contents->data() + at));
+  }
+  return Status::OK();
+}
+
+Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
+  const std::string range = "range " + std::to_string(options_.range_id);
+  // Every replica of every MANIFEST of the range: number -> (StoC, file id).
+  std::map<uint64_t, std::vector<std::pair<uint32_t, uint64_t>>> found;
+  std::string unreachable;
+  int num_unreachable = 0;
+  for (uint32_t id : stocs_) {
+    auto list = client_->List(id);
+    if (!list.ok()) {
+      LOG(WARNING) << range << ": cannot list StoC " << id << ": " << list.status().ToString();
+      unreachable += (num_unreachable++ ? ", " : "") + std::to_string(id);
+      continue;
+    }
+    for (const stoc::FileState& f : list.value()) {
+      const stoc::ParsedFileName p = stoc::ParseStocFileName(f.name);
+      if (p.type == stoc::StocFileType::kManifest && p.range_id == options_.range_id) {
+        found[p.number].emplace_back(id, f.file_id);
+      }
+    }
+  }
+  if (num_unreachable >= options_.manifest_replicas) {  // invariant 3
+    return Status::Unavailable(range + ": cannot tell which MANIFEST is current while StoCs " +
+                               unreachable +
+                               " are unreachable (they may hold every replica of "
+                               "the newest)");
+  }
+  if (!found.empty()) {
+    next_manifest_number_ = std::max(next_manifest_number_, found.rbegin()->first + 1);
+  }
+
+  std::vector<std::pair<uint32_t, std::string>> leftovers;  // (StoC, name) to delete
+  uint64_t chosen = 0;
+  std::string best;
+  std::vector<std::pair<uint32_t, uint64_t>> healthy;  // replicas of `chosen` holding `best`
+  for (auto it = found.rbegin(); it != found.rend(); ++it) {
+    const uint64_t number = it->first;
+    const auto& replicas = it->second;
+    const std::string name = stoc::ManifestFileName(options_.range_id, number);
+    if (chosen != 0) {  // older than the current one
+      for (const auto& [id, file_id] : replicas) leftovers.emplace_back(id, name);
+      continue;
+    }
+    struct ReplicaRead {
+      bool ok = false;
+      std::string bytes;
+      ParsedManifest parsed;
+    };
+    std::vector<ReplicaRead> reads(replicas.size());
+    Status failure;
+    size_t most = replicas.size();
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      Status s = ReadManifestReplica(replicas[i].first, replicas[i].second, &reads[i].bytes);
+      if (s.ok()) s = ParseManifest(reads[i].bytes, &reads[i].parsed);
+      if (!s.ok()) {
+        LOG(WARNING) << range << ": reading " << name << " at StoC " << replicas[i].first << ": "
+                     << s.ToString();
+        failure = s;
+        continue;
+      }
+      reads[i].ok = true;
+      if (most == replicas.size() ||
+          reads[i].parsed.edits.size() > reads[most].parsed.edits.size()) {
+        most = i;
+      }
+    }
+    if (most < replicas.size() && !reads[most].parsed.edits.empty()) {
+      chosen = number;
+      best = reads[most].bytes.substr(0, reads[most].parsed.valid_bytes);
+      for (size_t i = 0; i < replicas.size(); ++i) {
+        if (reads[i].ok && reads[i].bytes == best) {
+          healthy.push_back(replicas[i]);
+        } else {
+          leftovers.emplace_back(replicas[i].first, name);  // diverged or unreadable
+        }
+      }
+      continue;
+    }
+    // Without a record on any replica read, it is a roll-over that never finished, unless
+    // a replica could not be read: then nothing can be concluded.
+    if (!failure.ok()) return failure.Prepend(range + ": reading " + name);
+    LOG(WARNING) << range << ": " << name << " holds no record (an unfinished roll-over)";
+    for (const auto& [id, file_id] : replicas) leftovers.emplace_back(id, name);
+  }
+
+  manifest_files_.clear();
+  manifest_number_ = 0;
+  manifest_contents_.clear();
+  manifest_broken_ = false;
+  bool repair = false;
+  if (chosen != 0) {
+    const std::string name = stoc::ManifestFileName(options_.range_id, chosen);
+    repair = healthy.size() < static_cast<size_t>(options_.manifest_replicas);
+    for (size_t i = 0; !repair && i < healthy.size(); ++i) {
+      stoc::OpenOptions o;
+      o.create = false;
+      o.for_append = true;
+      o.slot_bytes = kManifestSlotBytes;
+      auto f = client_->Open(healthy[i].first, name, stoc::FileKind::kDisk, o);
+      if (!f.ok()) {
+        LOG(WARNING) << range << ": reopening " << name << " at StoC " << healthy[i].first << ": "
+                     << f.status().ToString();
+        repair = true;
+        break;
+      }
+      manifest_files_.push_back(std::move(f.value()));
+    }
+    manifest_contents_ = best;
+    if (repair) {  // invariant 4
+      LOG(WARNING) << range << ": " << name << " is intact on " << healthy.size() << " of "
+                   << options_.manifest_replicas << " StoCs: rewriting it as a new MANIFEST";
+      for (auto& f : manifest_files_) client_->Close(f.get()).IgnoreError();
+      manifest_files_.clear();
+      // Its replicas go only once the new MANIFEST is complete (invariant 1).
+      Status s = CreateManifestLocked(best);
+      if (!s.ok()) {
+        manifest_contents_.clear();
+        return s.Prepend(range + ": repairing " + name);
+      }
+      manifest_repairs_.fetch_add(1, std::memory_order_relaxed);
+      for (const auto& [id, file_id] : healthy) leftovers.emplace_back(id, name);
+    } else {
+      manifest_number_ = chosen;
+    }
+  }
+  manifest_found_ = true;
+  for (const auto& [id, name] : leftovers) {
+    Status s = DeleteFile(id, name);
+    LOG_IF(WARNING, !s.ok()) << range << ": removing an old MANIFEST: " << s.ToString();
+  }
+  *contents = best;
+  return Status::OK();
+}
+
+Status StocTableStore::CreateManifestLocked(const std::string& first_block) {
+  const uint64_t number = next_manifest_number_++;
+  const std::string name = stoc::ManifestFileName(options_.range_id, number);
+  std::vector<uint32_t> where;
+  NOVA_RETURN_NOT_OK_PREPEND(Choose(options_.manifest_replicas, {}, &where), "placing " + name);
+  ScopedRegistration src(client_->transport(), first_block.data(), first_block.size(),
+                         transport::kLocalOnly);
+  NOVA_RETURN_NOT_OK_PREPEND(src.status(), "writing " + name);
+  std::vector<std::unique_ptr<stoc::StocFile>> files(where.size());
+  std::vector<char> touched(where.size(), 0);  // not vector<bool>: written concurrently
+  std::vector<std::function<Status()>> jobs;
+  for (size_t i = 0; i < where.size(); ++i) {
+    jobs.push_back([&, i]() -> Status {
+      touched[i] = 1;
+      auto f =
+          CreateFile(where[i], name, std::max<uint64_t>(kManifestSlotBytes, first_block.size()));
+      if (!f.ok()) return f.status();
+      files[i] = std::move(f.value());
+      return client_->Append(files[i].get(), src.region(), 0, first_block.size()).status();
+    });
+  }
+  const std::vector<Status> results = RunAll(jobs);
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (!results[k].ok()) MarkSuspect(where[k], results[k]);
+  }
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (results[k].ok()) continue;
+    for (size_t i = 0; i < where.size(); ++i) {
+      if (files[i]) client_->Close(files[i].get()).IgnoreError();
+      if (!touched[i]) continue;
+      Status d = DeleteFile(where[i], name);
+      LOG_IF(WARNING, !d.ok()) << "cleaning up the unfinished " << name << ": " << d.ToString();
+    }
+    // A replica left behind would be newer than the current MANIFEST (invariant 2).
+    manifest_broken_ = true;
+    return results[k].Prepend("writing " + name + " at StoC " + std::to_string(where[k]));
+  }
+  // Complete on every replica: retire the previous MANIFEST (invariant 1).
+  for (auto& f : manifest_files_) {
+    client_->Close(f.get()).IgnoreError();
+    Status d = DeleteFile(f->stoc_id, f->name);
+    LOG_IF(WARNING, !d.ok()) << "retiring " << f->name << ": " << d.ToString();
+  }
+  manifest_files_ = std::move(files);
+  manifest_number_ = number;
+  manifest_contents_ = first_block;
+  manifest_broken_ = false;
+  manifest_found_ = true;
+  return Status::OK();
+}
+
+Status StocTableStore::AppendManifest(const std::string& record) {
+  const std::string what = "range " + std::to_string(options_.range_id) + ": MANIFEST append";
+  if (record.empty()) return Status::InvalidArgument(what + ": empty record");
+  std::lock_guard lock(manifest_mu_);
+  NOVA_RETURN_NOT_OK_PREPEND(EnsureManifestLocked(), what);
+  if (manifest_number_ != 0 && manifest_broken_) {  // invariant 2
+    NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(manifest_contents_),
+                               what + ": repairing after a failed write");
+    manifest_repairs_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (manifest_number_ == 0) {  // the range's first record starts its first MANIFEST
+    NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(record), what);
+    manifest_appends_.fetch_add(1, std::memory_order_relaxed);
+    return Status::OK();
+  }
+  ScopedRegistration src(client_->transport(), record.data(), record.size(), transport::kLocalOnly);
+  NOVA_RETURN_NOT_OK_PREPEND(src.status(), what);
+  std::vector<std::function<Status()>> jobs;
+  for (auto& f : manifest_files_) {
+    jobs.push_back([&, file = f.get()] {
+      return client_->Append(file, src.region(), 0, record.size()).status();
+    });
+  }
+  const std::vector<Status> results = RunAll(jobs);
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (!results[k].ok()) MarkSuspect(manifest_files_[k]->stoc_id, results[k]);
+  }
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (results[k].ok()) continue;
+    manifest_broken_ = true;
+    return results[k].Prepend(what + " at StoC " + std::to_string(manifest_files_[k]->stoc_id));
+  }
+  manifest_contents_ += record;
+  manifest_appends_.fetch_add(1, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+Status StocTableStore::RollManifest(const std::string& snapshot_record) {
+  const std::string what = "range " + std::to_string(options_.range_id) + ": MANIFEST roll-over";
+  if (snapshot_record.empty()) return Status::InvalidArgument(what + ": empty snapshot");
+  std::lock_guard lock(manifest_mu_);
+  NOVA_RETURN_NOT_OK_PREPEND(EnsureManifestLocked(), what);
+  NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(snapshot_record), what);
+  manifest_rolls_.fetch_add(1, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+Result<std::string> StocTableStore::ReadManifest() {
+  std::lock_guard lock(manifest_mu_);
+  CloseManifestLocked();
+  std::string contents;
+  NOVA_RETURN_NOT_OK(DiscoverManifestLocked(&contents));
+  return contents;
+}
+
+uint64_t StocTableStore::manifest_number() const {
+  std::lock_guard lock(manifest_mu_);
+  return manifest_number_;
+}
+
+StocTableStoreStats StocTableStore::GetStats() const {
+  StocTableStoreStats s;
+  s.tables_written = tables_written_.load(std::memory_order_relaxed);
+  s.tables_deleted = tables_deleted_.load(std::memory_order_relaxed);
+  s.fragment_files_written = fragment_files_written_.load(std::memory_order_relaxed);
+  s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
+  s.read_failovers = read_failovers_.load(std::memory_order_relaxed);
+  s.manifest_appends = manifest_appends_.load(std::memory_order_relaxed);
+  s.manifest_rolls = manifest_rolls_.load(std::memory_order_relaxed);
+  s.manifest_repairs = manifest_repairs_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace nova::ltc

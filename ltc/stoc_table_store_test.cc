@@ -1,0 +1,457 @@
+// StocTableStore against four in-process StoCs over loopback: tables scattered, replicated,
+// read back (also with a StoC stopped), deleted; the MANIFEST appended, rolled over, found
+// again by a new store (as after an LTC restart) and repaired after failures.
+#include "ltc/stoc_table_store.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <thread>
+
+#include "common/fault_point.h"
+#include "ltc/manifest.h"
+#include "ltc/table_store_test_util.h"
+#include "stoc/file_names.h"
+#include "stoc/stoc_server.h"
+#include "tests/util/test_util.h"
+
+namespace nova::ltc {
+namespace {
+
+constexpr char kSecret[] = "table-store-test-secret";
+constexpr uint32_t kRange = 3;
+constexpr uint32_t kNumStocs = 4;
+
+// A MANIFEST record: a snapshot, or an edit setting the last sequence.
+std::string Record(bool snapshot, uint64_t n) {
+  VersionEdit e;
+  e.snapshot = snapshot;
+  if (snapshot) e.next_file_number = n;
+  e.last_sequence = n;
+  return EncodeManifestRecord(e);
+}
+
+class StocTableStoreTest : public ::testing::Test {
+ protected:
+  struct Node {
+    std::unique_ptr<MetricsRegistry> metrics;  // declared first: outlives the server
+    std::unique_ptr<stoc::StocServer> server;
+    uint16_t port = 0;
+  };
+
+  void SetUp() override {
+    dir_ = nova::test::TestTempDir("stoc_table_store_test");
+    for (uint32_t id = 1; id <= kNumStocs; ++id) ASSERT_NO_FATAL_FAILURE(StartStoc(id));
+    transport::TransportOptions o;
+    o.node_name = "ltc";
+    o.cluster_secret = kSecret;
+    auto t = transport::NewTransport(o, &endpoint_);
+    ASSERT_TRUE(t.ok());
+    transport_ = std::move(t.value());
+    endpoint_.Attach(transport_.get());
+    stoc::StocClientOptions co;
+    co.timeout = std::chrono::seconds(10);
+    client_ = std::make_unique<stoc::StocClient>(&endpoint_, co);
+    ASSERT_TRUE(transport_->Init().ok());
+    ASSERT_TRUE(transport_->Start().ok());
+    for (auto& [id, node] : nodes_) {
+      ASSERT_TRUE(client_->AddStoc(id, node.server->address()).ok());
+    }
+  }
+  void TearDown() override {
+    FaultPoints::DisarmAll();
+    transport_->Shutdown();
+    nodes_.clear();
+  }
+
+  void StartStoc(uint32_t id) {
+    Node& node = nodes_[id];
+    stoc::StocOptions o;
+    o.stoc_id = id;
+    o.dir = dir_ + "/stoc" + std::to_string(id);
+    o.transport.cluster_secret = kSecret;
+    o.transport.listen_port = node.port;
+    o.memory_region_bytes = 1 << 20;
+    o.memory_limit_bytes = 4 << 20;
+    o.file_buffer_bytes = 16 << 20;
+    o.max_block_bytes = 4 << 20;
+    node.metrics = std::make_unique<MetricsRegistry>();
+    node.server = std::make_unique<stoc::StocServer>(o, node.metrics.get());
+    Status s = node.server->Init();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(node.server->Start().ok());
+    const std::string addr = node.server->address();
+    node.port = static_cast<uint16_t>(std::stoi(addr.substr(addr.rfind(':') + 1)));
+  }
+  void StopStoc(uint32_t id) { nodes_[id].server.reset(); }
+  // Restarts a stopped StoC on its port and directory; the client reconnects by itself.
+  void RestartStoc(uint32_t id) {
+    ASSERT_NO_FATAL_FAILURE(StartStoc(id));
+    ASSERT_TRUE(
+        nova::test::WaitFor([&] { return client_->Stats(id).ok(); }, std::chrono::seconds(20)));
+  }
+
+  std::unique_ptr<StocTableStore> NewStore(StocTableStoreOptions o) {
+    o.range_id = kRange;
+    if (o.stocs.empty()) o.stocs = {1, 2, 3, 4};
+    auto store = std::make_unique<StocTableStore>(client_.get(), o);
+    Status s = store->Init();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return store;
+  }
+  // Names of the files at each running StoC.
+  std::map<uint32_t, std::set<std::string>> Files() {
+    std::map<uint32_t, std::set<std::string>> out;
+    for (auto& [id, node] : nodes_) {
+      if (!node.server) continue;
+      auto list = client_->List(id);
+      EXPECT_TRUE(list.ok()) << list.status().ToString();
+      if (!list.ok()) continue;
+      for (const auto& f : list.value()) out[id].insert(f.name);
+    }
+    return out;
+  }
+  // StoCs holding a file of the given type (and MANIFEST number, if not 0).
+  std::set<uint32_t> Holders(stoc::StocFileType type, uint64_t number = 0) {
+    std::set<uint32_t> out;
+    for (const auto& [id, names] : Files()) {
+      for (const auto& name : names) {
+        const stoc::ParsedFileName p = stoc::ParseStocFileName(name);
+        if (p.type == type && (number == 0 || p.number == number)) out.insert(id);
+      }
+    }
+    return out;
+  }
+  size_t CountFiles(stoc::StocFileType type) {
+    size_t n = 0;
+    for (const auto& [id, names] : Files()) {
+      for (const auto& name : names) n += stoc::ParseStocFileName(name).type == type ? 1 : 0;
+    }
+    return n;
+  }
+
+  // Writes a random table and checks where its fragments landed.
+  TableMeta WriteChecked(StocTableStore* store, uint64_t number, const table_test::TableModel& m,
+                         uint32_t rho, int replicas) {
+    lsm::BuiltTable built = table_test::BuildTable(icmp_, m, rho, bloom_.get());
+    TableMeta meta;
+    meta.number = number;
+    meta.layout = built.layout;
+    Status s = store->WriteTable(number, built, &meta);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    if (!s.ok()) return meta;
+    EXPECT_EQ(meta.fragments.size(), rho + 1);
+    std::set<uint32_t> data_primaries;
+    const auto files = Files();
+    for (uint32_t i = 0; i <= rho; ++i) {
+      if (built.layout.FragmentSize(i) == 0) {
+        EXPECT_TRUE(meta.fragments[i].empty()) << "an empty fragment got a file";
+        continue;
+      }
+      EXPECT_EQ(meta.fragments[i].size(), static_cast<size_t>(replicas));
+      std::set<uint32_t> at;
+      for (uint32_t r = 0; r < meta.fragments[i].size(); ++r) {
+        const FragmentLocation& loc = meta.fragments[i][r];
+        at.insert(loc.stoc_id);
+        const std::string name = stoc::TableFragmentFileName({kRange, number, i, r});
+        EXPECT_EQ(files.count(loc.stoc_id) ? files.at(loc.stoc_id).count(name) : 0u, 1u) << name;
+      }
+      EXPECT_EQ(at.size(), meta.fragments[i].size())
+          << "replicas of fragment " << i << " share a StoC";
+      if (i < rho) data_primaries.insert(meta.fragments[i][0].stoc_id);
+    }
+    size_t non_empty = 0;
+    for (uint32_t i = 0; i < rho; ++i) non_empty += built.layout.FragmentSize(i) ? 1 : 0;
+    EXPECT_EQ(data_primaries.size(), non_empty) << "data fragments share a StoC";
+    EXPECT_EQ(meta.filter.size(), static_cast<size_t>(replicas));
+    for (uint32_t r = 0; r < meta.filter.size(); ++r) {
+      EXPECT_EQ(meta.filter[r].stoc_id, meta.fragments[rho][r].stoc_id);
+      EXPECT_EQ(meta.filter[r].file_id, meta.fragments[rho][r].file_id);
+    }
+    return meta;
+  }
+
+  std::string dir_;
+  std::map<uint32_t, Node> nodes_;
+  rpc::RpcEndpoint endpoint_;
+  std::unique_ptr<transport::Transport> transport_;
+  std::unique_ptr<stoc::StocClient> client_;
+  const lsm::InternalKeyComparator icmp_{leveldb::BytewiseComparator()};
+  std::unique_ptr<const leveldb::FilterPolicy> bloom_{leveldb::NewBloomFilterPolicy(10)};
+};
+
+TEST_F(StocTableStoreTest, TablesScatterReadBackAndDelete) {
+  std::mt19937_64 rng(nova::test::TestSeed("StocTableStoreTest.TablesScatterReadBackAndDelete"));
+  uint64_t number = 10;
+  for (uint32_t rho : {1u, 3u}) {
+    for (int replicas : {1, 2}) {
+      SCOPED_TRACE("rho " + std::to_string(rho) + " R " + std::to_string(replicas));
+      StocTableStoreOptions o;
+      o.fragment_replicas = replicas;
+      auto store = NewStore(o);
+      const table_test::TableModel m = table_test::RandomTableModel(&rng, 2000, 300);
+      const TableMeta meta = WriteChecked(store.get(), ++number, m, rho, replicas);
+      ASSERT_FALSE(HasFailure());
+      ASSERT_NO_FATAL_FAILURE(table_test::VerifyTable(store.get(), icmp_, meta, m));
+      ASSERT_NO_FATAL_FAILURE(table_test::VerifyFilter(store.get(), bloom_.get(), meta, m));
+      // A table too small for rho fragments: the empty ones get no file.
+      const table_test::TableModel tiny = {{"only", "one"}};
+      const TableMeta small = WriteChecked(store.get(), ++number, tiny, rho, replicas);
+      ASSERT_FALSE(HasFailure());
+      ASSERT_NO_FATAL_FAILURE(table_test::VerifyTable(store.get(), icmp_, small, tiny));
+      EXPECT_EQ(CountFiles(stoc::StocFileType::kTableFragment),
+                static_cast<size_t>((rho + 1) * replicas + 2 * replicas));
+
+      ASSERT_TRUE(store->DeleteTable(meta).ok());
+      ASSERT_TRUE(store->DeleteTable(small).ok());
+      EXPECT_EQ(CountFiles(stoc::StocFileType::kTableFragment), 0u);
+      ASSERT_TRUE(store->DeleteTable(small).ok()) << "deleting again finds nothing to do";
+      const StocTableStoreStats stats = store->GetStats();
+      EXPECT_EQ(stats.tables_written, 2u);
+      EXPECT_EQ(stats.tables_deleted, 3u);
+      EXPECT_EQ(stats.fragment_files_written, static_cast<uint64_t>((rho + 3) * replicas));
+      // Reading a deleted table fails cleanly.
+      auto source = store->OpenTable(meta);
+      ASSERT_TRUE(source.ok());
+      std::unique_ptr<lsm::FragmentedTable> table;
+      lsm::TableReadOptions ro;
+      ro.comparator = &icmp_;
+      EXPECT_FALSE(lsm::OpenTable(ro, meta.layout, source.value().get(), &table).ok());
+    }
+  }
+}
+
+TEST_F(StocTableStoreTest, ConcurrentWritersAndReaders) {
+  std::mt19937_64 rng(nova::test::TestSeed("StocTableStoreTest.ConcurrentWritersAndReaders"));
+  StocTableStoreOptions o;
+  o.fragment_replicas = 2;
+  o.io_threads = 3;
+  auto store = NewStore(o);
+  constexpr int kThreads = 4, kTablesEach = 3;
+  std::vector<table_test::TableModel> models;
+  for (int i = 0; i < kThreads * kTablesEach; ++i) {
+    models.push_back(table_test::RandomTableModel(&rng, 500, 200));
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < kTablesEach; ++k) {
+        const int i = t * kTablesEach + k;
+        lsm::BuiltTable built = table_test::BuildTable(icmp_, models[i], 3, bloom_.get());
+        TableMeta meta;
+        meta.number = 100 + i;
+        meta.layout = built.layout;
+        Status s = store->WriteTable(meta.number, built, &meta);
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        table_test::VerifyTable(store.get(), icmp_, meta, models[i]);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(store->GetStats().tables_written, static_cast<uint64_t>(kThreads * kTablesEach));
+}
+
+TEST_F(StocTableStoreTest, ReadsFailOverWhenAStocStops) {
+  std::mt19937_64 rng(nova::test::TestSeed("StocTableStoreTest.ReadsFailOverWhenAStocStops"));
+  StocTableStoreOptions o;
+  o.fragment_replicas = 2;
+  auto store = NewStore(o);
+  const table_test::TableModel m = table_test::RandomTableModel(&rng, 2000, 300);
+  const TableMeta meta = WriteChecked(store.get(), 7, m, 3, 2);
+  ASSERT_FALSE(HasFailure());
+  // The StoC of the meta fragment's first replica (and of the filter's) goes away.
+  const uint32_t victim = meta.fragments[3][0].stoc_id;
+  StopStoc(victim);
+  ASSERT_NO_FATAL_FAILURE(table_test::VerifyTable(store.get(), icmp_, meta, m));
+  ASSERT_NO_FATAL_FAILURE(table_test::VerifyFilter(store.get(), bloom_.get(), meta, m));
+  EXPECT_GT(store->GetStats().read_failovers, 0u);
+  // Deleting reports the unreachable StoC but removes the other replicas.
+  EXPECT_FALSE(store->DeleteTable(meta).ok());
+  EXPECT_EQ(CountFiles(stoc::StocFileType::kTableFragment), 0u);
+}
+
+TEST_F(StocTableStoreTest, PowerOfDPlacesFragmentsOnIdleStocs) {
+  std::mt19937_64 rng(
+      nova::test::TestSeed("StocTableStoreTest.PowerOfDPlacesFragmentsOnIdleStocs"));
+  stoc::LoadView loads(std::chrono::hours(1));
+  const MonoTime now = MonoNow();
+  loads.Update(1, stoc::StocLoad{100, 1 << 20, now});
+  loads.Update(2, stoc::StocLoad{80, 1 << 20, now});
+  loads.Update(3, stoc::StocLoad{0, 0, now});
+  loads.Update(4, stoc::StocLoad{1, 0, now});
+  StocTableStoreOptions o;
+  o.placement = stoc::PlacementPolicy::kPowerOfD;
+  o.loads = &loads;
+  auto store = NewStore(o);
+  const table_test::TableModel m = table_test::RandomTableModel(&rng, 1000, 200);
+  // rho = 2 samples d = 4, every StoC: the two idle ones win. The meta fragment samples
+  // two StoCs and never lands on the busiest.
+  for (uint64_t n = 1; n <= 8; ++n) {
+    const TableMeta meta = WriteChecked(store.get(), n, m, 2, 1);
+    ASSERT_FALSE(HasFailure());
+    std::set<uint32_t> data = {meta.fragments[0][0].stoc_id, meta.fragments[1][0].stoc_id};
+    EXPECT_EQ(data, (std::set<uint32_t>{3, 4}));
+    EXPECT_NE(meta.fragments[2][0].stoc_id, 1u);
+  }
+  // Random placement ignores the loads and uses every StoC.
+  o.placement = stoc::PlacementPolicy::kRandom;
+  auto random = NewStore(o);
+  std::set<uint32_t> used;
+  for (uint64_t n = 101; n <= 120; ++n) {
+    const TableMeta meta = WriteChecked(random.get(), n, m, 2, 1);
+    ASSERT_FALSE(HasFailure());
+    for (uint32_t i = 0; i < 2; ++i) used.insert(meta.fragments[i][0].stoc_id);
+  }
+  EXPECT_EQ(used.size(), kNumStocs);
+}
+
+TEST_F(StocTableStoreTest, FailedWriteLeavesNoFiles) {
+  std::mt19937_64 rng(nova::test::TestSeed("StocTableStoreTest.FailedWriteLeavesNoFiles"));
+  StocTableStoreOptions o;
+  o.fragment_replicas = 2;
+  auto store = NewStore(o);
+  const table_test::TableModel m = table_test::RandomTableModel(&rng, 2000, 300);
+  lsm::BuiltTable built = table_test::BuildTable(icmp_, m, 3, bloom_.get());
+  TableMeta meta;
+  meta.number = 9;
+  meta.layout = built.layout;
+  // The third append group any StoC writes fails: some files are written, one is not.
+  ASSERT_TRUE(FaultPoints::Arm("stoc.storage=error:after=2:once").ok());
+  Status s = store->WriteTable(9, built, &meta);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("writing table 9"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(meta.fragments.empty());
+  EXPECT_EQ(CountFiles(stoc::StocFileType::kTableFragment), 0u);
+  FaultPoints::DisarmAll();
+  // Too few StoCs for the replicas.
+  StocTableStoreOptions bad;
+  bad.fragment_replicas = 5;
+  StocTableStore unusable(client_.get(), bad);
+  EXPECT_EQ(unusable.Init().code(), Status::Code::kInvalidArgument);
+  // A retry under the same number succeeds.
+  ASSERT_TRUE(store->WriteTable(9, built, &meta).ok());
+  ASSERT_NO_FATAL_FAILURE(table_test::VerifyTable(store.get(), icmp_, meta, m));
+}
+
+TEST_F(StocTableStoreTest, ManifestSurvivesRestartAndRollOver) {
+  StocTableStoreOptions o;
+  o.manifest_replicas = 2;
+  auto first = NewStore(o);
+  auto empty = first->ReadManifest();
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_EQ(empty.value(), "");
+  std::string want;
+  for (const std::string& r : {Record(true, 1), Record(false, 2), Record(false, 3)}) {
+    ASSERT_TRUE(first->AppendManifest(r).ok());
+    want += r;
+  }
+  EXPECT_EQ(first->manifest_number(), 1u);
+  EXPECT_EQ(Holders(stoc::StocFileType::kManifest, 1).size(), 2u);
+
+  // A new store, as after an LTC restart, finds it and continues it.
+  auto second = NewStore(o);
+  auto got = second->ReadManifest();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got.value(), want);
+  ASSERT_TRUE(second->AppendManifest(Record(false, 4)).ok());
+  want += Record(false, 4);
+  EXPECT_EQ(NewStore(o)->ReadManifest().value(), want);
+
+  // Roll-over: the new MANIFEST starts with the snapshot; the old one is gone.
+  ASSERT_TRUE(second->RollManifest(Record(true, 10)).ok());
+  ASSERT_TRUE(second->AppendManifest(Record(false, 11)).ok());
+  EXPECT_EQ(second->manifest_number(), 2u);
+  want = Record(true, 10) + Record(false, 11);
+  auto third = NewStore(o);
+  got = third->ReadManifest();
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got.value(), want);
+  ParsedManifest parsed;
+  ASSERT_TRUE(ParseManifest(got.value(), &parsed).ok());
+  EXPECT_EQ(parsed.edits.size(), 2u);
+  EXPECT_EQ(Holders(stoc::StocFileType::kManifest, 2).size(), 2u);
+  EXPECT_EQ(CountFiles(stoc::StocFileType::kManifest), 2u);
+  // A store that appends without reading first finds the MANIFEST by itself.
+  auto fourth = NewStore(o);
+  ASSERT_TRUE(fourth->AppendManifest(Record(false, 12)).ok());
+  EXPECT_EQ(NewStore(o)->ReadManifest().value(), want + Record(false, 12));
+}
+
+TEST_F(StocTableStoreTest, ManifestRepairsAfterAStocFails) {
+  StocTableStoreOptions o;
+  o.manifest_replicas = 2;
+  auto store = NewStore(o);
+  ASSERT_TRUE(store->AppendManifest(Record(true, 1)).ok());
+  ASSERT_TRUE(store->AppendManifest(Record(false, 2)).ok());
+  const std::set<uint32_t> holders = Holders(stoc::StocFileType::kManifest, 1);
+  ASSERT_EQ(holders.size(), 2u);
+  const uint32_t victim = *holders.begin();
+  StopStoc(victim);
+  // The append cannot reach every replica: it fails, and the next one first rewrites the
+  // acknowledged records into a new MANIFEST on live StoCs.
+  EXPECT_FALSE(store->AppendManifest(Record(false, 3)).ok());
+  ASSERT_TRUE(store->AppendManifest(Record(false, 3)).ok());
+  EXPECT_EQ(store->GetStats().manifest_repairs, 1u);
+  EXPECT_EQ(store->manifest_number(), 2u);
+  const std::string want = Record(true, 1) + Record(false, 2) + Record(false, 3);
+  // One StoC down is fewer than the MANIFEST's replicas: recovery still finds it.
+  auto got = NewStore(o)->ReadManifest();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got.value(), want);
+  // With one replica, a down StoC might hold the only copy of a newer MANIFEST.
+  StocTableStoreOptions single = o;
+  single.manifest_replicas = 1;
+  EXPECT_TRUE(NewStore(single)->ReadManifest().status().IsUnavailable());
+
+  // The StoC comes back with the stale MANIFEST 1; the next recovery removes it.
+  ASSERT_NO_FATAL_FAILURE(RestartStoc(victim));
+  EXPECT_EQ(Holders(stoc::StocFileType::kManifest, 1).size(), 1u);
+  got = NewStore(o)->ReadManifest();
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got.value(), want);
+  EXPECT_TRUE(Holders(stoc::StocFileType::kManifest, 1).empty());
+  EXPECT_EQ(Holders(stoc::StocFileType::kManifest, 2).size(), 2u);
+}
+
+TEST_F(StocTableStoreTest, ManifestRecoveryPrefersTheLongestReplicaAndIgnoresEmptyRollOvers) {
+  StocTableStoreOptions o;
+  o.manifest_replicas = 2;
+  auto store = NewStore(o);
+  ASSERT_TRUE(store->AppendManifest(Record(true, 1)).ok());
+  ASSERT_TRUE(store->AppendManifest(Record(false, 2)).ok());
+  const std::set<uint32_t> holders = Holders(stoc::StocFileType::kManifest, 1);
+  ASSERT_EQ(holders.size(), 2u);
+  store.reset();
+  // An append that reached one replica only (its writer died before the other), and a
+  // roll-over that created MANIFEST 9 but wrote nothing into it.
+  const std::string extra = Record(false, 3);
+  auto reg = transport_->RegisterMemory(const_cast<char*>(extra.data()), extra.size(),
+                                        transport::kLocalOnly);
+  ASSERT_TRUE(reg.ok());
+  auto f =
+      client_->Open(*holders.begin(), stoc::ManifestFileName(kRange, 1), stoc::FileKind::kDisk);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(client_->Append(f.value().get(), reg.value(), 0, extra.size()).ok());
+  ASSERT_TRUE(client_->Close(f.value().get()).ok());
+  f = client_->Open(4, stoc::ManifestFileName(kRange, 9), stoc::FileKind::kDisk);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(client_->Close(f.value().get()).ok());
+
+  auto recovered = NewStore(o);
+  auto got = recovered->ReadManifest();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got.value(), Record(true, 1) + Record(false, 2) + extra);
+  // The replicas differed: it was rewritten past the abandoned number, and both old
+  // MANIFESTs are gone.
+  EXPECT_EQ(recovered->manifest_number(), 10u);
+  EXPECT_EQ(recovered->GetStats().manifest_repairs, 1u);
+  EXPECT_EQ(CountFiles(stoc::StocFileType::kManifest), 2u);
+  ASSERT_TRUE(recovered->AppendManifest(Record(false, 4)).ok());
+  EXPECT_EQ(NewStore(o)->ReadManifest().value(),
+            Record(true, 1) + Record(false, 2) + extra + Record(false, 4));
+  ASSERT_TRUE(transport_->DeregisterMemory(reg.value()).ok());
+}
+
+}  // namespace
+}  // namespace nova::ltc
