@@ -42,6 +42,14 @@ struct EngineOptions {
   uint64_t l0_stop_writes_bytes = 256ull << 20;
   // Background threads for flushes and compactions.
   int compaction_threads = 2;
+
+  // The lookup index (paper 4.4.1.1): key -> where its newest version is, so a Get reads one
+  // memtable or Level-0 table instead of all of them. Off: Gets search every memtable and
+  // overlapping Level-0 table (benchmarks compare the two).
+  bool lookup_index = true;
+  // An immutable memtable with fewer unique keys than this is merged into a new memtable
+  // instead of being flushed (paper 4.4.2); 0 disables the rule.
+  uint64_t drange_merge_threshold_keys = 100;
 };
 
 }  // namespace nova::ltc
