@@ -110,8 +110,7 @@ Status RangeEngine::Open() {
                                 : std::make_unique<DrangeLayout>(options_.comparator, 0);
   for (int d = 0; d < layout_->size(); ++d) {
     auto ds = std::make_shared<DrangeState>();
-    ds->active = std::make_shared<MemTable>(&icmp_, next_memtable_id_++);
-    live_.push_back(ds->active);
+    ds->active = NewMemTableLocked();
     dranges_.push_back(std::move(ds));
   }
   LOG(INFO) << "range " << options_.range_id << " opened: " << current_->levels[0].size()
@@ -153,7 +152,10 @@ Status RangeEngine::WriteOps(const std::vector<Op>& ops) {
   std::vector<std::shared_ptr<MemTable>> mems;
   lsm::SequenceNumber first;
   NOVA_RETURN_NOT_OK(PrepareWrite(keys, &mems, &first));
-  for (size_t i = 0; i < ops.size(); ++i) mems[i]->Add(first + i, ops[i].type, ops[i].key, ops[i].value);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    mems[i]->Add(first + i, ops[i].type, ops[i].key, ops[i].value);
+    if (options_.lookup_index) index_.Update(ops[i].key, mems[i]->id(), first + i);
+  }
   FinishWrite(first, ops.size());
   if (writes_since_reorg_.fetch_add(ops.size()) + ops.size() >= options_.reorganize_every_writes) {
     MaybeReorganize();
@@ -173,9 +175,15 @@ void RangeEngine::RotateLocked(uint32_t d, DrangeState* ds) {
     std::lock_guard s(seq_mu_);
     immutables_.push_back(Immutable{ds->active, d, last_assigned_});
   }
-  ds->active = std::make_shared<MemTable>(&icmp_, next_memtable_id_++);
-  live_.push_back(ds->active);
+  ds->active = NewMemTableLocked();
   ScheduleWork();
+}
+
+std::shared_ptr<MemTable> RangeEngine::NewMemTableLocked() {
+  auto m = std::make_shared<MemTable>(&icmp_, next_memtable_id_++);
+  live_.push_back(m);
+  mid_to_table_[m->id()] = MidLocation{m, 0};
+  return m;
 }
 
 Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
@@ -268,6 +276,9 @@ Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
   lsm::SequenceNumber seq;
   std::vector<std::shared_ptr<MemTable>> mems;
   std::shared_ptr<Version> version;
+  std::optional<LookupIndex::Entry> indexed;
+  if (options_.lookup_index) indexed = index_.Lookup(key);
+  MidLocation where;
   {
     // The sequence and the state it is read in must be taken together: a flush installs its
     // table and drops its memtable under mu_, and it may have dropped versions older than
@@ -277,9 +288,35 @@ Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
     seq = snapshot ? snapshot->sequence() : VisibleSequence();
     mems = live_;
     version = current_;
+    if (indexed) {
+      auto it = mid_to_table_.find(indexed->memtable_id);
+      if (it != mid_to_table_.end()) where = it->second;
+    }
+  }
+  LookupHit best, hit;
+  // The lookup index names where the newest version went; trust what is found there only
+  // if it is exactly that version (else search everything below).
+  if (indexed && indexed->sequence <= seq) {
+    if (where.mem != nullptr) {
+      std::unique_ptr<leveldb::Iterator> it(where.mem->NewIterator());
+      NOVA_RETURN_NOT_OK(SeekNewest(it.get(), &icmp_, key, seq, &hit));
+    } else if (where.table != 0) {
+      hit.found = false;
+      for (const TableRef& t : version->levels[0]) {
+        if (t->meta().number == where.table) {
+          NOVA_RETURN_NOT_OK(t->Get(key, seq, &hit));
+          break;
+        }
+      }
+    }
+    if (hit.found && hit.sequence == indexed->sequence) {
+      index_hits_.fetch_add(1, std::memory_order_relaxed);
+      if (hit.type == lsm::kTypeDeletion) return Status::NotFound("key not found");
+      *value = std::move(hit.value);
+      return Status::OK();
+    }
   }
   // Memtables and Level 0 may overlap: the newest version by sequence wins.
-  LookupHit best, hit;
   for (const auto& m : mems) {
     std::unique_ptr<leveldb::Iterator> it(m->NewIterator());
     NOVA_RETURN_NOT_OK(SeekNewest(it.get(), &icmp_, key, seq, &hit));
@@ -455,6 +492,11 @@ Status RangeEngine::FlushOne(const Immutable& imm) {
   // The memtable is now in a table: readers stop seeing it in the same step.
   immutables_.pop_front();
   live_.erase(std::remove(live_.begin(), live_.end(), imm.mem), live_.end());
+  if (edit.new_tables.empty()) {
+    mid_to_table_.erase(imm.mem->id());
+  } else {
+    mid_to_table_[imm.mem->id()] = MidLocation{nullptr, edit.new_tables.front().second.number};
+  }
   ++stats_.flushes;
   return Status::OK();
 }

@@ -30,6 +30,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <leveldb/cache.h>
@@ -42,6 +43,7 @@
 #include "common/thread_pool.h"
 #include "ltc/drange.h"
 #include "ltc/engine_options.h"
+#include "ltc/lookup_index.h"
 #include "ltc/manifest.h"
 #include "ltc/memtable.h"
 #include "ltc/table_store.h"
@@ -67,6 +69,8 @@ struct EngineStats {
   uint64_t stall_micros = 0;     // time they waited
   uint64_t major_reorganizations = 0, minor_reorganizations = 0;
   double drange_imbalance = 0;   // of the last measured window
+  uint64_t lookup_index_hits = 0;   // Gets answered from the one indexed memtable or table
+  uint64_t lookup_index_entries = 0;
   int dranges = 0;
   int immutable_memtables = 0;
   uint64_t level_tables[kNumLevels] = {};
@@ -136,6 +140,11 @@ class RangeEngine {
   // returns the memtable for each key and the first sequence.
   Status PrepareWrite(const std::vector<leveldb::Slice>& keys,
                       std::vector<std::shared_ptr<MemTable>>* mems, lsm::SequenceNumber* first);
+  // A new memtable, registered for readers and the lookup index. REQUIRES: mu_ held.
+  std::shared_ptr<MemTable> NewMemTableLocked();
+  // Erases the lookup-index entries that point at the memtables flushed into Level-0 tables
+  // that compaction just replaced. REQUIRES: mu_ not held.
+  void ForgetCompactedLevel0(const std::vector<TableRef>& tables);
   // Makes the active memtable of `d` immutable and starts a new one.
   // REQUIRES: ds->mu and mu_ held.
   void RotateLocked(uint32_t d, DrangeState* ds);
@@ -188,6 +197,12 @@ class RangeEngine {
   std::shared_ptr<Version> current_;
   ManifestState manifest_;
   uint64_t next_memtable_id_ = 1;
+  // MIDToTable (paper 4.4.1.1): memtable id -> the memtable, or the Level-0 table it became.
+  struct MidLocation {
+    std::shared_ptr<MemTable> mem;
+    uint64_t table = 0;
+  };
+  std::unordered_map<uint64_t, MidLocation> mid_to_table_;
   uint64_t manifest_bytes_ = 0;
   std::multiset<lsm::SequenceNumber> snapshots_;
   std::set<uint64_t> compacting_;  // table numbers in running compactions
@@ -198,7 +213,8 @@ class RangeEngine {
   EngineStats stats_;
   std::atomic<uint64_t> writes_since_reorg_{0};
   std::atomic<bool> reorganizing_{false};
-  std::atomic<uint64_t> puts_{0}, deletes_{0}, gets_{0};
+  std::atomic<uint64_t> puts_{0}, deletes_{0}, gets_{0}, index_hits_{0};
+  LookupIndex index_;
   mutable std::condition_variable seq_cv_;  // in-flight writes finished (with seq_mu_)
 
   ThreadPool pool_;

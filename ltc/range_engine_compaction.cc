@@ -178,7 +178,32 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
     return s;
   }
   ++stats_.compactions;
+  lock.unlock();
+  if (level == 0 && options_.lookup_index) ForgetCompactedLevel0(inputs);
   return Status::OK();
+}
+
+void RangeEngine::ForgetCompactedLevel0(const std::vector<TableRef>& tables) {
+  for (const TableRef& t : tables) {
+    std::vector<uint64_t> mids;
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& [mid, where] : mid_to_table_) {
+        if (where.mem == nullptr && where.table == t->meta().number) mids.push_back(mid);
+      }
+    }
+    if (mids.empty()) continue;
+    auto it = t->NewIterator();  // the table is obsolete but still readable while we hold it
+    if (it.ok()) {
+      std::unique_ptr<leveldb::Iterator> iter(it.value());
+      for (iter->SeekToFirst(); iter->Valid(); iter->Next()) {
+        for (uint64_t mid : mids) index_.EraseIf(lsm::ExtractUserKey(iter->key()), mid);
+      }
+    }
+    // Entries left behind (a read error) only cost a full search later: they never match.
+    std::lock_guard lock(mu_);
+    for (uint64_t mid : mids) mid_to_table_.erase(mid);
+  }
 }
 
 Status RangeEngine::FlushAll() {
@@ -269,13 +294,13 @@ void RangeEngine::InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major
       immutables_.push_back(Immutable{old[d]->active, static_cast<uint32_t>(d), last_assigned_});
     } else {
       live_.erase(std::remove(live_.begin(), live_.end(), old[d]->active), live_.end());
+      mid_to_table_.erase(old[d]->active->id());
     }
   }
   std::vector<std::shared_ptr<DrangeState>> states;
   for (int d = 0; d < layout->size(); ++d) {
     auto ds = std::make_shared<DrangeState>();
-    ds->active = std::make_shared<MemTable>(&icmp_, next_memtable_id_++);
-    live_.push_back(ds->active);
+    ds->active = NewMemTableLocked();
     states.push_back(std::move(ds));
   }
   VersionEdit edit;
@@ -326,6 +351,8 @@ EngineStats RangeEngine::GetStats() const {
   s.puts = puts_.load();
   s.deletes = deletes_.load();
   s.gets = gets_.load();
+  s.lookup_index_hits = index_hits_.load();
+  s.lookup_index_entries = index_.size();
   s.dranges = layout_->size();
   s.drange_imbalance = layout_->Load().imbalance;
   s.immutable_memtables = static_cast<int>(immutables_.size());

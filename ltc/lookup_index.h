@@ -1,0 +1,53 @@
+// The lookup index (paper 4.4.1.1): for each key written to a range, the id of the memtable
+// that received its newest version and that version's sequence number. A Get first reads
+// just that memtable (or the Level-0 table it was flushed to: the engine maps memtable ids to
+// tables, the paper's MIDToTable) and uses the entry it finds only if its sequence is exactly
+// the indexed one, so a stale or missing index entry can only cost a full search, never a
+// wrong answer. Entries of a Level-0 table are erased when it is compacted into Level 1.
+//
+// Keys are indexed by their bytes: the range's comparator must treat keys as equal only
+// when their bytes are (true of the bytewise default).
+//
+// Thread safety: thread-safe (striped locks).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include <leveldb/slice.h>
+
+#include "common/lsm/internal_key.h"
+
+namespace nova::ltc {
+
+class LookupIndex {
+ public:
+  struct Entry {
+    uint64_t memtable_id = 0;
+    lsm::SequenceNumber sequence = 0;
+  };
+
+  // Records that `key` got a version with `sequence` in memtable `memtable_id`, unless a
+  // newer version is already recorded (concurrent writers may finish out of order).
+  void Update(const leveldb::Slice& key, uint64_t memtable_id, lsm::SequenceNumber sequence);
+  std::optional<Entry> Lookup(const leveldb::Slice& key) const;
+  // Removes the entry of `key` if it still points at `memtable_id`.
+  void EraseIf(const leveldb::Slice& key, uint64_t memtable_id);
+  size_t size() const;
+
+ private:
+  static constexpr size_t kStripes = 64;  // spreads concurrent writers' lock traffic
+  struct Stripe {
+    mutable std::mutex mu;
+    std::unordered_map<std::string, Entry> entries;  // protected by mu
+  };
+  Stripe& StripeOf(const leveldb::Slice& key) const;
+
+  mutable std::array<Stripe, kStripes> stripes_;
+};
+
+}  // namespace nova::ltc
