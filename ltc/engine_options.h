@@ -47,8 +47,9 @@ struct EngineOptions {
   // memtable or Level-0 table instead of all of them. Off: Gets search every memtable and
   // overlapping Level-0 table (benchmarks compare the two).
   bool lookup_index = true;
-  // An immutable memtable with fewer unique keys than this is merged into a new memtable
-  // instead of being flushed (paper 4.4.2); 0 disables the rule.
+  // NOT IMPLEMENTED YET (the engine ignores it): an immutable memtable with fewer unique
+  // keys than this is to be merged into a new memtable instead of being flushed (paper
+  // 4.4.2). A first attempt was withdrawn: it raced with compaction's unparking.
   uint64_t drange_merge_threshold_keys = 100;
 };
 

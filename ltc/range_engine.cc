@@ -189,6 +189,7 @@ std::shared_ptr<MemTable> RangeEngine::NewMemTableLocked() {
 Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
                                  std::vector<std::shared_ptr<MemTable>>* mems,
                                  lsm::SequenceNumber* first) {
+  bool stalled = false;  // counted once per write however long it waits
   while (true) {
     std::shared_ptr<const DrangeLayout> layout;
     std::vector<std::shared_ptr<DrangeState>> states;
@@ -226,7 +227,8 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
       if (stall) {
         locks.clear();  // let other writers and the rotation path go while we wait
         const MonoTime start = MonoNow();
-        ++stats_.stalls;
+        if (!stalled) ++stats_.stalls;
+        stalled = true;
         ScheduleWork();
         cv_.wait_for(lock, std::chrono::milliseconds(10));
         stats_.stall_micros += static_cast<uint64_t>(

@@ -65,7 +65,7 @@ class EngineSnapshot {
 struct EngineStats {
   uint64_t puts = 0, deletes = 0, gets = 0;
   uint64_t flushes = 0, compactions = 0;
-  uint64_t stalls = 0;           // writes that waited for a free memtable or Level 0
+  uint64_t stalls = 0;           // writes that had to wait for a free memtable or Level 0
   uint64_t stall_micros = 0;     // time they waited
   uint64_t major_reorganizations = 0, minor_reorganizations = 0;
   double drange_imbalance = 0;   // of the last measured window
@@ -163,6 +163,8 @@ class RangeEngine {
   void BackgroundWork();
   Status FlushOne(const Immutable& imm);
   bool PickCompaction(std::vector<TableRef>* inputs, int* level, std::vector<TableRef>* next);
+  // Memtables that may hold a version older than one already flushed. REQUIRES: mu_ held.
+  std::vector<std::shared_ptr<MemTable>> MemtablesThatMayHoldOlderVersions() const;
   Status RunCompaction(int level, const std::vector<TableRef>& inputs,
                        const std::vector<TableRef>& next);
   // Records the edit in the MANIFEST and installs the new version. REQUIRES: mu_ held.

@@ -31,6 +31,24 @@ void RangeOf(const lsm::InternalKeyComparator& icmp, const std::vector<TableRef>
 
 }  // namespace
 
+std::vector<std::shared_ptr<MemTable>> RangeEngine::MemtablesThatMayHoldOlderVersions() const {
+  // Within one Drange of one generation, sequence numbers are taken under the Drange's lock
+  // and a memtable is rotated under it too, so an active memtable only holds versions newer
+  // than everything already flushed from its Drange; a new generation's memtables only hold
+  // versions newer than the reorganization. What can hold a version older than a flushed
+  // one is (1) an immutable memtable not flushed yet (an older generation, or a duplicate
+  // point's), and (2) the active memtable of a duplicated point Drange (its copies take
+  // writes of the same key in any order).
+  std::vector<std::shared_ptr<MemTable>> out;
+  for (const Immutable& imm : immutables_) out.push_back(imm.mem);
+  for (int d = 0; d < layout_->size(); ++d) {
+    if (!layout_->drange(d).point) continue;
+    auto [first, last] = layout_->Find(layout_->drange(d).lower.key);
+    if (last > first) out.push_back(dranges_[d]->active);  // written under mu_ too: safe here
+  }
+  return out;
+}
+
 bool RangeEngine::PickCompaction(std::vector<TableRef>* inputs, int* level,
                                  std::vector<TableRef>* next) {
   const Version& v = *current_;
@@ -70,7 +88,7 @@ bool RangeEngine::PickCompaction(std::vector<TableRef>* inputs, int* level,
       lsm::SequenceNumber newest = 0;
       for (const auto& t : cluster) newest = std::max(newest, t->meta().largest_sequence);
       bool older_in_memory = false;
-      for (const auto& m : live_) {
+      for (const auto& m : MemtablesThatMayHoldOlderVersions()) {
         if (m->num_entries() == 0 || m->smallest_sequence() > newest) continue;
         std::unique_ptr<leveldb::Iterator> it(m->NewIterator());
         it->SeekToFirst();
