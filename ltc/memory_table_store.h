@@ -9,7 +9,8 @@
 //
 // Fault hooks make the next calls fail without changing anything: FailNextWrites (tables),
 // FailNextManifestWrites (AppendManifest, RollManifest), FailNextReads (fragment and
-// filter reads). Counters let tests check what the engine did.
+// filter reads). Counters let tests check what the engine did; mutable_manifest_for_testing
+// lets them damage the MANIFEST.
 //
 //   MemoryTableStore store;
 //   TableMeta meta;
@@ -67,6 +68,10 @@ class MemoryTableStore final : public TableStore {
   bool HasTable(uint64_t number) const;
   // Sum of the fragment and filter bytes of the tables stored now.
   uint64_t live_bytes() const;
+
+  // The stored MANIFEST bytes, for tests that damage or cut them. The pointer lives as
+  // long as the store. REQUIRES: no other call on the store runs while it is used.
+  std::string* mutable_manifest_for_testing() { return &manifest_; }
 
  private:
   class Source;

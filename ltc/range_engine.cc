@@ -14,6 +14,8 @@ namespace nova::ltc {
 
 namespace {
 
+// Attempts at one MANIFEST record before the range stops taking writes.
+constexpr int kManifestAppendAttempts = 3;
 // Largest MANIFEST before it rolls over to a new file with a snapshot.
 constexpr uint64_t kManifestRollBytes = 4ull << 20;
 // A flush waits for writes still going into its memtable in steps of this long.
@@ -100,6 +102,13 @@ Status RangeEngine::Open() {
   for (const VersionEdit& e : parsed.edits) NOVA_RETURN_NOT_OK(manifest_.Apply(e));
   if (parsed.edits.empty()) {
     NOVA_RETURN_NOT_OK(store_->AppendManifest(EncodeManifestRecord(manifest_.Snapshot())));
+  } else if (parsed.torn_bytes > 0) {
+    // Records appended after the torn bytes would leave them in the middle of the MANIFEST:
+    // continue in a new one.
+    LOG(WARNING) << "range " << options_.range_id << ": ignoring a torn MANIFEST record of "
+                 << parsed.torn_bytes << " bytes; starting a new MANIFEST";
+    NOVA_RETURN_NOT_OK_PREPEND(store_->RollManifest(EncodeManifestRecord(manifest_.Snapshot())),
+                               "starting a new MANIFEST after a torn record");
   }
   // The version from the MANIFEST's tables.
   VersionEdit all = manifest_.Snapshot();
@@ -113,6 +122,7 @@ Status RangeEngine::Open() {
     ds->active = NewMemTableLocked();
     dranges_.push_back(std::move(ds));
   }
+  opened_ = true;
   LOG(INFO) << "range " << options_.range_id << " opened: " << current_->levels[0].size()
             << " L0 tables, last sequence " << last_assigned_ << ", " << layout_->size()
             << " Dranges";
@@ -195,6 +205,7 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
     std::vector<std::shared_ptr<DrangeState>> states;
     {
       std::lock_guard lock(mu_);
+      if (!opened_) return Status::IllegalState("range is not open");
       if (!bg_error_.ok()) return bg_error_.Prepend("writes stopped");
       layout = layout_;
       states = dranges_;
@@ -287,6 +298,7 @@ Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
     // the newest one (no snapshot needed them), so a sequence taken before a flush must not
     // be read in the state after it.
     std::lock_guard lock(mu_);
+    if (!opened_) return Status::IllegalState("range is not open");
     seq = snapshot ? snapshot->sequence() : VisibleSequence();
     mems = live_;
     version = current_;
@@ -354,6 +366,7 @@ leveldb::Iterator* RangeEngine::NewIterator(const EngineSnapshot* snapshot) {
   std::shared_ptr<Version> version;
   {
     std::lock_guard lock(mu_);  // the sequence with the state it is read in (see Get)
+    if (!opened_) return new ErrorIterator(Status::IllegalState("range is not open"));
     seq = snapshot ? snapshot->sequence() : VisibleSequence();
     for (const auto& m : live_) {
       children.push_back(m->NewIterator());  // pins its memtable
@@ -506,7 +519,16 @@ Status RangeEngine::FlushOne(const Immutable& imm) {
 Status RangeEngine::LogAndApplyLocked(VersionEdit* edit, std::unique_lock<std::mutex>* lock) {
   (void)lock;
   std::string record = EncodeManifestRecord(*edit);
-  NOVA_RETURN_NOT_OK_PREPEND(store_->AppendManifest(record), "MANIFEST append");
+  Status appended;
+  for (int attempt = 0; attempt < kManifestAppendAttempts; ++attempt) {
+    // A failed append leaves the store to repair on the next one (e.g. a StoC restarted and
+    // its append slot is gone); only repeated failure stops the range.
+    appended = store_->AppendManifest(record);
+    if (appended.ok()) break;
+    LOG(WARNING) << "range " << options_.range_id << ": MANIFEST append failed (attempt "
+                 << attempt + 1 << "): " << appended.ToString();
+  }
+  NOVA_RETURN_NOT_OK_PREPEND(appended, "MANIFEST append");
   NOVA_RETURN_NOT_OK(manifest_.Apply(*edit));
   current_ = BuildVersion(current_, *edit);
   manifest_bytes_ += record.size();

@@ -211,6 +211,7 @@ class RangeEngine {
   int running_ = 0;                // background tasks queued or running
   bool flushing_ = false;          // a flush is running (flushes go one at a time, oldest first)
   bool shutting_down_ = false;
+  bool opened_ = false;            // Open() succeeded; until then every call is refused
   Status bg_error_;                // a failed flush or MANIFEST write: writes stop
   EngineStats stats_;
   std::atomic<uint64_t> writes_since_reorg_{0};

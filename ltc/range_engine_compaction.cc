@@ -225,6 +225,10 @@ void RangeEngine::ForgetCompactedLevel0(const std::vector<TableRef>& tables) {
 }
 
 Status RangeEngine::FlushAll() {
+  {
+    std::lock_guard lock(mu_);
+    if (!opened_) return Status::IllegalState("range is not open");
+  }
   std::vector<std::shared_ptr<DrangeState>> states;
   {
     std::lock_guard lock(mu_);
@@ -245,6 +249,7 @@ Status RangeEngine::FlushAll() {
 
 Status RangeEngine::WaitForCompactions() {
   std::unique_lock lock(mu_);
+  if (!opened_) return Status::IllegalState("range is not open");
   while (bg_error_.ok()) {
     std::vector<TableRef> inputs, next;
     int level;
@@ -366,6 +371,7 @@ std::unique_ptr<DrangeLayout> RangeEngine::RestoreLayout(const PersistedDrangeLa
 EngineStats RangeEngine::GetStats() const {
   std::lock_guard lock(mu_);
   EngineStats s = stats_;
+  if (!opened_) return s;
   s.puts = puts_.load();
   s.deletes = deletes_.load();
   s.gets = gets_.load();
@@ -384,6 +390,7 @@ EngineStats RangeEngine::GetStats() const {
 
 std::string RangeEngine::DrangeDebugString() const {
   std::lock_guard lock(mu_);
+  if (!opened_) return "range is not open";
   return layout_->DebugString();
 }
 

@@ -1,97 +1,32 @@
 // Randomized model test of the range engine (LevelDB db_test's ModelDB style): random puts,
 // deletes, batches, snapshots, iterators and scans against a std::map, across option sets
-// that flush, compact and reorganize Dranges constantly. Prints a replayable seed.
+// that flush, compact and reorganize Dranges constantly (the workload and model are in
+// engine_model_test_util.h, shared with tests/ltc_engine_itest.cc). Prints a replayable
+// seed. Also: a damaged MANIFEST record is Corruption at Open; a torn last one is ignored.
 #include "ltc/range_engine.h"
 
 #include <gtest/gtest.h>
 
-#include <map>
-#include <random>
+#include <cstdlib>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
 
-#include "common/zipfian.h"
+#include "common/coding.h"
+#include "ltc/engine_model_test_util.h"
+#include "ltc/manifest.h"
 #include "ltc/memory_table_store.h"
 #include "tests/util/test_util.h"
 
 namespace nova::ltc {
 namespace {
 
-using Model = std::map<std::string, std::string>;
-
-struct Case {
-  const char* name;
-  int dranges;
-  uint32_t rho;
-  bool zipfian;
-};
-
-EngineOptions TinyOptions(const Case& c) {
-  EngineOptions o;
-  o.memtable_bytes = 16 << 10;  // flush constantly
-  o.memtables = 4 * std::max(1, c.dranges);
-  o.dranges = c.dranges;
-  o.tranges_per_drange = 4;
-  o.reorganize_every_writes = 700;
-  o.sstable_bytes = 32 << 10;
-  o.block_bytes = 1024;
-  o.scatter_width = c.rho;
-  o.l0_compaction_trigger = 2;
-  o.level1_bytes = 64 << 10;
-  o.compaction_threads = 2;
-  return o;
-}
-
-class Workload {
- public:
-  Workload(uint64_t seed, bool zipfian) : rng_(seed), zipf_(kKeys), zipfian_(zipfian) {}
-  std::string Key() {
-    const uint64_t k = zipfian_ ? zipf_.Next(&rng_) : rng_() % kKeys;
-    if (k % 97 == 0) return std::string();  // the empty key is a key too
-    return "k" + std::to_string(k) + std::string(k % 3, '\0');
-  }
-  std::string Value() {
-    const size_t n = rng_() % 100 == 0 ? 20000 + rng_() % 20000 : rng_() % 200;
-    std::string v(n, 'v');
-    for (auto& ch : v) ch = static_cast<char>('a' + rng_() % 26);
-    return v;
-  }
-  uint64_t Next() { return rng_(); }
-
- private:
-  static constexpr uint64_t kKeys = 400;
-  std::mt19937_64 rng_;
-  ScrambledZipfianGenerator zipf_;
-  bool zipfian_;
-};
-
-void ExpectSameAsModel(RangeEngine* engine, const Model& model, const EngineSnapshot* snap,
-                       const std::string& when) {
-  std::unique_ptr<leveldb::Iterator> it(engine->NewIterator(snap));
-  auto m = model.begin();
-  for (it->SeekToFirst(); it->Valid(); it->Next(), ++m) {
-    ASSERT_NE(m, model.end()) << when << ": extra key " << it->key().ToString();
-    ASSERT_EQ(it->key().ToString(), m->first) << when;
-    ASSERT_EQ(it->value().ToString(), m->second) << when << " key " << m->first;
-  }
-  ASSERT_TRUE(it->status().ok()) << it->status().ToString();
-  ASSERT_EQ(m, model.end()) << when << ": missing key " << m->first;
-  // Backwards too.
-  auto r = model.rbegin();
-  for (it->SeekToLast(); it->Valid(); it->Prev(), ++r) {
-    ASSERT_NE(r, model.rend()) << when;
-    ASSERT_EQ(it->key().ToString(), r->first) << when;
-  }
-  ASSERT_EQ(r, model.rend()) << when;
-}
-
-// Sums what several engine instances (between reopens) did.
-void Accumulate(const EngineStats& s, EngineStats* total) {
-  total->flushes += s.flushes;
-  total->compactions += s.compactions;
-  total->major_reorganizations += s.major_reorganizations;
-  total->minor_reorganizations += s.minor_reorganizations;
-  total->dranges = std::max(total->dranges, s.dranges);
-  for (int l = 0; l < kNumLevels; ++l) total->level_tables[l] = s.level_tables[l];
-}
+using engine_model_test::Case;
+using engine_model_test::Model;
+using engine_model_test::ModelDriver;
+using engine_model_test::TinyOptions;
 
 class RangeEngineModelTest : public ::testing::TestWithParam<Case> {};
 
@@ -101,115 +36,33 @@ TEST_P(RangeEngineModelTest, RandomOperationsMatchTheModel) {
   MemoryTableStore store;
   auto engine = std::make_unique<RangeEngine>(TinyOptions(c), &store);
   ASSERT_TRUE(engine->Open().ok());
-  Workload w(seed, c.zipfian);
-  Model model;
-  struct Snap {
-    const EngineSnapshot* snap;
-    Model model;
-  };
-  std::vector<Snap> snaps;
+  ModelDriver driver(seed, c.zipfian);
+  driver.Attach(engine.get());
   EngineStats total;
   constexpr int kOps = 12000;
   for (int i = 0; i < kOps; ++i) {
-    const uint64_t op = w.Next() % 100;
-    if (op < 50) {
-      const std::string k = w.Key(), v = w.Value();
-      ASSERT_TRUE(engine->Put(k, v).ok());
-      model[k] = v;
-    } else if (op < 60) {
-      const std::string k = w.Key();
-      ASSERT_TRUE(engine->Delete(k).ok());
-      model.erase(k);
-    } else if (op < 65) {
-      leveldb::WriteBatch batch;
-      Model next = model;
-      for (int j = 0; j < 1 + static_cast<int>(w.Next() % 8); ++j) {
-        const std::string k = w.Key();
-        if (w.Next() % 4 == 0) {
-          batch.Delete(k);
-          next.erase(k);
-        } else {
-          const std::string v = w.Value();
-          batch.Put(k, v);
-          next[k] = v;
-        }
-      }
-      ASSERT_TRUE(engine->Write(&batch).ok());
-      model = std::move(next);
-    } else if (op < 88) {
-      const std::string k = w.Key();
-      std::string v;
-      Status s = engine->Get(k, &v);
-      auto m = model.find(k);
-      if (m == model.end()) {
-        ASSERT_TRUE(s.IsNotFound()) << "op " << i << " key " << k << ": " << s.ToString();
-      } else {
-        ASSERT_TRUE(s.ok()) << "op " << i << " key " << k << ": " << s.ToString();
-        ASSERT_EQ(v, m->second) << "op " << i << " key " << k;
-      }
-    } else if (op < 90) {
-      if (snaps.size() < 4) {
-        snaps.push_back({engine->GetSnapshot(), model});
-      } else {
-        const size_t victim = w.Next() % snaps.size();
-        engine->ReleaseSnapshot(snaps[victim].snap);
-        snaps.erase(snaps.begin() + victim);
-      }
-    } else if (op < 95) {
-      // Reads at a snapshot see exactly the state when it was taken.
-      if (!snaps.empty()) {
-        const Snap& s = snaps[w.Next() % snaps.size()];
-        const std::string k = w.Key();
-        std::string v;
-        Status st = engine->Get(k, &v, s.snap);
-        auto m = s.model.find(k);
-        if (m == s.model.end()) {
-          ASSERT_TRUE(st.IsNotFound()) << "snapshot read of " << k;
-        } else {
-          ASSERT_TRUE(st.ok()) << st.ToString();
-          ASSERT_EQ(v, m->second) << "snapshot read of " << k;
-        }
-      }
-    } else if (op < 97) {
-      std::vector<std::pair<std::string, std::string>> got;
-      const std::string start = w.Key();
-      ASSERT_TRUE(engine->Scan(start, 10, &got).ok());
-      auto m = model.lower_bound(start);
-      for (const auto& [k, v] : got) {
-        ASSERT_NE(m, model.end());
-        ASSERT_EQ(k, m->first);
-        ASSERT_EQ(v, m->second);
-        ++m;
-      }
-      ASSERT_TRUE(got.size() == 10 || m == model.end());
-    } else if (op < 99 || w.Next() % 20 != 0) {
-      ExpectSameAsModel(engine.get(), model, nullptr, "op " + std::to_string(i));
-    } else {
+    ModelDriver::Action action;
+    driver.RandomOp(i, &action);
+    if (HasFatalFailure()) return;
+    if (action == ModelDriver::Action::kReopen) {
       // Clean restart from the MANIFEST (memtables are flushed first: logs come later).
-      for (auto& s : snaps) engine->ReleaseSnapshot(s.snap);
-      snaps.clear();
+      driver.ReleaseSnapshots();
       ASSERT_TRUE(engine->FlushAll().ok());
-      Accumulate(engine->GetStats(), &total);
+      engine_model_test::Accumulate(engine->GetStats(), &total);
       engine.reset();
       engine = std::make_unique<RangeEngine>(TinyOptions(c), &store);
       ASSERT_TRUE(engine->Open().ok());
-      ExpectSameAsModel(engine.get(), model, nullptr, "after reopen at op " + std::to_string(i));
+      driver.Attach(engine.get());
+      driver.CheckLatest("after reopen at op " + std::to_string(i));
+      if (HasFatalFailure()) return;
     }
-    if (HasFatalFailure()) return;
   }
-  for (auto& s : snaps) {
-    ExpectSameAsModel(engine.get(), s.model, s.snap, "final snapshot");
-    engine->ReleaseSnapshot(s.snap);
-  }
+  driver.CheckAndReleaseSnapshots("final snapshot");
   ASSERT_TRUE(engine->WaitForCompactions().ok());
-  ExpectSameAsModel(engine.get(), model, nullptr, "after compactions");
-  Accumulate(engine->GetStats(), &total);
+  driver.CheckLatest("after compactions");
+  engine_model_test::Accumulate(engine->GetStats(), &total);
   const EngineStats& st = total;
-  std::fprintf(stderr, "%s: %llu flushes, %llu compactions, %d Dranges, %llu major + %llu minor reorganizations, L0..L2 tables %llu/%llu/%llu\n",
-               c.name, (unsigned long long)st.flushes, (unsigned long long)st.compactions, st.dranges,
-               (unsigned long long)st.major_reorganizations, (unsigned long long)st.minor_reorganizations,
-               (unsigned long long)st.level_tables[0], (unsigned long long)st.level_tables[1],
-               (unsigned long long)st.level_tables[2]);
+  engine_model_test::PrintStats(c.name, st);
   EXPECT_GT(st.flushes, 10u);
   EXPECT_GT(st.compactions, 0u);
   if (c.dranges > 1) {
@@ -222,6 +75,223 @@ INSTANTIATE_TEST_SUITE_P(
     OptionSets, RangeEngineModelTest,
     ::testing::Values(Case{"theta1_rho1_uniform", 1, 1, false}, Case{"theta8_rho3_uniform", 8, 3, false},
                       Case{"theta8_rho1_zipfian", 8, 1, true}, Case{"theta1_rho3_zipfian", 1, 3, true}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// ---- MANIFEST damage at Open ----------------------------------------------------------
+
+// Byte offsets of the records of a MANIFEST (manifest.h: each header holds its payload's
+// length at bytes [4, 8)).
+std::vector<size_t> RecordOffsets(const std::string& manifest) {
+  std::vector<size_t> offsets;
+  size_t at = 0;
+  while (at + kManifestRecordHeaderBytes <= manifest.size()) {
+    offsets.push_back(at);
+    at += kManifestRecordHeaderBytes + DecodeFixed32(manifest.data() + at + 4);
+  }
+  EXPECT_EQ(at, manifest.size()) << "the MANIFEST does not end with a whole record";
+  return offsets;
+}
+
+// A range with tables at several levels and a MANIFEST of many records, written by an
+// engine that is gone again (as after a clean shutdown).
+class RangeEngineManifestTest : public ::testing::Test {
+ protected:
+  static constexpr Case kCase{"manifest", 1, 1, false};
+
+  void SetUp() override {
+    const uint64_t seed = test::TestSeed(
+        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    engine_model_test::Workload w(seed, kCase.zipfian);
+    RangeEngine engine(TinyOptions(kCase), &store_);
+    ASSERT_TRUE(engine.Open().ok());
+    constexpr int kWrites = 3000;
+    for (int i = 0; i < kWrites; ++i) {
+      const std::string k = w.Key();
+      if (w.Next() % 5 == 0) {
+        ASSERT_TRUE(engine.Delete(k).ok());
+        model_.erase(k);
+      } else {
+        const std::string v = w.Value();
+        ASSERT_TRUE(engine.Put(k, v).ok());
+        model_[k] = v;
+      }
+    }
+    ASSERT_TRUE(engine.FlushAll().ok());
+    ASSERT_TRUE(engine.WaitForCompactions().ok());
+    last_sequence_ = engine.GetStats().last_sequence;
+    manifest_ = *store_.mutable_manifest_for_testing();
+    offsets_ = RecordOffsets(manifest_);
+    ASSERT_GE(offsets_.size(), 4u) << "too few MANIFEST records to damage one in the middle";
+  }
+
+  // Opens a new engine over the store; *engine is set either way.
+  Status OpenEngine(std::unique_ptr<RangeEngine>* engine) {
+    *engine = std::make_unique<RangeEngine>(TinyOptions(kCase), &store_);
+    return (*engine)->Open();
+  }
+
+  // Opens the range and checks it holds exactly the model.
+  void ExpectOpensToTheModel(const std::string& when) {
+    std::unique_ptr<RangeEngine> engine;
+    Status s = OpenEngine(&engine);
+    ASSERT_TRUE(s.ok()) << when << ": " << s.ToString();
+    EXPECT_EQ(engine->GetStats().last_sequence, last_sequence_) << when;
+    engine_model_test::ExpectSameAsModel(engine.get(), model_, nullptr, when);
+  }
+
+  MemoryTableStore store_;
+  Model model_;
+  lsm::SequenceNumber last_sequence_ = 0;
+  std::string manifest_;         // as the engine left it
+  std::vector<size_t> offsets_;  // of its records
+};
+
+TEST_F(RangeEngineManifestTest, DamagedRecordBeforeTheLastIsCorruptionAtOpen) {
+  ASSERT_NO_FATAL_FAILURE(ExpectOpensToTheModel("undamaged"));
+  manifest_ = *store_.mutable_manifest_for_testing();  // as the reopen left it
+  offsets_ = RecordOffsets(manifest_);
+  const size_t middle = offsets_[offsets_.size() / 2];
+  const uint32_t middle_length = DecodeFixed32(manifest_.data() + middle + 4);
+  struct Damage {
+    const char* what;
+    size_t record;  // offset of the damaged record
+    size_t byte;    // offset of the damaged byte
+  };
+  const Damage damages[] = {
+      {"payload of the first record (the snapshot)", 0, kManifestRecordHeaderBytes + 1},
+      {"payload of a middle record", middle, middle + kManifestRecordHeaderBytes + middle_length / 2},
+      {"payload checksum of a middle record", middle, middle},
+      {"length of a middle record", middle, middle + 4},
+      {"length checksum of a middle record", middle, middle + 8},
+      {"payload of the last but one record", offsets_[offsets_.size() - 2],
+       offsets_.back() - 1},
+  };
+  for (const Damage& d : damages) {
+    SCOPED_TRACE(d.what);
+    std::string damaged = manifest_;
+    damaged[d.byte] = static_cast<char>(damaged[d.byte] ^ 0x40);
+    *store_.mutable_manifest_for_testing() = damaged;
+    const size_t tables = store_.live_tables();
+    const uint64_t deleted = store_.tables_deleted();
+    const uint64_t appends = store_.manifest_appends(), rolls = store_.manifest_rolls();
+    std::unique_ptr<RangeEngine> engine;
+    Status s = OpenEngine(&engine);
+    EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+    EXPECT_NE(s.ToString().find("MANIFEST record at byte " + std::to_string(d.record)),
+              std::string::npos)
+        << s.ToString();
+    engine.reset();
+    // The failed Open wrote nothing and deleted nothing: the damage stays for an operator
+    // to look at, and the tables are all still there.
+    EXPECT_EQ(*store_.mutable_manifest_for_testing(), damaged);
+    EXPECT_EQ(store_.manifest_appends(), appends);
+    EXPECT_EQ(store_.manifest_rolls(), rolls);
+    EXPECT_EQ(store_.live_tables(), tables);
+    EXPECT_EQ(store_.tables_deleted(), deleted);
+  }
+  // Undone, the same MANIFEST opens to everything that was written.
+  *store_.mutable_manifest_for_testing() = manifest_;
+  ExpectOpensToTheModel("after undoing the damage");
+}
+
+// After a failed Open the engine serves nothing: every call fails instead of answering
+// from an empty or partial state. Disabled: RangeEngine leaves its state unset after a
+// failed Open (current_, layout_ are null) and Get, Put, NewIterator, Scan and GetStats
+// dereference them. Run with --gtest_also_run_disabled_tests; each call runs in a child
+// process (a death test), so a crash fails the check instead of the whole binary.
+TEST_F(RangeEngineManifestTest, NothingIsServedAfterAFailedOpen) {
+  std::string damaged = manifest_;
+  damaged[kManifestRecordHeaderBytes + 1] ^= 0x40;
+  *store_.mutable_manifest_for_testing() = damaged;
+  std::unique_ptr<RangeEngine> engine;
+  ASSERT_TRUE(OpenEngine(&engine).IsCorruption());
+  const std::string key = model_.begin()->first;
+  EXPECT_EXIT(
+      {
+        std::string v;
+        std::_Exit(engine->Get(key, &v).ok() ? 1 : 0);
+      },
+      ::testing::ExitedWithCode(0), "")
+      << "Get";
+  EXPECT_EXIT(std::_Exit(engine->Put(key, "v").ok() ? 1 : 0), ::testing::ExitedWithCode(0), "")
+      << "Put";
+  EXPECT_EXIT(
+      {
+        std::unique_ptr<leveldb::Iterator> it(engine->NewIterator());
+        it->SeekToFirst();
+        std::_Exit(it->Valid() || it->status().ok() ? 1 : 0);
+      },
+      ::testing::ExitedWithCode(0), "")
+      << "NewIterator";
+  auto scan = [&] {
+    std::vector<std::pair<std::string, std::string>> out;
+    return engine->Scan("", 10, &out);
+  };
+  EXPECT_EXIT(std::_Exit(scan().ok() ? 1 : 0), ::testing::ExitedWithCode(0), "")
+      << "Scan";
+}
+
+// A torn last record: an append that was cut short and never acknowledged.
+struct Torn {
+  const char* name;
+  // The record's bytes as they were left at the end of the MANIFEST.
+  std::string (*tail)(const std::string& record);
+};
+
+void PrintTo(const Torn& t, std::ostream* os) { *os << t.name; }
+
+class RangeEngineTornManifestTest : public RangeEngineManifestTest,
+                                    public ::testing::WithParamInterface<Torn> {};
+
+// Appends the torn record to the MANIFEST the fixture made: an edit that, if it were
+// applied, would move the last sequence far ahead.
+void AppendTornRecord(const Torn& torn, lsm::SequenceNumber last_sequence, std::string* manifest) {
+  VersionEdit edit;
+  edit.last_sequence = last_sequence + 1000000;
+  *manifest += torn.tail(EncodeManifestRecord(edit));
+}
+
+TEST_P(RangeEngineTornManifestTest, IsIgnoredAtOpen) {
+  AppendTornRecord(GetParam(), last_sequence_, store_.mutable_manifest_for_testing());
+  ASSERT_NO_FATAL_FAILURE(ExpectOpensToTheModel("torn last record"));
+  ASSERT_NO_FATAL_FAILURE(ExpectOpensToTheModel("torn last record, second open"));
+}
+
+// The range goes on after a torn last record: writes, a flush, another clean Open.
+// Disabled: RangeEngine::Open ignores the torn bytes (ParsedManifest::torn_bytes) but does
+// not start a new MANIFEST, so the next record is appended after them; the torn bytes are
+// then in the middle of the MANIFEST and the next Open fails with Corruption. (A
+// StocTableStore hides this: its ReadManifest sees the replica differ from the valid
+// prefix and rewrites the MANIFEST without the torn bytes.)
+TEST_P(RangeEngineTornManifestTest, WritesAfterItSurviveTheNextOpen) {
+  AppendTornRecord(GetParam(), last_sequence_, store_.mutable_manifest_for_testing());
+  std::unique_ptr<RangeEngine> engine;
+  ASSERT_TRUE(OpenEngine(&engine).ok());
+  constexpr int kWrites = 50;
+  for (int i = 0; i < kWrites; ++i) {
+    const std::string k = "torn" + std::to_string(i);
+    ASSERT_TRUE(engine->Put(k, GetParam().name).ok());
+    model_[k] = GetParam().name;
+  }
+  ASSERT_TRUE(engine->FlushAll().ok());
+  engine.reset();
+  Status s = OpenEngine(&engine);
+  ASSERT_TRUE(s.ok()) << "reopening after writes past a torn record: " << s.ToString();
+  engine_model_test::ExpectSameAsModel(engine.get(), model_, nullptr, "after the writes");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Torn, RangeEngineTornManifestTest,
+    ::testing::Values(
+        Torn{"header_cut_short",
+             [](const std::string& r) { return r.substr(0, kManifestRecordHeaderBytes - 3); }},
+        Torn{"payload_cut_short", [](const std::string& r) { return r.substr(0, r.size() - 2); }},
+        Torn{"whole_with_bad_payload_checksum",
+             [](const std::string& r) {
+               std::string bad = r;
+               bad.back() = static_cast<char>(bad.back() ^ 0x40);
+               return bad;
+             }}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
