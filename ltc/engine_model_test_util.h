@@ -17,6 +17,8 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <leveldb/iterator.h>
+#include <leveldb/write_batch.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -27,9 +29,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <leveldb/iterator.h>
-#include <leveldb/write_batch.h>
 
 #include "common/zipfian.h"
 #include "ltc/engine_options.h"
@@ -232,9 +231,7 @@ class ModelDriver {
   }
 
   // The engine's latest state against the model.
-  void CheckLatest(const std::string& when) {
-    ExpectSameAsModel(engine_, model_, nullptr, when);
-  }
+  void CheckLatest(const std::string& when) { ExpectSameAsModel(engine_, model_, nullptr, when); }
 
   // Every held snapshot against the model as it was, then releases them all.
   void CheckAndReleaseSnapshots(const std::string& when) {
