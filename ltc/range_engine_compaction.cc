@@ -192,7 +192,8 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
   edit.next_file_number = manifest_.next_file_number();
   s = LogAndApplyLocked(&edit, &lock);
   if (!s.ok()) {
-    sink.Discard();
+    // The outputs stay: a failed MANIFEST append may still have reached a replica, and a
+    // later Open could then reference them (LevelDB's rule). They may become orphans.
     return s;
   }
   ++stats_.compactions;
