@@ -4,6 +4,8 @@
 
 #include <glog/logging.h>
 
+#include "common/lsm/leveldb_glue.h"
+
 #include "common/clock.h"
 #include "common/lsm/compaction_merge.h"
 #include "common/lsm/merging_iterator.h"
@@ -21,11 +23,6 @@ constexpr uint64_t kManifestRollBytes = 4ull << 20;
 // A flush waits for writes still going into its memtable in steps of this long.
 constexpr auto kSealWaitStep = std::chrono::milliseconds(1);
 
-Status FromLevelDb(const leveldb::Status& s) {
-  if (s.ok()) return Status::OK();
-  if (s.IsCorruption()) return Status::Corruption(s.ToString());
-  return Status::IOError(s.ToString());
-}
 
 // Iterator that keeps what it reads (memtables, the version) alive.
 class PinningIterator : public leveldb::Iterator {
@@ -151,7 +148,7 @@ Status RangeEngine::Write(leveldb::WriteBatch* batch) {
       ops.push_back(Op{lsm::kTypeDeletion, k, leveldb::Slice()});
     }
   } c;
-  NOVA_RETURN_NOT_OK(FromLevelDb(batch->Iterate(&c)));
+  NOVA_RETURN_NOT_OK(lsm::FromLevelDbStatus(batch->Iterate(&c)));
   if (c.ops.empty()) return Status::OK();
   return WriteOps(c.ops);
 }
@@ -392,7 +389,7 @@ Status RangeEngine::Scan(const leveldb::Slice& start, size_t count,
   for (it->Seek(start); it->Valid() && out->size() < count; it->Next()) {
     out->emplace_back(it->key().ToString(), it->value().ToString());
   }
-  return FromLevelDb(it->status());
+  return lsm::FromLevelDbStatus(it->status());
 }
 
 const EngineSnapshot* RangeEngine::GetSnapshot() {

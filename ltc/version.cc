@@ -2,16 +2,12 @@
 
 #include <glog/logging.h>
 
+#include "common/lsm/leveldb_glue.h"
+
 namespace nova::ltc {
 
 namespace {
 
-Status FromLevelDb(const leveldb::Status& s) {
-  if (s.ok()) return Status::OK();
-  if (s.IsCorruption()) return Status::Corruption(s.ToString());
-  if (s.IsNotFound()) return Status::NotFound(s.ToString());
-  return Status::IOError(s.ToString());
-}
 
 }  // namespace
 
@@ -31,7 +27,7 @@ Status SeekNewest(leveldb::Iterator* it, const lsm::InternalKeyComparator* icmp,
       hit->value.assign(it->value().data(), it->value().size());
     }
   }
-  return FromLevelDb(it->status());
+  return lsm::FromLevelDbStatus(it->status());
 }
 
 TableHandle::~TableHandle() {

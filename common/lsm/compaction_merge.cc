@@ -1,5 +1,7 @@
 #include "common/lsm/compaction_merge.h"
 
+#include "common/lsm/leveldb_glue.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -8,40 +10,7 @@
 namespace nova::lsm {
 namespace {
 
-// Bytes of a key shown in an error message.
-constexpr size_t kMaxKeyBytesInMessage = 32;
 
-// Printable form of (a prefix of) a key for an error message.
-std::string EscapeKey(const leveldb::Slice& k) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < k.size() && i < kMaxKeyBytesInMessage; ++i) {
-    const unsigned char c = static_cast<unsigned char>(k[i]);
-    if (c >= ' ' && c <= '~' && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-    }
-  }
-  if (k.size() > kMaxKeyBytesInMessage) out += "...";
-  return out;
-}
-
-// A leveldb::Status (from an input iterator) as ours, keeping its code and message.
-Status FromLevelDB(const leveldb::Status& s) {
-  if (s.ok()) return Status::OK();
-  std::string msg = s.ToString();
-  // leveldb prefixes its code name ("IO error: ..."); ours is added by Status::ToString.
-  const size_t colon = msg.find(": ");
-  if (colon != std::string::npos) msg.erase(0, colon + 2);
-  if (s.IsNotFound()) return Status::NotFound(msg);
-  if (s.IsCorruption()) return Status::Corruption(msg);
-  if (s.IsNotSupportedError()) return Status::NotSupported(msg);
-  if (s.IsInvalidArgument()) return Status::InvalidArgument(msg);
-  return Status::IOError(msg);
-}
 
 Status CheckOptions(const CompactionMergeOptions& o) {
   if (o.icmp == nullptr) return Status::InvalidArgument("icmp is null");
@@ -59,7 +28,7 @@ Status CheckOptions(const CompactionMergeOptions& o) {
   for (size_t i = 1; i < o.split_user_keys.size(); ++i) {
     if (ucmp->Compare(o.split_user_keys[i - 1], o.split_user_keys[i]) >= 0) {
       return Status::InvalidArgument("split_user_keys are not strictly ascending at '" +
-                                     EscapeKey(o.split_user_keys[i]) + "'");
+                                     EscapeKeyForMessage(o.split_user_keys[i]) + "'");
     }
   }
   return Status::OK();
@@ -79,7 +48,7 @@ class CompactionMerger {
       ++stats_->input_entries;
       NOVA_RETURN_NOT_OK(Consume(input->key(), input->value()));
     }
-    NOVA_RETURN_NOT_OK_PREPEND(FromLevelDB(input->status()), "compaction input");
+    NOVA_RETURN_NOT_OK_PREPEND(FromLevelDbStatus(input->status()), "compaction input");
     EndUserKey();
     if (output_open_) NOVA_RETURN_NOT_OK_PREPEND(sink_->FinishOutput(), "finishing output");
     output_open_ = false;
@@ -100,14 +69,14 @@ class CompactionMerger {
     ParsedInternalKey p;
     if (!ParseInternalKey(ikey, &p)) {
       return Status::Corruption("compaction input: malformed internal key of " +
-                                std::to_string(ikey.size()) + " bytes: '" + EscapeKey(ikey) +
+                                std::to_string(ikey.size()) + " bytes: '" + EscapeKeyForMessage(ikey) +
                                 "' (entry " + std::to_string(stats_->input_entries) + ")");
     }
     const uint64_t trailer = PackSequenceAndType(p.sequence, p.type);
     const int r = has_user_key_ ? ucmp_->Compare(p.user_key, user_key_) : 1;
     if (r < 0 || (r == 0 && trailer >= last_trailer_)) {
       return Status::Corruption("compaction input out of order at user key '" +
-                                EscapeKey(p.user_key) + "' sequence " + std::to_string(p.sequence) +
+                                EscapeKeyForMessage(p.user_key) + "' sequence " + std::to_string(p.sequence) +
                                 " (entry " + std::to_string(stats_->input_entries) + ")");
     }
     if (r > 0) {

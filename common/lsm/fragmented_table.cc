@@ -1,5 +1,7 @@
 #include "common/lsm/fragmented_table.h"
 
+#include "common/lsm/leveldb_glue.h"
+
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -16,19 +18,6 @@ namespace {
 // DO NOT CHANGE: LevelDB's persisted format.
 constexpr uint64_t kBlockTrailerBytes = 5;
 
-// leveldb::Status carries no accessor for its bare message; ToString() is
-// "<code name>: <message>".
-Status FromLevelDB(const leveldb::Status& s) {
-  if (s.ok()) return Status::OK();
-  std::string msg = s.ToString();
-  const size_t colon = msg.find(": ");
-  if (colon != std::string::npos) msg.erase(0, colon + 2);
-  if (s.IsCorruption()) return Status::Corruption(msg);
-  if (s.IsNotFound()) return Status::NotFound(msg);
-  if (s.IsNotSupportedError()) return Status::NotSupported(msg);
-  if (s.IsInvalidArgument()) return Status::InvalidArgument(msg);
-  return Status::IOError(msg);
-}
 
 // Chooses where the rho data fragments start among the data blocks' starts (invariants
 // 2 and 3 of the header). Each cut goes to the block boundary nearest to an even share
@@ -290,7 +279,7 @@ Status FragmentedTableBuilder::Finish(BuiltTable* out) {
   const size_t num_data_appends = file_.append_offsets().size();
   leveldb::Status s = builder_->Finish();
   if (s.ok()) s = file_.Close();
-  if (!s.ok()) return FromLevelDB(s).Prepend("building table");
+  if (!s.ok()) return FromLevelDbStatus(s).Prepend("building table");
 
   std::vector<uint64_t> block_starts;
   NOVA_RETURN_NOT_OK(FindDataBlocks(num_data_appends, data_end, &block_starts));
@@ -376,7 +365,7 @@ Status OpenTable(const TableReadOptions& options, const TableLayout& layout, Fra
   table->file_ = std::make_unique<FragmentedFile>(layout, source);
   leveldb::Table* raw = nullptr;
   const leveldb::Status s = leveldb::Table::Open(lo, table->file_.get(), layout.file_size, &raw);
-  if (!s.ok()) return FromLevelDB(s).Prepend("opening table");
+  if (!s.ok()) return FromLevelDbStatus(s).Prepend("opening table");
   table->table_.reset(raw);
   *out = std::move(table);
   return Status::OK();
@@ -402,7 +391,7 @@ Status TableGet(const FragmentedTable& table, const leveldb::ReadOptions& option
   it->Seek(lookup);
   // Checked even when Valid(): LevelDB's iterator skips a block it failed to read and
   // reports the failure only through status().
-  NOVA_RETURN_NOT_OK_PREPEND(FromLevelDB(it->status()), "table get");
+  NOVA_RETURN_NOT_OK_PREPEND(FromLevelDbStatus(it->status()), "table get");
   if (!it->Valid()) {
     *result = TableGetResult::kNotFound;
     return Status::OK();

@@ -1,31 +1,12 @@
 #include "common/lsm/user_iterator.h"
 
+#include "common/lsm/leveldb_glue.h"
+
 #include <memory>
 #include <string>
 
 namespace nova::lsm {
 namespace {
-
-// Bytes shown of a malformed key in an error message.
-constexpr size_t kMaxKeyBytesInMessage = 32;
-
-// Printable form of (a prefix of) a key for an error message.
-std::string EscapeKey(const leveldb::Slice& k) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < k.size() && i < kMaxKeyBytesInMessage; ++i) {
-    const unsigned char c = static_cast<unsigned char>(k[i]);
-    if (c >= ' ' && c <= '~' && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-    }
-  }
-  if (k.size() > kMaxKeyBytesInMessage) out += "...";
-  return out;
-}
 
 // Position invariants between calls, while valid_:
 //   1. Forward: internal_ is at the entry yielded: the newest version of key() with
@@ -130,7 +111,7 @@ class UserIterator final : public leveldb::Iterator {
     const leveldb::Slice k = internal_->key();
     if (ParseInternalKey(k, p)) return true;
     status_ = leveldb::Status::Corruption("malformed internal key",
-                                          std::to_string(k.size()) + " bytes: " + EscapeKey(k));
+                                          std::to_string(k.size()) + " bytes: " + EscapeKeyForMessage(k));
     valid_ = false;
     return false;
   }
