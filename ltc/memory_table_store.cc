@@ -130,6 +130,24 @@ Status MemoryTableStore::DeleteTable(const TableMeta& meta) {
   return Status::OK();
 }
 
+Result<std::vector<uint64_t>> MemoryTableStore::ListTables() {
+  std::lock_guard lock(mu_);
+  if (TakeFault(&fail_gc_calls_)) return Status::IOError("listing tables: injected fault");
+  std::vector<uint64_t> numbers;
+  numbers.reserve(tables_.size());
+  for (const auto& [number, table] : tables_) numbers.push_back(number);
+  return numbers;
+}
+
+Status MemoryTableStore::DeleteTableFiles(uint64_t number) {
+  std::lock_guard lock(mu_);
+  if (TakeFault(&fail_gc_calls_)) {
+    return Status::IOError("deleting the files of " + TableName(number) + ": injected fault");
+  }
+  tables_collected_ += tables_.erase(number);
+  return Status::OK();
+}
+
 Status MemoryTableStore::AppendManifest(const std::string& record) {
   std::lock_guard lock(mu_);
   if (TakeFault(&fail_manifest_writes_)) return Status::IOError("MANIFEST append: injected fault");
@@ -163,6 +181,10 @@ void MemoryTableStore::FailNextReads(int n) {
   std::lock_guard lock(mu_);
   fail_reads_ = n;
 }
+void MemoryTableStore::FailNextGcCalls(int n) {
+  std::lock_guard lock(mu_);
+  fail_gc_calls_ = n;
+}
 
 uint64_t MemoryTableStore::tables_written() const {
   std::lock_guard lock(mu_);
@@ -171,6 +193,10 @@ uint64_t MemoryTableStore::tables_written() const {
 uint64_t MemoryTableStore::tables_deleted() const {
   std::lock_guard lock(mu_);
   return tables_deleted_;
+}
+uint64_t MemoryTableStore::tables_collected() const {
+  std::lock_guard lock(mu_);
+  return tables_collected_;
 }
 uint64_t MemoryTableStore::manifest_appends() const {
   std::lock_guard lock(mu_);

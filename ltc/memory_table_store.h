@@ -9,8 +9,8 @@
 //
 // Fault hooks make the next calls fail without changing anything: FailNextWrites (tables),
 // FailNextManifestWrites (AppendManifest, RollManifest), FailNextReads (fragment and
-// filter reads). Counters let tests check what the engine did; mutable_manifest_for_testing
-// lets them damage the MANIFEST.
+// filter reads), FailNextGcCalls (ListTables, DeleteTableFiles). Counters let tests check
+// what the engine did; mutable_manifest_for_testing lets them damage the MANIFEST.
 //
 //   MemoryTableStore store;
 //   TableMeta meta;
@@ -48,6 +48,10 @@ class MemoryTableStore final : public TableStore {
   Result<std::unique_ptr<lsm::FragmentSource>> OpenTable(const TableMeta& meta) override;
   Result<std::string> ReadFilter(const TableMeta& meta) override;
   Status DeleteTable(const TableMeta& meta) override;
+  // ListTables: every stored table. DeleteTableFiles: removes the table if stored (OK if
+  // not). Both return IOError for an injected fault (FailNextGcCalls).
+  Result<std::vector<uint64_t>> ListTables() override;
+  Status DeleteTableFiles(uint64_t number) override;
   Status AppendManifest(const std::string& record) override;
   Status RollManifest(const std::string& snapshot_record) override;
   Result<std::string> ReadManifest() override;
@@ -57,10 +61,12 @@ class MemoryTableStore final : public TableStore {
   void FailNextWrites(int n);          // WriteTable
   void FailNextManifestWrites(int n);  // AppendManifest, RollManifest
   void FailNextReads(int n);           // FragmentSource::ReadFragment, ReadFilter
+  void FailNextGcCalls(int n);         // ListTables, DeleteTableFiles
 
   // Counters (successful calls only).
   uint64_t tables_written() const;
   uint64_t tables_deleted() const;
+  uint64_t tables_collected() const;  // tables DeleteTableFiles removed
   uint64_t manifest_appends() const;
   uint64_t manifest_rolls() const;
   // Tables stored now, and whether `number` is one of them.
@@ -92,8 +98,10 @@ class MemoryTableStore final : public TableStore {
   int fail_writes_ = 0;
   int fail_manifest_writes_ = 0;
   int fail_reads_ = 0;
+  int fail_gc_calls_ = 0;
   uint64_t tables_written_ = 0;
   uint64_t tables_deleted_ = 0;
+  uint64_t tables_collected_ = 0;
   uint64_t manifest_appends_ = 0;
   uint64_t manifest_rolls_ = 0;
 };

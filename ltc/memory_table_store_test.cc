@@ -86,5 +86,34 @@ TEST_F(MemoryTableStoreTest, InjectedFaultsChangeNothing) {
   EXPECT_EQ(store_.manifest_rolls(), 1u);
 }
 
+TEST_F(MemoryTableStoreTest, ListAndCollectTables) {
+  lsm::BuiltTable built = table_test::BuildTable(icmp_, {{"k", "v"}}, 2, bloom_.get());
+  for (uint64_t number : {9, 4, 7}) {
+    TableMeta meta;
+    meta.number = number;
+    meta.layout = built.layout;
+    ASSERT_TRUE(store_.WriteTable(number, built, &meta).ok());
+  }
+  ASSERT_TRUE(store_.AppendManifest("m").ok());
+  auto listed = store_.ListTables();
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_EQ(listed.value(), (std::vector<uint64_t>{4, 7, 9}));
+
+  ASSERT_TRUE(store_.DeleteTableFiles(7).ok());
+  ASSERT_TRUE(store_.DeleteTableFiles(7).ok()) << "nothing left to delete is fine";
+  ASSERT_TRUE(store_.DeleteTableFiles(123).ok());
+  EXPECT_FALSE(store_.HasTable(7));
+  EXPECT_EQ(store_.tables_collected(), 1u);
+  EXPECT_EQ(store_.ListTables().value(), (std::vector<uint64_t>{4, 9}));
+  EXPECT_EQ(store_.ReadManifest().value(), "m") << "collecting never touches the MANIFEST";
+
+  store_.FailNextGcCalls(2);
+  EXPECT_EQ(store_.ListTables().status().code(), Status::Code::kIOError);
+  EXPECT_EQ(store_.DeleteTableFiles(4).code(), Status::Code::kIOError);
+  EXPECT_TRUE(store_.HasTable(4));
+  ASSERT_TRUE(store_.DeleteTableFiles(4).ok());
+  EXPECT_EQ(store_.ListTables().value(), (std::vector<uint64_t>{9}));
+}
+
 }  // namespace
 }  // namespace nova::ltc

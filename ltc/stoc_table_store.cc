@@ -8,17 +8,13 @@
 #include <map>
 #include <set>
 
-#include "ltc/manifest.h"
+#include "ltc/scoped_registration.h"
 #include "stoc/file_names.h"
 
 namespace nova::ltc {
 
 namespace {
 
-// Append slot asked for a MANIFEST replica: records are small, and a range keeps its
-// MANIFEST open for its whole life, so a default 1 MiB slot per range would tie up much of
-// a StoC's file buffer. A larger record reserves a larger slot on demand.
-constexpr uint64_t kManifestSlotBytes = 64 << 10;
 // Read buffer pool made when the options bring none: classes from a small data block up
 // to a large index block; bigger reads register their destination instead.
 constexpr uint64_t kReadMinClassBytes = 4 << 10;
@@ -39,39 +35,6 @@ leveldb::Status ToLevelDB(const Status& s) {
   if (s.IsNotFound()) return leveldb::Status::NotFound(s.ToString());
   return leveldb::Status::IOError(s.ToString());
 }
-
-// Registers caller memory with the transport for the life of this object, as the source
-// of one-sided WRITEs (kLocalOnly: no peer can touch it, so registering const bytes is
-// safe) or the destination of a read (kRemoteWrite).
-class ScopedRegistration {
- public:
-  ScopedRegistration(transport::Transport* transport, const char* data, uint64_t n, uint32_t access)
-      : transport_(transport) {
-    auto r = transport_->RegisterMemory(const_cast<char*>(data), n, access);
-    if (r.ok()) {
-      region_ = r.value();
-      registered_ = true;
-    } else {
-      status_ = r.status().Prepend("registering " + std::to_string(n) + " bytes");
-    }
-  }
-  ~ScopedRegistration() {
-    if (!registered_) return;
-    Status s = transport_->DeregisterMemory(region_);
-    LOG_IF(WARNING, !s.ok()) << "deregistering a table store buffer: " << s.ToString();
-  }
-  ScopedRegistration(const ScopedRegistration&) = delete;
-  ScopedRegistration& operator=(const ScopedRegistration&) = delete;
-
-  const Status& status() const { return status_; }
-  const transport::MemoryRegion& region() const { return region_; }
-
- private:
-  transport::Transport* const transport_;  // must outlive this
-  transport::MemoryRegion region_;
-  bool registered_ = false;
-  Status status_;
-};
 
 }  // namespace
 
@@ -468,282 +431,68 @@ Status StocTableStore::DeleteTable(const TableMeta& meta) {
   return first;
 }
 
-// ---- MANIFEST -------------------------------------------------------------------------
+// ---- Garbage collection ---------------------------------------------------------------
 
-void StocTableStore::CloseManifestLocked() {
-  for (auto& f : manifest_files_) client_->Close(f.get()).IgnoreError();
-  manifest_files_.clear();
-  manifest_found_ = false;
-  manifest_number_ = 0;
-  manifest_contents_.clear();
-  manifest_broken_ = false;
-}
-
-Status StocTableStore::EnsureManifestLocked() {
-  if (manifest_found_) return Status::OK();
-  std::string contents;
-  return DiscoverManifestLocked(&contents);
-}
-
-Status StocTableStore::ReadManifestReplica(uint32_t stoc_id, uint64_t file_id,
-                                           std::string* contents) {
-  auto st = client_->StatFile(stoc_id, file_id);
-  if (!st.ok()) return st.status();
-  if (st->kind != stoc::FileKind::kDisk) {
-    return Status::Corruption("MANIFEST " + st->name + " is not a persistent file");
-  }
-  contents->clear();
-  for (const auto& [offset, size] : st->blocks) {
-    const size_t at = contents->size();
-    contents->resize(at + size);
-    NOVA_RETURN_NOT_OK(ReadBlock(FragmentLocation{stoc_id, file_id, offset, size}, 0, size,
-                                 contents->data() + at));
-  }
-  return Status::OK();
-}
-
-Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
-  const std::string range = "range " + std::to_string(options_.range_id);
-  // Every replica of every MANIFEST of the range: number -> (StoC, file id).
-  std::map<uint64_t, std::vector<std::pair<uint32_t, uint64_t>>> found;
-  std::string unreachable;
-  int num_unreachable = 0;
+std::vector<Status> StocTableStore::VisitTableFiles(
+    const std::function<Status(uint32_t, const std::string&, const stoc::ParsedFileName&)>& visit) {
+  std::vector<std::function<Status()>> jobs;
   for (uint32_t id : stocs_) {
-    auto list = client_->List(id);
-    if (!list.ok()) {
-      LOG(WARNING) << range << ": cannot list StoC " << id << ": " << list.status().ToString();
-      unreachable += (num_unreachable++ ? ", " : "") + std::to_string(id);
-      continue;
-    }
-    for (const stoc::FileState& f : list.value()) {
-      const stoc::ParsedFileName p = stoc::ParseStocFileName(f.name);
-      if (p.type == stoc::StocFileType::kManifest && p.range_id == options_.range_id) {
-        found[p.number].emplace_back(id, f.file_id);
-      }
-    }
-  }
-  if (num_unreachable >= options_.manifest_replicas) {  // invariant 3
-    return Status::Unavailable(range + ": cannot tell which MANIFEST is current while StoCs " +
-                               unreachable +
-                               " are unreachable (they may hold every replica of "
-                               "the newest)");
-  }
-  if (!found.empty()) {
-    next_manifest_number_ = std::max(next_manifest_number_, found.rbegin()->first + 1);
-  }
-
-  std::vector<std::pair<uint32_t, std::string>> leftovers;  // (StoC, name) to delete
-  uint64_t chosen = 0;
-  std::string best;
-  std::vector<std::pair<uint32_t, uint64_t>> healthy;  // replicas of `chosen` holding `best`
-  for (auto it = found.rbegin(); it != found.rend(); ++it) {
-    const uint64_t number = it->first;
-    const auto& replicas = it->second;
-    const std::string name = stoc::ManifestFileName(options_.range_id, number);
-    if (chosen != 0) {  // older than the current one
-      for (const auto& [id, file_id] : replicas) leftovers.emplace_back(id, name);
-      continue;
-    }
-    struct ReplicaRead {
-      bool ok = false;
-      std::string bytes;
-      ParsedManifest parsed;
-    };
-    std::vector<ReplicaRead> reads(replicas.size());
-    Status failure;
-    size_t most = replicas.size();
-    for (size_t i = 0; i < replicas.size(); ++i) {
-      Status s = ReadManifestReplica(replicas[i].first, replicas[i].second, &reads[i].bytes);
-      if (s.ok()) s = ParseManifest(reads[i].bytes, &reads[i].parsed);
-      if (!s.ok()) {
-        LOG(WARNING) << range << ": reading " << name << " at StoC " << replicas[i].first << ": "
-                     << s.ToString();
-        failure = s;
-        continue;
-      }
-      reads[i].ok = true;
-      if (most == replicas.size() ||
-          reads[i].parsed.edits.size() > reads[most].parsed.edits.size()) {
-        most = i;
-      }
-    }
-    if (most < replicas.size() && !reads[most].parsed.edits.empty()) {
-      chosen = number;
-      best = reads[most].bytes.substr(0, reads[most].parsed.valid_bytes);
-      for (size_t i = 0; i < replicas.size(); ++i) {
-        if (reads[i].ok && reads[i].bytes == best) {
-          healthy.push_back(replicas[i]);
-        } else {
-          leftovers.emplace_back(replicas[i].first, name);  // diverged or unreadable
+    jobs.push_back([this, id, &visit]() -> Status {
+      auto list = client_->List(id);
+      if (!list.ok()) return list.status().Prepend("listing StoC " + std::to_string(id));
+      Status first;
+      for (const stoc::FileState& f : list.value()) {
+        const stoc::ParsedFileName p = stoc::ParseStocFileName(f.name);
+        if (p.type != stoc::StocFileType::kTableFragment || p.range_id != options_.range_id) {
+          continue;
         }
+        Status s = visit(id, f.name, p);
+        if (!s.ok() && first.ok()) first = s;
       }
+      return first;
+    });
+  }
+  return RunAll(jobs);
+}
+
+Result<std::vector<uint64_t>> StocTableStore::ListTables() {
+  const std::string what = "range " + std::to_string(options_.range_id) + ": listing tables";
+  std::mutex mu;
+  std::set<uint64_t> numbers;  // protected by mu
+  const std::vector<Status> results =
+      VisitTableFiles([&](uint32_t, const std::string&, const stoc::ParsedFileName& p) {
+        std::lock_guard lock(mu);
+        numbers.insert(p.number);
+        return Status::OK();
+      });
+  Status last;
+  size_t answered = 0;
+  for (const Status& s : results) {
+    if (s.ok()) {
+      ++answered;
       continue;
     }
-    // Without a record on any replica read, it is a roll-over that never finished, unless
-    // a replica could not be read: then nothing can be concluded.
-    if (!failure.ok()) return failure.Prepend(range + ": reading " + name);
-    LOG(WARNING) << range << ": " << name << " holds no record (an unfinished roll-over)";
-    for (const auto& [id, file_id] : replicas) leftovers.emplace_back(id, name);
+    LOG(WARNING) << what << ": " << s.ToString() << " (its tables are left out)";
+    last = s;
   }
+  if (answered == 0) return last.Prepend(what + ": no StoC answered");
+  return std::vector<uint64_t>(numbers.begin(), numbers.end());
+}
 
-  manifest_files_.clear();
-  manifest_number_ = 0;
-  manifest_contents_.clear();
-  manifest_broken_ = false;
-  bool repair = false;
-  if (chosen != 0) {
-    const std::string name = stoc::ManifestFileName(options_.range_id, chosen);
-    repair = healthy.size() < static_cast<size_t>(options_.manifest_replicas);
-    for (size_t i = 0; !repair && i < healthy.size(); ++i) {
-      stoc::OpenOptions o;
-      o.create = false;
-      o.for_append = true;
-      o.slot_bytes = kManifestSlotBytes;
-      auto f = client_->Open(healthy[i].first, name, stoc::FileKind::kDisk, o);
-      if (!f.ok()) {
-        LOG(WARNING) << range << ": reopening " << name << " at StoC " << healthy[i].first << ": "
-                     << f.status().ToString();
-        repair = true;
-        break;
-      }
-      manifest_files_.push_back(std::move(f.value()));
-    }
-    manifest_contents_ = best;
-    if (repair) {  // invariant 4
-      LOG(WARNING) << range << ": " << name << " is intact on " << healthy.size() << " of "
-                   << options_.manifest_replicas << " StoCs: rewriting it as a new MANIFEST";
-      for (auto& f : manifest_files_) client_->Close(f.get()).IgnoreError();
-      manifest_files_.clear();
-      // Its replicas go only once the new MANIFEST is complete (invariant 1).
-      Status s = CreateManifestLocked(best);
-      if (!s.ok()) {
-        manifest_contents_.clear();
-        return s.Prepend(range + ": repairing " + name);
-      }
-      manifest_repairs_.fetch_add(1, std::memory_order_relaxed);
-      for (const auto& [id, file_id] : healthy) leftovers.emplace_back(id, name);
-    } else {
-      manifest_number_ = chosen;
-    }
+Status StocTableStore::DeleteTableFiles(uint64_t number) {
+  const std::string what = "range " + std::to_string(options_.range_id) +
+                           ": deleting the files of table " + std::to_string(number);
+  const std::vector<Status> results = VisitTableFiles(
+      [&](uint32_t id, const std::string& name, const stoc::ParsedFileName& p) -> Status {
+        if (p.number != number) return Status::OK();
+        NOVA_RETURN_NOT_OK(DeleteFile(id, name));
+        table_files_collected_.fetch_add(1, std::memory_order_relaxed);
+        return Status::OK();
+      });
+  for (const Status& s : results) {
+    if (!s.ok()) return s.Prepend(what);
   }
-  manifest_found_ = true;
-  for (const auto& [id, name] : leftovers) {
-    Status s = DeleteFile(id, name);
-    LOG_IF(WARNING, !s.ok()) << range << ": removing an old MANIFEST: " << s.ToString();
-  }
-  *contents = best;
   return Status::OK();
-}
-
-Status StocTableStore::CreateManifestLocked(const std::string& first_block) {
-  const uint64_t number = next_manifest_number_++;
-  const std::string name = stoc::ManifestFileName(options_.range_id, number);
-  std::vector<uint32_t> where;
-  NOVA_RETURN_NOT_OK_PREPEND(Choose(options_.manifest_replicas, {}, &where), "placing " + name);
-  ScopedRegistration src(client_->transport(), first_block.data(), first_block.size(),
-                         transport::kLocalOnly);
-  NOVA_RETURN_NOT_OK_PREPEND(src.status(), "writing " + name);
-  std::vector<std::unique_ptr<stoc::StocFile>> files(where.size());
-  std::vector<char> touched(where.size(), 0);  // not vector<bool>: written concurrently
-  std::vector<std::function<Status()>> jobs;
-  for (size_t i = 0; i < where.size(); ++i) {
-    jobs.push_back([&, i]() -> Status {
-      touched[i] = 1;
-      auto f =
-          CreateFile(where[i], name, std::max<uint64_t>(kManifestSlotBytes, first_block.size()));
-      if (!f.ok()) return f.status();
-      files[i] = std::move(f.value());
-      return client_->Append(files[i].get(), src.region(), 0, first_block.size()).status();
-    });
-  }
-  const std::vector<Status> results = RunAll(jobs);
-  for (size_t k = 0; k < results.size(); ++k) {
-    if (!results[k].ok()) MarkSuspect(where[k], results[k]);
-  }
-  for (size_t k = 0; k < results.size(); ++k) {
-    if (results[k].ok()) continue;
-    for (size_t i = 0; i < where.size(); ++i) {
-      if (files[i]) client_->Close(files[i].get()).IgnoreError();
-      if (!touched[i]) continue;
-      Status d = DeleteFile(where[i], name);
-      LOG_IF(WARNING, !d.ok()) << "cleaning up the unfinished " << name << ": " << d.ToString();
-    }
-    // A replica left behind would be newer than the current MANIFEST (invariant 2).
-    manifest_broken_ = true;
-    return results[k].Prepend("writing " + name + " at StoC " + std::to_string(where[k]));
-  }
-  // Complete on every replica: retire the previous MANIFEST (invariant 1).
-  for (auto& f : manifest_files_) {
-    client_->Close(f.get()).IgnoreError();
-    Status d = DeleteFile(f->stoc_id, f->name);
-    LOG_IF(WARNING, !d.ok()) << "retiring " << f->name << ": " << d.ToString();
-  }
-  manifest_files_ = std::move(files);
-  manifest_number_ = number;
-  manifest_contents_ = first_block;
-  manifest_broken_ = false;
-  manifest_found_ = true;
-  return Status::OK();
-}
-
-Status StocTableStore::AppendManifest(const std::string& record) {
-  const std::string what = "range " + std::to_string(options_.range_id) + ": MANIFEST append";
-  if (record.empty()) return Status::InvalidArgument(what + ": empty record");
-  std::lock_guard lock(manifest_mu_);
-  NOVA_RETURN_NOT_OK_PREPEND(EnsureManifestLocked(), what);
-  if (manifest_number_ != 0 && manifest_broken_) {  // invariant 2
-    NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(manifest_contents_),
-                               what + ": repairing after a failed write");
-    manifest_repairs_.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (manifest_number_ == 0) {  // the range's first record starts its first MANIFEST
-    NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(record), what);
-    manifest_appends_.fetch_add(1, std::memory_order_relaxed);
-    return Status::OK();
-  }
-  ScopedRegistration src(client_->transport(), record.data(), record.size(), transport::kLocalOnly);
-  NOVA_RETURN_NOT_OK_PREPEND(src.status(), what);
-  std::vector<std::function<Status()>> jobs;
-  for (auto& f : manifest_files_) {
-    jobs.push_back([&, file = f.get()] {
-      return client_->Append(file, src.region(), 0, record.size()).status();
-    });
-  }
-  const std::vector<Status> results = RunAll(jobs);
-  for (size_t k = 0; k < results.size(); ++k) {
-    if (!results[k].ok()) MarkSuspect(manifest_files_[k]->stoc_id, results[k]);
-  }
-  for (size_t k = 0; k < results.size(); ++k) {
-    if (results[k].ok()) continue;
-    manifest_broken_ = true;
-    return results[k].Prepend(what + " at StoC " + std::to_string(manifest_files_[k]->stoc_id));
-  }
-  manifest_contents_ += record;
-  manifest_appends_.fetch_add(1, std::memory_order_relaxed);
-  return Status::OK();
-}
-
-Status StocTableStore::RollManifest(const std::string& snapshot_record) {
-  const std::string what = "range " + std::to_string(options_.range_id) + ": MANIFEST roll-over";
-  if (snapshot_record.empty()) return Status::InvalidArgument(what + ": empty snapshot");
-  std::lock_guard lock(manifest_mu_);
-  NOVA_RETURN_NOT_OK_PREPEND(EnsureManifestLocked(), what);
-  NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(snapshot_record), what);
-  manifest_rolls_.fetch_add(1, std::memory_order_relaxed);
-  return Status::OK();
-}
-
-Result<std::string> StocTableStore::ReadManifest() {
-  std::lock_guard lock(manifest_mu_);
-  CloseManifestLocked();
-  std::string contents;
-  NOVA_RETURN_NOT_OK(DiscoverManifestLocked(&contents));
-  return contents;
-}
-
-uint64_t StocTableStore::manifest_number() const {
-  std::lock_guard lock(manifest_mu_);
-  return manifest_number_;
 }
 
 StocTableStoreStats StocTableStore::GetStats() const {
@@ -756,6 +505,7 @@ StocTableStoreStats StocTableStore::GetStats() const {
   s.manifest_appends = manifest_appends_.load(std::memory_order_relaxed);
   s.manifest_rolls = manifest_rolls_.load(std::memory_order_relaxed);
   s.manifest_repairs = manifest_repairs_.load(std::memory_order_relaxed);
+  s.table_files_collected = table_files_collected_.load(std::memory_order_relaxed);
   return s;
 }
 

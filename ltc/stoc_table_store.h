@@ -35,6 +35,10 @@
 //  4. When ReadManifest finds the current MANIFEST on fewer than manifest_replicas StoCs
 //     with identical contents, it repairs it as in (2). Older MANIFESTs and unfinished
 //     roll-overs are deleted (best effort; the next ReadManifest retries).
+//  5. A new MANIFEST is never placed on a StoC this ReadManifest failed to list, read or
+//     reopen (the repair of (4) would fail there), and such a StoC is also a suspect (see
+//     above) for later roll-overs and tables. A new MANIFEST whose write fails at some
+//     StoC is placed again, under a new number, on StoCs that did not fail (a few times).
 //
 // Registered memory. Writes register the caller's bytes (the table's contents, a MANIFEST
 // record) for the duration of the call: no copy, and no pool sized for the largest table
@@ -73,6 +77,7 @@
 #include "common/thread_pool.h"
 #include "common/transport/slab_allocator.h"
 #include "ltc/table_store.h"
+#include "stoc/file_names.h"
 #include "stoc/placement.h"
 #include "stoc/stoc_client.h"
 
@@ -115,8 +120,9 @@ struct StocTableStoreStats {
   uint64_t bytes_written = 0;           // fragment and filter bytes, all replicas
   uint64_t read_failovers = 0;          // reads that failed on a replica and moved on
   uint64_t manifest_appends = 0;
-  uint64_t manifest_rolls = 0;    // roll-overs asked for by RollManifest
-  uint64_t manifest_repairs = 0;  // new MANIFESTs made to repair (invariants 2 and 4)
+  uint64_t manifest_rolls = 0;         // roll-overs asked for by RollManifest
+  uint64_t manifest_repairs = 0;       // new MANIFESTs made to repair (invariants 2 and 4)
+  uint64_t table_files_collected = 0;  // files removed by DeleteTableFiles
 };
 
 class StocTableStore final : public TableStore {
@@ -142,6 +148,13 @@ class StocTableStore final : public TableStore {
   Result<std::unique_ptr<lsm::FragmentSource>> OpenTable(const TableMeta& meta) override;
   Result<std::string> ReadFilter(const TableMeta& meta) override;
   Status DeleteTable(const TableMeta& meta) override;
+  // Garbage collection: both list every StoC (in parallel), and parse the names
+  // (stoc/file_names.h); only table fragment files of this range count. ListTables: the
+  // last List error only if no StoC answered. DeleteTableFiles: the first List or Delete
+  // error (NotFound is fine: a file already gone); costs one List per StoC, so a pass over
+  // many tables should list once (ListTables) and delete only the orphans.
+  Result<std::vector<uint64_t>> ListTables() override;
+  Status DeleteTableFiles(uint64_t number) override;
   // MANIFEST calls find the current MANIFEST first if this store has not yet done so.
   Status AppendManifest(const std::string& record) override;
   Status RollManifest(const std::string& snapshot_record) override;
@@ -162,6 +175,12 @@ class StocTableStore final : public TableStore {
   // first and is set to the one that worked. `what` names the block in messages.
   Status ReadAnyReplica(const std::vector<FragmentLocation>& replicas, uint64_t offset, uint64_t n,
                         char* dst, std::atomic<uint32_t>* preferred, const std::string& what);
+  // For each StoC, in parallel: lists it and calls `visit` with the parsed names of the
+  // table fragment files of this range (from several threads at once: `visit` must be
+  // thread-safe). Returns per StoC (in stocs_ order) the List error or visit's first error.
+  std::vector<Status> VisitTableFiles(
+      const std::function<Status(uint32_t stoc_id, const std::string& name,
+                                 const stoc::ParsedFileName& parsed)>& visit);
   // Runs every job, in parallel, and returns their statuses in order.
   std::vector<Status> RunAll(const std::vector<std::function<Status()>>& jobs);
   // Chooses `n` distinct StoCs from the candidates other than `exclude`, d = 2 * n,
@@ -180,8 +199,18 @@ class StocTableStore final : public TableStore {
   Status EnsureManifestLocked();
   Status DiscoverManifestLocked(std::string* contents);
   // Writes `first_block` as the only block of a new MANIFEST on manifest_replicas StoCs
-  // and makes it current, deleting the previous one (invariant 1).
-  Status CreateManifestLocked(const std::string& first_block);
+  // other than `avoid` and makes it current, deleting the previous one (invariant 1). If
+  // writing fails at some StoC it tries again (a new number) without the StoCs that
+  // failed, up to kManifestPlacements placements. Unavailable if too few StoCs are left
+  // besides `avoid`; otherwise the last write error, with manifest_broken_ set.
+  Status CreateManifestLocked(const std::string& first_block, std::vector<uint32_t> avoid);
+  // One placement of CreateManifestLocked: creates MANIFEST `number` on the StoCs `where`
+  // holding `first_block`. On success the open files go to *out; on failure the StoCs
+  // that failed are added to *failed (and marked suspect) and every file is deleted again.
+  Status WriteManifestReplicas(uint64_t number, const std::string& first_block,
+                               const std::vector<uint32_t>& where,
+                               std::vector<std::unique_ptr<stoc::StocFile>>* out,
+                               std::vector<uint32_t>* failed);
   // Reads the replica's blocks; OK with *contents, or the error.
   Status ReadManifestReplica(uint32_t stoc_id, uint64_t file_id, std::string* contents);
   void CloseManifestLocked();
@@ -213,7 +242,7 @@ class StocTableStore final : public TableStore {
   // Counters.
   std::atomic<uint64_t> tables_written_{0}, tables_deleted_{0}, fragment_files_written_{0},
       bytes_written_{0}, read_failovers_{0}, manifest_appends_{0}, manifest_rolls_{0},
-      manifest_repairs_{0};
+      manifest_repairs_{0}, table_files_collected_{0};
 };
 
 }  // namespace nova::ltc

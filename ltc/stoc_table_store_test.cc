@@ -1,6 +1,7 @@
 // StocTableStore against four in-process StoCs over loopback: tables scattered, replicated,
 // read back (also with a StoC stopped), deleted; the MANIFEST appended, rolled over, found
-// again by a new store (as after an LTC restart) and repaired after failures.
+// again by a new store (as after an LTC restart) and repaired after failures (also around
+// a stopped StoC); orphaned tables listed and collected.
 #include "ltc/stoc_table_store.h"
 
 #include <gtest/gtest.h>
@@ -92,8 +93,9 @@ class StocTableStoreTest : public ::testing::Test {
         nova::test::WaitFor([&] { return client_->Stats(id).ok(); }, std::chrono::seconds(20)));
   }
 
+  // A store of range kRange unless the options name another.
   std::unique_ptr<StocTableStore> NewStore(StocTableStoreOptions o) {
-    o.range_id = kRange;
+    if (o.range_id == 0) o.range_id = kRange;
     if (o.stocs.empty()) o.stocs = {1, 2, 3, 4};
     auto store = std::make_unique<StocTableStore>(client_.get(), o);
     Status s = store->Init();
@@ -120,6 +122,15 @@ class StocTableStoreTest : public ::testing::Test {
         const stoc::ParsedFileName p = stoc::ParseStocFileName(name);
         if (p.type == type && (number == 0 || p.number == number)) out.insert(id);
       }
+    }
+    return out;
+  }
+  // StoCs holding MANIFEST `number` of `range`.
+  std::set<uint32_t> ManifestHolders(uint32_t range, uint64_t number) {
+    std::set<uint32_t> out;
+    const std::string name = stoc::ManifestFileName(range, number);
+    for (const auto& [id, names] : Files()) {
+      if (names.count(name) != 0) out.insert(id);
     }
     return out;
   }
@@ -451,6 +462,239 @@ TEST_F(StocTableStoreTest, ManifestRecoveryPrefersTheLongestReplicaAndIgnoresEmp
   EXPECT_EQ(NewStore(o)->ReadManifest().value(),
             Record(true, 1) + Record(false, 2) + extra + Record(false, 4));
   ASSERT_TRUE(transport_->DeregisterMemory(reg.value()).ok());
+}
+
+// Regression: recovery with manifest_replicas = 2 and a stopped StoC holding one replica of
+// the current MANIFEST must repair it onto reachable StoCs. It used to place the new
+// MANIFEST without excluding the StoC it had just failed to list, and failed (Unavailable)
+// whenever placement picked it. Many ranges, each read by a fresh store with its own
+// placement seed, so a placement that may pick the stopped StoC is all but certain to
+// occur.
+TEST_F(StocTableStoreTest, ManifestRepairAvoidsAnUnreachableStoc) {
+  const uint64_t seed =
+      nova::test::TestSeed("StocTableStoreTest.ManifestRepairAvoidsAnUnreachableStoc");
+  constexpr uint32_t kVictim = 1;
+  constexpr uint32_t kFirstRange = 100;
+  constexpr uint32_t kRanges = 16;
+  const std::string want = Record(true, 1) + Record(false, 2);
+  // Each range's MANIFEST 1 on the victim and one other StoC.
+  for (uint32_t i = 0; i < kRanges; ++i) {
+    StocTableStoreOptions o;
+    o.range_id = kFirstRange + i;
+    o.stocs = {kVictim, 2 + i % 3};
+    o.manifest_replicas = 2;
+    auto writer = NewStore(o);
+    ASSERT_TRUE(writer->AppendManifest(Record(true, 1)).ok());
+    ASSERT_TRUE(writer->AppendManifest(Record(false, 2)).ok());
+    ASSERT_EQ(ManifestHolders(o.range_id, 1), (std::set<uint32_t>{kVictim, 2 + i % 3}));
+  }
+  StopStoc(kVictim);
+  for (uint32_t i = 0; i < kRanges; ++i) {
+    SCOPED_TRACE("range " + std::to_string(kFirstRange + i));
+    StocTableStoreOptions o;
+    o.range_id = kFirstRange + i;
+    o.manifest_replicas = 2;
+    o.placement = i % 2 == 0 ? stoc::PlacementPolicy::kPowerOfD : stoc::PlacementPolicy::kRandom;
+    o.seed = seed + i + 1;
+    auto store = NewStore(o);
+    auto got = store->ReadManifest();
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got.value(), want);
+    EXPECT_EQ(store->GetStats().manifest_repairs, 1u);
+    ASSERT_EQ(store->manifest_number(), 2u);
+    const std::set<uint32_t> holders = ManifestHolders(o.range_id, 2);
+    EXPECT_EQ(holders.size(), 2u);
+    EXPECT_EQ(holders.count(kVictim), 0u);
+    // Later MANIFESTs (an append, a roll-over) avoid the StoC too, and a new store
+    // recovers every record.
+    ASSERT_TRUE(store->AppendManifest(Record(false, 3)).ok());
+    ASSERT_TRUE(store->RollManifest(Record(true, 4)).ok());
+    ASSERT_TRUE(store->AppendManifest(Record(false, 5)).ok());
+    EXPECT_EQ(ManifestHolders(o.range_id, 3).count(kVictim), 0u);
+    got = NewStore(o)->ReadManifest();
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got.value(), Record(true, 4) + Record(false, 5));
+  }
+  // Back up, the victim still holds the stale MANIFEST 1 of every range; recovery removes it.
+  ASSERT_NO_FATAL_FAILURE(RestartStoc(kVictim));
+  StocTableStoreOptions o;
+  o.range_id = kFirstRange;
+  o.manifest_replicas = 2;
+  auto got = NewStore(o)->ReadManifest();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got.value(), Record(true, 4) + Record(false, 5));
+  EXPECT_TRUE(ManifestHolders(kFirstRange, 1).empty());
+}
+
+// A StoC that dies after the store last listed it is not known to be down: a new MANIFEST
+// placed on it fails there and is placed again on StoCs that did not fail.
+TEST_F(StocTableStoreTest, NewManifestStepsAroundAStocThatDiedUnnoticed) {
+  const uint64_t seed =
+      nova::test::TestSeed("StocTableStoreTest.NewManifestStepsAroundAStocThatDiedUnnoticed");
+  StocTableStoreOptions o;
+  o.manifest_replicas = 2;
+  o.placement = stoc::PlacementPolicy::kRandom;
+  o.seed = seed + 1;
+  auto store = NewStore(o);
+  ASSERT_TRUE(store->AppendManifest(Record(true, 1)).ok());
+  const std::set<uint32_t> holders = Holders(stoc::StocFileType::kManifest, 1);
+  ASSERT_EQ(holders.size(), 2u);
+  uint32_t victim = 1;
+  while (holders.count(victim) != 0) ++victim;
+  StopStoc(victim);
+  // Random placement picks the victim for a roll-over half of the time.
+  constexpr int kRolls = 8;
+  for (int k = 0; k < kRolls; ++k) {
+    Status s = store->RollManifest(Record(true, 10 + k));
+    ASSERT_TRUE(s.ok()) << "roll-over " << k << ": " << s.ToString();
+    EXPECT_EQ(Holders(stoc::StocFileType::kManifest, store->manifest_number()).size(), 2u);
+  }
+  EXPECT_EQ(store->GetStats().manifest_rolls, static_cast<uint64_t>(kRolls));
+  auto got = NewStore(o)->ReadManifest();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got.value(), Record(true, 10 + kRolls - 1));
+}
+
+// Garbage collection: ListTables finds this range's tables (not other ranges', not
+// MANIFESTs or logs); DeleteTableFiles removes every file of one table and nothing else.
+TEST_F(StocTableStoreTest, ListAndDeleteOrphanedTables) {
+  std::mt19937_64 rng(nova::test::TestSeed("StocTableStoreTest.ListAndDeleteOrphanedTables"));
+  StocTableStoreOptions o;
+  o.fragment_replicas = 2;
+  o.manifest_replicas = 2;
+  auto store = NewStore(o);
+  StocTableStoreOptions other_options = o;
+  other_options.range_id = kRange + 1;
+  auto other = NewStore(other_options);
+  std::map<uint64_t, TableMeta> metas;
+  const table_test::TableModel m = table_test::RandomTableModel(&rng, 1000, 200);
+  for (uint64_t number : {11, 12, 13}) {
+    metas[number] = WriteChecked(store.get(), number, m, 2, 2);
+    ASSERT_FALSE(HasFailure());
+  }
+  // Another range's table 12, both MANIFESTs, and files of this range that are not tables.
+  const lsm::BuiltTable built = table_test::BuildTable(icmp_, m, 2, bloom_.get());
+  TableMeta other12;
+  other12.number = 12;
+  other12.layout = built.layout;
+  ASSERT_TRUE(other->WriteTable(12, built, &other12).ok());
+  ASSERT_TRUE(store->AppendManifest(Record(true, 1)).ok());
+  ASSERT_TRUE(other->AppendManifest(Record(true, 1)).ok());
+  const std::vector<std::string> not_tables = {
+      stoc::LogFileName(kRange, 12), stoc::TableFragmentFileName({kRange, 12, 0, 0}) + "-copy"};
+  for (const std::string& name : not_tables) {
+    auto f = client_->Open(2, name, stoc::FileKind::kDisk);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    ASSERT_TRUE(client_->Close(f.value().get()).ok());
+  }
+
+  auto listed = store->ListTables();
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_EQ(listed.value(), (std::vector<uint64_t>{11, 12, 13}));
+  EXPECT_EQ(other->ListTables().value(), (std::vector<uint64_t>{12}));
+
+  // Table 12 of this range: 3 fragments (2 data, meta), 2 replicas each.
+  ASSERT_TRUE(store->DeleteTableFiles(12).ok());
+  EXPECT_EQ(store->GetStats().table_files_collected, 6u);
+  ASSERT_TRUE(store->DeleteTableFiles(12).ok()) << "nothing left to delete is fine";
+  ASSERT_TRUE(store->DeleteTableFiles(999).ok());
+  EXPECT_EQ(store->ListTables().value(), (std::vector<uint64_t>{11, 13}));
+  ASSERT_NO_FATAL_FAILURE(table_test::VerifyTable(other.get(), icmp_, other12, m));
+  ASSERT_NO_FATAL_FAILURE(table_test::VerifyTable(store.get(), icmp_, metas[11], m));
+  for (const std::string& name : not_tables) EXPECT_EQ(Files()[2].count(name), 1u) << name;
+  EXPECT_EQ(NewStore(o)->ReadManifest().value(), Record(true, 1));
+  EXPECT_EQ(NewStore(other_options)->ReadManifest().value(), Record(true, 1));
+
+  // A StoC down: ListTables still answers with what the others hold (every table has a
+  // replica elsewhere); DeleteTableFiles removes what it reaches and reports the StoC.
+  const uint32_t victim = metas[13].fragments[0][0].stoc_id;
+  StopStoc(victim);
+  listed = store->ListTables();
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_EQ(listed.value(), (std::vector<uint64_t>{11, 13}));
+  Status s = store->DeleteTableFiles(13);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("listing StoC " + std::to_string(victim)), std::string::npos)
+      << s.ToString();
+  for (const auto& [id, names] : Files()) {
+    for (const auto& name : names) {
+      const stoc::ParsedFileName p = stoc::ParseStocFileName(name);
+      EXPECT_FALSE(p.type == stoc::StocFileType::kTableFragment && p.range_id == kRange &&
+                   p.number == 13)
+          << name << " at StoC " << id;
+    }
+  }
+  // Back up, it still holds table 13's files there; a second pass removes them.
+  ASSERT_NO_FATAL_FAILURE(RestartStoc(victim));
+  EXPECT_EQ(store->ListTables().value(), (std::vector<uint64_t>{11, 13}));
+  ASSERT_TRUE(store->DeleteTableFiles(13).ok());
+  EXPECT_EQ(store->ListTables().value(), (std::vector<uint64_t>{11}));
+  ASSERT_NO_FATAL_FAILURE(table_test::VerifyTable(store.get(), icmp_, metas[11], m));
+
+  // No StoC answers: an error rather than an empty list.
+  StocTableStoreOptions lonely;
+  lonely.stocs = {victim};
+  auto alone = NewStore(lonely);
+  StopStoc(victim);
+  EXPECT_FALSE(alone->ListTables().ok());
+}
+
+// A MANIFEST append that fails at one replica (the record may be on the other) is never
+// returned by a later ReadManifest once a following append or roll-over succeeded
+// (invariant 2); a store that restarts right after the failure may adopt it, but then
+// keeps it (invariant 4).
+TEST_F(StocTableStoreTest, FailedManifestAppendNeverReappears) {
+  constexpr uint32_t kFirstRange = 200;
+  constexpr uint64_t kFailed = 666;
+  constexpr int kRounds = 6;
+  for (int round = 0; round < kRounds; ++round) {
+    const uint32_t range = kFirstRange + static_cast<uint32_t>(round);
+    SCOPED_TRACE("round " + std::to_string(round));
+    StocTableStoreOptions o;
+    o.range_id = range;
+    o.manifest_replicas = 2;
+    auto store = NewStore(o);
+    const std::string acked = Record(true, 1) + Record(false, 2);
+    ASSERT_TRUE(store->AppendManifest(Record(true, 1)).ok());
+    ASSERT_TRUE(store->AppendManifest(Record(false, 2)).ok());
+    // The append group of whichever replica's StoC drains first fails; the other holds
+    // the record.
+    ASSERT_TRUE(FaultPoints::Arm("stoc.storage=error:once").ok());
+    EXPECT_FALSE(store->AppendManifest(Record(false, kFailed)).ok());
+    EXPECT_EQ(FaultPoints::FireCount("stoc.storage"), 1u);
+    FaultPoints::DisarmAll();
+
+    std::string want;
+    switch (round % 3) {
+      case 0:  // the same store appends again
+        ASSERT_TRUE(store->AppendManifest(Record(false, 3)).ok());
+        want = acked + Record(false, 3);
+        break;
+      case 1:  // the same store rolls over
+        ASSERT_TRUE(store->RollManifest(Record(true, 4)).ok());
+        want = Record(true, 4);
+        break;
+      case 2: {  // the LTC restarts: whatever it reads first, it keeps
+        store.reset();
+        auto restarted = NewStore(o);
+        auto first = restarted->ReadManifest();
+        ASSERT_TRUE(first.ok()) << first.status().ToString();
+        ASSERT_TRUE(first.value() == acked || first.value() == acked + Record(false, kFailed))
+            << "a record that was never appended appeared";
+        ASSERT_TRUE(restarted->AppendManifest(Record(false, 3)).ok());
+        EXPECT_EQ(NewStore(o)->ReadManifest().value(), first.value() + Record(false, 3));
+        continue;
+      }
+    }
+    for (int reader = 0; reader < 2; ++reader) {
+      auto got = reader == 0 ? store->ReadManifest() : NewStore(o)->ReadManifest();
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_EQ(got.value(), want) << "reader " << reader;
+      ParsedManifest parsed;
+      ASSERT_TRUE(ParseManifest(got.value(), &parsed).ok());
+      for (const VersionEdit& e : parsed.edits) EXPECT_NE(e.last_sequence.value_or(0), kFailed);
+    }
+  }
 }
 
 }  // namespace

@@ -43,6 +43,26 @@ class TableStore {
   // caller; the engine never references the table again.
   virtual Status DeleteTable(const TableMeta& meta) = 0;
 
+  // Garbage collection of orphaned tables: a flush or compaction whose MANIFEST append
+  // failed leaves table files that no MANIFEST record references. Safe use, e.g. at Open:
+  // after ReadManifest succeeded and before any WriteTable starts, delete (with
+  // DeleteTableFiles) each number ListTables reports that the MANIFEST just read does not
+  // reference. ReadManifest's answer is final (a store repairs diverged MANIFEST replicas
+  // before returning it), so no later read can bring such a table back. Never delete a
+  // number a WriteTable may be writing concurrently (also one a StoC's compaction service
+  // writes for this range).
+
+  // Table numbers of this range that have at least one file on a reachable StoC, ascending
+  // and without repeats. A down StoC does not make it fail: the numbers found on the StoCs
+  // that answered are returned (every one of them has files; a table whose files are all
+  // on down StoCs waits for a later pass). An error only if no StoC could be asked.
+  virtual Result<std::vector<uint64_t>> ListTables() = 0;
+  // Deletes every file of table `number` of this range (all fragments, replicas, filter),
+  // on every reachable StoC. Best effort per file; returns the first error (a StoC that
+  // cannot be listed is one). OK if the table has no file. Files of other tables, of other
+  // ranges, MANIFESTs and logs are never touched.
+  virtual Status DeleteTableFiles(uint64_t number) = 0;
+
   // Appends one MANIFEST record durably (all replicas, or an error).
   virtual Status AppendManifest(const std::string& record) = 0;
   // Starts a new MANIFEST whose first record is `snapshot_record`, then retires the old one
