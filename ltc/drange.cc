@@ -270,6 +270,17 @@ std::unique_ptr<DrangeLayout> MajorReorganize(const leveldb::Comparator* cmp,
   for (size_t r = 0; given < slots && r < remainders.size(); ++r, ++given) {
     ++segs[remainders[r].second].dranges;
   }
+  // Light segments rounded up to their one slot can leave more Dranges than slots: take
+  // the excess from the segments with the most (slots >= segments, so this ends).
+  while (given > slots) {
+    size_t most = 0;
+    for (size_t j = 1; j < segs.size(); ++j) {
+      if (segs[j].dranges > segs[most].dranges) most = j;
+    }
+    if (segs[most].dranges <= 1) break;
+    --segs[most].dranges;
+    --given;
+  }
 
   std::vector<Drange> dranges;
   for (size_t j = 0; j < segs.size(); ++j) {

@@ -144,3 +144,34 @@ TEST(DrangeTest, MinorReorganizationMovesTrangesToLighterNeighbours) {
 
 }  // namespace
 }  // namespace nova::ltc
+
+namespace nova::ltc {
+namespace {
+
+// Whatever the samples (few keys, a few very hot ones, many light ones between them), a
+// major reorganization never builds more than theta Dranges, and they are in order.
+TEST(DrangeTest, MajorReorganizationNeverExceedsTheta) {
+  const uint64_t seed = test::TestSeed("DrangeTest.NeverExceedsTheta");
+  std::mt19937_64 rng(seed);
+  const leveldb::Comparator* cmp = leveldb::BytewiseComparator();
+  for (int round = 0; round < 2000; ++round) {
+    const int theta = 2 + static_cast<int>(rng() % 16);
+    const int keys = 1 + static_cast<int>(rng() % 40);
+    std::vector<KeySample> samples;
+    for (int k = 0; k < keys; ++k) {
+      const uint64_t weight = rng() % 4 == 0 ? 100 + rng() % 1000 : 1 + rng() % 3;
+      char key[8];
+      std::snprintf(key, sizeof key, "k%03d", k);
+      samples.push_back({key, weight});
+    }
+    auto layout = MajorReorganize(cmp, samples, theta, 4, 1);
+    ASSERT_LE(layout->size(), theta) << "seed " << seed << " round " << round;
+    for (int d = 1; d < layout->size(); ++d) {
+      ASSERT_LE(CompareBounds(cmp, layout->drange(d - 1).lower, layout->drange(d).lower), 0)
+          << "seed " << seed << " round " << round;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nova::ltc
