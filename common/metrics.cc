@@ -293,6 +293,28 @@ void MetricsRegistry::UnregisterCallbackGauge(std::string_view name) {
   entries_.erase(it);
 }
 
+void MetricsRegistry::RegisterDebugSection(std::string_view name,
+                                           std::function<std::string()> fn) {
+  CHECK(fn) << "debug section '" << name << "' needs a function";
+  std::lock_guard<std::mutex> cl(callback_mu_);
+  debug_sections_.insert_or_assign(std::string(name), std::move(fn));
+}
+
+void MetricsRegistry::UnregisterDebugSection(std::string_view name) {
+  std::lock_guard<std::mutex> cl(callback_mu_);
+  auto it = debug_sections_.find(name);
+  if (it != debug_sections_.end()) debug_sections_.erase(it);
+}
+
+std::string MetricsRegistry::DumpDebug() const {
+  std::lock_guard<std::mutex> cl(callback_mu_);
+  std::string out;
+  for (const auto& [name, fn] : debug_sections_) {
+    out += "== " + name + " ==\n" + fn() + "\n";
+  }
+  return out;
+}
+
 std::vector<MetricsRegistry::Row> MetricsRegistry::Collect() const {
   std::vector<Row> rows;
   // Callback functions run with callback_mu_ held (so Unregister waits for them) but not

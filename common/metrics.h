@@ -210,6 +210,15 @@ class MetricsRegistry {
   // REQUIRES: the caller holds no lock that the gauge's function acquires.
   void UnregisterCallbackGauge(std::string_view name);
 
+  // Debug sections: named blocks of text `fn` renders at each DumpDebug() (e.g. an LTC
+  // range's Drange boundaries), for what does not fit a number. Same lifetime rules as
+  // callback gauges: `fn` runs with callback_mu_ held; registering a name again replaces
+  // its function.
+  void RegisterDebugSection(std::string_view name, std::function<std::string()> fn);
+  void UnregisterDebugSection(std::string_view name);
+  // Every section as "== name ==\n<text>\n", sorted by name.
+  std::string DumpDebug() const;
+
   // The Prometheus text exposition format (version 0.0.4), described above.
   std::string DumpPrometheus() const;
   // One line per metric, aligned, for logs and debugging; histograms show count, mean,
@@ -247,6 +256,8 @@ class MetricsRegistry {
   // Map nodes never move, so Entry pointers stay valid until the entry is erased (only
   // callback gauges are). GUARDED_BY(mu_)
   std::map<std::string, Entry, std::less<>> entries_;
+  // GUARDED_BY(callback_mu_)
+  std::map<std::string, std::function<std::string()>, std::less<>> debug_sections_;
 };
 
 }  // namespace nova

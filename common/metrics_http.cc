@@ -47,6 +47,9 @@ Status MetricsHttpServer::Start() {
   server->Get("/metrics", [registry](const httplib::Request&, httplib::Response& res) {
     res.set_content(registry->DumpPrometheus(), kPrometheusContentType);
   });
+  server->Get("/debug", [registry](const httplib::Request&, httplib::Response& res) {
+    res.set_content(registry->DumpDebug(), "text/plain");
+  });
   server->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok", "text/plain");
   });

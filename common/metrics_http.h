@@ -2,6 +2,7 @@
 //
 //   GET /metrics   the registry in the Prometheus text format
 //                  (Content-Type: text/plain; version=0.0.4)
+//   GET /debug     the registry's debug sections (MetricsRegistry::DumpDebug), plain text
 //   GET /healthz   "ok" while the process is serving
 //
 // It runs on its own threads (a listener and two request workers) and never touches the

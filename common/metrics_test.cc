@@ -329,6 +329,16 @@ TEST(MetricsHttpServerTest, ServesMetricsAndHealth) {
   EXPECT_EQ(res->status, 200);
   EXPECT_EQ(res->body, "ok");
 
+  r.RegisterDebugSection("range 7 dranges", [] { return std::string("[min, k) 10 writes"); });
+  res = client.Get("/debug");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "== range 7 dranges ==\n[min, k) 10 writes\n");
+  r.UnregisterDebugSection("range 7 dranges");
+  res = client.Get("/debug");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->body, "");
+
   res = client.Get("/nothing");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 404);
