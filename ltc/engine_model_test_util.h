@@ -39,12 +39,14 @@ namespace nova::ltc::engine_model_test {
 // What the engine should hold: user key -> value.
 using Model = std::map<std::string, std::string>;
 
-// One option set of the model test: theta, rho and the key distribution.
+// One option set of the model test: theta, rho, the key distribution and the indexes.
 struct Case {
   const char* name;
   int dranges;   // theta
   uint32_t rho;  // scatter width
   bool zipfian;  // else uniform keys
+  bool range_index = true;   // EngineOptions::range_index
+  bool lookup_index = true;  // EngineOptions::lookup_index
 };
 
 // Options that flush, compact and reorganize Dranges constantly.
@@ -61,6 +63,8 @@ inline EngineOptions TinyOptions(const Case& c) {
   o.l0_compaction_trigger = 2;
   o.level1_bytes = 64 << 10;
   o.compaction_threads = 2;
+  o.range_index = c.range_index;
+  o.lookup_index = c.lookup_index;
   return o;
 }
 
@@ -116,6 +120,8 @@ inline void ExpectSameAsModel(RangeEngine* engine, const Model& model, const Eng
 inline void Accumulate(const EngineStats& s, EngineStats* total) {
   total->flushes += s.flushes;
   total->compactions += s.compactions;
+  total->compactions_offloaded += s.compactions_offloaded;
+  total->compaction_offload_fallbacks += s.compaction_offload_fallbacks;
   total->major_reorganizations += s.major_reorganizations;
   total->minor_reorganizations += s.minor_reorganizations;
   total->dranges = std::max(total->dranges, s.dranges);

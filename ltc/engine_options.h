@@ -8,6 +8,8 @@
 
 namespace nova::ltc {
 
+class CompactionOffloader;
+
 struct EngineOptions {
   uint32_t range_id = 0;
   // Orders user keys. Must outlive the engine.
@@ -40,16 +42,29 @@ struct EngineOptions {
   int l0_compaction_trigger = 4;
   uint64_t level1_bytes = 10ull << 20;
   uint64_t l0_stop_writes_bytes = 256ull << 20;
+  // Past this many Level-0 bytes each write is delayed once by l0_slowdown_micros, so
+  // compaction gains ground before the stop.
+  uint64_t l0_slowdown_writes_bytes = 192ull << 20;
+  uint32_t l0_slowdown_micros = 1000;
   // Background threads for flushes and compactions.
   int compaction_threads = 2;
+  // Where compaction jobs run (--ltc_compaction_offload): null runs them here; otherwise
+  // each job is offered to the offloader first and run here only if that fails
+  // (ltc/compaction_offloader.h). Must outlive the engine.
+  CompactionOffloader* compaction_offloader = nullptr;
 
   // The lookup index (paper 4.4.1.1): key -> where its newest version is, so a Get reads one
   // memtable or Level-0 table instead of all of them. Off: Gets search every memtable and
   // overlapping Level-0 table (benchmarks compare the two).
   bool lookup_index = true;
-  // NOT IMPLEMENTED YET (the engine ignores it): an immutable memtable with fewer unique
-  // keys than this is to be merged into a new memtable instead of being flushed (paper
-  // 4.4.2). A first attempt was withdrawn: it raced with compaction's unparking.
+  // The range index (paper 4.4.1.2): partitions of the key space -> the memtables and
+  // Level-0 tables that may hold keys in them, so scans merge only the current partition's
+  // (plus Levels 1..6) and a Get that misses the lookup index searches only the partition
+  // holding its key. Off: every memtable and Level-0 table (benchmarks compare the two).
+  bool range_index = true;
+  // The small-memtable rule (paper 4.4.2): an immutable memtable with fewer unique keys
+  // than this is merged into its Drange's active memtable instead of being flushed as a
+  // table. 0 turns the rule off.
   uint64_t drange_merge_threshold_keys = 100;
 };
 

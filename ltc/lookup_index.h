@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include <leveldb/slice.h>
@@ -35,15 +36,28 @@ class LookupIndex {
   // newer version is already recorded (concurrent writers may finish out of order).
   void Update(const leveldb::Slice& key, uint64_t memtable_id, lsm::SequenceNumber sequence);
   std::optional<Entry> Lookup(const leveldb::Slice& key) const;
+  // Makes the entry of `key` point at memtable `to` if it points at memtable `from` (its
+  // versions moved there with their sequence numbers).
+  void Repoint(const leveldb::Slice& key, uint64_t from, uint64_t to);
   // Removes the entry of `key` if it still points at `memtable_id`.
   void EraseIf(const leveldb::Slice& key, uint64_t memtable_id);
   size_t size() const;
 
  private:
   static constexpr size_t kStripes = 64;  // spreads concurrent writers' lock traffic
+  // Transparent hashing and equality: lookups by a key's bytes without building a string
+  // (the put path updates the index on every write).
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view k) const { return std::hash<std::string_view>()(k); }
+  };
+  struct KeyEq {
+    using is_transparent = void;
+    bool operator()(std::string_view a, std::string_view b) const { return a == b; }
+  };
   struct Stripe {
     mutable std::mutex mu;
-    std::unordered_map<std::string, Entry> entries;  // protected by mu
+    std::unordered_map<std::string, Entry, KeyHash, KeyEq> entries;  // protected by mu
   };
   Stripe& StripeOf(const leveldb::Slice& key) const;
 

@@ -114,6 +114,7 @@ class MemTable : public std::enable_shared_from_this<MemTable> {
   // Orders encoded entries (or encoded lookup keys) by their internal keys.
   struct EntryComparator {
     const lsm::InternalKeyComparator* cmp;
+    bool bytewise;  // the user comparator is leveldb's bytewise one: compare inline
     int operator()(const char* a, const char* b) const;
   };
   using Table = SkipList<const char*, EntryComparator>;

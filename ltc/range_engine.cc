@@ -1,6 +1,8 @@
 #include "ltc/range_engine.h"
 
 #include <algorithm>
+#include <set>
+#include <thread>
 
 #include <glog/logging.h>
 
@@ -20,8 +22,8 @@ namespace {
 constexpr int kManifestAppendAttempts = 3;
 // Largest MANIFEST before it rolls over to a new file with a snapshot.
 constexpr uint64_t kManifestRollBytes = 4ull << 20;
-// A flush waits for writes still going into its memtable in steps of this long.
-constexpr auto kSealWaitStep = std::chrono::milliseconds(1);
+// A flush waiting this long for writes still going into its memtable logs a warning.
+constexpr auto kSealWaitLog = std::chrono::seconds(10);
 
 
 // Iterator that keeps what it reads (memtables, the version) alive.
@@ -82,6 +84,7 @@ RangeEngine::~RangeEngine() {
   {
     std::unique_lock lock(mu_);
     shutting_down_ = true;
+    writes_blocked_ = true;
     cv_.notify_all();
     cv_.wait(lock, [&] { return running_ == 0; });
   }
@@ -110,8 +113,7 @@ Status RangeEngine::Open() {
   // The version from the MANIFEST's tables.
   VersionEdit all = manifest_.Snapshot();
   current_ = BuildVersion(std::make_shared<Version>(), all);
-  last_assigned_ = manifest_.last_sequence();
-  visible_ = last_assigned_;
+  seq_.Reset(manifest_.last_sequence());
   layout_ = manifest_.dranges() ? RestoreLayout(*manifest_.dranges())
                                 : std::make_unique<DrangeLayout>(options_.comparator, 0);
   for (int d = 0; d < layout_->size(); ++d) {
@@ -119,11 +121,55 @@ Status RangeEngine::Open() {
     ds->active = NewMemTableLocked();
     dranges_.push_back(std::move(ds));
   }
+  CollectOrphansLocked();
+  PublishRoutingLocked();
+  RebuildRangeIndexLocked();
+  l0_bytes_ = current_->LevelBytes(0);
   opened_ = true;
+  writes_blocked_ = false;
   LOG(INFO) << "range " << options_.range_id << " opened: " << current_->levels[0].size()
-            << " L0 tables, last sequence " << last_assigned_ << ", " << layout_->size()
+            << " L0 tables, last sequence " << seq_.last_assigned() << ", " << layout_->size()
             << " Dranges";
   return Status::OK();
+}
+
+void RangeEngine::CollectOrphansLocked() {
+  // Tables no MANIFEST references: outputs of a flush or compaction that a crash (or a
+  // failed MANIFEST append that could not be rolled over) cut off before they were
+  // recorded. Nothing writes this range's tables yet, so every unreferenced one is garbage.
+  auto listed = store_->ListTables();
+  if (!listed.ok()) {
+    LOG(WARNING) << "range " << options_.range_id
+                 << ": cannot list tables to collect orphans (next Open retries): "
+                 << listed.status().ToString();
+    return;
+  }
+  std::set<uint64_t> live;
+  for (const auto& level : current_->levels) {
+    for (const TableRef& t : level) live.insert(t->meta().number);
+  }
+  uint64_t largest = 0;
+  for (uint64_t n : listed.value()) {
+    largest = std::max(largest, n);
+    if (live.count(n) != 0) continue;
+    Status s = store_->DeleteTableFiles(n);
+    if (s.ok()) {
+      ++stats_.orphans_collected;
+    } else {
+      LOG(WARNING) << "range " << options_.range_id << ": deleting orphaned table " << n
+                   << ": " << s.ToString();
+    }
+  }
+  LOG_IF(INFO, stats_.orphans_collected > 0)
+      << "range " << options_.range_id << ": collected " << stats_.orphans_collected
+      << " orphaned tables";
+  if (largest >= manifest_.next_file_number()) {
+    // Never reuse the number of a table file that may still exist (an orphan whose
+    // deletion failed, or one a StoC was still writing).
+    VersionEdit e;
+    e.next_file_number = largest + 1;
+    manifest_.Apply(e).IgnoreError();  // only a counter
+  }
 }
 
 // ---- Writes ---------------------------------------------------------------------------
@@ -178,11 +224,10 @@ bool RangeEngine::RoomToRotateLocked(uint32_t d) const {
 }
 
 void RangeEngine::RotateLocked(uint32_t d, DrangeState* ds) {
-  {
-    std::lock_guard s(seq_mu_);
-    immutables_.push_back(Immutable{ds->active, d, last_assigned_});
-  }
+  DCHECK(dranges_[d].get() == ds);
+  immutables_.push_back(Immutable{ds->active, d, seq_.last_assigned(), dranges_[d]});
   ds->active = NewMemTableLocked();
+  RebuildRangeIndexLocked();
   ScheduleWork();
 }
 
@@ -193,76 +238,105 @@ std::shared_ptr<MemTable> RangeEngine::NewMemTableLocked() {
   return m;
 }
 
+std::shared_ptr<const RangeEngine::Routing> RangeEngine::CurrentRouting() const {
+  std::lock_guard lock(routing_mu_);
+  return routing_;
+}
+
+void RangeEngine::PublishRoutingLocked() {
+  auto r = std::make_shared<Routing>();
+  r->layout = layout_;
+  r->states = dranges_;
+  std::lock_guard lock(routing_mu_);
+  routing_ = std::move(r);
+}
+
 Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
                                  std::vector<std::shared_ptr<MemTable>>* mems,
                                  lsm::SequenceNumber* first) {
   bool stalled = false;  // counted once per write however long it waits
+  bool slowed = false;
   while (true) {
-    std::shared_ptr<const DrangeLayout> layout;
-    std::vector<std::shared_ptr<DrangeState>> states;
-    {
+    if (writes_blocked_.load(std::memory_order_acquire)) {
       std::lock_guard lock(mu_);
       if (!opened_) return Status::IllegalState("range is not open");
+      if (shutting_down_) return Status::Aborted("engine shutting down");
       if (!bg_error_.ok()) return bg_error_.Prepend("writes stopped");
-      layout = layout_;
-      states = dranges_;
     }
+    if (!slowed && l0_bytes_.load(std::memory_order_relaxed) >= options_.l0_slowdown_writes_bytes) {
+      // Level 0 is close to the stop: give compaction some room, once per write, so writers
+      // slow down gradually instead of hitting the stop all at once.
+      slowed = true;
+      const MonoTime start = MonoNow();
+      std::this_thread::sleep_for(std::chrono::microseconds(options_.l0_slowdown_micros));
+      slowdowns_.fetch_add(1, std::memory_order_relaxed);
+      slowdown_micros_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                     MonoNow() - start).count()),
+                                 std::memory_order_relaxed);
+    }
+    const std::shared_ptr<const Routing> routing = CurrentRouting();
+    const DrangeLayout& layout = *routing->layout;
+    uint32_t single = 0;  // the common case: one key
     std::vector<uint32_t> route;
-    for (const auto& k : keys) route.push_back(static_cast<uint32_t>(layout->Route(k)));
-    std::vector<uint32_t> order = route;
-    std::sort(order.begin(), order.end());
-    order.erase(std::unique(order.begin(), order.end()), order.end());
-    // Lock the Dranges in index order (no deadlock between batches).
+    if (keys.size() == 1) {
+      single = static_cast<uint32_t>(layout.Route(keys[0]));
+    } else {
+      for (const auto& k : keys) route.push_back(static_cast<uint32_t>(layout.Route(k)));
+    }
+    std::vector<uint32_t> order = keys.size() == 1 ? std::vector<uint32_t>{single} : route;
+    if (order.size() > 1) {
+      std::sort(order.begin(), order.end());
+      order.erase(std::unique(order.begin(), order.end()), order.end());
+    }
+    // Lock the Dranges in index order (no deadlock between batches). A Drange not retired
+    // under its lock belongs to the current layout (a reorganization retires every old
+    // Drange under its lock).
     std::vector<std::unique_lock<std::mutex>> locks;
-    for (uint32_t d : order) locks.emplace_back(states[d]->mu);
+    locks.reserve(order.size());
+    for (uint32_t d : order) locks.emplace_back(routing->states[d]->mu);
     bool retry = false, stall = false;
-    {
-      std::unique_lock lock(mu_);
-      if (layout_ != layout) retry = true;
-      for (uint32_t d : order) {
-        if (retry || stall) break;
-        DrangeState* ds = states[d].get();
-        if (ds->retired) {
-          retry = true;
-        } else if (ds->active->ApproximateMemoryUsage() >= options_.memtable_bytes) {
-          if (RoomToRotateLocked(d)) {
-            RotateLocked(d, ds);
-          } else {
-            stall = true;
-          }
-        }
+    for (uint32_t d : order) {
+      DrangeState* ds = routing->states[d].get();
+      if (ds->retired) {
+        retry = true;
+        break;
       }
-      if (stall) {
-        locks.clear();  // let other writers and the rotation path go while we wait
-        const MonoTime start = MonoNow();
-        if (!stalled) ++stats_.stalls;
-        stalled = true;
-        ScheduleWork();
-        cv_.wait_for(lock, std::chrono::milliseconds(10));
-        stats_.stall_micros += static_cast<uint64_t>(
-            std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count());
-        if (shutting_down_) return Status::Aborted("engine shutting down");
-        continue;
+      if (ds->active->ApproximateMemoryUsage() < options_.memtable_bytes) continue;
+      std::lock_guard lock(mu_);
+      if (RoomToRotateLocked(d)) {
+        RotateLocked(d, ds);
+      } else {
+        stall = true;
+        break;
       }
     }
     if (retry) continue;
+    if (stall) {
+      locks.clear();  // let other writers and the rotation path go while we wait
+      std::unique_lock lock(mu_);
+      const MonoTime start = MonoNow();
+      if (!stalled) ++stats_.stalls;
+      stalled = true;
+      ScheduleWork();
+      cv_.wait_for(lock, std::chrono::milliseconds(10));
+      stats_.stall_micros += static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count());
+      continue;
+    }
     mems->clear();
-    for (uint32_t d : route) mems->push_back(states[d]->active);
-    std::lock_guard s(seq_mu_);
-    *first = last_assigned_ + 1;
-    last_assigned_ += keys.size();
-    in_flight_.insert(*first);
+    if (keys.size() == 1) {
+      mems->push_back(routing->states[single]->active);
+    } else {
+      for (uint32_t d : route) mems->push_back(routing->states[d]->active);
+    }
+    // Taken under the Dranges' locks: within a Drange sequences follow memtable order.
+    *first = seq_.Assign(keys.size());
     return Status::OK();
   }
 }
 
 void RangeEngine::FinishWrite(lsm::SequenceNumber first, size_t count) {
-  std::lock_guard s(seq_mu_);
-  in_flight_.erase(first);
-  visible_.store(in_flight_.empty() ? last_assigned_ : *in_flight_.begin() - 1,
-                 std::memory_order_release);
-  (void)count;
-  seq_cv_.notify_all();
+  seq_.Finish(first, count);
 }
 
 uint64_t RangeEngine::NewFileNumber() {
@@ -274,9 +348,7 @@ uint64_t RangeEngine::NewFileNumber() {
   return n;
 }
 
-lsm::SequenceNumber RangeEngine::VisibleSequence() const {
-  return visible_.load(std::memory_order_acquire);
-}
+lsm::SequenceNumber RangeEngine::VisibleSequence() const { return seq_.visible(); }
 
 // ---- Reads ----------------------------------------------------------------------------
 
@@ -285,6 +357,7 @@ Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
   gets_.fetch_add(1, std::memory_order_relaxed);
   lsm::SequenceNumber seq;
   std::vector<std::shared_ptr<MemTable>> mems;
+  std::shared_ptr<const RangeIndex> rindex;
   std::shared_ptr<Version> version;
   std::optional<LookupIndex::Entry> indexed;
   if (options_.lookup_index) indexed = index_.Lookup(key);
@@ -297,7 +370,11 @@ Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
     std::lock_guard lock(mu_);
     if (!opened_) return Status::IllegalState("range is not open");
     seq = snapshot ? snapshot->sequence() : VisibleSequence();
-    mems = live_;
+    if (range_index_ != nullptr) {
+      rindex = range_index_;
+    } else {
+      mems = live_;
+    }
     version = current_;
     if (indexed) {
       auto it = mid_to_table_.find(indexed->memtable_id);
@@ -327,16 +404,27 @@ Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
       return Status::OK();
     }
   }
-  // Memtables and Level 0 may overlap: the newest version by sequence wins.
-  for (const auto& m : mems) {
+  // Memtables and Level 0 may overlap: the newest version by sequence wins. With the range
+  // index, only the memtables and tables of the partition holding the key can hold it.
+  auto search_mem = [&](const std::shared_ptr<MemTable>& m) -> Status {
     std::unique_ptr<leveldb::Iterator> it(m->NewIterator());
     NOVA_RETURN_NOT_OK(SeekNewest(it.get(), &icmp_, key, seq, &hit));
     if (hit.found && (!best.found || hit.sequence > best.sequence)) best = std::move(hit);
-  }
-  for (const TableRef& t : version->levels[0]) {
-    if (!t->Overlaps(key, key)) continue;
+    return Status::OK();
+  };
+  auto search_table = [&](const TableRef& t) -> Status {
+    if (!t->Overlaps(key, key)) return Status::OK();
     NOVA_RETURN_NOT_OK(t->Get(key, seq, &hit));
     if (hit.found && (!best.found || hit.sequence > best.sequence)) best = std::move(hit);
+    return Status::OK();
+  };
+  if (rindex != nullptr) {
+    const RangeIndex::Partition& p = rindex->partition(rindex->Find(key));
+    for (uint32_t m : p.memtables) NOVA_RETURN_NOT_OK(search_mem(rindex->memtables()[m]));
+    for (uint32_t t : p.tables) NOVA_RETURN_NOT_OK(search_table(rindex->tables()[t]));
+  } else {
+    for (const auto& m : mems) NOVA_RETURN_NOT_OK(search_mem(m));
+    for (const TableRef& t : version->levels[0]) NOVA_RETURN_NOT_OK(search_table(t));
   }
   if (!best.found) {
     // Levels 1..6 hold older data, non-overlapping per level: the first hit is the newest.
@@ -359,25 +447,22 @@ Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
 leveldb::Iterator* RangeEngine::NewIterator(const EngineSnapshot* snapshot) {
   lsm::SequenceNumber seq;
   std::vector<std::shared_ptr<void>> pins;
-  std::vector<leveldb::Iterator*> children;
+  std::vector<std::shared_ptr<MemTable>> mems;
+  std::shared_ptr<const RangeIndex> rindex;
   std::shared_ptr<Version> version;
   {
     std::lock_guard lock(mu_);  // the sequence with the state it is read in (see Get)
     if (!opened_) return new ErrorIterator(Status::IllegalState("range is not open"));
     seq = snapshot ? snapshot->sequence() : VisibleSequence();
-    for (const auto& m : live_) {
-      children.push_back(m->NewIterator());  // pins its memtable
+    if (range_index_ != nullptr) {
+      rindex = range_index_;  // holds its memtables and Level-0 tables
+    } else {
+      mems = live_;
     }
     version = current_;
   }
   pins.push_back(version);
-  for (int level = 0; level < kNumLevels; ++level) {
-    for (const TableRef& t : version->levels[level]) {
-      auto it = t->NewIterator();
-      children.push_back(it.ok() ? it.value() : new ErrorIterator(it.status()));
-    }
-  }
-  leveldb::Iterator* merged = lsm::NewMergingIterator(&icmp_, std::move(children));
+  leveldb::Iterator* merged = NewInternalIterator(mems, std::move(rindex), version);
   return new PinningIterator(lsm::NewUserIterator(&icmp_, merged, seq), std::move(pins));
 }
 
@@ -421,26 +506,75 @@ void RangeEngine::ScheduleWork() {
   if (!s.ok()) --running_;
 }
 
+const RangeEngine::Immutable* RangeEngine::NextFlushLocked() const {
+  // Oldest first, and within a Drange strictly in order: a memtable waits while an older
+  // one of its Drange is pending or being flushed (the small-memtable merge moves versions
+  // into the next one; Level-0 compaction relies on a Drange's tables arriving in order).
+  // Memtables of different Dranges flush in parallel, up to the background threads.
+  std::vector<const DrangeState*> waiting;
+  for (const Immutable& imm : immutables_) {
+    const bool blocked = std::find(waiting.begin(), waiting.end(), imm.state.get()) != waiting.end();
+    if (!blocked && flushing_ids_.count(imm.mem->id()) == 0) return &imm;
+    waiting.push_back(imm.state.get());
+  }
+  return nullptr;
+}
+
+void RangeEngine::EraseImmutableLocked(const std::shared_ptr<MemTable>& mem) {
+  auto it = std::find_if(immutables_.begin(), immutables_.end(),
+                         [&](const Immutable& i) { return i.mem == mem; });
+  DCHECK(it != immutables_.end());
+  if (it != immutables_.end()) immutables_.erase(it);
+}
+
+namespace {
+
+// Backoff after `failures` failures in a row of a flush or compaction.
+std::chrono::milliseconds RetryDelay(int failures) {
+  constexpr int64_t kFirstMs = 10, kMaxMs = 5000;
+  const int64_t ms = kFirstMs << std::min(failures - 1, 9);
+  return std::chrono::milliseconds(std::min(ms, kMaxMs));
+}
+
+}  // namespace
+
 void RangeEngine::BackgroundWork() {
   std::unique_lock lock(mu_);
+  // Runs one flush (of a copy: the queue may change meanwhile). REQUIRES: lock held.
+  auto flush = [&](Immutable imm) {
+    flushing_ids_.insert(imm.mem->id());
+    lock.unlock();
+    Status s = FlushOne(imm);
+    lock.lock();
+    flushing_ids_.erase(imm.mem->id());
+    if (s.ok()) {
+      flush_failures_in_row_ = 0;
+    } else if (bg_error_.ok()) {
+      // The memtable stays immutable and readable; a StoC that failed is left out of
+      // placement for a while, so the retry goes elsewhere.
+      ++stats_.flush_failures;
+      last_flush_error_ = s;
+      const auto delay = RetryDelay(++flush_failures_in_row_);
+      flush_retry_at_ = MonoNow() + delay;
+      LOG(WARNING) << "range " << options_.range_id << ": flush failed (retry in "
+                   << delay.count() << " ms): " << s.ToString();
+    }
+    cv_.notify_all();
+  };
   while (!shutting_down_ && bg_error_.ok()) {
-    if (!flushing_ && !immutables_.empty()) {
-      flushing_ = true;
-      Immutable imm = immutables_.front();
-      lock.unlock();
-      Status s = FlushOne(imm);
-      lock.lock();
-      flushing_ = false;
-      if (!s.ok()) {
-        LOG(ERROR) << "range " << options_.range_id << ": flush failed, writes stop: " << s.ToString();
-        bg_error_ = s;
-      }
-      cv_.notify_all();
+    const MonoTime now = MonoNow();
+    const Immutable* next_flush = NextFlushLocked();
+    const bool flush_due = next_flush != nullptr;
+    const bool flush_now = flush_due && now >= flush_retry_at_;
+    // Flushes come first, but a second concurrent flush only when no compaction is
+    // waiting: else a steady stream of flushes would starve Level 0.
+    if (flush_now && flushing_ids_.empty()) {
+      flush(*next_flush);
       continue;
     }
     std::vector<TableRef> inputs, next;
     int level;
-    if (PickCompaction(&inputs, &level, &next)) {
+    if (now >= compaction_retry_at_ && PickCompaction(&inputs, &level, &next)) {
       for (const auto& t : inputs) compacting_.insert(t->meta().number);
       for (const auto& t : next) compacting_.insert(t->meta().number);
       lock.unlock();
@@ -448,10 +582,25 @@ void RangeEngine::BackgroundWork() {
       lock.lock();
       for (const auto& t : inputs) compacting_.erase(t->meta().number);
       for (const auto& t : next) compacting_.erase(t->meta().number);
-      LOG_IF(WARNING, !s.ok()) << "range " << options_.range_id << ": compaction failed: "
-                               << s.ToString();
+      if (s.ok()) {
+        compaction_failures_in_row_ = 0;
+      } else if (bg_error_.ok()) {
+        ++stats_.compaction_failures;
+        const auto delay = RetryDelay(++compaction_failures_in_row_);
+        compaction_retry_at_ = MonoNow() + delay;
+        LOG(WARNING) << "range " << options_.range_id << ": compaction failed (retry in "
+                     << delay.count() << " ms): " << s.ToString();
+      }
       cv_.notify_all();
-      if (!s.ok()) break;  // retried when more work arrives
+      continue;
+    }
+    if (flush_now) {
+      flush(*next_flush);  // (PickCompaction does not change the queue)
+      continue;
+    }
+    if (flush_due) {
+      // Only a flush waiting out its backoff: wait here (woken early by shutdown).
+      cv_.wait_until(lock, flush_retry_at_);
       continue;
     }
     break;
@@ -462,10 +611,12 @@ void RangeEngine::BackgroundWork() {
 
 Status RangeEngine::FlushOne(const Immutable& imm) {
   // Writes that took a sequence before the rotation may still be adding to the memtable.
-  {
-    std::unique_lock s(seq_mu_);
-    while (visible_.load(std::memory_order_acquire) < imm.sealed) seq_cv_.wait_for(s, kSealWaitStep);
+  while (!seq_.WaitVisible(imm.sealed, Deadline::After(kSealWaitLog))) {
+    LOG(WARNING) << "range " << options_.range_id << ": flush of memtable " << imm.mem->id()
+                 << " still waits for writes up to sequence " << imm.sealed << " (visible "
+                 << seq_.visible() << ")";
   }
+  if (MaybeMergeIntoActive(imm)) return Status::OK();
   std::vector<TableMeta> outputs;
   if (imm.mem->num_entries() > 0) {
     lsm::TableBuildOptions opts;
@@ -502,8 +653,9 @@ Status RangeEngine::FlushOne(const Immutable& imm) {
   Status s = LogAndApplyLocked(&edit, &lock);
   if (!s.ok()) return s;
   // The memtable is now in a table: readers stop seeing it in the same step.
-  immutables_.pop_front();
+  EraseImmutableLocked(imm.mem);
   live_.erase(std::remove(live_.begin(), live_.end(), imm.mem), live_.end());
+  RebuildRangeIndexLocked();
   if (edit.new_tables.empty()) {
     mid_to_table_.erase(imm.mem->id());
   } else {
@@ -525,9 +677,11 @@ Status RangeEngine::LogAndApplyLocked(VersionEdit* edit, std::unique_lock<std::m
     LOG(WARNING) << "range " << options_.range_id << ": MANIFEST append failed (attempt "
                  << attempt + 1 << "): " << appended.ToString();
   }
-  NOVA_RETURN_NOT_OK_PREPEND(appended, "MANIFEST append");
+  if (!appended.ok()) return RecoverFromFailedAppendLocked(*edit, appended);
   NOVA_RETURN_NOT_OK(manifest_.Apply(*edit));
   current_ = BuildVersion(current_, *edit);
+  RebuildRangeIndexLocked();  // Level 0 may have changed
+  l0_bytes_.store(current_->LevelBytes(0), std::memory_order_relaxed);
   manifest_bytes_ += record.size();
   if (manifest_bytes_ > kManifestRollBytes) {
     // Start a new MANIFEST with the whole state; the old one is retired by the store.
@@ -540,6 +694,35 @@ Status RangeEngine::LogAndApplyLocked(VersionEdit* edit, std::unique_lock<std::m
     }
   }
   return Status::OK();
+}
+
+Status RangeEngine::RecoverFromFailedAppendLocked(const VersionEdit& edit, const Status& error) {
+  // The record may still have reached a replica, and a later Open could pick it up (then
+  // contradicting the edits that follow). A new MANIFEST holding the state without it
+  // settles the question: Open reads only the newest MANIFEST.
+  const std::string snapshot = EncodeManifestRecord(manifest_.Snapshot());
+  const Status rolled = store_->RollManifest(snapshot);
+  if (!rolled.ok()) {
+    // Whether the edit is in the MANIFEST is unknown: nothing may be appended or deleted
+    // any more (the edit's tables may be referenced after a restart).
+    LOG(ERROR) << "range " << options_.range_id << ": MANIFEST append failed ("
+               << error.ToString() << ") and a new MANIFEST could not be written ("
+               << rolled.ToString() << "): writes stop";
+    bg_error_ = error.Prepend("MANIFEST append");
+    writes_blocked_ = true;
+    return bg_error_;
+  }
+  manifest_bytes_ = snapshot.size();
+  ++stats_.manifest_failures;
+  // The edit is gone for good, and with it the only reference to its new tables.
+  for (const auto& [level, meta] : edit.new_tables) {
+    Status d = store_->DeleteTable(meta);
+    LOG_IF(WARNING, !d.ok()) << "range " << options_.range_id << ": deleting table "
+                             << meta.number << " of a failed edit: " << d.ToString();
+  }
+  LOG(WARNING) << "range " << options_.range_id << ": MANIFEST append failed, edit dropped "
+               << "(a new MANIFEST holds the state without it): " << error.ToString();
+  return error.Prepend("MANIFEST append");
 }
 
 std::shared_ptr<Version> RangeEngine::BuildVersion(const std::shared_ptr<Version>& base,

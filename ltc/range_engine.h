@@ -12,13 +12,16 @@
 // among the memtables and Level-0 tables (which may overlap), else the first hit in Levels
 // 1..6 (older data: a Level-0 table moves down only when no memtable holds older versions of
 // its keys, and together with every Level-0 table overlapping it). Iterators merge
-// everything visible at their snapshot.
+// everything visible at their snapshot. The range index (range_index.h, on by default)
+// narrows the memtables and Level-0 tables a scan merges, or a Get that misses the lookup
+// index searches, to those of the partition holding the position or key.
 //
-// Not yet: logs (memtable contents are lost on a crash until LogC exists), the lookup and
-// range indexes, offloading compactions to StoCs, the small-memtable merge rule.
+// Not yet: logs (memtable contents are lost on a crash until LogC exists), the small-memtable
+// merge rule. Compactions may be offloaded to StoCs
+// (EngineOptions::compaction_offloader, range_engine_offload.cc).
 //
 // Thread safety: all public methods are thread-safe. Lock order: a Drange's mu, then mu_;
-// seq_mu_ is a leaf.
+// routing_mu_ is a leaf.
 #pragma once
 
 #include <atomic>
@@ -38,14 +41,18 @@
 #include <leveldb/iterator.h>
 #include <leveldb/write_batch.h>
 
+#include "common/lsm/compaction_merge.h"
+#include "common/clock.h"
 #include "common/lsm/internal_key.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
 #include "ltc/drange.h"
 #include "ltc/engine_options.h"
 #include "ltc/lookup_index.h"
+#include "ltc/range_index.h"
 #include "ltc/manifest.h"
 #include "ltc/memtable.h"
+#include "ltc/sequence_watermark.h"
 #include "ltc/table_store.h"
 #include "ltc/version.h"
 
@@ -65,8 +72,22 @@ class EngineSnapshot {
 struct EngineStats {
   uint64_t puts = 0, deletes = 0, gets = 0;
   uint64_t flushes = 0, compactions = 0;
+  // Immutable memtables merged into their Drange's active memtable instead of flushed, and
+  // the entries they carried over.
+  uint64_t memtable_merges = 0, merged_entries = 0;
+  // Background failures: flushes and compactions retried after a backoff, and MANIFEST
+  // appends that failed for good (the edit dropped, a new MANIFEST started).
+  uint64_t flush_failures = 0, compaction_failures = 0, manifest_failures = 0;
+  // Unreferenced table files deleted at Open.
+  uint64_t orphans_collected = 0;
+  // Of `compactions`, those executed by a StoC; and offloads that failed, after which the
+  // job ran here (EngineOptions::compaction_offloader).
+  uint64_t compactions_offloaded = 0, compaction_offload_fallbacks = 0;
   uint64_t stalls = 0;           // writes that had to wait for a free memtable or Level 0
   uint64_t stall_micros = 0;     // time they waited
+  // Writes delayed (once each) because Level 0 passed l0_slowdown_writes_bytes, and the
+  // time they were delayed.
+  uint64_t slowdowns = 0, slowdown_micros = 0;
   uint64_t major_reorganizations = 0, minor_reorganizations = 0;
   double drange_imbalance = 0;   // of the last measured window
   uint64_t lookup_index_hits = 0;   // Gets answered from the one indexed memtable or table
@@ -86,7 +107,8 @@ class RangeEngine {
   RangeEngine(const RangeEngine&) = delete;
   RangeEngine& operator=(const RangeEngine&) = delete;
 
-  // Recovers tables and Dranges from the MANIFEST (or starts an empty range).
+  // Recovers tables and Dranges from the MANIFEST (or starts an empty range), and deletes
+  // table files the MANIFEST does not reference (orphans of a crash or failed append).
   Status Open();
 
   Status Put(const leveldb::Slice& key, const leveldb::Slice& value);
@@ -108,6 +130,8 @@ class RangeEngine {
   void ReleaseSnapshot(const EngineSnapshot* snapshot);
 
   // Makes every memtable immutable and waits until all are flushed (tests, shutdown).
+  // Returns the error of a flush that fails meanwhile (the flush is retried in the
+  // background) or the error that stopped the range.
   Status FlushAll();
   // Waits until no compaction is needed or running.
   Status WaitForCompactions();
@@ -125,6 +149,9 @@ class RangeEngine {
     std::shared_ptr<MemTable> mem;
     uint32_t drange;
     lsm::SequenceNumber sealed;  // every write into mem has a sequence <= this
+    // The Drange it came from (retired if a reorganization replaced it): its memtables
+    // flush in order, and a merge may give the versions back to it.
+    std::shared_ptr<DrangeState> state;
   };
 
   // Write path.
@@ -145,6 +172,18 @@ class RangeEngine {
   // Erases the lookup-index entries that point at the memtables flushed into Level-0 tables
   // that compaction just replaced. REQUIRES: mu_ not held.
   void ForgetCompactedLevel0(const std::vector<TableRef>& tables);
+
+  // Range index (range_engine_index.cc). Builds range_index_ anew from layout_, dranges_,
+  // live_ and current_, recording the interval of each active memtable not seen before; to
+  // be called in the same mu_ critical section as every change to those (readers take the
+  // index with the sequence they read at). REQUIRES: mu_ held; dranges_ belong to layout_.
+  void RebuildRangeIndexLocked();
+  // The internal iterator (every version of every key) over `version` and the memtables
+  // and Level-0 tables of `rindex` (if not null) or else `mems` and version's Level 0.
+  // Caller deletes it; it holds what it reads except `version` (the caller pins it).
+  leveldb::Iterator* NewInternalIterator(const std::vector<std::shared_ptr<MemTable>>& mems,
+                                         std::shared_ptr<const RangeIndex> rindex,
+                                         const std::shared_ptr<Version>& version);
   // Makes the active memtable of `d` immutable and starts a new one.
   // REQUIRES: ds->mu and mu_ held.
   void RotateLocked(uint32_t d, DrangeState* ds);
@@ -161,14 +200,35 @@ class RangeEngine {
   // Background work.
   void ScheduleWork();
   void BackgroundWork();
+  // The immutable memtable to flush next, or null. REQUIRES: mu_ held.
+  const Immutable* NextFlushLocked() const;
+  // Removes `mem` from immutables_. REQUIRES: mu_ held.
+  void EraseImmutableLocked(const std::shared_ptr<MemTable>& mem);
   Status FlushOne(const Immutable& imm);
+  // The small-memtable rule (paper 4.4.2): if `imm` has fewer unique keys than
+  // drange_merge_threshold_keys, moves the versions of it that readers may still need into
+  // its Drange's active memtable instead of writing a table, and drops it. Returns false
+  // (nothing changed) when the rule does not apply. range_engine_merge.cc.
+  bool MaybeMergeIntoActive(const Immutable& imm);
   bool PickCompaction(std::vector<TableRef>* inputs, int* level, std::vector<TableRef>* next);
   // Memtables that may hold a version older than one already flushed. REQUIRES: mu_ held.
   std::vector<std::shared_ptr<MemTable>> MemtablesThatMayHoldOlderVersions() const;
   Status RunCompaction(int level, const std::vector<TableRef>& inputs,
                        const std::vector<TableRef>& next);
+  // Runs the job through options_.compaction_offloader (range_engine_offload.cc); on OK,
+  // *outputs are the written outputs for level + 1. REQUIRES: mu_ not held.
+  Status OffloadCompaction(int level, const std::vector<TableRef>& inputs,
+                           const std::vector<TableRef>& next,
+                           const lsm::CompactionMergeOptions& mo, std::vector<TableMeta>* outputs);
   // Records the edit in the MANIFEST and installs the new version. REQUIRES: mu_ held.
   Status LogAndApplyLocked(VersionEdit* edit, std::unique_lock<std::mutex>* lock);
+  // After an edit's MANIFEST append failed for good: starts a new MANIFEST without it and
+  // deletes its new tables, or, if that fails too, stops the range. Returns the error for
+  // the caller. REQUIRES: mu_ held.
+  Status RecoverFromFailedAppendLocked(const VersionEdit& edit, const Status& error);
+  // Deletes tables the store has but the current version does not reference, and moves
+  // the next file number past every listed table. REQUIRES: mu_ held, at Open.
+  void CollectOrphansLocked();
   std::shared_ptr<Version> BuildVersion(const std::shared_ptr<Version>& base,
                                         const VersionEdit& edit);
   std::vector<lsm::SequenceNumber> LiveSnapshots() const;
@@ -184,10 +244,25 @@ class RangeEngine {
   TableContext table_ctx_;
 
   // Sequence numbers: assigned in order, visible once every smaller one is in a memtable.
-  mutable std::mutex seq_mu_;
-  lsm::SequenceNumber last_assigned_ = 0;     // protected by seq_mu_
-  std::set<lsm::SequenceNumber> in_flight_;   // first sequence of unfinished writes
-  std::atomic<lsm::SequenceNumber> visible_{0};
+  SequenceWatermark seq_;
+
+  // What the write path routes by: the layout and its Dranges' states, replaced together
+  // (under mu_ and routing_mu_) by a reorganization. Writers copy the pointer under
+  // routing_mu_ only, so they never wait for mu_ (held across MANIFEST appends).
+  struct Routing {
+    std::shared_ptr<const DrangeLayout> layout;
+    std::vector<std::shared_ptr<DrangeState>> states;
+  };
+  mutable std::mutex routing_mu_;          // a leaf
+  std::shared_ptr<const Routing> routing_;  // protected by routing_mu_
+  std::shared_ptr<const Routing> CurrentRouting() const;
+  // Publishes layout_ and dranges_ to the write path. REQUIRES: mu_ held.
+  void PublishRoutingLocked();
+  // Set (under mu_) when writes stop (bg_error_) or the engine shuts down; the write path
+  // reads it without mu_ and only then takes mu_ for the reason.
+  std::atomic<bool> writes_blocked_{true};
+  // Level-0 bytes of the current version, for the write path's slow-down check.
+  std::atomic<uint64_t> l0_bytes_{0};
 
   mutable std::mutex mu_;
   std::condition_variable cv_;  // background progress (flush, compaction, shutdown)
@@ -205,11 +280,19 @@ class RangeEngine {
     uint64_t table = 0;
   };
   std::unordered_map<uint64_t, MidLocation> mid_to_table_;
+  // The range index readers use (null until Open), and the key interval of each live
+  // memtable (the Drange it was created for), by memtable id.
+  std::shared_ptr<const RangeIndex> range_index_;
+  std::unordered_map<uint64_t, KeyInterval> memtable_intervals_;
   uint64_t manifest_bytes_ = 0;
   std::multiset<lsm::SequenceNumber> snapshots_;
   std::set<uint64_t> compacting_;  // table numbers in running compactions
   int running_ = 0;                // background tasks queued or running
-  bool flushing_ = false;          // a flush is running (flushes go one at a time, oldest first)
+  // After a failed flush or compaction, none is tried before these times (backoff).
+  MonoTime flush_retry_at_{}, compaction_retry_at_{};
+  int flush_failures_in_row_ = 0, compaction_failures_in_row_ = 0;
+  Status last_flush_error_;  // of the last failed flush (FlushAll reports it)
+  std::set<uint64_t> flushing_ids_;  // memtables being flushed (or merged) now
   bool shutting_down_ = false;
   bool opened_ = false;            // Open() succeeded; until then every call is refused
   Status bg_error_;                // a failed flush or MANIFEST write: writes stop
@@ -217,8 +300,10 @@ class RangeEngine {
   std::atomic<uint64_t> writes_since_reorg_{0};
   std::atomic<bool> reorganizing_{false};
   std::atomic<uint64_t> puts_{0}, deletes_{0}, gets_{0}, index_hits_{0};
+  std::atomic<uint64_t> slowdowns_{0}, slowdown_micros_{0};
+  // FlushAll calls in progress: while any runs, immutables are flushed, never merged.
+  std::atomic<int> forcing_flush_{0};
   LookupIndex index_;
-  mutable std::condition_variable seq_cv_;  // in-flight writes finished (with seq_mu_)
 
   ThreadPool pool_;
 };

@@ -161,42 +161,60 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
     }
   }
   mo.smallest_snapshot_or_max = mo.snapshots.empty() ? lsm::kMaxSequenceNumber : mo.snapshots.front();
-  std::vector<leveldb::Iterator*> children;
-  for (const TableRef& t : all) {
-    auto it = t->NewIterator();
-    if (!it.ok()) {
-      for (auto* c : children) delete c;
-      return it.status().Prepend("opening a compaction input");
+  // Offloaded (paper 4.4.3) if configured; any failure there runs the job here instead, so
+  // offloading never loses or blocks a compaction.
+  std::vector<TableMeta> outputs;
+  bool offloaded = false;
+  if (options_.compaction_offloader != nullptr) {
+    Status o = OffloadCompaction(level, inputs, next, mo, &outputs);
+    offloaded = o.ok();
+    if (!offloaded) {
+      LOG(WARNING) << "range " << options_.range_id << ": running a Level-" << level
+                   << " compaction here after its offload failed: " << o.ToString();
+      std::lock_guard lock(mu_);
+      ++stats_.compaction_offload_fallbacks;
     }
-    children.push_back(it.value());
   }
-  std::unique_ptr<leveldb::Iterator> merged(lsm::NewMergingIterator(&icmp_, std::move(children)));
-  lsm::TableBuildOptions opts;
-  opts.block_size = options_.block_bytes;
-  opts.num_data_fragments = options_.scatter_width;
-  opts.filter_policy = filter_policy_.get();
-  TableSink sink(&icmp_, opts, store_, [this] { return NewFileNumber(); },
-                 inputs.front()->meta().drange);
-  lsm::CompactionStats cs;
-  Status s = lsm::RunCompactionMerge(merged.get(), mo, &sink, &cs);
-  merged.reset();
-  if (!s.ok()) {
-    sink.Discard();
-    return s;
+  if (!offloaded) {
+    std::vector<leveldb::Iterator*> children;
+    for (const TableRef& t : all) {
+      auto it = t->NewIterator();
+      if (!it.ok()) {
+        for (auto* c : children) delete c;
+        return it.status().Prepend("opening a compaction input");
+      }
+      children.push_back(it.value());
+    }
+    std::unique_ptr<leveldb::Iterator> merged(lsm::NewMergingIterator(&icmp_, std::move(children)));
+    lsm::TableBuildOptions opts;
+    opts.block_size = options_.block_bytes;
+    opts.num_data_fragments = options_.scatter_width;
+    opts.filter_policy = filter_policy_.get();
+    TableSink sink(&icmp_, opts, store_, [this] { return NewFileNumber(); },
+                   inputs.front()->meta().drange);
+    lsm::CompactionStats cs;
+    Status s = lsm::RunCompactionMerge(merged.get(), mo, &sink, &cs);
+    merged.reset();
+    if (!s.ok()) {
+      sink.Discard();
+      return s;
+    }
+    outputs = std::move(sink.outputs());
   }
   std::unique_lock lock(mu_);
   VersionEdit edit;
   for (const TableRef& t : inputs) edit.deleted_tables.emplace_back(level, t->meta().number);
   for (const TableRef& t : next) edit.deleted_tables.emplace_back(level + 1, t->meta().number);
-  for (TableMeta& m : sink.outputs()) edit.new_tables.emplace_back(level + 1, std::move(m));
+  for (TableMeta& m : outputs) edit.new_tables.emplace_back(level + 1, std::move(m));
   edit.next_file_number = manifest_.next_file_number();
-  s = LogAndApplyLocked(&edit, &lock);
+  Status s = LogAndApplyLocked(&edit, &lock);
   if (!s.ok()) {
-    // The outputs stay: a failed MANIFEST append may still have reached a replica, and a
-    // later Open could then reference them (LevelDB's rule). They may become orphans.
+    // LogAndApplyLocked deleted the outputs if it could start a new MANIFEST without the
+    // edit; else the range stopped and they stay (a restart may find the edit).
     return s;
   }
   ++stats_.compactions;
+  if (offloaded) ++stats_.compactions_offloaded;
   lock.unlock();
   if (level == 0 && options_.lookup_index) ForgetCompactedLevel0(inputs);
   return Status::OK();
@@ -230,6 +248,13 @@ Status RangeEngine::FlushAll() {
     std::lock_guard lock(mu_);
     if (!opened_) return Status::IllegalState("range is not open");
   }
+  // Before any rotation: a merge that has not yet looked at the flag will flush instead, and
+  // one that already merged did so into a memtable rotated below.
+  forcing_flush_.fetch_add(1);
+  struct Unforce {
+    std::atomic<int>* n;
+    ~Unforce() { n->fetch_sub(1); }
+  } unforce{&forcing_flush_};
   std::vector<std::shared_ptr<DrangeState>> states;
   {
     std::lock_guard lock(mu_);
@@ -243,8 +268,15 @@ Status RangeEngine::FlushAll() {
     }
   }
   std::unique_lock lock(mu_);
+  const uint64_t failures = stats_.flush_failures;
   ScheduleWork();
-  cv_.wait(lock, [&] { return immutables_.empty() || !bg_error_.ok() || shutting_down_; });
+  cv_.wait(lock, [&] {
+    return immutables_.empty() || !bg_error_.ok() || shutting_down_ ||
+           stats_.flush_failures != failures;
+  });
+  if (bg_error_.ok() && stats_.flush_failures != failures) {
+    return last_flush_error_.Prepend("flush failed (retried in the background)");
+  }
   return bg_error_;
 }
 
@@ -314,8 +346,9 @@ void RangeEngine::InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major
   for (size_t d = 0; d < old.size(); ++d) {
     old[d]->retired = true;
     if (old[d]->active->num_entries() > 0) {
-      std::lock_guard s(seq_mu_);
-      immutables_.push_back(Immutable{old[d]->active, static_cast<uint32_t>(d), last_assigned_});
+      // Its (now retired) Drange is kept: memtables of one Drange flush in order.
+      immutables_.push_back(
+          Immutable{old[d]->active, static_cast<uint32_t>(d), seq_.last_assigned(), old[d]});
     } else {
       live_.erase(std::remove(live_.begin(), live_.end(), old[d]->active), live_.end());
       mid_to_table_.erase(old[d]->active->id());
@@ -333,9 +366,12 @@ void RangeEngine::InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major
   if (!s.ok()) {
     LOG(ERROR) << "cannot record the Drange layout, writes stop: " << s.ToString();
     bg_error_ = s;
+    writes_blocked_ = true;
   }
   dranges_ = std::move(states);
   layout_ = std::move(layout);
+  PublishRoutingLocked();
+  RebuildRangeIndexLocked();  // the new Dranges' memtables and boundaries
   ++(major ? stats_.major_reorganizations : stats_.minor_reorganizations);
   ScheduleWork();
 }
@@ -376,6 +412,8 @@ EngineStats RangeEngine::GetStats() const {
   s.puts = puts_.load();
   s.deletes = deletes_.load();
   s.gets = gets_.load();
+  s.slowdowns = slowdowns_.load();
+  s.slowdown_micros = slowdown_micros_.load();
   s.lookup_index_hits = index_hits_.load();
   s.lookup_index_entries = index_.size();
   s.dranges = layout_->size();

@@ -73,7 +73,12 @@ TEST_P(RangeEngineModelTest, RandomOperationsMatchTheModel) {
 INSTANTIATE_TEST_SUITE_P(
     OptionSets, RangeEngineModelTest,
     ::testing::Values(Case{"theta1_rho1_uniform", 1, 1, false}, Case{"theta8_rho3_uniform", 8, 3, false},
-                      Case{"theta8_rho1_zipfian", 8, 1, true}, Case{"theta1_rho3_zipfian", 1, 3, true}),
+                      Case{"theta8_rho1_zipfian", 8, 1, true}, Case{"theta1_rho3_zipfian", 1, 3, true},
+                      // The range index off (every memtable and Level-0 table read), and on
+                      // without the lookup index (every Get searches its partition).
+                      Case{"theta8_rho1_zipfian_no_range_index", 8, 1, true, false},
+                      Case{"theta8_rho1_uniform_no_lookup_index", 8, 1, false, true, false},
+                      Case{"theta1_rho1_uniform_no_indexes", 1, 1, false, false, false}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // ---- MANIFEST damage at Open ----------------------------------------------------------

@@ -48,8 +48,9 @@ bool GetReplicas(std::string_view* in, std::vector<FragmentLocation>* r) {
   return true;
 }
 
-void PutTable(std::string* dst, int level, const TableMeta& t) {
-  PutVarint32(dst, static_cast<uint32_t>(level));
+}  // namespace
+
+void EncodeTableMeta(std::string* dst, const TableMeta& t) {
   PutVarint64(dst, t.number);
   PutLengthPrefixed(dst, t.smallest);
   PutLengthPrefixed(dst, t.largest);
@@ -62,17 +63,14 @@ void PutTable(std::string* dst, int level, const TableMeta& t) {
   PutReplicas(dst, t.filter);
 }
 
-bool GetTable(std::string_view* in, int* level, TableMeta* t) {
-  uint32_t lvl;
+bool DecodeTableMeta(std::string_view* in, TableMeta* t) {
   std::string_view smallest, largest;
-  if (!GetVarint32(in, &lvl) || lvl >= static_cast<uint32_t>(kNumLevels) ||
-      !GetVarint64(in, &t->number) || !GetLengthPrefixed(in, &smallest) ||
+  if (!GetVarint64(in, &t->number) || !GetLengthPrefixed(in, &smallest) ||
       !GetLengthPrefixed(in, &largest) || !GetVarint64(in, &t->num_entries) ||
       !GetVarint64(in, &t->smallest_sequence) || !GetVarint64(in, &t->largest_sequence) ||
       !GetVarint32(in, &t->drange) || !lsm::TableLayout::DecodeFrom(in, &t->layout).ok()) {
     return false;
   }
-  *level = static_cast<int>(lvl);
   t->smallest = smallest;
   t->largest = largest;
   t->fragments.resize(t->layout.num_fragments());
@@ -80,6 +78,23 @@ bool GetTable(std::string_view* in, int* level, TableMeta* t) {
     if (!GetReplicas(in, &replicas)) return false;
   }
   return GetReplicas(in, &t->filter);
+}
+
+namespace {
+
+void PutTable(std::string* dst, int level, const TableMeta& t) {
+  PutVarint32(dst, static_cast<uint32_t>(level));
+  EncodeTableMeta(dst, t);
+}
+
+bool GetTable(std::string_view* in, int* level, TableMeta* t) {
+  uint32_t lvl;
+  if (!GetVarint32(in, &lvl) || lvl >= static_cast<uint32_t>(kNumLevels) ||
+      !DecodeTableMeta(in, t)) {
+    return false;
+  }
+  *level = static_cast<int>(lvl);
+  return true;
 }
 
 void PutBound(std::string* dst, const PersistedBound& b) {

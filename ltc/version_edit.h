@@ -51,6 +51,13 @@ struct TableMeta {
   bool operator==(const TableMeta&) const = default;
 };
 
+// A TableMeta's encoding, shared by MANIFEST records (tag 5, after the level) and
+// offloaded compaction jobs (ltc/compaction_job.h). DO NOT CHANGE: persisted.
+void EncodeTableMeta(std::string* dst, const TableMeta& t);
+// Reads one TableMeta from the front of *in and advances it; false on malformed input
+// (never reads past *in; counts read are bounded, so damage cannot make it allocate much).
+bool DecodeTableMeta(std::string_view* in, TableMeta* t);
+
 // One Drange of a persisted layout: its lower bound, whether it is a point, and its Tranges'
 // lower bounds (the first equals the Drange's).
 struct PersistedBound {

@@ -307,4 +307,18 @@ Result<FileState> StocClient::StatFile(uint32_t stoc_id, uint64_t file_id) {
   return std::move(resp.file);
 }
 
+Result<std::string> StocClient::Call(uint32_t stoc_id, uint16_t type, std::string_view request,
+                                     std::chrono::milliseconds timeout) {
+  auto peer = PeerOf(stoc_id);
+  if (!peer.ok()) return peer.status();
+  auto reply = endpoint_->CallSync(peer.value(), type, request, timeout);
+  if (!reply.ok()) return reply.status().Prepend("StoC " + std::to_string(stoc_id));
+  LoadStats load;
+  std::string_view body;
+  NOVA_RETURN_NOT_OK_PREPEND(SplitLoad(reply.value(), &load, &body),
+                             "StoC " + std::to_string(stoc_id));
+  load_.Update(stoc_id, StocLoad{load.queue_depth, load.pending_bytes, MonoNow()});
+  return std::string(body);
+}
+
 }  // namespace nova::stoc

@@ -99,6 +99,11 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   Result<std::vector<FileState>> List(uint32_t stoc_id);
   Result<StatsResponse> Stats(uint32_t stoc_id);
   Result<FileState> StatFile(uint32_t stoc_id, uint64_t file_id);
+  // A request of a type another library encodes (kCompact): sends `request`, waits up to
+  // `timeout`, records the LoadStats the response starts with and returns the rest of it,
+  // or the StoC's (or the transport's) error.
+  Result<std::string> Call(uint32_t stoc_id, uint16_t type, std::string_view request,
+                           std::chrono::milliseconds timeout);
 
   const LoadView& load_view() const { return load_; }
   // The transport the client's endpoint runs on: where callers register the memory they

@@ -9,6 +9,7 @@
 #include "common/daemon/daemon_init.h"
 #include "common/daemon/transport_flags.h"
 #include "common/metrics.h"
+#include "stoc/compaction_service.h"
 #include "stoc/stoc_server.h"
 
 DEFINE_uint32(stoc_id, 0, "This StoC's id in the cluster (its node name is stoc-<id>)");
@@ -21,7 +22,8 @@ DEFINE_uint64(stoc_file_buffer_mb, 256,
               "Registered file buffer for appends and reads of persistent files, MiB");
 DEFINE_uint64(stoc_max_block_mb, 16, "Largest block one append or read may carry, MiB");
 DEFINE_int32(stoc_storage_threads, 2, "Storage threads: write, fsync and read persistent files");
-DEFINE_int32(stoc_compaction_threads, 1, "Threads for compactions offloaded by LTCs");
+DEFINE_int32(stoc_compaction_threads, 1,
+             "Threads running compactions offloaded by LTCs (jobs run at once)");
 DEFINE_int32(stoc_control_threads, 1, "Threads for open/close/delete/list requests");
 
 namespace {
@@ -65,8 +67,18 @@ int main(int argc, char** argv) {
 
   nova::MetricsRegistry metrics;
   nova::stoc::StocServer server(options, &metrics);
+  // Offloaded compactions (docs/stoc.md "Compaction service").
+  nova::stoc::CompactionServiceOptions cso;
+  cso.stoc_id = options.stoc_id;
+  cso.transport = options.transport;
+  nova::stoc::StocCompactionService compactions(cso, &metrics,
+                                                [&server] { return server.CurrentLoad(); });
   nova::Status s = server.Init();
-  if (s.ok()) s = server.Start();
+  if (s.ok()) s = compactions.Init();
+  if (s.ok()) {
+    server.RegisterCompactionService(&compactions);
+    s = server.Start();
+  }
   if (!s.ok()) {
     LOG(ERROR) << "nova_stoc failed to start: " << s.ToString();
     std::fprintf(stderr, "nova_stoc: %s\n", s.ToString().c_str());
@@ -86,6 +98,7 @@ int main(int argc, char** argv) {
   sigwait(&stop_signals, &sig);
   LOG(INFO) << "nova_stoc: signal " << sig << ", shutting down";
   if (http.value()) http.value()->Shutdown();
+  compactions.Shutdown();  // running jobs fail fast instead of holding up the server
   server.Shutdown();
   return 0;
 }

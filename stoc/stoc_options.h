@@ -22,8 +22,9 @@ struct StocOptions {
   uint64_t file_buffer_bytes = 256ull << 20;
   // Largest block a client may append or read in one request.
   uint64_t max_block_bytes = 16ull << 20;
-  // Threads: storage (appends, reads, fsyncs), compaction (offloaded compactions, a later
-  // milestone), control (open, close, list...).
+  // Threads: storage (appends, reads, fsyncs), compaction (offloaded compaction jobs, run
+  // by a service the daemon registers: StocServer::RegisterCompactionService), control
+  // (open, close, list...).
   int storage_threads = 2;
   int compaction_threads = 1;
   int control_threads = 1;

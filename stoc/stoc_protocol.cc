@@ -324,4 +324,18 @@ Status Decode(std::string_view in, AppendAck* m) {
   return Finish(r, ok, "append ack");
 }
 
+std::string EncodeWithLoad(const LoadStats& load, std::string_view body) {
+  PayloadWriter w;
+  Put(&w, load);
+  std::string out = w.Finish();
+  out.append(body);
+  return out;
+}
+Status SplitLoad(std::string_view in, LoadStats* load, std::string_view* body) {
+  PayloadReader r(in);
+  if (!Get(&r, load)) return r.status();
+  *body = in.substr(in.size() - r.remaining());
+  return Status::OK();
+}
+
 }  // namespace nova::stoc

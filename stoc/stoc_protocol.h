@@ -31,6 +31,10 @@ enum MessageType : uint16_t {  // DO NOT CHANGE: on the wire (wire::kStocTypes)
   kStats = 0x0108,
   kStatFile = 0x0109,     // a file's kind, length, (memory) regions and (disk) blocks
   kAppendAck = 0x0110,    // StoC -> client notification: a persistent append is durable
+  // An offloaded compaction job (ltc/compaction_job.h encodes it; the response is
+  // EncodeWithLoad(load, result)). Served by the compaction pool when the daemon has a
+  // compaction service; NotSupported otherwise.
+  kCompact = 0x0120,
 };
 
 // A StoC's queue, piggybacked on every response.
@@ -187,5 +191,11 @@ std::string Encode(const StatsResponse& m);
 Status Decode(std::string_view in, StatsResponse* m);
 std::string Encode(const AppendAck& m);
 Status Decode(std::string_view in, AppendAck* m);
+
+// Responses whose body another library encodes (kCompact): the LoadStats every response
+// starts with, then the body as is. SplitLoad returns Corruption if `in` is too short;
+// *body aliases `in`.
+std::string EncodeWithLoad(const LoadStats& load, std::string_view body);
+Status SplitLoad(std::string_view in, LoadStats* load, std::string_view* body);
 
 }  // namespace nova::stoc

@@ -132,6 +132,10 @@ Status StocServer::Init() {
   return Status::OK();
 }
 
+void StocServer::RegisterCompactionService(rpc::RpcService* service) {
+  endpoint_.RegisterService(wire::TypeRange{kCompact, kCompact}, service, &compaction_pool_);
+}
+
 Status StocServer::Start() {
   NOVA_RETURN_NOT_OK(transport_->Start());
   started_ = true;

@@ -42,6 +42,10 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
   StocServer& operator=(const StocServer&) = delete;
 
   Status Init();
+  // Routes kCompact requests to `service`, run on the compaction pool
+  // (--stoc_compaction_threads). Without one they are answered NotSupported.
+  // REQUIRES: after Init(), before Start(). `service` must outlive the server.
+  void RegisterCompactionService(rpc::RpcService* service);
   Status Start();
   void Shutdown();
 
@@ -114,7 +118,7 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
   std::unique_ptr<MemoryFileStore> memory_;
   ThreadPool storage_pool_;
   ThreadPool control_pool_;
-  ThreadPool compaction_pool_;  // for offloaded compactions (a later milestone)
+  ThreadPool compaction_pool_;  // offloaded compactions (RegisterCompactionService)
 
   std::mutex slots_mu_;
   // Protected by slots_mu_:

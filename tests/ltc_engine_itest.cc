@@ -26,6 +26,7 @@
 #include "common/clock.h"
 #include "common/rpc/rpc_endpoint.h"
 #include "common/transport/transport.h"
+#include "ltc/compaction_offloader.h"
 #include "ltc/engine_model_test_util.h"
 #include "ltc/range_engine.h"
 #include "ltc/stoc_table_store.h"
@@ -62,6 +63,8 @@ struct ClusterCase {
   int fragment_replicas;  // R
   int manifest_replicas;
   bool kill_a_stoc;  // kill -9 one StoC in the middle of the run
+  // Where compactions run: at the LTC, or offloaded to the StoCs' compaction services.
+  OffloadPolicy offload = OffloadPolicy::kNone;
 };
 
 // Names the case in gtest's messages.
@@ -125,6 +128,7 @@ class LtcEngineClusterTest : public ::testing::TestWithParam<ClusterCase> {
     EngineOptions o = engine_model_test::TinyOptions(GetParam().c);
     o.range_id = kRange;
     o.block_cache_bytes = kBlockCacheBytes;
+    o.compaction_offloader = offloader_.get();
     return o;
   }
 
@@ -139,6 +143,16 @@ class LtcEngineClusterTest : public ::testing::TestWithParam<ClusterCase> {
     store_ = std::make_unique<StocTableStore>(client_.get(), so);
     Status s = store_->Init();
     ASSERT_TRUE(s.ok()) << s.ToString();
+    if (GetParam().offload != OffloadPolicy::kNone && offloader_ == nullptr) {
+      StocCompactionOffloaderOptions oo;
+      oo.policy = GetParam().offload;
+      for (const auto& [id, d] : stocs_) oo.stocs[id] = d->address();
+      oo.fragment_replicas = static_cast<uint32_t>(GetParam().fragment_replicas);
+      oo.timeout = 30s;
+      offloader_ = std::make_unique<StocCompactionOffloader>(client_.get(), oo);
+      s = offloader_->Init();
+      ASSERT_TRUE(s.ok()) << s.ToString();
+    }
     engine_ = std::make_unique<RangeEngine>(Options(), store_.get());
     s = engine_->Open();
     ASSERT_TRUE(s.ok()) << s.ToString();
@@ -222,6 +236,7 @@ class LtcEngineClusterTest : public ::testing::TestWithParam<ClusterCase> {
   std::unique_ptr<stoc::StocClient> client_;
   // Declared after the client they use: destroyed first.
   std::unique_ptr<StocTableStore> store_;
+  std::unique_ptr<StocCompactionOffloader> offloader_;  // outlives the engine
   std::unique_ptr<RangeEngine> engine_;
   std::unique_ptr<ModelDriver> driver_;
   int opens_ = 0, reopens_ = 0;
@@ -320,6 +335,19 @@ TEST_P(LtcEngineClusterTest, RandomOperationsMatchTheModel) {
                (unsigned long long)store_total_.manifest_rolls,
                (unsigned long long)store_total_.manifest_repairs, on_stocs.size(),
                (unsigned long long)live);
+  if (cc.offload != OffloadPolicy::kNone) {
+    std::fprintf(stderr, "%s: %llu compactions offloaded (%s), %llu fell back to the LTC\n",
+                 cc.c.name, (unsigned long long)total_.compactions_offloaded,
+                 OffloadPolicyName(cc.offload),
+                 (unsigned long long)total_.compaction_offload_fallbacks);
+    EXPECT_GT(total_.compactions_offloaded, 0u);
+    // Without a StoC failure no job has a reason to fail at a StoC.
+    if (!cc.kill_a_stoc) {
+      EXPECT_EQ(total_.compaction_offload_fallbacks, 0u);
+    }
+  } else {
+    EXPECT_EQ(total_.compactions_offloaded, 0u);
+  }
   EXPECT_GE(reopens_, 2);
   EXPECT_GT(total_.flushes, 10u);
   EXPECT_GT(total_.compactions, 0u);
@@ -368,7 +396,16 @@ INSTANTIATE_TEST_SUITE_P(
     OptionSets, LtcEngineClusterTest,
     ::testing::Values(ClusterCase{{"theta8_rho3_zipfian", 8, 3, true}, 1, 1, false},
                       ClusterCase{{"theta1_rho1_uniform", 1, 1, false}, 1, 1, false},
-                      ClusterCase{{"theta8_rho3_zipfian_R2_kill", 8, 3, true}, 2, 2, true}),
+                      ClusterCase{{"theta8_rho3_uniform_no_range_index", 8, 3, false, false}, 1, 1, false},
+                      ClusterCase{{"theta8_rho3_zipfian_R2_kill", 8, 3, true}, 2, 2, true},
+                      // Compactions offloaded to the StoCs (docs/ltc.md "Compaction offload").
+                      ClusterCase{{"theta8_rho3_zipfian_offload_rr", 8, 3, true}, 1, 1, false,
+                                  OffloadPolicy::kRoundRobin},
+                      ClusterCase{{"theta1_rho1_uniform_offload_ll", 1, 1, false}, 1, 1, false,
+                                  OffloadPolicy::kLeastLoaded},
+                      // A StoC dies while jobs run there: they fall back to the LTC.
+                      ClusterCase{{"theta8_rho3_zipfian_R2_kill_offload_ll", 8, 3, true}, 2, 2,
+                                  true, OffloadPolicy::kLeastLoaded}),
     [](const auto& info) { return std::string(info.param.c.name); });
 
 INSTANTIATE_TEST_SUITE_P(Replicated, LtcEngineStocRestartTest,
