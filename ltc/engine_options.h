@@ -42,8 +42,9 @@ struct EngineOptions {
   int l0_compaction_trigger = 4;
   uint64_t level1_bytes = 10ull << 20;
   uint64_t l0_stop_writes_bytes = 256ull << 20;
-  // Past this many Level-0 bytes each write is delayed once by l0_slowdown_micros, so
-  // compaction gains ground before the stop.
+  // Past this many Level-0 bytes each write is delayed once, by a share of
+  // l0_slowdown_micros growing linearly to all of it at l0_stop_writes_bytes, so
+  // compaction gains ground before the stop. 0 micros: no slow-down.
   uint64_t l0_slowdown_writes_bytes = 192ull << 20;
   uint32_t l0_slowdown_micros = 1000;
   // Background threads for flushes and compactions.

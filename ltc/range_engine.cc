@@ -263,12 +263,21 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
       if (shutting_down_) return Status::Aborted("engine shutting down");
       if (!bg_error_.ok()) return bg_error_.Prepend("writes stopped");
     }
-    if (!slowed && l0_bytes_.load(std::memory_order_relaxed) >= options_.l0_slowdown_writes_bytes) {
-      // Level 0 is close to the stop: give compaction some room, once per write, so writers
-      // slow down gradually instead of hitting the stop all at once.
+    const uint64_t l0 = l0_bytes_.load(std::memory_order_relaxed);
+    if (!slowed && l0 >= options_.l0_slowdown_writes_bytes && options_.l0_slowdown_micros > 0) {
+      // Level 0 is nearing the stop: delay the write once, by a share of
+      // l0_slowdown_micros growing linearly from 0 at the slow-down mark to all of it at the
+      // stop, so writers yield to compaction gradually instead of hitting the stop at once.
       slowed = true;
+      const uint64_t band = options_.l0_stop_writes_bytes > options_.l0_slowdown_writes_bytes
+                                ? options_.l0_stop_writes_bytes - options_.l0_slowdown_writes_bytes
+                                : 1;
+      const double share =
+          std::min(1.0, static_cast<double>(l0 - options_.l0_slowdown_writes_bytes + 1) / band);
+      const auto delay = std::chrono::microseconds(
+          static_cast<int64_t>(share * options_.l0_slowdown_micros) + 1);
       const MonoTime start = MonoNow();
-      std::this_thread::sleep_for(std::chrono::microseconds(options_.l0_slowdown_micros));
+      std::this_thread::sleep_for(delay);
       slowdowns_.fetch_add(1, std::memory_order_relaxed);
       slowdown_micros_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                      MonoNow() - start).count()),
@@ -527,6 +536,24 @@ void RangeEngine::EraseImmutableLocked(const std::shared_ptr<MemTable>& mem) {
   if (it != immutables_.end()) immutables_.erase(it);
 }
 
+void RangeEngine::RotateForCompaction(std::unique_lock<std::mutex>* lock) {
+  const std::set<uint32_t> wanted = std::move(rotate_for_compaction_);
+  rotate_for_compaction_.clear();
+  const std::vector<std::shared_ptr<DrangeState>> states = dranges_;
+  lock->unlock();
+  for (uint32_t d : wanted) {
+    if (d >= states.size()) continue;
+    std::lock_guard dl(states[d]->mu);
+    std::lock_guard l(mu_);
+    // Past the memtable budget by one at most: this memtable is about to be flushed or
+    // merged, and not rotating it could stop Level 0 (and so writes) for good.
+    if (!states[d]->retired && states[d]->active->num_entries() > 0) {
+      RotateLocked(d, states[d].get());
+    }
+  }
+  lock->lock();
+}
+
 namespace {
 
 // Backoff after `failures` failures in a row of a flush or compaction.
@@ -596,6 +623,10 @@ void RangeEngine::BackgroundWork() {
     }
     if (flush_now) {
       flush(*next_flush);  // (PickCompaction does not change the queue)
+      continue;
+    }
+    if (!rotate_for_compaction_.empty()) {
+      RotateForCompaction(&lock);
       continue;
     }
     if (flush_due) {

@@ -200,6 +200,9 @@ class RangeEngine {
   // Background work.
   void ScheduleWork();
   void BackgroundWork();
+  // Rotates the Dranges in rotate_for_compaction_. REQUIRES: *lock holds mu_ (released
+  // and retaken: a Drange's lock comes first).
+  void RotateForCompaction(std::unique_lock<std::mutex>* lock);
   // The immutable memtable to flush next, or null. REQUIRES: mu_ held.
   const Immutable* NextFlushLocked() const;
   // Removes `mem` from immutables_. REQUIRES: mu_ held.
@@ -293,6 +296,9 @@ class RangeEngine {
   int flush_failures_in_row_ = 0, compaction_failures_in_row_ = 0;
   Status last_flush_error_;  // of the last failed flush (FlushAll reports it)
   std::set<uint64_t> flushing_ids_;  // memtables being flushed (or merged) now
+  // Dranges whose active memtable blocks a Level-0 compaction (PickCompaction): the
+  // background thread rotates them whatever the room (RotateForCompaction).
+  std::set<uint32_t> rotate_for_compaction_;
   bool shutting_down_ = false;
   bool opened_ = false;            // Open() succeeded; until then every call is refused
   Status bg_error_;                // a failed flush or MANIFEST write: writes stop

@@ -62,7 +62,11 @@ bool RangeEngine::PickCompaction(std::vector<TableRef>* inputs, int* level,
   };
   // Level 0: clusters of overlapping tables (Dranges keep them apart, so clusters of
   // different Dranges are compacted in parallel).
-  if (static_cast<int>(v.levels[0].size()) >= options_.l0_compaction_trigger) {
+  // Level 0 is compacted at the trigger's table count, and also once it holds the bytes at
+  // which writes slow down or stop: else a stop below the trigger would never be lifted.
+  const uint64_t l0_full = std::min(options_.l0_slowdown_writes_bytes, options_.l0_stop_writes_bytes);
+  if (static_cast<int>(v.levels[0].size()) >= options_.l0_compaction_trigger ||
+      (!v.levels[0].empty() && v.LevelBytes(0) >= l0_full)) {
     std::vector<TableRef> rest = v.levels[0];
     while (!rest.empty()) {
       std::vector<TableRef> cluster = {rest.front()};
@@ -96,7 +100,15 @@ bool RangeEngine::PickCompaction(std::vector<TableRef>* inputs, int* level,
         it->SeekToLast();
         const leveldb::Slice last = lsm::ExtractUserKey(it->key());
         const leveldb::Comparator* ucmp = options_.comparator;
-        if (ucmp->Compare(last, lo) >= 0 && ucmp->Compare(first, hi) <= 0) older_in_memory = true;
+        if (ucmp->Compare(last, lo) >= 0 && ucmp->Compare(first, hi) <= 0) {
+          older_in_memory = true;
+          // An active memtable (of a duplicated point Drange) may never fill up if its key
+          // goes cold, or may not rotate while writes are stopped: ask for a rotation, so
+          // it gets flushed or merged and the cluster can move down.
+          for (uint32_t d = 0; d < dranges_.size(); ++d) {
+            if (dranges_[d]->active == m) rotate_for_compaction_.insert(d);
+          }
+        }
       }
       if (older_in_memory) continue;
       *inputs = std::move(cluster);
