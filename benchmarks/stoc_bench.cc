@@ -16,40 +16,28 @@
 // Prints a table, or with --json one JSON object (names carry units; MB = 10^6 bytes).
 #include <gflags/gflags.h>
 #include <glog/logging.h>
-#include <linux/magic.h>
-#include <stdlib.h>
-#include <sys/vfs.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "benchmarks/bench_util.h"
 #include "common/clock.h"
-#include "common/rpc/rpc_endpoint.h"
 #include "common/status.h"
 #include "common/transport/transport.h"
 #include "stoc/file_catalog.h"
 #include "stoc/stoc_client.h"
-#include "tests/util/external_daemon.h"
-#include "tests/util/test_util.h"
 
 DEFINE_bool(json, false, "Print one JSON object instead of a table");
 DEFINE_double(seconds_per_case, 1.0,
               "Measuring time of each case (block size x StoC count, or latency kind), seconds");
-DEFINE_string(stoc_dir_base, "/tmp",
-              "Directory under which the StoCs' data directories are made (and removed at "
-              "the end). If left at its default and /tmp is a tmpfs, /var/tmp is used instead "
-              "(fdatasync on tmpfs is free and would flatter the figures)");
+DEFINE_string(stoc_dir_base, nova::bench::kDefaultStocDirBase, nova::bench::kStocDirBaseHelp);
 DEFINE_int32(reader_threads, 4, "Client threads reading blocks in the read-throughput cases");
 DEFINE_bool(keep_going, false,
             "When a case fails, report it and go on with the next (exit status is still 1)");
@@ -57,13 +45,12 @@ DEFINE_bool(keep_going, false,
 namespace {
 
 using namespace nova;
+using namespace nova::bench;
 using nova::stoc::BlockHandle;
 using nova::stoc::FileKind;
 using nova::stoc::StocClient;
 using nova::stoc::StocFile;
 
-constexpr uint64_t kKiB = 1ull << 10;
-constexpr uint64_t kMiB = 1ull << 20;
 // StoCs started; the 1-StoC cases use the first.
 constexpr uint32_t kStocs = 3;
 constexpr uint32_t kStocCounts[] = {1, kStocs};
@@ -81,177 +68,31 @@ constexpr uint64_t kMaxBytesPerCase = 4ull << 30;
 // Each appender writes at least this many blocks, so the read case has something to read
 // even when one append takes longer than the case.
 constexpr uint64_t kMinBlocksPerAppender = 2;
-// Lanes per peer; the daemons and the client must agree.
+// Lanes per peer (the daemons' and the client's).
 constexpr int kXchgThreads = 2;
-constexpr auto kDaemonStartTimeout = std::chrono::seconds(20);
-constexpr auto kDaemonShutdownTimeout = std::chrono::seconds(10);
-constexpr char kDefaultDirBase[] = "/tmp";
-constexpr char kFallbackDirBase[] = "/var/tmp";
-
-std::string SizeName(uint64_t b) {
-  return b >= kMiB ? std::to_string(b / kMiB) + "MiB" : std::to_string(b / kKiB) + "KiB";
-}
 
 std::string CaseName(uint64_t block, uint32_t stocs) {
   return SizeName(block) + "_" + std::to_string(stocs) + "stoc";
 }
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1))];
-}
-
-MonoTime DeadlineAfter(double seconds) {
-  return MonoNow() +
-         std::chrono::duration_cast<MonoClock::duration>(std::chrono::duration<double>(seconds));
-}
-
-double SecondsSince(MonoTime start) {
-  return std::chrono::duration<double>(MonoNow() - start).count();
-}
-
-// ---- Where the data directories go ---------------------------------------------------
-
-bool IsTmpfs(const std::string& path) {
-  struct statfs st {};
-  return ::statfs(path.c_str(), &st) == 0 && st.f_type == TMPFS_MAGIC;
-}
-
-// "<fstype> (<device> mounted on <mount point>)" for the mount holding `path`, from
-// /proc/self/mounts (the longest mount point that prefixes the path).
-std::string DescribeFilesystem(const std::string& path) {
-  std::error_code ec;
-  const std::string real = std::filesystem::canonical(path, ec).string();
-  std::ifstream mounts("/proc/self/mounts");
-  std::string line, best_point, best;
-  while (std::getline(mounts, line)) {
-    std::istringstream fields(line);
-    std::string device, point, type;
-    if (!(fields >> device >> point >> type)) continue;
-    const bool under =
-        real == point || point == "/" ||
-        (real.rfind(point, 0) == 0 && real.size() > point.size() && real[point.size()] == '/');
-    if (under && point.size() >= best_point.size()) {
-      best_point = point;
-      best = type + " (" + device + " mounted on " + point + ")";
-    }
-  }
-  return best.empty() ? "unknown filesystem" : best;
-}
-
-// The --stoc_dir_base to use: the flag as given, or its default unless that is a tmpfs.
-std::string ChooseDirBase() {
-  const bool is_default = gflags::GetCommandLineFlagInfoOrDie("stoc_dir_base").is_default;
-  if (!is_default || !IsTmpfs(kDefaultDirBase)) {
-    if (IsTmpfs(FLAGS_stoc_dir_base)) {
-      std::fprintf(stderr,
-                   "stoc_bench: warning: %s is a tmpfs; append figures will be "
-                   "flattered (fdatasync is free there)\n",
-                   FLAGS_stoc_dir_base.c_str());
-    }
-    return FLAGS_stoc_dir_base;
-  }
-  if (!IsTmpfs(kFallbackDirBase)) return kFallbackDirBase;
-  return test::BinDir();  // the build directory, normally on a real disk
-}
-
-// ---- The StoC processes --------------------------------------------------------------
-
-// kStocs nova_stoc processes under one scratch directory. The destructor stops them
-// (SIGTERM, then SIGKILL after kDaemonShutdownTimeout) and removes the directory, on
-// every path out of the benchmark. Not thread-safe.
-class StocCluster {
- public:
-  StocCluster() = default;
-  ~StocCluster() {
-    for (auto& d : daemons_) {
-      Status s = d->Shutdown();
-      if (!s.ok()) std::fprintf(stderr, "stoc_bench: %s\n", s.ToString().c_str());
-    }
-    daemons_.clear();
-    if (!root_.empty()) {
-      std::error_code ec;
-      std::filesystem::remove_all(root_, ec);
-      if (ec)
-        std::fprintf(stderr, "stoc_bench: cannot remove %s: %s\n", root_.c_str(),
-                     ec.message().c_str());
-    }
-  }
-  StocCluster(const StocCluster&) = delete;
-  StocCluster& operator=(const StocCluster&) = delete;
-
-  // Makes <base>/nova-stoc-bench-XXXXXX, writes the cluster secret (mode 0600) and starts
-  // StoCs 1..kStocs. `file_buffer_mb` is each StoC's --stoc_file_buffer_mb.
-  Status Start(const std::string& base, uint64_t file_buffer_mb) {
-    std::string tmpl = base + "/nova-stoc-bench-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) return Status::FromErrno("mkdtemp " + tmpl, errno);
-    root_ = tmpl;
-    auto secret_file = test::WriteClusterSecret(root_);
-    if (!secret_file.ok()) return secret_file.status();
-    std::ifstream in(secret_file.value());
-    std::getline(in, secret_);  // the daemons strip the trailing newline too
-    if (secret_.empty()) return Status::IOError("cannot read back " + secret_file.value());
-    for (uint32_t id = 1; id <= kStocs; ++id) {
-      test::ExternalDaemonOptions o;
-      o.binary = "nova_stoc";
-      o.id = "stoc-" + std::to_string(id);
-      o.data_dir = root_ + "/" + o.id;
-      o.data_dir_flag = "stoc_dir";
-      o.cluster_secret_file = secret_file.value();
-      o.extra_flags = {"--stoc_id=" + std::to_string(id),
-                       "--stoc_file_buffer_mb=" + std::to_string(file_buffer_mb),
-                       "--stoc_max_block_mb=" + std::to_string(kMaxBlockBytes / kMiB),
-                       "--xchg_threads=" + std::to_string(kXchgThreads),
-                       "--minloglevel=1"};  // warnings and errors, into <data_dir>/<id>.log
-      o.start_timeout = kDaemonStartTimeout;
-      o.shutdown_timeout = kDaemonShutdownTimeout;
-      daemons_.push_back(std::make_unique<test::ExternalDaemon>(o));
-      NOVA_RETURN_NOT_OK(daemons_.back()->Start());
-    }
-    return Status::OK();
-  }
-
-  const std::string& root() const { return root_; }
-  const std::string& secret() const { return secret_; }
-  // StoC `id` (1-based). REQUIRES: Start() succeeded.
-  const std::string& address(uint32_t id) const { return daemons_[id - 1]->address(); }
-
- private:
-  std::string root_;
-  std::string secret_;
-  std::vector<std::unique_ptr<test::ExternalDaemon>> daemons_;
-};
-
 // ---- The client ----------------------------------------------------------------------
 
-// A client process's side: transport, RPC endpoint, StocClient and registered buffers (one
-// source of kMaxBlockBytes, one destination of kMaxBlockBytes per reader thread).
-// Thread-safe after Init(): the buffers are read (source) or owned by one thread (dst).
+// A client process's side: a connection to the StoCs and registered buffers (one source of
+// kMaxBlockBytes, one destination of kMaxBlockBytes per reader thread).
+// Thread-safe after RegisterBuffers(): the buffers are read (source) or owned by one thread (dst).
 class BenchClient {
  public:
   BenchClient() = default;
-  ~BenchClient() {
-    if (transport_) transport_->Shutdown();  // no completion runs after this
-  }
   BenchClient(const BenchClient&) = delete;
   BenchClient& operator=(const BenchClient&) = delete;
 
-  Status Init(const StocCluster& cluster, int reader_threads) {
-    transport::TransportOptions o;
-    o.node_name = "stoc-bench";
-    o.cluster_secret = cluster.secret();
-    o.xchg_threads = kXchgThreads;
-    auto t = transport::NewTransport(o, &endpoint_);
-    if (!t.ok()) return t.status();
-    transport_ = std::move(t.value());
-    endpoint_.Attach(transport_.get());
-    client_ = std::make_unique<StocClient>(&endpoint_);  // before the transport starts
-    NOVA_RETURN_NOT_OK(transport_->Init());
-    NOVA_RETURN_NOT_OK(transport_->Start());
-    for (uint32_t id = 1; id <= kStocs; ++id) {
-      NOVA_RETURN_NOT_OK(client_->AddStoc(id, cluster.address(id)));
-    }
+  // The connection to the StoCs, to Init() first.
+  BenchStocConnection* conn() { return &conn_; }
+
+  // Registers the buffers for `reader_threads` readers. REQUIRES: conn() is initialized;
+  // called once.
+  Status RegisterBuffers(int reader_threads) {
+    transport::Transport* transport = conn_.transport();
     // Incompressible source bytes (the same for every block).
     src_mem_.reset(new char[kMaxBlockBytes]);
     std::mt19937_64 rng(1);
@@ -259,31 +100,29 @@ class BenchClient {
       const uint64_t v = rng();
       std::memcpy(src_mem_.get() + i, &v, sizeof(v));
     }
-    auto src = transport_->RegisterMemory(src_mem_.get(), kMaxBlockBytes, transport::kLocalOnly);
+    auto src = transport->RegisterMemory(src_mem_.get(), kMaxBlockBytes, transport::kLocalOnly);
     if (!src.ok()) return src.status();
     src_ = src.value();
     for (int i = 0; i < reader_threads; ++i) {
       dst_mem_.emplace_back(new char[kMaxBlockBytes]());
-      auto dst = transport_->RegisterMemory(dst_mem_.back().get(), kMaxBlockBytes,
-                                            transport::kRemoteWrite);
+      auto dst = transport->RegisterMemory(dst_mem_.back().get(), kMaxBlockBytes,
+                                           transport::kRemoteWrite);
       if (!dst.ok()) return dst.status();
       dst_.push_back(dst.value());
     }
     return Status::OK();
   }
 
-  StocClient* client() { return client_.get(); }
+  StocClient* client() { return conn_.client(); }
   const transport::MemoryRegion& src() const { return src_; }
-  // The destination buffer of reader `i`. REQUIRES: i < reader_threads given to Init().
+  // The destination buffer of reader `i`. REQUIRES: i < reader_threads given to RegisterBuffers().
   const transport::MemoryRegion& dst(int i) const { return dst_[i]; }
 
  private:
-  // Declared first so they outlive the transport that has them registered.
+  // Declared before conn_ so they outlive the transport that has them registered.
   std::unique_ptr<char[]> src_mem_;
   std::vector<std::unique_ptr<char[]>> dst_mem_;
-  rpc::RpcEndpoint endpoint_;  // outlives transport_ and client_
-  std::unique_ptr<transport::Transport> transport_;
-  std::unique_ptr<StocClient> client_;
+  BenchStocConnection conn_;
   transport::MemoryRegion src_;
   std::vector<transport::MemoryRegion> dst_;
 };
@@ -433,62 +272,42 @@ Result<Latency> MeasureReadLatency(BenchClient* bench, FileKind kind) {
 
 // ---- Driver --------------------------------------------------------------------------
 
-// Runs the cases, filling *out; returns the number of failed cases (each reported on stderr),
-// stopping at the first unless --keep_going.
-int RunCases(BenchClient* bench, nlohmann::ordered_json* out, std::vector<std::string>* notes) {
-  int failures = 0;
-  auto failed = [&](const std::string& what, const Status& s) {
-    std::fprintf(stderr, "stoc_bench: %s failed: %s\n", what.c_str(), s.ToString().c_str());
-    ++failures;
-    return !FLAGS_keep_going;
-  };
+// Runs the cases, filling the report; returns the number of failed cases (each reported on
+// stderr), stopping at the first unless --keep_going.
+int RunCases(BenchClient* bench, Report* report) {
+  nlohmann::ordered_json& out = report->out();
+  CaseFailures failures("stoc_bench", FLAGS_keep_going, /*notes=*/nullptr);
   for (uint32_t stocs : kStocCounts) {
     for (uint64_t block : kBlockSizes) {
+      if (failures.stop()) return failures.count();
       const std::string name = CaseName(block, stocs);
       CaseFiles files(bench->client());  // deleted after the read case
       std::vector<BlockHandle> written;
       auto append = MeasureAppend(bench, &files, block, stocs, &written);
-      if (!append.ok()) {
-        if (failed("append " + name, append.status())) return failures;
-        continue;
-      }
-      (*out)["append_MBps_" + name] = append.value();
+      if (!failures.Ok("append " + name, append.status())) continue;
+      out["append_MBps_" + name] = append.value();
       auto read = MeasureRead(bench, written);
-      if (!read.ok()) {
-        if (failed("read " + name, read.status())) return failures;
-        continue;
-      }
-      (*out)["read_MBps_" + name] = read.value();
+      if (failures.Ok("read " + name, read.status())) out["read_MBps_" + name] = read.value();
     }
   }
   for (FileKind kind : {FileKind::kDisk, FileKind::kMemory}) {
+    if (failures.stop()) break;
     const std::string suffix = std::string("4KiB_") + (kind == FileKind::kDisk ? "disk" : "memory");
     auto lat = MeasureReadLatency(bench, kind);
-    if (!lat.ok()) {
-      if (failed("read latency " + suffix, lat.status())) return failures;
-      continue;
-    }
-    (*out)["read_us_p50_" + suffix] = lat->p50_us;
-    (*out)["read_us_p99_" + suffix] = lat->p99_us;
-    notes->push_back(suffix + ": " + std::to_string(lat->reads) + " reads");
+    if (!failures.Ok("read latency " + suffix, lat.status())) continue;
+    out["read_us_p50_" + suffix] = lat->p50_us;
+    out["read_us_p99_" + suffix] = lat->p99_us;
+    report->AddNote(suffix + ": " + std::to_string(lat->reads) + " reads");
   }
-  return failures;
+  return failures.count();
 }
 
-std::string Cell(const nlohmann::ordered_json& out, const std::string& key, const char* fmt) {
-  if (!out.contains(key)) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), fmt, out[key].get<double>());
-  return buf;
-}
-
-void PrintTable(const nlohmann::ordered_json& out, const std::vector<std::string>& notes) {
+void PrintTable(const Report& report) {
   std::printf(
       "stoc_bench: %u nova_stoc processes over loopback (tcp, %d xchg threads), "
       "%.1f s per case, %d reader threads\n",
       kStocs, kXchgThreads, FLAGS_seconds_per_case, FLAGS_reader_threads);
-  std::printf("data dirs under %s: %s\n", out["data_dir"].get<std::string>().c_str(),
-              out["data_dir_fs"].get<std::string>().c_str());
+  report.PrintDataDirLine();
   std::printf("%-8s %14s %14s %14s %14s\n", "block", "append MB/s", "append MB/s", "read MB/s",
               "read MB/s");
   std::printf("%-8s %14s %14s %14s %14s\n", "", "1 StoC", "3 StoCs", "1 StoC", "3 StoCs");
@@ -497,7 +316,7 @@ void PrintTable(const nlohmann::ordered_json& out, const std::vector<std::string
     for (const char* op : {"append", "read"}) {
       for (uint32_t stocs : kStocCounts) {
         const std::string key = std::string(op) + "_MBps_" + CaseName(block, stocs);
-        std::printf(" %14s", Cell(out, key, "%.0f").c_str());
+        std::printf(" %14s", report.Cell(key, "%.0f").c_str());
       }
     }
     std::printf("\n");
@@ -506,10 +325,10 @@ void PrintTable(const nlohmann::ordered_json& out, const std::vector<std::string
   std::printf("%-8s %10s %10s\n", "", "p50", "p99");
   for (const char* kind : {"disk", "memory"}) {
     const std::string suffix = std::string("4KiB_") + kind;
-    std::printf("%-8s %10s %10s\n", kind, Cell(out, "read_us_p50_" + suffix, "%.1f").c_str(),
-                Cell(out, "read_us_p99_" + suffix, "%.1f").c_str());
+    std::printf("%-8s %10s %10s\n", kind, report.Cell("read_us_p50_" + suffix, "%.1f").c_str(),
+                report.Cell("read_us_p99_" + suffix, "%.1f").c_str());
   }
-  for (const auto& n : notes) std::printf("  (%s)\n", n.c_str());
+  report.PrintNotes();
 }
 
 int Run() {
@@ -517,38 +336,38 @@ int Run() {
     std::fprintf(stderr, "stoc_bench: --reader_threads must be >= 1 and --seconds_per_case > 0\n");
     return 2;
   }
-  const std::string base = ChooseDirBase();
+  BenchStocClusterOptions co;
+  co.program = "stoc_bench";
+  co.flattered_figures = "append figures";
+  co.stocs = kStocs;
+  co.max_block_bytes = kMaxBlockBytes;
+  co.xchg_threads = kXchgThreads;
   // Per StoC, at most one append slot and one read staging buffer per reader thread are in
   // use at once, each up to kMaxBlockBytes. Doubled because a size class's slabs never go
   // to another class (slab_allocator.h), and the smaller classes together need less than
   // one more such set.
-  const uint64_t file_buffer_mb = 2 * (kMaxBlockBytes / kMiB) * (1 + FLAGS_reader_threads);
-
-  StocCluster cluster;  // declared before the client: stopped after it
-  Status s = cluster.Start(base, file_buffer_mb);
-  if (!s.ok()) {
-    std::fprintf(stderr, "stoc_bench: starting the StoCs: %s\n", s.ToString().c_str());
-    return 1;
-  }
+  co.file_buffer_mb = 2 * (kMaxBlockBytes / kMiB) * (1 + FLAGS_reader_threads);
+  co.dir_base_flag = FLAGS_stoc_dir_base;
+  co.dir_base_is_default = gflags::GetCommandLineFlagInfoOrDie("stoc_dir_base").is_default;
+  BenchStocCluster cluster(co);  // declared before the client: stopped after it
   BenchClient bench;
-  s = bench.Init(cluster, FLAGS_reader_threads);
+  if (!StartAndConnect(&cluster, bench.conn())) return 1;
+  const Status s = bench.RegisterBuffers(FLAGS_reader_threads);
   if (!s.ok()) {
     std::fprintf(stderr, "stoc_bench: client: %s\n", s.ToString().c_str());
     return 1;
   }
 
-  nlohmann::ordered_json out;
-  out["stocs"] = kStocs;
-  out["reader_threads"] = FLAGS_reader_threads;
-  out["seconds_per_case"] = FLAGS_seconds_per_case;
-  out["data_dir"] = cluster.root();
-  out["data_dir_fs"] = DescribeFilesystem(cluster.root());
-  std::vector<std::string> notes;
-  const int failures = RunCases(&bench, &out, &notes);
+  Report report;
+  report.out()["stocs"] = kStocs;
+  report.out()["reader_threads"] = FLAGS_reader_threads;
+  report.out()["seconds_per_case"] = FLAGS_seconds_per_case;
+  report.AddDataDir(cluster.root());
+  const int failures = RunCases(&bench, &report);
   if (FLAGS_json) {
-    std::printf("%s\n", out.dump().c_str());
+    report.PrintJson(/*with_notes=*/false);
   } else {
-    PrintTable(out, notes);
+    PrintTable(report);
   }
   return failures == 0 ? 0 : 1;
 }

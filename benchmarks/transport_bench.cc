@@ -21,6 +21,7 @@
 #include <glog/logging.h>
 #include <nlohmann/json.hpp>
 
+#include "benchmarks/bench_util.h"
 #include "common/clock.h"
 #include "common/transport/transport.h"
 #include "tests/util/test_util.h"
@@ -37,6 +38,10 @@ namespace {
 
 using namespace nova;
 using namespace nova::transport;
+using nova::bench::DeadlineAfter;
+using nova::bench::Percentile;
+using nova::bench::SecondsSince;
+using nova::bench::SizeName;
 
 constexpr uint64_t kRegionBytes = 64ull << 20;  // the target's region; also the local buffer
 constexpr char kBenchSecret[] = "transport-bench-secret";
@@ -134,8 +139,7 @@ double MeasureThroughput(Transport* t, PeerId peer, const MemoryRegion& local, R
     cv.notify_one();
   };
   const auto start = MonoNow();
-  const auto stop_at = start + std::chrono::duration_cast<MonoClock::duration>(
-                                   std::chrono::duration<double>(FLAGS_seconds_per_size));
+  const auto stop_at = DeadlineAfter(FLAGS_seconds_per_size);
   uint64_t posted = 0;
   while (MonoNow() < stop_at) {
     {
@@ -153,19 +157,9 @@ double MeasureThroughput(Transport* t, PeerId peer, const MemoryRegion& local, R
   }
   std::unique_lock l(mu);
   cv.wait(l, [&] { return in_flight == 0; });
-  const double secs = std::chrono::duration<double>(MonoNow() - start).count();
+  const double secs = SecondsSince(start);
   CHECK(first_error.ok()) << first_error.ToString();
   return static_cast<double>(completed * block) / secs / 1e6;
-}
-
-double Percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  size_t idx = static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1));
-  return v[idx];
-}
-
-std::string SizeName(uint64_t b) {
-  return b >= (1 << 20) ? std::to_string(b >> 20) + "MiB" : std::to_string(b >> 10) + "KiB";
 }
 
 int Run(const char* self) {

@@ -1,0 +1,20 @@
+// The W100 cases of ltc_engine_bench (100% puts, uniform and zipfian keys, theta 1 and 64
+// Dranges; see ltc_engine_bench.cc): running them into the report, and their table.
+#pragma once
+
+#include "benchmarks/bench_util.h"
+#include "benchmarks/ltc_engine_bench_harness.h"
+
+namespace nova::ltc_bench {
+
+// Runs the four W100 cases, theta 1 first, adding per case <name> (e.g. "zipf_theta64")
+// the figures w100_<name>_ops (puts/s), stall_pct_<name>, slowdown_pct_<name>,
+// w100_<name>_flushes, _merges, _compactions, _stalls and _l0_tables to b->report.
+// A failed case goes to `failures`; none starts once failures->stop().
+void RunW100Cases(Bench* b, bench::CaseFailures* failures);
+
+// Prints the W100 part of the table: the setup line and one row per case ("-" for a
+// figure a case did not produce).
+void PrintW100Table(const bench::Report& report);
+
+}  // namespace nova::ltc_bench
