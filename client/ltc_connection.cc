@@ -1,0 +1,215 @@
+#include "client/ltc_connection.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "common/transport/tcp_socket.h"
+#include "common/wire/message.h"
+
+namespace nova::client {
+namespace {
+
+constexpr size_t kReadChunk = 64 << 10;
+constexpr int kSocketBufferBytes = 1 << 20;
+// The LTC's connection-level error type (request id 0); see docs/protocol.md.
+constexpr uint16_t kConnectionErrorType = 0x0300;
+
+int PollTimeoutMs(MonoTime until) {
+  if (until == MonoTime::max()) return -1;
+  const auto now = MonoNow();
+  if (until <= now) return 0;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count() + 1;
+  return ms > INT32_MAX ? INT32_MAX : static_cast<int>(ms);
+}
+
+}  // namespace
+
+Result<std::shared_ptr<LtcConnection>> LtcConnection::Connect(const std::string& address,
+                                                              Deadline deadline,
+                                                              uint64_t max_response_bytes) {
+  auto fd = transport::ConnectTcp(address, deadline);
+  if (!fd.ok()) {
+    return Status::NetworkError("cannot connect to LTC " + address + ": " +
+                                fd.status().ToString());
+  }
+  transport::TuneSocket(fd.value(), kSocketBufferBytes).IgnoreError();
+  std::shared_ptr<LtcConnection> c(new LtcConnection(address, fd.value(), max_response_bytes));
+  if (::pipe2(c->wake_pipe_, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+  LtcConnection* raw = c.get();
+  c->reader_ = std::thread([raw] { raw->ReadLoop(); });
+  return c;
+}
+
+LtcConnection::LtcConnection(std::string address, int fd, uint64_t max_response_bytes)
+    : address_(std::move(address)), fd_(fd), max_response_bytes_(max_response_bytes) {}
+
+LtcConnection::~LtcConnection() {
+  Close();
+  ::close(fd_);
+  for (int p : wake_pipe_) {
+    if (p >= 0) ::close(p);
+  }
+}
+
+bool LtcConnection::healthy() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return failed_.ok() && !closing_;
+}
+
+void LtcConnection::Close() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (closing_ && !reader_.joinable()) return;
+    closing_ = true;
+  }
+  ::shutdown(fd_, SHUT_RDWR);
+  if (wake_pipe_[1] >= 0) {
+    const char b = 1;
+    (void)!::write(wake_pipe_[1], &b, 1);
+  }
+  if (reader_.joinable() && reader_.get_id() != std::this_thread::get_id()) reader_.join();
+  Fail(Status::Aborted("connection to LTC " + address_ + " closed"));
+}
+
+void LtcConnection::Call(uint16_t type, std::string_view payload, Deadline deadline,
+                         CallCallback done) {
+  uint64_t id = 0;
+  Status refused;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!failed_.ok() || closing_) {
+      refused = failed_.ok() ? Status::Aborted("connection to LTC " + address_ + " closed")
+                             : failed_;
+    } else {
+      id = next_id_++;
+      pending_[id] = Pending{done, deadline.when()};
+    }
+  }
+  if (!refused.ok()) {
+    done(refused, std::string());
+    return;
+  }
+  const std::string msg = wire::EncodeMessage(type, id, payload);
+  Status s;
+  {
+    std::lock_guard<std::mutex> wl(write_mu_);
+    s = transport::WriteFully(fd_, msg.data(), msg.size(), deadline);
+  }
+  if (!s.ok()) {
+    Fail(Status::NetworkError("sending to LTC " + address_ + ": " + s.ToString()));
+    return;
+  }
+  // Let the reader recompute how long it may sleep (this deadline may be the nearest).
+  if (deadline.when() != MonoTime::max()) {
+    const char b = 1;
+    (void)!::write(wake_pipe_[1], &b, 1);
+  }
+}
+
+void LtcConnection::Fail(const Status& why) {
+  std::map<uint64_t, Pending> failed;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (failed_.ok()) failed_ = why;
+    failed.swap(pending_);
+  }
+  for (auto& [id, p] : failed) p.done(why, std::string());
+}
+
+MonoTime LtcConnection::ExpireOverdue() {
+  std::vector<Pending> overdue;
+  MonoTime nearest = MonoTime::max();
+  const MonoTime now = MonoNow();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->second.deadline <= now) {
+        overdue.push_back(std::move(it->second));
+        it = pending_.erase(it);
+      } else {
+        nearest = std::min(nearest, it->second.deadline);
+        ++it;
+      }
+    }
+  }
+  for (Pending& p : overdue) {
+    p.done(Status::TimedOut("no answer from LTC " + address_ + " before the deadline"),
+           std::string());
+  }
+  return nearest;
+}
+
+void LtcConnection::ReadLoop() {
+  std::string buf;
+  for (;;) {
+    const MonoTime nearest = ExpireOverdue();
+    pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
+    const int n = ::poll(fds, 2, PollTimeoutMs(nearest));
+    if (n < 0 && errno != EINTR) {
+      Fail(Status::NetworkError("poll on connection to LTC " + address_));
+      return;
+    }
+    if (fds[1].revents != 0) {
+      char drain[64];
+      (void)!::read(wake_pipe_[0], drain, sizeof(drain));
+    }
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (closing_) return;
+    }
+    if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+    const size_t old = buf.size();
+    buf.resize(old + kReadChunk);
+    const ssize_t got = ::recv(fd_, buf.data() + old, kReadChunk, MSG_DONTWAIT);
+    if (got <= 0) {
+      buf.resize(old);
+      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      Fail(Status::NetworkError("connection to LTC " + address_ + " lost" +
+                                (got == 0 ? std::string(" (closed by the LTC)")
+                                          : ": " + std::string(strerror(errno)))));
+      return;
+    }
+    buf.resize(old + static_cast<size_t>(got));
+    size_t used = 0;
+    for (;;) {
+      std::string_view avail(buf.data() + used, buf.size() - used);
+      size_t need = 0;
+      Status s = wire::PeekMessageLength(avail, max_response_bytes_, &need);
+      if (s.ok() && (need == 0 || avail.size() < need)) break;
+      wire::MessageHeader h;
+      std::string_view payload;
+      if (s.ok()) s = wire::DecodeMessage(avail.substr(0, need), &h, &payload, max_response_bytes_);
+      if (s.ok() && !h.is_response()) s = Status::Corruption("the LTC sent a request");
+      if (!s.ok()) {
+        Fail(Status::NetworkError("bad response from LTC " + address_ + ": " + s.ToString()));
+        return;
+      }
+      used += need;
+      Status err = h.is_error() ? wire::DecodeErrorPayload(payload) : Status::OK();
+      if (h.request_id == 0 && h.type == kConnectionErrorType) {
+        // The LTC refuses this connection and will close it.
+        Fail(err.ok() ? Status::NetworkError("LTC " + address_ + " closed the connection")
+                      : err.Prepend("LTC " + address_));
+        return;
+      }
+      Pending p;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        auto it = pending_.find(h.request_id);
+        if (it == pending_.end()) continue;  // timed out already
+        p = std::move(it->second);
+        pending_.erase(it);
+      }
+      p.done(err, err.ok() ? std::string(payload) : std::string());
+    }
+    buf.erase(0, used);
+  }
+}
+
+}  // namespace nova::client

@@ -1,0 +1,157 @@
+// nova_cli: a command-line client of a Nova-LSM cluster (docs/ltc_server.md "nova_cli").
+//
+//   nova_cli --ltc=H:P[,H:P] [--hex] [--hex_values] COMMAND ...
+//     put KEY VALUE | get KEY | delete KEY | scan START [--limit=N] | count [START [END]] | stats
+//
+// Exit status: 0 success; 1 key not found (get); 2 usage error; 3 any other error (its
+// text on stderr).
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gflags/gflags.h>
+
+#include "client/nova_client.h"
+#include "ltc/range_assignment.h"
+
+DEFINE_string(ltc, "127.0.0.1:7100", "LTC addresses host:port, comma-separated");
+DEFINE_string(zk, "", "ZooKeeper connect string (not yet supported)");
+DEFINE_string(cluster, "", "Cluster name in ZooKeeper (not yet supported)");
+DEFINE_bool(hex, false, "Keys are given and printed as hex");
+DEFINE_bool(hex_values, false, "Values are given and printed as hex");
+DEFINE_uint64(limit, 100, "scan: most pairs printed");
+DEFINE_int32(timeout_ms, 10000, "Deadline of each operation, retries included, ms");
+
+namespace {
+
+constexpr int kNotFoundExit = 1;
+constexpr int kUsageExit = 2;
+constexpr int kErrorExit = 3;
+
+int Fail(const nova::Status& s) {
+  std::fprintf(stderr, "nova_cli: %s\n", s.ToString().c_str());
+  return kErrorExit;
+}
+
+int Usage(const std::string& why) {
+  std::fprintf(stderr, "nova_cli: %s\n%s", why.c_str(), gflags::ProgramUsage());
+  return kUsageExit;
+}
+
+// Decodes a key or value given on the command line.
+bool Input(const std::string& arg, bool hex, std::string* out, std::string* err) {
+  if (!hex) {
+    *out = arg;
+    return true;
+  }
+  auto r = nova::ltc::FromHex(arg);
+  if (!r.ok()) {
+    *err = r.status().ToString();
+    return false;
+  }
+  *out = r.value();
+  return true;
+}
+
+std::string Output(const std::string& bytes, bool hex) {
+  return hex ? nova::ltc::ToHex(bytes) : bytes;
+}
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "nova_cli [--ltc=H:P[,H:P]] [--hex] [--hex_values] COMMAND\n"
+      "  put KEY VALUE        store VALUE under KEY\n"
+      "  get KEY              print KEY's value (exit 1 and 'not found' if absent)\n"
+      "  delete KEY           remove KEY\n"
+      "  scan START [--limit=N]  print up to N 'key<TAB>value' lines from START on\n"
+      "  count [START [END]]  number of live keys in [START, END)\n"
+      "  stats                every LTC's range statistics\n");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (!FLAGS_zk.empty() || !FLAGS_cluster.empty()) {
+    return Usage("--zk/--cluster: ZooKeeper routing is not yet supported; use --ltc=host:port");
+  }
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) return Usage("missing COMMAND");
+  const std::string cmd = args[0];
+
+  nova::client::ClientOptions o;
+  o.ltcs = SplitList(FLAGS_ltc);
+  o.timeout = std::chrono::milliseconds(FLAGS_timeout_ms);
+  o.connections_per_ltc = 1;
+  nova::client::NovaClient client(o);
+  nova::Status s = client.Init();
+  if (!s.ok()) return Fail(s);
+
+  std::string key, value, err;
+  auto need = [&](size_t n) { return args.size() == n + 1; };
+  if (cmd == "put") {
+    if (!need(2)) return Usage("put KEY VALUE");
+    if (!Input(args[1], FLAGS_hex, &key, &err) || !Input(args[2], FLAGS_hex_values, &value, &err)) {
+      return Usage(err);
+    }
+    s = client.Put(key, value);
+    return s.ok() ? 0 : Fail(s);
+  }
+  if (cmd == "get") {
+    if (!need(1)) return Usage("get KEY");
+    if (!Input(args[1], FLAGS_hex, &key, &err)) return Usage(err);
+    auto r = client.Get(key);
+    if (!r.ok()) {
+      if (r.status().IsNotFound()) {
+        std::fprintf(stderr, "not found\n");
+        return kNotFoundExit;
+      }
+      return Fail(r.status());
+    }
+    std::cout << Output(r.value(), FLAGS_hex_values) << "\n";
+    return 0;
+  }
+  if (cmd == "delete") {
+    if (!need(1)) return Usage("delete KEY");
+    if (!Input(args[1], FLAGS_hex, &key, &err)) return Usage(err);
+    s = client.Delete(key);
+    return s.ok() ? 0 : Fail(s);
+  }
+  if (cmd == "scan") {
+    if (!need(1)) return Usage("scan START [--limit=N]");
+    if (!Input(args[1], FLAGS_hex, &key, &err)) return Usage(err);
+    std::vector<std::pair<std::string, std::string>> pairs;
+    s = client.Scan(key, FLAGS_limit, &pairs);
+    if (!s.ok()) return Fail(s);
+    for (const auto& [k, v] : pairs) {
+      std::cout << Output(k, FLAGS_hex) << "\t" << Output(v, FLAGS_hex_values) << "\n";
+    }
+    return 0;
+  }
+  if (cmd == "count") {
+    if (args.size() > 3) return Usage("count [START [END]]");
+    std::string start, end;
+    if (args.size() > 1 && !Input(args[1], FLAGS_hex, &start, &err)) return Usage(err);
+    if (args.size() > 2 && !Input(args[2], FLAGS_hex, &end, &err)) return Usage(err);
+    auto n = client.Count(start, end);
+    if (!n.ok()) return Fail(n.status());
+    std::cout << n.value() << "\n";
+    return 0;
+  }
+  if (cmd == "stats") {
+    auto r = client.Stats();
+    if (!r.ok()) return Fail(r.status());
+    std::cout << r.value();
+    return 0;
+  }
+  return Usage("unknown command '" + cmd + "'");
+}

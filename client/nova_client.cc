@@ -1,0 +1,584 @@
+#include "client/nova_client.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "client/ltc_connection.h"
+#include "common/wire/message.h"
+
+namespace nova::client {
+namespace {
+
+using ltc::ClientMsg;
+
+// Pairs asked for per Scan request; a server may return fewer (its reply size cap).
+constexpr uint32_t kScanPage = 10000;
+
+bool Retryable(const Status& s) {
+  return s.IsWrongRange() || s.IsNetworkError() || s.IsUnavailable() ||
+         s.code() == Status::Code::kAborted;
+}
+
+uint16_t T(ClientMsg m) { return static_cast<uint16_t>(m); }
+
+}  // namespace
+
+const RoutingTable::Route* RoutingTable::Find(std::string_view key) const {
+  auto it = std::upper_bound(routes.begin(), routes.end(), key,
+                             [](std::string_view k, const Route& r) { return k < r.range.start; });
+  if (it == routes.begin()) return nullptr;
+  --it;
+  return it->range.Contains(key) ? &*it : nullptr;
+}
+
+StaticRoutingSource::StaticRoutingSource(std::vector<std::string> ltcs,
+                                         std::chrono::milliseconds timeout)
+    : ltcs_(std::move(ltcs)), timeout_(timeout) {}
+
+Result<RoutingTable> StaticRoutingSource::Fetch() {
+  // range id -> (epoch, route) with the highest epoch.
+  std::map<std::string, std::pair<uint64_t, RoutingTable::Route>> by_start;
+  Status last = Status::NetworkError("no LTC addresses");
+  bool any = false;
+  uint64_t epoch = 0;
+  for (const std::string& addr : ltcs_) {
+    const Deadline deadline = Deadline::After(timeout_);
+    auto conn = LtcConnection::Connect(addr, deadline, 16ull << 20);
+    if (!conn.ok()) {
+      last = conn.status();
+      continue;
+    }
+    std::promise<std::pair<Status, std::string>> p;
+    auto f = p.get_future();
+    conn.value()->Call(T(ClientMsg::kDescribe), "", deadline,
+                       [&p](const Status& s, std::string payload) {
+                         p.set_value({s, std::move(payload)});
+                       });
+    auto [s, payload] = f.get();
+    conn.value()->Close();
+    ltc::DescribeResponse d;
+    if (s.ok()) s = ltc::DecodeDescribeResponse(payload, &d);
+    if (!s.ok()) {
+      last = s.Prepend("describing LTC " + addr);
+      continue;
+    }
+    any = true;
+    epoch = std::max(epoch, d.epoch);
+    for (const ltc::RangeInfo& r : d.ranges) {
+      auto it = by_start.find(r.start);
+      if (it == by_start.end() || it->second.first < d.epoch) {
+        by_start[r.start] = {d.epoch, RoutingTable::Route{r, addr}};
+      }
+    }
+  }
+  if (!any) return last;
+  RoutingTable t;
+  t.epoch = epoch;
+  for (auto& [start, er] : by_start) {
+    // Drop a range overlapping the previous one (a stale LTC's claim).
+    if (!t.routes.empty()) {
+      const ltc::RangeInfo& prev = t.routes.back().range;
+      if (prev.end.empty() || prev.end > er.second.range.start) continue;
+    }
+    t.routes.push_back(er.second);
+  }
+  return t;
+}
+
+struct NovaClient::Impl {
+  explicit Impl(ClientOptions o) : options(std::move(o)) {}
+
+  // One call in flight, with what its retries need.
+  struct Op {
+    uint16_t type = 0;
+    std::string route_key;
+    std::function<std::string(uint64_t epoch)> encode;
+    Deadline deadline = Deadline::Never();
+    std::chrono::milliseconds backoff{0};
+    Status last;
+    const char* what = "";
+    CallCallback done;
+  };
+
+  const ClientOptions options;
+  std::unique_ptr<RoutingSource> own_source;
+  RoutingSource* source = nullptr;
+
+  mutable std::mutex mu;
+  // Protected by mu:
+  RoutingTable table;
+  std::map<std::string, std::vector<std::shared_ptr<LtcConnection>>> pools;
+  uint64_t round_robin = 0;
+  MonoTime last_refresh{};
+
+  // The retry thread: runs delayed retries in deadline order.
+  std::mutex retry_mu;
+  std::condition_variable retry_cv;
+  std::multimap<MonoTime, std::function<void()>> retries;  // protected by retry_mu
+  bool stopping = false;                                    // protected by retry_mu
+  std::thread retry_thread;
+
+  void RetryLoop() {
+    std::unique_lock<std::mutex> l(retry_mu);
+    while (!stopping) {
+      if (retries.empty()) {
+        retry_cv.wait(l);
+        continue;
+      }
+      auto first = retries.begin();
+      if (first->first > MonoNow()) {
+        retry_cv.wait_until(l, first->first);
+        continue;
+      }
+      auto fn = std::move(first->second);
+      retries.erase(first);
+      l.unlock();
+      fn();
+      l.lock();
+    }
+    // Fail what is left: each retry function sees `stopping` and completes its op.
+    auto left = std::move(retries);
+    l.unlock();
+    for (auto& [when, fn] : left) fn();
+  }
+
+  void Refresh() {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (MonoNow() - last_refresh < options.initial_backoff) return;
+      last_refresh = MonoNow();
+    }
+    auto t = source->Fetch();
+    if (t.ok()) Install(std::move(t.value()), /*force=*/true);
+  }
+
+  void Install(RoutingTable t, bool force) {
+    std::lock_guard<std::mutex> l(mu);
+    if (force || t.epoch >= table.epoch) table = std::move(t);
+  }
+
+  // A healthy connection to `address` (connecting if needed), chosen round-robin, and its
+  // index in the pool. `index` >= 0 asks for that one.
+  Result<std::shared_ptr<LtcConnection>> Connection(const std::string& address, int index,
+                                                    Deadline deadline, int* chosen) {
+    const int n = std::max(1, options.connections_per_ltc);
+    int i = 0;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      auto& pool = pools[address];
+      pool.resize(static_cast<size_t>(n));
+      i = index >= 0 ? index % n : static_cast<int>(round_robin++ % static_cast<uint64_t>(n));
+      if (pool[i] != nullptr && pool[i]->healthy()) {
+        if (chosen) *chosen = i;
+        return pool[i];
+      }
+      if (index >= 0 && pool[i] != nullptr) {
+        // A snapshot's connection is gone, and the snapshot with it.
+        return Status::NetworkError("the connection holding the snapshot to LTC " + address +
+                                    " failed");
+      }
+    }
+    const Deadline connect_deadline =
+        Deadline(std::min(deadline.when(), MonoNow() + options.connect_timeout));
+    auto c = LtcConnection::Connect(address, connect_deadline, options.max_response_bytes);
+    if (!c.ok()) return c.status();
+    std::lock_guard<std::mutex> l(mu);
+    pools[address][i] = c.value();
+    if (chosen) *chosen = i;
+    return c.value();
+  }
+
+  void Execute(std::shared_ptr<Op> op) {
+    RoutingTable::Route route;
+    uint64_t epoch = 0;
+    bool found = false;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      epoch = table.epoch;
+      if (const RoutingTable::Route* r = table.Find(op->route_key)) {
+        route = *r;
+        found = true;
+      }
+    }
+    if (!found) {
+      Retry(op, Status::Unavailable("no LTC is known to serve the range holding the key "
+                                    "(is an LTC down?)"));
+      return;
+    }
+    auto conn = Connection(route.ltc_address, -1, op->deadline, nullptr);
+    if (!conn.ok()) {
+      Retry(op, conn.status());
+      return;
+    }
+    conn.value()->Call(op->type, op->encode(epoch), op->deadline,
+                       [this, op](const Status& s, std::string payload) {
+                         if (s.ok()) {
+                           op->done(s, std::move(payload));
+                         } else {
+                           Retry(op, s);
+                         }
+                       });
+  }
+
+  // Completes `op` with `s` unless it may be retried before its deadline.
+  void Retry(const std::shared_ptr<Op>& op, const Status& s) {
+    // A connection-level TimedOut means the LTC did not answer within the op's deadline.
+    if (!Retryable(s) || op->deadline.Expired()) {
+      Status final = s;
+      if (Retryable(s) || s.IsTimedOut()) {
+        final = s.Prepend(std::string(op->what) + " gave up at its deadline (" +
+                          std::to_string(options.timeout.count()) + " ms)");
+      }
+      op->done(final, std::string());
+      return;
+    }
+    op->last = s;
+    op->backoff = std::min(options.max_backoff,
+                           op->backoff.count() == 0 ? options.initial_backoff : op->backoff * 2);
+    const MonoTime when = std::min(MonoNow() + op->backoff, op->deadline.when());
+    std::unique_lock<std::mutex> l(retry_mu);
+    if (stopping) {
+      l.unlock();
+      op->done(Status::Aborted("client shutting down"), std::string());
+      return;
+    }
+    retries.emplace(when, [this, op] {
+      bool stop;
+      {
+        std::lock_guard<std::mutex> rl(retry_mu);
+        stop = stopping;
+      }
+      if (stop) {
+        op->done(Status::Aborted("client shutting down"), std::string());
+        return;
+      }
+      Refresh();
+      Execute(op);
+    });
+    retry_cv.notify_all();
+  }
+
+  // Starts a routed call with retries.
+  void Start(const char* what, ClientMsg type, std::string route_key,
+             std::function<std::string(uint64_t)> encode, CallCallback done) {
+    auto op = std::make_shared<Op>();
+    op->type = T(type);
+    op->route_key = std::move(route_key);
+    op->encode = std::move(encode);
+    op->deadline = Deadline::After(options.timeout);
+    op->what = what;
+    op->done = std::move(done);
+    Execute(std::move(op));
+  }
+
+  // Blocking form of Start.
+  std::pair<Status, std::string> Run(const char* what, ClientMsg type, std::string route_key,
+                                     std::function<std::string(uint64_t)> encode) {
+    std::promise<std::pair<Status, std::string>> p;
+    auto f = p.get_future();
+    Start(what, type, std::move(route_key), std::move(encode),
+          [&p](const Status& s, std::string payload) { p.set_value({s, std::move(payload)}); });
+    return f.get();
+  }
+};
+
+NovaClient::NovaClient(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
+  impl_->retry_thread = std::thread([this] { impl_->RetryLoop(); });
+}
+
+NovaClient::~NovaClient() {
+  {
+    std::lock_guard<std::mutex> l(impl_->retry_mu);
+    impl_->stopping = true;
+  }
+  impl_->retry_cv.notify_all();
+  impl_->retry_thread.join();
+  std::map<std::string, std::vector<std::shared_ptr<LtcConnection>>> pools;
+  {
+    std::lock_guard<std::mutex> l(impl_->mu);
+    pools.swap(impl_->pools);
+  }
+  for (auto& [addr, pool] : pools) {
+    for (auto& c : pool) {
+      if (c) c->Close();
+    }
+  }
+}
+
+Status NovaClient::Init() {
+  if (impl_->options.routing_source != nullptr) {
+    impl_->source = impl_->options.routing_source;
+  } else if (!impl_->options.ltcs.empty()) {
+    impl_->own_source = std::make_unique<StaticRoutingSource>(impl_->options.ltcs,
+                                                              impl_->options.connect_timeout);
+    impl_->source = impl_->own_source.get();
+  } else {
+    return Status::InvalidArgument("no LTC addresses (--ltc=host:port,...) and no routing source");
+  }
+  auto t = impl_->source->Fetch();
+  if (!t.ok()) return t.status().Prepend("fetching the range routing");
+  impl_->Install(std::move(t.value()), true);
+  return Status::OK();
+}
+
+void NovaClient::SetRouting(RoutingTable t) { impl_->Install(std::move(t), false); }
+
+RoutingTable NovaClient::routing() const {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return impl_->table;
+}
+
+void NovaClient::GetAsync(const std::string& key, std::function<void(Result<std::string>)> done) {
+  impl_->Start("Get", ClientMsg::kGet, key,
+               [key](uint64_t epoch) {
+                 return ltc::EncodeKeyRequest(ClientMsg::kGet, ltc::KeyRequest{epoch, key, "", 0});
+               },
+               [done = std::move(done)](const Status& s, std::string payload) {
+                 if (!s.ok()) return done(s);
+                 std::string v;
+                 Status d = ltc::DecodeBytes(payload, &v);
+                 if (!d.ok()) return done(d);
+                 done(std::move(v));
+               });
+}
+
+void NovaClient::PutAsync(const std::string& key, const std::string& value,
+                          std::function<void(Status)> done) {
+  impl_->Start("Put", ClientMsg::kPut, key,
+               [key, value](uint64_t epoch) {
+                 return ltc::EncodeKeyRequest(ClientMsg::kPut, ltc::KeyRequest{epoch, key, value, 0});
+               },
+               [done = std::move(done)](const Status& s, std::string) { done(s); });
+}
+
+void NovaClient::DeleteAsync(const std::string& key, std::function<void(Status)> done) {
+  impl_->Start("Delete", ClientMsg::kDelete, key,
+               [key](uint64_t epoch) {
+                 return ltc::EncodeKeyRequest(ClientMsg::kDelete, ltc::KeyRequest{epoch, key, "", 0});
+               },
+               [done = std::move(done)](const Status& s, std::string) { done(s); });
+}
+
+std::future<Result<std::string>> NovaClient::GetFuture(const std::string& key) {
+  auto p = std::make_shared<std::promise<Result<std::string>>>();
+  auto f = p->get_future();
+  GetAsync(key, [p](Result<std::string> r) { p->set_value(std::move(r)); });
+  return f;
+}
+
+std::future<Status> NovaClient::PutFuture(const std::string& key, const std::string& value) {
+  auto p = std::make_shared<std::promise<Status>>();
+  auto f = p->get_future();
+  PutAsync(key, value, [p](Status s) { p->set_value(std::move(s)); });
+  return f;
+}
+
+Result<std::string> NovaClient::Get(const std::string& key) { return GetFuture(key).get(); }
+
+Status NovaClient::Put(const std::string& key, const std::string& value) {
+  return PutFuture(key, value).get();
+}
+
+Status NovaClient::Delete(const std::string& key) {
+  std::promise<Status> p;
+  auto f = p.get_future();
+  DeleteAsync(key, [&p](Status s) { p.set_value(std::move(s)); });
+  return f.get();
+}
+
+}  // namespace nova::client
+
+namespace nova::client {
+namespace {
+
+// Sends one request on `conn` and waits for its outcome (no retries).
+std::pair<Status, std::string> CallOnce(LtcConnection* conn, ClientMsg type,
+                                        std::string_view payload, Deadline deadline) {
+  std::promise<std::pair<Status, std::string>> p;
+  auto f = p.get_future();
+  conn->Call(T(type), payload, deadline,
+             [&p](const Status& s, std::string r) { p.set_value({s, std::move(r)}); });
+  return f.get();
+}
+
+}  // namespace
+
+Status NovaClient::Write(const std::vector<ltc::BatchEntry>& batch) {
+  if (batch.empty()) return Status::OK();
+  const Deadline deadline = Deadline::After(impl_->options.timeout);
+  std::vector<ltc::BatchEntry> left = batch;
+  std::chrono::milliseconds backoff = impl_->options.initial_backoff;
+  for (;;) {
+    // Split what is left by the current routing: one part per range, sent in parallel.
+    const RoutingTable t = routing();
+    std::map<std::string, std::pair<std::string, std::vector<ltc::BatchEntry>>> parts;
+    std::vector<ltc::BatchEntry> retry;
+    Status last;
+    for (ltc::BatchEntry& e : left) {
+      const RoutingTable::Route* r = t.Find(e.key);
+      if (r == nullptr) {
+        last = Status::Unavailable("no LTC is known to serve the range holding a key");
+        retry.push_back(std::move(e));
+        continue;
+      }
+      auto& part = parts[r->range.start];
+      part.first = r->ltc_address;
+      part.second.push_back(std::move(e));
+    }
+    struct Sent {
+      std::vector<ltc::BatchEntry>* entries;
+      std::future<std::pair<Status, std::string>> result;
+    };
+    std::vector<Sent> sent;
+    for (auto& [start, part] : parts) {
+      auto conn = impl_->Connection(part.first, -1, deadline, nullptr);
+      if (!conn.ok()) {
+        last = conn.status();
+        for (auto& e : part.second) retry.push_back(std::move(e));
+        continue;
+      }
+      auto p = std::make_shared<std::promise<std::pair<Status, std::string>>>();
+      sent.push_back(Sent{&part.second, p->get_future()});
+      conn.value()->Call(T(ClientMsg::kWrite),
+                         ltc::EncodeWriteRequest(ltc::WriteRequest{t.epoch, part.second}),
+                         deadline, [p](const Status& s, std::string r) {
+                           p->set_value({s, std::move(r)});
+                         });
+    }
+    for (Sent& s : sent) {
+      const Status st = s.result.get().first;
+      if (st.ok()) continue;
+      if (!Retryable(st)) return st.Prepend("Write");
+      last = st;
+      for (auto& e : *s.entries) retry.push_back(std::move(e));
+    }
+    if (retry.empty()) return Status::OK();
+    if (deadline.Expired()) {
+      return last.Prepend("Write gave up at its deadline (" +
+                          std::to_string(impl_->options.timeout.count()) +
+                          " ms); parts in other ranges may have been applied");
+    }
+    // Back off (this is the calling thread, not a shared one), then re-route.
+    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(
+        backoff, deadline.when() - MonoNow()));
+    backoff = std::min(impl_->options.max_backoff, backoff * 2);
+    impl_->Refresh();
+    left = std::move(retry);
+  }
+}
+
+Status NovaClient::Scan(const std::string& start, size_t limit,
+                        std::vector<std::pair<std::string, std::string>>* out) {
+  std::string pos = start;
+  while (out->size() < limit) {
+    const uint32_t count = static_cast<uint32_t>(std::min<size_t>(limit - out->size(), kScanPage));
+    auto [s, payload] = impl_->Run("Scan", ClientMsg::kScan, pos, [&pos, count](uint64_t epoch) {
+      return ltc::EncodeScanRequest(ltc::ScanRequest{epoch, pos, count, 0, false});
+    });
+    if (!s.ok()) return s;
+    ltc::ScanResponse r;
+    NOVA_RETURN_NOT_OK(ltc::DecodeScanResponse(payload, &r));
+    for (auto& kv : r.pairs) out->push_back(std::move(kv));
+    if (r.end_of_keys) break;
+    if (r.next_start <= pos && r.pairs.empty()) {
+      return Status::Corruption("Scan: the LTC did not advance past " + pos);
+    }
+    pos = std::move(r.next_start);
+  }
+  return Status::OK();
+}
+
+Result<uint64_t> NovaClient::Count(const std::string& start, const std::string& end) {
+  std::string pos = start;
+  uint64_t n = 0;
+  for (;;) {
+    if (!end.empty() && pos >= end) break;
+    auto [s, payload] = impl_->Run("Count", ClientMsg::kScan, pos, [&pos](uint64_t epoch) {
+      return ltc::EncodeScanRequest(ltc::ScanRequest{epoch, pos, kScanPage, 0, true});
+    });
+    if (!s.ok()) return s;
+    ltc::ScanResponse r;
+    NOVA_RETURN_NOT_OK(ltc::DecodeScanResponse(payload, &r));
+    for (const auto& kv : r.pairs) {
+      if (!end.empty() && kv.first >= end) return n;
+      ++n;
+    }
+    if (r.end_of_keys) break;
+    if (r.next_start <= pos && r.pairs.empty()) {
+      return Status::Corruption("Count: the LTC did not advance past " + pos);
+    }
+    pos = std::move(r.next_start);
+  }
+  return n;
+}
+
+Result<std::string> NovaClient::Stats() {
+  std::set<std::string> addrs(impl_->options.ltcs.begin(), impl_->options.ltcs.end());
+  for (const auto& r : routing().routes) addrs.insert(r.ltc_address);
+  std::string out;
+  Status first;
+  for (const std::string& a : addrs) {
+    const Deadline deadline = Deadline::After(impl_->options.timeout);
+    out += "== " + a + " ==\n";
+    auto conn = impl_->Connection(a, -1, deadline, nullptr);
+    std::pair<Status, std::string> r;
+    if (conn.ok()) r = CallOnce(conn.value().get(), ClientMsg::kStats, "", deadline);
+    Status s = conn.ok() ? r.first : conn.status();
+    std::string text;
+    if (s.ok()) s = ltc::DecodeBytes(r.second, &text);
+    if (!s.ok()) {
+      if (first.ok()) first = s.Prepend("Stats of " + a);
+      out += "error: " + s.ToString() + "\n";
+    } else {
+      out += text;
+    }
+  }
+  if (!first.ok() && out.find("error: ") != std::string::npos && addrs.size() == 1) return first;
+  return out;
+}
+
+Result<NovaClient::Snapshot> NovaClient::GetSnapshot(const std::string& key) {
+  const Deadline deadline = Deadline::After(impl_->options.timeout);
+  const RoutingTable t = routing();
+  const RoutingTable::Route* r = t.Find(key);
+  if (r == nullptr) return Status::Unavailable("no LTC is known to serve the key's range");
+  Snapshot snap;
+  snap.ltc_address = r->ltc_address;
+  auto conn = impl_->Connection(r->ltc_address, -1, deadline, &snap.connection);
+  if (!conn.ok()) return conn.status();
+  auto [s, payload] = CallOnce(conn.value().get(), ClientMsg::kGetSnapshot,
+                               ltc::EncodeKeyRequest(ClientMsg::kGetSnapshot,
+                                                     ltc::KeyRequest{t.epoch, key, "", 0}),
+                               deadline);
+  if (!s.ok()) return s.Prepend("GetSnapshot");
+  NOVA_RETURN_NOT_OK(ltc::DecodeU64(payload, &snap.id));
+  return snap;
+}
+
+Result<std::string> NovaClient::GetAt(const Snapshot& snap, const std::string& key) {
+  const Deadline deadline = Deadline::After(impl_->options.timeout);
+  auto conn = impl_->Connection(snap.ltc_address, snap.connection, deadline, nullptr);
+  if (!conn.ok()) return conn.status();
+  auto [s, payload] = CallOnce(conn.value().get(), ClientMsg::kGet,
+                               ltc::EncodeKeyRequest(ClientMsg::kGet,
+                                                     ltc::KeyRequest{0, key, "", snap.id}),
+                               deadline);
+  if (!s.ok()) return s;
+  std::string v;
+  NOVA_RETURN_NOT_OK(ltc::DecodeBytes(payload, &v));
+  return v;
+}
+
+Status NovaClient::ReleaseSnapshot(const Snapshot& snap) {
+  const Deadline deadline = Deadline::After(impl_->options.timeout);
+  auto conn = impl_->Connection(snap.ltc_address, snap.connection, deadline, nullptr);
+  if (!conn.ok()) return conn.status();
+  return CallOnce(conn.value().get(), ClientMsg::kReleaseSnapshot, ltc::EncodeU64(snap.id),
+                  deadline).first;
+}
+
+}  // namespace nova::client

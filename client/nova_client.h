@@ -1,0 +1,146 @@
+// NovaClient: the C++ client library of a Nova-LSM cluster (DESIGN.md section 9,
+// docs/protocol.md).
+//
+// Routing. The client keeps a RoutingTable (epoch; ranges [start, end) -> LTC address)
+// from a RoutingSource. StaticRoutingSource asks every LTC of a fixed address list
+// (--ltc) to Describe itself; the ZooKeeper config watcher (coordinator/) will implement
+// RoutingSource too, or push tables with SetRouting(). Each request goes to the LTC owning
+// its key, carrying the table's epoch.
+//
+// Retries. A call that fails with WrongRange (the configuration moved on), NetworkError /
+// Unavailable (an LTC died or is not ready) or TimedOut-on-connect refreshes the routing
+// table and is retried with exponential backoff (initial_backoff doubling up to
+// max_backoff) until its deadline (options.timeout from the call); then it fails with the
+// last error, prefixed with the operation. Other errors (NotFound, InvalidArgument for a
+// limit, Corruption) are returned at once. Puts and deletes are idempotent, so a retry
+// after a lost response is safe.
+//
+// Pipelining. Each LTC gets connections_per_ltc connections used round-robin; calls are
+// sent without waiting for earlier ones. The *Async methods return at once and complete
+// through a callback (on a connection's reader thread or the retry thread: keep it short)
+// or a std::future.
+//
+// Write(batch) is split by range; each range's part is applied atomically (all or
+// nothing), but parts in different ranges are independent: a failed Write may have
+// applied some ranges' parts. Scan continues from range to range and LTC to LTC; it is
+// read-committed across ranges (each LTC reply is consistent within the ranges it covered).
+//
+// Thread safety: thread-safe. Lifecycle: constructor cannot fail; Init() fetches the
+// routing; the destructor fails outstanding calls with Aborted.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "ltc/client_protocol.h"
+
+namespace nova::client {
+
+// Which LTC serves which range, at which configuration epoch.
+struct RoutingTable {
+  uint64_t epoch = 0;
+  struct Route {
+    ltc::RangeInfo range;
+    std::string ltc_address;
+  };
+  std::vector<Route> routes;  // ascending by range start, disjoint
+  // The route holding `key`, or null.
+  const Route* Find(std::string_view key) const;
+};
+
+// Where routing comes from. Fetch() may block (network).
+class RoutingSource {
+ public:
+  virtual ~RoutingSource() = default;
+  // The current table; an error only if nothing at all can be learnt.
+  virtual Result<RoutingTable> Fetch() = 0;
+};
+
+struct ClientOptions {
+  // Static mode: LTC addresses ("host:port"); each is asked to Describe its ranges.
+  std::vector<std::string> ltcs;
+  // Alternatively a routing source (e.g. the ZooKeeper watcher); overrides `ltcs`.
+  // Must outlive the client.
+  RoutingSource* routing_source = nullptr;
+  int connections_per_ltc = 2;
+  // Deadline of each operation, retries included.
+  std::chrono::milliseconds timeout{10000};
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds initial_backoff{5};
+  std::chrono::milliseconds max_backoff{500};
+  uint64_t max_response_bytes = 64ull << 20;
+};
+
+class NovaClient {
+ public:
+  explicit NovaClient(ClientOptions options);
+  ~NovaClient();
+  NovaClient(const NovaClient&) = delete;
+  NovaClient& operator=(const NovaClient&) = delete;
+
+  // Fetches the routing table. InvalidArgument without LTCs or a source; the source's
+  // error (e.g. NetworkError when no LTC answers).
+  Status Init();
+  // Replaces the routing table if `t` is newer (a config watcher calls this).
+  void SetRouting(RoutingTable t);
+  RoutingTable routing() const;
+
+  // Blocking calls. Get: the value, NotFound, or the error.
+  Result<std::string> Get(const std::string& key);
+  Status Put(const std::string& key, const std::string& value);
+  Status Delete(const std::string& key);
+  Status Write(const std::vector<ltc::BatchEntry>& batch);
+  // Up to `limit` pairs with key >= start, in key order, across ranges and LTCs.
+  Status Scan(const std::string& start, size_t limit,
+              std::vector<std::pair<std::string, std::string>>* out);
+  // Live keys k with start <= k < end (end empty: no bound).
+  Result<uint64_t> Count(const std::string& start, const std::string& end);
+  // Every LTC's Stats text, each under a "== <address> ==" line.
+  Result<std::string> Stats();
+
+  // Pipelined calls: return at once; `done` runs exactly once.
+  void GetAsync(const std::string& key, std::function<void(Result<std::string>)> done);
+  void PutAsync(const std::string& key, const std::string& value,
+                std::function<void(Status)> done);
+  void DeleteAsync(const std::string& key, std::function<void(Status)> done);
+  std::future<Result<std::string>> GetFuture(const std::string& key);
+  std::future<Status> PutFuture(const std::string& key, const std::string& value);
+
+  // Snapshots are per range (the one holding `key`) and per connection on the LTC.
+  // A snapshot id is valid with GetAt until ReleaseSnapshot. Not retried across failures:
+  // an LTC that restarts forgets its snapshots (NotFound).
+  struct Snapshot {
+    uint64_t id = 0;
+    std::string ltc_address;
+    int connection = 0;
+  };
+  Result<Snapshot> GetSnapshot(const std::string& key);
+  Result<std::string> GetAt(const Snapshot& snap, const std::string& key);
+  Status ReleaseSnapshot(const Snapshot& snap);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// StaticRoutingSource: Describe on every address; ranges claimed by several LTCs go to the
+// one with the highest epoch. LTCs that do not answer are skipped (their ranges stay
+// unrouted until they answer); NetworkError if none answers.
+class StaticRoutingSource final : public RoutingSource {
+ public:
+  StaticRoutingSource(std::vector<std::string> ltcs, std::chrono::milliseconds timeout);
+  Result<RoutingTable> Fetch() override;
+
+ private:
+  const std::vector<std::string> ltcs_;
+  const std::chrono::milliseconds timeout_;
+};
+
+}  // namespace nova::client

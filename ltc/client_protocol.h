@@ -1,0 +1,139 @@
+// The client <-> LTC protocol (docs/protocol.md): message types, request and response
+// payloads, and their codecs.
+//
+// Framing is common/wire/message.h over a plain TCP byte stream (no exchange transport: a
+// client needs no cluster secret). Each message is one wire message (24-byte header with
+// type, request id and crc, then the payload). Requests are pipelined: a client may send
+// many before reading, and the LTC answers each one, in any order, echoing its request id.
+// A failed request is answered with the wire codec's error response (one encoded Status).
+//
+// Every request that touches data carries the configuration epoch the client routed it
+// with; 0 means "do not check the epoch" (tools that only describe). An LTC answers a
+// request whose key it does not own, or whose epoch is older than its own, with
+// WrongRange; the message starts with "epoch=<N>" (the LTC's epoch, see
+// FormatWrongRange / ParseWrongRangeEpoch) so the client knows how far behind it is.
+//
+// Field order below is the schema (DO NOT CHANGE: on the wire). Decoders never trust a
+// length from the input: malformed payloads yield Corruption, never a crash.
+//
+// Thread safety: the functions are pure; the structs are plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "common/wire/message.h"
+
+namespace nova::ltc {
+
+// Client message types: the first 0x40 types of the LTC range (wire::kLtcTypes); the rest
+// of the range is left for LTC <-> LTC messages (migration). DO NOT CHANGE: on the wire.
+enum class ClientMsg : uint16_t {
+  kDescribe = 0x0301,         // -> epoch, ltc id, owned ranges, limits
+  kGet = 0x0302,              // key [, snapshot] -> value
+  kPut = 0x0303,              // key, value
+  kDelete = 0x0304,           // key
+  kWrite = 0x0305,            // batch of puts/deletes within one range, atomic
+  kScan = 0x0306,             // start, count -> pairs, where to continue
+  kGetSnapshot = 0x0307,      // key (names the range) -> snapshot id
+  kReleaseSnapshot = 0x0308,  // snapshot id
+  kStats = 0x0309,            // -> human-readable text per range
+};
+constexpr wire::TypeRange kClientTypes{0x0301, 0x0309};
+const char* ClientMsgName(uint16_t type);
+
+// One owned range: keys k with start <= k < end (end empty: no upper bound).
+struct RangeInfo {
+  uint32_t id = 0;
+  std::string start;
+  std::string end;
+  bool Contains(std::string_view key) const {
+    return key >= std::string_view(start) && (end.empty() || key < std::string_view(end));
+  }
+};
+
+// What an LTC enforces (its --ltc_max_* flags), reported by Describe so clients can check
+// before sending.
+struct ClientLimits {
+  uint32_t max_key_bytes = 0;
+  uint32_t max_value_bytes = 0;
+  uint32_t max_batch_ops = 0;
+  uint64_t max_request_bytes = 0;
+  uint32_t max_scan_count = 0;
+};
+
+struct DescribeResponse {
+  uint64_t epoch = 0;
+  uint32_t ltc_id = 0;
+  std::vector<RangeInfo> ranges;  // ascending by start
+  ClientLimits limits;
+};
+
+// Get/Put/Delete. `snapshot` (Get only) is 0 for the latest data.
+struct KeyRequest {
+  uint64_t epoch = 0;
+  std::string key;
+  std::string value;      // Put only
+  uint64_t snapshot = 0;  // Get only
+};
+
+enum class BatchOp : uint8_t { kPut = 1, kDelete = 2 };  // DO NOT CHANGE: on the wire
+struct BatchEntry {
+  BatchOp op = BatchOp::kPut;
+  std::string key;
+  std::string value;  // kPut only
+};
+struct WriteRequest {
+  uint64_t epoch = 0;
+  std::vector<BatchEntry> entries;
+};
+
+struct ScanRequest {
+  uint64_t epoch = 0;
+  std::string start;
+  uint32_t count = 0;
+  uint64_t snapshot = 0;   // 0: latest; else the scan stays within the snapshot's range
+  bool keys_only = false;  // values are returned empty (counting)
+};
+struct ScanResponse {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  // Where the scan should go on: empty with `end_of_keys` when the key space is exhausted.
+  // Otherwise the next key to ask for (the end of the last range scanned, which another LTC
+  // may own, or just past the last key when the reply filled up).
+  std::string next_start;
+  bool end_of_keys = false;
+};
+
+struct ReleaseSnapshotRequest {
+  uint64_t snapshot = 0;
+};
+
+// Codecs. Encode* return the payload; Decode* return Corruption for malformed input.
+std::string EncodeDescribeResponse(const DescribeResponse& r);
+Status DecodeDescribeResponse(std::string_view in, DescribeResponse* r);
+// kGet, kPut, kDelete, kGetSnapshot: `type` says which fields are present.
+std::string EncodeKeyRequest(ClientMsg type, const KeyRequest& r);
+Status DecodeKeyRequest(ClientMsg type, std::string_view in, KeyRequest* r);
+std::string EncodeWriteRequest(const WriteRequest& r);
+Status DecodeWriteRequest(std::string_view in, WriteRequest* r);
+std::string EncodeScanRequest(const ScanRequest& r);
+Status DecodeScanRequest(std::string_view in, ScanRequest* r);
+std::string EncodeScanResponse(const ScanResponse& r);
+Status DecodeScanResponse(std::string_view in, ScanResponse* r);
+// kGetSnapshot's response and kReleaseSnapshot's request: one u64.
+std::string EncodeU64(uint64_t v);
+Status DecodeU64(std::string_view in, uint64_t* v);
+// kGet's response and kStats's response: one length-prefixed byte string.
+std::string EncodeBytes(std::string_view v);
+Status DecodeBytes(std::string_view in, std::string* v);
+
+// WrongRange carrying the LTC's epoch: "epoch=<N>: <why>".
+Status FormatWrongRange(uint64_t epoch, std::string_view why);
+// The epoch of a WrongRange built by FormatWrongRange; 0 if absent or not WrongRange.
+uint64_t ParseWrongRangeEpoch(const Status& s);
+
+}  // namespace nova::ltc

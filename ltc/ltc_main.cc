@@ -1,0 +1,209 @@
+// nova_ltc: the LSM-tree component daemon. See docs/ltc_server.md and docs/protocol.md.
+//
+// --listen_port is the port clients connect to (the daemon protocol of
+// tests/util/external_daemon.h); the exchange transport to StoCs listens on
+// --ltc_transport_port.
+#include <signal.h>
+
+#include <cstdio>
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include "common/daemon/daemon_init.h"
+#include "common/daemon/transport_flags.h"
+#include "common/metrics.h"
+#include "ltc/compaction_offloader.h"
+#include "ltc/ltc_server.h"
+#include "ltc/range_assignment.h"
+#include "ltc/range_backend.h"
+
+DECLARE_string(listen_host);
+DECLARE_int32(listen_port);
+
+DEFINE_uint32(ltc_id, 0, "This LTC's id in the cluster (its node name is ltc-<id>)");
+DEFINE_string(ltc_dir, "", "Data directory (--engine=leveldb keeps its ranges here)");
+DEFINE_string(engine, "nova", "Engine serving each range: nova (RangeEngine over StoCs) or "
+              "leveldb (a stock LevelDB per range on local disk, for comparisons)");
+DEFINE_int32(ranges, 1, "omega: the key space is split into this many equal ranges by first "
+             "byte (ignored when --range_bounds is set)");
+DEFINE_string(range_bounds, "", "Comma-separated hex split points, e.g. 40,80,c0 (4 ranges)");
+DEFINE_string(ltc_ranges, "all", "Ids of the ranges this LTC owns (comma-separated, or all)");
+DEFINE_uint64(ltc_epoch, 1, "Configuration epoch of the static assignment");
+DEFINE_string(stoc, "", "StoCs: id@host:port,... (required with --engine=nova)");
+DEFINE_int32(ltc_transport_port, 0, "Port of the exchange transport to StoCs (0: any)");
+DEFINE_int32(ltc_client_threads, 4, "Workers serving client requests");
+DEFINE_int32(ltc_max_connections, 256, "Client connections accepted at once");
+DEFINE_uint32(ltc_max_key_bytes, 16 << 10, "Largest key accepted, bytes");
+DEFINE_uint32(ltc_max_value_bytes, 4 << 20, "Largest value accepted, bytes");
+DEFINE_uint32(ltc_max_batch_ops, 10000, "Most operations in one Write batch");
+DEFINE_uint64(ltc_max_request_mb, 32, "Largest client request, MiB");
+DEFINE_uint32(ltc_max_scan_count, 100000, "Most pairs one Scan request may ask for");
+
+// Engine (RangeEngine) flags; the paper's symbols in the help text.
+DEFINE_uint64(ltc_memtable_size_mb, 4, "tau: a memtable becomes immutable at this size, MiB");
+DEFINE_int32(ltc_memtables_per_range, 16, "delta: memtables per range (active + immutable)");
+DEFINE_int32(ltc_active_memtables_per_range, 0,
+             "alpha: active memtables per range. The engine keeps one active memtable per "
+             "Drange, so alpha = theta: 0 follows --ltc_dranges_per_range; another value "
+             "sets theta when that flag is left at 0, and must equal it otherwise");
+DEFINE_int32(ltc_dranges_per_range, 0, "theta: Dranges per range (0: alpha, or 1)");
+DEFINE_int32(ltc_tranges_per_drange, 8, "gamma: Tranges per Drange");
+DEFINE_double(ltc_drange_imbalance_threshold, 0.5,
+              "A Drange whose write share exceeds 1/theta by this fraction triggers a "
+              "reorganization");
+DEFINE_uint64(ltc_drange_merge_threshold_keys, 100,
+              "An immutable memtable with fewer unique keys is merged, not flushed (0 off)");
+DEFINE_uint32(ltc_scatter_width, 1, "rho: StoCs a table's data fragments are scattered across");
+DEFINE_string(ltc_placement, "power-of-d", "StoC placement of fragments: random|power-of-d");
+DEFINE_uint64(ltc_sstable_size_mb, 2, "Target SSTable size, MiB");
+DEFINE_int32(ltc_compaction_threads, 2, "Background flush and compaction threads per range");
+DEFINE_string(ltc_compaction_offload, "none",
+              "Where compactions run: none (here), round-robin or least-loaded (StoCs)");
+DEFINE_uint64(ltc_l0_stop_write_mb, 256, "Level-0 size at which writes stop, MiB "
+              "(writes slow down from 3/4 of it)");
+DEFINE_int32(ltc_manifest_replicas, 1, "Replicas of each range's MANIFEST on StoCs");
+DEFINE_int32(ltc_fragment_replicas, 1, "R: replicas of each table fragment on StoCs");
+DEFINE_bool(ltc_lookup_index, true, "Lookup index (key -> memtable or L0 table)");
+DEFINE_bool(ltc_range_index, true, "Range index (partitions -> memtables and L0 tables)");
+
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+int BadFlags(const std::string& why) {
+  std::fprintf(stderr, "nova_ltc: %s\n", why.c_str());
+  return nova::kBadFlagsExitCode;
+}
+
+// alpha and theta (see the flags' help). Returns false if they contradict.
+bool DrangesFromFlags(int* theta) {
+  const int alpha = FLAGS_ltc_active_memtables_per_range;
+  const int t = FLAGS_ltc_dranges_per_range;
+  if (alpha != 0 && t != 0 && alpha != t) return false;
+  *theta = t != 0 ? t : (alpha != 0 ? alpha : 1);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  nova::InitDaemon(&argc, &argv,
+                   "nova_ltc --cluster_secret_file=FILE --stoc=ID@HOST:PORT,... [flags]\n"
+                   "The Nova-LSM LSM-tree component: serves Get/Put/Delete/Write/Scan for "
+                   "its ranges to clients over TCP.");
+  ::signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  // The static range assignment (the ZooKeeper source replaces it later).
+  nova::ltc::RangeAssignment a;
+  a.epoch = FLAGS_ltc_epoch;
+  a.ltc_id = FLAGS_ltc_id;
+  auto all = FLAGS_range_bounds.empty() ? nova::ltc::EqualRanges(FLAGS_ranges)
+                                        : nova::ltc::RangesFromBounds(FLAGS_range_bounds);
+  if (!all.ok()) return BadFlags(all.status().ToString());
+  auto mine = nova::ltc::SelectRanges(all.value(), FLAGS_ltc_ranges);
+  if (!mine.ok()) return BadFlags("--ltc_ranges: " + mine.status().ToString());
+  a.ranges = mine.value();
+  auto stocs = nova::ltc::ParseStocList(FLAGS_stoc);
+  if (!stocs.ok()) return BadFlags(stocs.status().ToString());
+  a.stocs = stocs.value();
+
+  nova::ltc::LtcServerOptions so;
+  so.host = FLAGS_listen_host;
+  if (FLAGS_listen_port < 0 || FLAGS_listen_port > 65535) return BadFlags("bad --listen_port");
+  so.port = static_cast<uint16_t>(FLAGS_listen_port);
+  so.client_threads = FLAGS_ltc_client_threads;
+  so.max_connections = FLAGS_ltc_max_connections;
+  so.limits.max_key_bytes = FLAGS_ltc_max_key_bytes;
+  so.limits.max_value_bytes = FLAGS_ltc_max_value_bytes;
+  so.limits.max_batch_ops = FLAGS_ltc_max_batch_ops;
+  so.limits.max_request_bytes = FLAGS_ltc_max_request_mb * kMiB;
+  so.limits.max_scan_count = FLAGS_ltc_max_scan_count;
+  if (so.client_threads < 1 || so.max_connections < 1) {
+    return BadFlags("--ltc_client_threads and --ltc_max_connections must be positive");
+  }
+
+  nova::MetricsRegistry metrics;
+  std::unique_ptr<nova::ltc::NovaBackends> nova_backends;
+  nova::ltc::BackendFactory factory;
+  if (FLAGS_engine == "leveldb") {
+    if (FLAGS_ltc_dir.empty()) return BadFlags("--engine=leveldb needs --ltc_dir");
+    factory = nova::ltc::LevelDbBackendFactory(FLAGS_ltc_dir, FLAGS_ltc_memtable_size_mb * kMiB);
+  } else if (FLAGS_engine == "nova") {
+    if (a.stocs.empty()) return BadFlags("--engine=nova needs --stoc=id@host:port,...");
+    nova::ltc::NovaBackendOptions no;
+    nova::ltc::EngineOptions& e = no.engine;
+    e.memtable_bytes = FLAGS_ltc_memtable_size_mb * kMiB;
+    e.memtables = FLAGS_ltc_memtables_per_range;
+    if (!DrangesFromFlags(&e.dranges)) {
+      return BadFlags("--ltc_active_memtables_per_range (alpha) must equal "
+                      "--ltc_dranges_per_range (theta): one active memtable per Drange");
+    }
+    e.tranges_per_drange = FLAGS_ltc_tranges_per_drange;
+    e.drange_imbalance_threshold = FLAGS_ltc_drange_imbalance_threshold;
+    e.drange_merge_threshold_keys = FLAGS_ltc_drange_merge_threshold_keys;
+    e.scatter_width = FLAGS_ltc_scatter_width;
+    e.sstable_bytes = FLAGS_ltc_sstable_size_mb * kMiB;
+    e.compaction_threads = FLAGS_ltc_compaction_threads;
+    e.l0_stop_writes_bytes = FLAGS_ltc_l0_stop_write_mb * kMiB;
+    e.l0_slowdown_writes_bytes = e.l0_stop_writes_bytes / 4 * 3;
+    e.lookup_index = FLAGS_ltc_lookup_index;
+    e.range_index = FLAGS_ltc_range_index;
+    if (e.memtables < e.dranges) {
+      return BadFlags("--ltc_memtables_per_range (delta) must be >= theta");
+    }
+    nova::Status s = nova::stoc::ParsePlacementPolicy(FLAGS_ltc_placement, &no.placement);
+    if (!s.ok()) return BadFlags("--ltc_placement: " + s.ToString());
+    nova::ltc::OffloadPolicy policy;
+    s = nova::ltc::ParseOffloadPolicy(FLAGS_ltc_compaction_offload, &policy);
+    if (!s.ok()) return BadFlags("--ltc_compaction_offload: " + s.ToString());
+    no.offload_policy = FLAGS_ltc_compaction_offload;
+    no.fragment_replicas = FLAGS_ltc_fragment_replicas;
+    no.manifest_replicas = FLAGS_ltc_manifest_replicas;
+    auto to = nova::TransportOptionsFromFlags("ltc-" + std::to_string(FLAGS_ltc_id));
+    if (!to.ok()) return BadFlags(to.status().ToString());
+    no.transport = to.value();
+    no.transport.listen_port = static_cast<uint16_t>(FLAGS_ltc_transport_port);
+    nova_backends = std::make_unique<nova::ltc::NovaBackends>(no, &metrics);
+    s = nova_backends->Init();
+    if (!s.ok()) {
+      std::fprintf(stderr, "nova_ltc: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    factory = nova_backends->factory();
+  } else {
+    return BadFlags("--engine must be nova or leveldb, got '" + FLAGS_engine + "'");
+  }
+
+  nova::ltc::StaticAssignmentSource source(a);
+  nova::ltc::LtcServer server(so, &source, factory, &metrics);
+  nova::Status s = server.Init();
+  if (s.ok()) s = server.Start();
+  if (!s.ok()) {
+    LOG(ERROR) << "nova_ltc failed to start: " << s.ToString();
+    std::fprintf(stderr, "nova_ltc: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  auto http = nova::StartMetricsServer(&metrics);
+  if (!http.ok()) {
+    LOG(ERROR) << http.status().ToString();
+    return 1;
+  }
+  std::printf("LISTEN %s\n", server.address().c_str());
+  std::fflush(stdout);
+  LOG(INFO) << "nova_ltc " << FLAGS_ltc_id << " (" << FLAGS_engine << ") serving "
+            << a.ranges.size() << " ranges at epoch " << a.epoch << " on " << server.address();
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  LOG(INFO) << "nova_ltc: signal " << sig << ", shutting down";
+  if (http.value()) http.value()->Shutdown();
+  server.Shutdown();  // closes the ranges (flushing their memtables)
+  if (nova_backends) nova_backends->Shutdown();
+  return 0;
+}

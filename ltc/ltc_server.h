@@ -1,0 +1,147 @@
+// LtcServer: the client-facing side of nova_ltc (docs/ltc_server.md, docs/protocol.md).
+//
+// Hosts the ranges its AssignmentSource gives it, one RangeBackend (engine) per range, and
+// serves clients over TCP: framed, pipelined requests (client_protocol.h), answered in any
+// order by `client_threads` workers. A request for a key this LTC does not own, or routed
+// with an older epoch, is answered WrongRange("epoch=<N>: ...").
+//
+// Threads: one acceptor; one reader per connection (connections are bounded by
+// max_connections, so readers are too); the worker pool. A reader stops reading while its
+// connection has max_inflight_per_connection requests in the pool, which bounds memory.
+// Responses are written by the workers under the connection's write lock.
+//
+// New assignments (AssignmentSource::Watch): ranges added are opened before the new table
+// is published, so requests never see a half-open range; ranges removed leave the table at
+// once and their backends close when the last request using them finishes. A range kept
+// (same id) keeps its backend, with the new bounds.
+//
+// Lifecycle: constructor cannot fail; Init() opens the initial ranges; Start() listens;
+// Shutdown() stops everything and closes the ranges (idempotent).
+// Thread safety: thread-safe. Lock order: apply_mu_ before table_mu_; a connection's mu
+// before nothing else; write_mu is a leaf.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/metrics.h"
+#include "common/status.h"
+#include "common/thread_pool.h"
+#include "common/wire/message.h"
+#include "ltc/client_request.h"
+#include "ltc/range_assignment.h"
+#include "ltc/range_backend.h"
+
+namespace nova::ltc {
+
+struct LtcServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;  // 0: any free port
+  int client_threads = 4;        // --ltc_client_threads
+  size_t max_queue = 4096;       // requests waiting for a worker, all connections
+  int max_connections = 256;     // --ltc_max_connections
+  int max_inflight_per_connection = 256;
+  ClientLimits limits{/*max_key_bytes=*/16 << 10, /*max_value_bytes=*/4 << 20,
+                      /*max_batch_ops=*/10000, /*max_request_bytes=*/32ull << 20,
+                      /*max_scan_count=*/100000};
+  // A scan reply stops growing past this many key and value bytes (the client continues).
+  uint64_t max_scan_reply_bytes = 4ull << 20;
+  // A client that does not take a response within this long is disconnected.
+  std::chrono::milliseconds write_timeout{10000};
+};
+
+class LtcServer {
+ public:
+  // `source` and `metrics` must outlive the server; `factory` opens ranges.
+  LtcServer(LtcServerOptions options, AssignmentSource* source, BackendFactory factory,
+            MetricsRegistry* metrics);
+  ~LtcServer();  // Shutdown()
+  LtcServer(const LtcServer&) = delete;
+  LtcServer& operator=(const LtcServer&) = delete;
+
+  // Opens the ranges of source->Current(). Returns the first error (a range that fails to
+  // open fails Init: an LTC that silently serves fewer ranges would answer WrongRange for
+  // keys the configuration says it owns).
+  Status Init();
+  // Listens and starts watching the source. IOError if the port cannot be bound.
+  Status Start();
+  void Shutdown();
+
+  // Installs a new assignment (the watcher calls this). InvalidArgument if it is invalid or
+  // not newer than the current one; the error of a range that fails to open (the old
+  // assignment stays in force then).
+  Status ApplyAssignment(const RangeAssignment& a);
+
+  // "host:port" clients connect to. Valid after Start().
+  std::string address() const;
+  uint64_t epoch() const;
+
+ private:
+  struct Conn;
+  struct Hosted {
+    RangeInfo info;
+    std::shared_ptr<RangeBackend> backend;
+  };
+  struct Table {
+    uint64_t epoch = 0;
+    uint32_t ltc_id = 0;
+    std::vector<Hosted> ranges;  // ascending by start
+    // The hosted range holding `key`, or null.
+    const Hosted* Find(std::string_view key) const;
+  };
+
+  void AcceptLoop();
+  void ReadLoop(std::shared_ptr<Conn> conn);
+  // Runs one request on a worker and writes its response.
+  void Serve(const std::shared_ptr<Conn>& conn, uint16_t type, uint64_t request_id,
+             std::string payload);
+  // Returns the response payload or the error to send.
+  Result<std::string> Handle(Conn* conn, const ClientRequest& r);
+  Result<std::string> HandleWrite(const Table& t, const ClientRequest& r);
+  Result<std::string> HandleScan(Conn* conn, const Table& t, const ClientRequest& r);
+  Result<std::string> HandleSnapshotOp(Conn* conn, const Table& t, const ClientRequest& r);
+  // The hosted range owning `key` at the request's epoch, or WrongRange / Unavailable.
+  Result<const Hosted*> Route(const Table& t, uint64_t epoch, std::string_view key) const;
+  std::shared_ptr<const Table> CurrentTable() const;
+  // Writes one message to the connection (serialized with other writers). A failed write
+  // closes the connection.
+  void Send(Conn* conn, const std::string& message);
+  void SendError(Conn* conn, uint16_t type, uint64_t request_id, const Status& error);
+
+  // Constant after construction.
+  const LtcServerOptions options_;
+  AssignmentSource* const source_;  // must outlive this
+  const BackendFactory factory_;
+  MetricsRegistry* const metrics_;  // must outlive this
+  Counter* requests_;
+  Counter* request_errors_;
+  Counter* wrong_range_;
+  Counter* connections_refused_;
+  Gauge* connections_;
+
+  std::unique_ptr<ThreadPool> pool_;
+  int listen_fd_ = -1;
+  int wake_pipe_[2] = {-1, -1};  // wakes the acceptor at shutdown
+  uint16_t bound_port_ = 0;
+  std::thread acceptor_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> next_snapshot_id_{1};
+
+  std::mutex apply_mu_;  // serializes ApplyAssignment (opening engines may take a while)
+  mutable std::mutex table_mu_;
+  std::shared_ptr<const Table> table_;  // protected by table_mu_
+
+  std::mutex conns_mu_;
+  std::map<uint64_t, std::shared_ptr<Conn>> conns_;  // protected by conns_mu_
+  uint64_t next_conn_id_ = 1;                        // protected by conns_mu_
+  std::vector<std::thread> finished_readers_;        // protected by conns_mu_; joined later
+  bool shut_down_ = false;                           // protected by conns_mu_
+};
+
+}  // namespace nova::ltc

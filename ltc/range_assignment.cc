@@ -1,0 +1,180 @@
+#include "ltc/range_assignment.h"
+
+#include <charconv>
+#include <set>
+#include <sstream>
+
+namespace nova::ltc {
+namespace {
+
+constexpr int kKeyBytes = 256;  // values of a key's first byte
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep)) {
+    if (!cur.empty()) out.push_back(cur);
+  }
+  return out;
+}
+
+bool ParseU32(std::string_view s, uint32_t* v) {
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+}  // namespace
+
+Status RangeAssignment::Validate() const {
+  std::set<uint32_t> ids;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const RangeInfo& r = ranges[i];
+    if (!ids.insert(r.id).second) {
+      return Status::InvalidArgument("range id " + std::to_string(r.id) + " appears twice");
+    }
+    if (!r.end.empty() && r.start >= r.end) {
+      return Status::InvalidArgument("range " + std::to_string(r.id) + " is empty: start >= end");
+    }
+    if (i > 0) {
+      const RangeInfo& p = ranges[i - 1];
+      if (p.end.empty() || p.end > r.start) {
+        return Status::InvalidArgument("ranges " + std::to_string(p.id) + " and " +
+                                       std::to_string(r.id) + " overlap or are out of order");
+      }
+    }
+  }
+  return Status::OK();
+}
+
+Result<RangeAssignment> StaticAssignmentSource::Current() {
+  std::lock_guard<std::mutex> l(mu_);
+  return current_;
+}
+
+void StaticAssignmentSource::Watch(AssignmentListener listener) {
+  std::lock_guard<std::mutex> l(mu_);
+  listener_ = std::move(listener);
+}
+
+void StaticAssignmentSource::Unwatch() {
+  std::lock_guard<std::mutex> l(mu_);
+  listener_ = nullptr;
+}
+
+Status StaticAssignmentSource::Update(RangeAssignment a) {
+  NOVA_RETURN_NOT_OK(a.Validate());
+  std::lock_guard<std::mutex> l(mu_);
+  if (a.epoch <= current_.epoch) {
+    return Status::InvalidArgument("assignment epoch " + std::to_string(a.epoch) +
+                                   " is not newer than " + std::to_string(current_.epoch));
+  }
+  current_ = std::move(a);
+  if (listener_) listener_(current_);
+  return Status::OK();
+}
+
+Result<std::vector<RangeInfo>> EqualRanges(int n) {
+  if (n < 1 || n > kKeyBytes) {
+    return Status::InvalidArgument("--ranges must be in [1, 256], got " + std::to_string(n));
+  }
+  std::vector<RangeInfo> out;
+  for (int i = 0; i < n; ++i) {
+    RangeInfo r;
+    r.id = static_cast<uint32_t>(i);
+    if (i > 0) r.start = std::string(1, static_cast<char>(kKeyBytes * i / n));
+    if (i + 1 < n) r.end = std::string(1, static_cast<char>(kKeyBytes * (i + 1) / n));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Result<std::vector<RangeInfo>> RangesFromBounds(const std::string& hex_list) {
+  std::vector<std::string> bounds;
+  for (const std::string& h : Split(hex_list, ',')) {
+    auto b = FromHex(h);
+    if (!b.ok()) return b.status().Prepend("--range_bounds");
+    if (b.value().empty()) return Status::InvalidArgument("--range_bounds: empty split point");
+    if (!bounds.empty() && bounds.back() >= b.value()) {
+      return Status::InvalidArgument("--range_bounds: split points must ascend strictly");
+    }
+    bounds.push_back(std::move(b.value()));
+  }
+  std::vector<RangeInfo> out;
+  for (size_t i = 0; i <= bounds.size(); ++i) {
+    RangeInfo r;
+    r.id = static_cast<uint32_t>(i);
+    if (i > 0) r.start = bounds[i - 1];
+    if (i < bounds.size()) r.end = bounds[i];
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Result<std::vector<RangeInfo>> SelectRanges(const std::vector<RangeInfo>& all,
+                                            const std::string& ids) {
+  if (ids.empty() || ids == "all") return all;
+  std::vector<RangeInfo> out;
+  std::set<uint32_t> want;
+  for (const std::string& s : Split(ids, ',')) {
+    uint32_t id = 0;
+    if (!ParseU32(s, &id)) return Status::InvalidArgument("bad range id '" + s + "'");
+    want.insert(id);
+  }
+  for (const RangeInfo& r : all) {
+    if (want.erase(r.id) > 0) out.push_back(r);
+  }
+  if (!want.empty()) {
+    return Status::InvalidArgument("no range with id " + std::to_string(*want.begin()));
+  }
+  return out;
+}
+
+Result<std::map<uint32_t, std::string>> ParseStocList(const std::string& list) {
+  std::map<uint32_t, std::string> out;
+  for (const std::string& item : Split(list, ',')) {
+    const size_t at = item.find('@');
+    uint32_t id = 0;
+    if (at == std::string::npos || !ParseU32(std::string_view(item).substr(0, at), &id) ||
+        item.find(':', at) == std::string::npos) {
+      return Status::InvalidArgument("--stoc: expected id@host:port, got '" + item + "'");
+    }
+    if (!out.emplace(id, item.substr(at + 1)).second) {
+      return Status::InvalidArgument("--stoc: StoC id " + std::to_string(id) + " appears twice");
+    }
+  }
+  return out;
+}
+
+std::string ToHex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 0xf]);
+  }
+  return out;
+}
+
+Result<std::string> FromHex(std::string_view hex) {
+  if (hex.size() % 2 != 0) return Status::InvalidArgument("hex string of odd length");
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(hex.size() / 2);
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    const int hi = digit(hex[i]), lo = digit(hex[i + 1]);
+    if (hi < 0 || lo < 0) {
+      return Status::InvalidArgument("not a hex digit in '" + std::string(hex) + "'");
+    }
+    out.push_back(static_cast<char>(hi * 16 + lo));
+  }
+  return out;
+}
+
+}  // namespace nova::ltc

@@ -1,0 +1,222 @@
+#include "ltc/range_backend.h"
+
+#include <filesystem>
+#include <mutex>
+#include <sstream>
+
+#include <glog/logging.h>
+#include <leveldb/db.h>
+#include <leveldb/options.h>
+
+#include "common/rpc/rpc_endpoint.h"
+#include "ltc/compaction_offloader.h"
+#include "ltc/engine_metrics.h"
+#include "ltc/range_engine.h"
+#include "ltc/stoc_table_store.h"
+#include "stoc/stoc_client.h"
+
+namespace nova::ltc {
+namespace {
+
+Status FromLevelDb(const leveldb::Status& s) {
+  if (s.ok()) return Status::OK();
+  if (s.IsNotFound()) return Status::NotFound("key not found");
+  if (s.IsCorruption()) return Status::Corruption(s.ToString());
+  if (s.IsInvalidArgument()) return Status::InvalidArgument(s.ToString());
+  return Status::IOError(s.ToString());
+}
+
+class LevelDbBackend final : public RangeBackend {
+ public:
+  explicit LevelDbBackend(std::unique_ptr<leveldb::DB> db) : db_(std::move(db)) {}
+
+  Status Put(const leveldb::Slice& key, const leveldb::Slice& value) override {
+    return FromLevelDb(db_->Put(leveldb::WriteOptions(), key, value));
+  }
+  Status Delete(const leveldb::Slice& key) override {
+    return FromLevelDb(db_->Delete(leveldb::WriteOptions(), key));
+  }
+  Status Write(leveldb::WriteBatch* batch) override {
+    return FromLevelDb(db_->Write(leveldb::WriteOptions(), batch));
+  }
+  Status Get(const leveldb::Slice& key, std::string* value, Snapshot snapshot) override {
+    return FromLevelDb(db_->Get(Read(snapshot), key, value));
+  }
+  leveldb::Iterator* NewIterator(Snapshot snapshot) override {
+    return db_->NewIterator(Read(snapshot));
+  }
+  Snapshot GetSnapshot() override { return db_->GetSnapshot(); }
+  void ReleaseSnapshot(Snapshot snapshot) override {
+    db_->ReleaseSnapshot(static_cast<const leveldb::Snapshot*>(snapshot));
+  }
+  std::string StatsText() override {
+    std::string s;
+    if (!db_->GetProperty("leveldb.stats", &s)) s = "(no stats)";
+    return "engine=leveldb\n" + s;
+  }
+
+ private:
+  static leveldb::ReadOptions Read(Snapshot snapshot) {
+    leveldb::ReadOptions ro;
+    ro.snapshot = static_cast<const leveldb::Snapshot*>(snapshot);
+    return ro;
+  }
+  std::unique_ptr<leveldb::DB> db_;
+};
+
+// One range of the Nova engine: its table store, engine and metrics. Members are destroyed
+// in reverse order: metrics before the engine, the engine before its store.
+class NovaBackend final : public RangeBackend {
+ public:
+  NovaBackend() = default;
+  ~NovaBackend() override {
+    metrics_.reset();
+    if (engine_ != nullptr) {
+      // Without logs (LogC), memtables live only here: flush them so the range's next
+      // owner (or this LTC after a restart) finds every acknowledged write.
+      Status s = engine_->FlushAll();
+      if (!s.ok()) LOG(WARNING) << "closing a range: flush failed: " << s.ToString();
+    }
+    engine_.reset();
+    store_.reset();
+  }
+
+  Status Put(const leveldb::Slice& key, const leveldb::Slice& value) override {
+    return engine_->Put(key, value);
+  }
+  Status Delete(const leveldb::Slice& key) override { return engine_->Delete(key); }
+  Status Write(leveldb::WriteBatch* batch) override { return engine_->Write(batch); }
+  Status Get(const leveldb::Slice& key, std::string* value, Snapshot snapshot) override {
+    return engine_->Get(key, value, static_cast<const EngineSnapshot*>(snapshot));
+  }
+  leveldb::Iterator* NewIterator(Snapshot snapshot) override {
+    return engine_->NewIterator(static_cast<const EngineSnapshot*>(snapshot));
+  }
+  Snapshot GetSnapshot() override { return engine_->GetSnapshot(); }
+  void ReleaseSnapshot(Snapshot snapshot) override {
+    engine_->ReleaseSnapshot(static_cast<const EngineSnapshot*>(snapshot));
+  }
+  std::string StatsText() override {
+    const EngineStats st = engine_->GetStats();
+    std::ostringstream out;
+    out << "engine=nova puts=" << st.puts << " deletes=" << st.deletes << " gets=" << st.gets
+        << " flushes=" << st.flushes << " compactions=" << st.compactions
+        << " stalls=" << st.stalls << " stall_micros=" << st.stall_micros
+        << " dranges=" << st.dranges << " drange_imbalance=" << st.drange_imbalance
+        << " last_sequence=" << st.last_sequence << "\n  levels:";
+    for (int l = 0; l < kNumLevels; ++l) out << " L" << l << "=" << st.level_tables[l];
+    out << "\n";
+    return out.str();
+  }
+
+  std::unique_ptr<StocTableStore> store_;
+  std::unique_ptr<RangeEngine> engine_;
+  std::unique_ptr<EngineMetrics> metrics_;
+};
+
+}  // namespace
+
+BackendFactory LevelDbBackendFactory(std::string dir, uint64_t write_buffer_bytes) {
+  return [dir, write_buffer_bytes](const RangeInfo& range,
+                                   const RangeAssignment&) -> Result<std::unique_ptr<RangeBackend>> {
+    const std::string path = dir + "/range-" + std::to_string(range.id);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Status::IOError("cannot create " + dir + ": " + ec.message());
+    leveldb::Options o;
+    o.create_if_missing = true;
+    o.write_buffer_size = write_buffer_bytes;
+    leveldb::DB* db = nullptr;
+    Status s = FromLevelDb(leveldb::DB::Open(o, path, &db));
+    if (!s.ok()) return s.Prepend("opening LevelDB at " + path);
+    std::unique_ptr<RangeBackend> b = std::make_unique<LevelDbBackend>(std::unique_ptr<leveldb::DB>(db));
+    return b;
+  };
+}
+
+struct NovaBackends::Impl {
+  Impl(NovaBackendOptions o, MetricsRegistry* m) : options(std::move(o)), metrics(m) {}
+  const NovaBackendOptions options;
+  MetricsRegistry* const metrics;  // must outlive this
+  // Declared in construction order; destroyed in reverse (the client before the endpoint).
+  rpc::RpcEndpoint endpoint;
+  std::unique_ptr<transport::Transport> transport;
+  std::unique_ptr<stoc::StocClient> client;
+  OffloadPolicy policy = OffloadPolicy::kNone;
+
+  std::mutex mu;
+  // Protected by mu: StoCs added to the client, and the offloader (made when StoCs are
+  // first known; it keeps that StoC set).
+  std::map<uint32_t, std::string> stocs;
+  std::unique_ptr<StocCompactionOffloader> offloader;
+
+  Result<std::unique_ptr<RangeBackend>> Open(const RangeInfo& range, const RangeAssignment& a) {
+    if (a.stocs.empty()) {
+      return Status::InvalidArgument("--engine=nova needs StoCs (--stoc=id@host:port,...)");
+    }
+    CompactionOffloader* offloader_ptr = nullptr;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      for (const auto& [id, addr] : a.stocs) {
+        if (stocs.count(id) > 0) continue;
+        NOVA_RETURN_NOT_OK_PREPEND(client->AddStoc(id, addr), "connecting to StoC " + std::to_string(id));
+        stocs[id] = addr;
+      }
+      if (policy != OffloadPolicy::kNone && offloader == nullptr) {
+        StocCompactionOffloaderOptions oo;
+        oo.policy = policy;
+        oo.stocs = stocs;
+        oo.fragment_replicas = static_cast<uint32_t>(options.fragment_replicas);
+        auto off = std::make_unique<StocCompactionOffloader>(client.get(), oo);
+        NOVA_RETURN_NOT_OK(off->Init());
+        offloader = std::move(off);
+      }
+      offloader_ptr = offloader.get();
+    }
+    auto b = std::make_unique<NovaBackend>();
+    StocTableStoreOptions so;
+    so.range_id = range.id;
+    for (const auto& [id, addr] : a.stocs) so.stocs.push_back(id);
+    so.fragment_replicas = options.fragment_replicas;
+    so.manifest_replicas = options.manifest_replicas;
+    so.placement = options.placement;
+    b->store_ = std::make_unique<StocTableStore>(client.get(), so);
+    NOVA_RETURN_NOT_OK_PREPEND(b->store_->Init(), "range " + std::to_string(range.id));
+    EngineOptions eo = options.engine;
+    eo.range_id = range.id;
+    eo.compaction_offloader = offloader_ptr;
+    b->engine_ = std::make_unique<RangeEngine>(eo, b->store_.get());
+    NOVA_RETURN_NOT_OK_PREPEND(b->engine_->Open(), "opening range " + std::to_string(range.id));
+    b->metrics_ = std::make_unique<EngineMetrics>(metrics, b->engine_.get(), range.id);
+    std::unique_ptr<RangeBackend> out = std::move(b);
+    return out;
+  }
+};
+
+NovaBackends::NovaBackends(NovaBackendOptions options, MetricsRegistry* metrics)
+    : impl_(std::make_unique<Impl>(std::move(options), metrics)) {}
+
+NovaBackends::~NovaBackends() { Shutdown(); }
+
+Status NovaBackends::Init() {
+  NOVA_RETURN_NOT_OK(ParseOffloadPolicy(impl_->options.offload_policy, &impl_->policy));
+  auto t = transport::NewTransport(impl_->options.transport, &impl_->endpoint);
+  if (!t.ok()) return t.status();
+  impl_->transport = std::move(t.value());
+  impl_->endpoint.Attach(impl_->transport.get());
+  impl_->client = std::make_unique<stoc::StocClient>(
+      &impl_->endpoint, stoc::StocClientOptions{impl_->options.stoc_timeout});
+  NOVA_RETURN_NOT_OK(impl_->transport->Init());
+  return impl_->transport->Start();
+}
+
+BackendFactory NovaBackends::factory() {
+  Impl* impl = impl_.get();
+  return [impl](const RangeInfo& range, const RangeAssignment& a) { return impl->Open(range, a); };
+}
+
+void NovaBackends::Shutdown() {
+  if (impl_->transport) impl_->transport->Shutdown();
+}
+
+}  // namespace nova::ltc

@@ -1,0 +1,94 @@
+// RangeBackend: the storage engine behind one range the LTC server hosts, so the server
+// is the same for --engine=nova (RangeEngine over StoCs) and --engine=leveldb (a stock
+// LevelDB instance on local disk, the baseline of the paper's comparisons).
+//
+// BackendFactory opens a backend for a range; the daemon picks the factory from --engine.
+// NovaBackendFactory owns what every Nova range shares: the exchange transport, its RPC
+// endpoint, the StoC client and the compaction offloader.
+//
+// Thread safety: every RangeBackend method is thread-safe. Factories are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <leveldb/iterator.h>
+#include <leveldb/slice.h>
+#include <leveldb/write_batch.h>
+
+#include "common/metrics.h"
+#include "common/status.h"
+#include "common/transport/transport.h"
+#include "ltc/engine_options.h"
+#include "ltc/range_assignment.h"
+#include "stoc/placement.h"
+
+namespace nova::ltc {
+
+class RangeBackend {
+ public:
+  // An opaque snapshot handle; null means "latest".
+  using Snapshot = const void*;
+
+  // Closing a backend makes its data durable where it can (the Nova engine flushes its
+  // memtables to StoCs, since there are no logs yet) and waits for background work.
+  virtual ~RangeBackend() = default;
+  virtual Status Put(const leveldb::Slice& key, const leveldb::Slice& value) = 0;
+  virtual Status Delete(const leveldb::Slice& key) = 0;
+  // Atomic: readers see all of the batch or none of it.
+  virtual Status Write(leveldb::WriteBatch* batch) = 0;
+  // NotFound if the key has no value at `snapshot`.
+  virtual Status Get(const leveldb::Slice& key, std::string* value, Snapshot snapshot) = 0;
+  // The user view at `snapshot`; caller deletes it before releasing the snapshot or
+  // destroying the backend.
+  virtual leveldb::Iterator* NewIterator(Snapshot snapshot) = 0;
+  // Never null. Release exactly once.
+  virtual Snapshot GetSnapshot() = 0;
+  virtual void ReleaseSnapshot(Snapshot snapshot) = 0;
+  // One or more lines for `nova_cli stats`.
+  virtual std::string StatsText() = 0;
+};
+
+// Opens the backend of `range` (recovering what it held). `assignment` is the one that
+// gave the range (its StoC set).
+using BackendFactory = std::function<Result<std::unique_ptr<RangeBackend>>(
+    const RangeInfo& range, const RangeAssignment& assignment)>;
+
+// --engine=leveldb: each range is a LevelDB database in <dir>/range-<id>.
+BackendFactory LevelDbBackendFactory(std::string dir, uint64_t write_buffer_bytes);
+
+struct NovaBackendOptions {
+  // Engine options of every range (range_id and the offloader are filled per range).
+  EngineOptions engine;
+  transport::TransportOptions transport;
+  int fragment_replicas = 1;  // R
+  int manifest_replicas = 1;
+  stoc::PlacementPolicy placement = stoc::PlacementPolicy::kPowerOfD;
+  std::string offload_policy = "none";  // --ltc_compaction_offload
+  std::chrono::milliseconds stoc_timeout{30000};
+};
+
+// --engine=nova. Thread-safe.
+class NovaBackends {
+ public:
+  // `metrics` must outlive this; each range registers its EngineMetrics there.
+  NovaBackends(NovaBackendOptions options, MetricsRegistry* metrics);
+  ~NovaBackends();  // REQUIRES: every backend it made is destroyed first
+  NovaBackends(const NovaBackends&) = delete;
+  NovaBackends& operator=(const NovaBackends&) = delete;
+
+  // Starts the transport (to reach StoCs). InvalidArgument for a bad offload policy.
+  Status Init();
+  // The factory; this must outlive every backend it opens. Connects to StoCs it has not
+  // seen yet (AddStoc), then opens the range's engine over them.
+  BackendFactory factory();
+  void Shutdown();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nova::ltc

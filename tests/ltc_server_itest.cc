@@ -1,0 +1,394 @@
+// Multi-process tests of nova_ltc, its client library and nova_cli: 3 nova_stoc and two
+// nova_ltc daemons (--engine=nova) splitting 4 ranges, plus a --engine=leveldb LTC.
+#include <gtest/gtest.h>
+
+#include <stdio.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <fstream>
+#include <future>
+#include <map>
+#include <thread>
+
+#include "client/ltc_connection.h"
+#include "client/nova_client.h"
+#include "common/clock.h"
+#include "ltc/client_protocol.h"
+#include "ltc/range_assignment.h"
+#include "tests/util/external_daemon.h"
+#include "tests/util/test_util.h"
+
+namespace nova {
+namespace {
+
+using namespace std::chrono_literals;
+using client::ClientOptions;
+using client::NovaClient;
+using ltc::ClientMsg;
+
+constexpr int kStocs = 3;
+constexpr uint64_t kEpoch = 5;  // the LTCs' static epoch
+
+// One key in each of the 4 equal ranges (split at 0x40, 0x80, 0xc0).
+std::string KeyIn(int range, const std::string& suffix) {
+  static const char kFirst[] = {'\x10', '\x50', '\x90', '\xd0'};
+  return std::string(1, kFirst[range]) + suffix;
+}
+
+class LtcServerITest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(test::TestTempDir("ltc_server_itest"));
+    auto secret = test::WriteClusterSecret(*dir_);
+    ASSERT_TRUE(secret.ok()) << secret.status().ToString();
+    secret_ = new std::string(secret.value());
+    std::string stoc_list;
+    for (int id = 1; id <= kStocs; ++id) {
+      test::ExternalDaemonOptions o;
+      o.binary = "nova_stoc";
+      o.id = "stoc-" + std::to_string(id);
+      o.data_dir = *dir_ + "/" + o.id;
+      o.data_dir_flag = "stoc_dir";
+      o.cluster_secret_file = *secret_;
+      o.extra_flags = {"--stoc_id=" + std::to_string(id), "--stoc_memory_region_mb=4",
+                       "--stoc_memory_limit_mb=128", "--stoc_file_buffer_mb=32"};
+      stocs_[id] = new test::ExternalDaemon(o);
+      Status s = stocs_[id]->Start();
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      stoc_list += (stoc_list.empty() ? "" : ",") + std::to_string(id) + "@" + stocs_[id]->address();
+    }
+    for (int i = 0; i < 2; ++i) {
+      ltcs_[i] = StartLtc("ltc-" + std::to_string(i + 1),
+                          {"--engine=nova", "--ltc_id=" + std::to_string(i + 1), "--ranges=4",
+                           i == 0 ? "--ltc_ranges=0,1" : "--ltc_ranges=2,3",
+                           "--ltc_epoch=" + std::to_string(kEpoch), "--stoc=" + stoc_list,
+                           "--ltc_memtable_size_mb=1", "--ltc_sstable_size_mb=1",
+                           "--ltc_max_key_bytes=64", "--ltc_max_value_bytes=65536",
+                           "--ltc_max_batch_ops=50", "--ltc_max_request_mb=1",
+                           "--ltc_client_threads=3"});
+    }
+    leveldb_ = StartLtc("ltc-leveldb", {"--engine=leveldb", "--ltc_id=9", "--ranges=2",
+                                        "--ltc_max_connections=3"});
+  }
+
+  static test::ExternalDaemon* StartLtc(const std::string& id, std::vector<std::string> flags) {
+    test::ExternalDaemonOptions o;
+    o.binary = "nova_ltc";
+    o.id = id;
+    o.data_dir = *dir_ + "/" + id;
+    o.data_dir_flag = "ltc_dir";
+    o.cluster_secret_file = *secret_;
+    o.extra_flags = std::move(flags);
+    auto* d = new test::ExternalDaemon(o);
+    Status s = d->Start();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return d;
+  }
+
+  static void TearDownTestSuite() {
+    delete leveldb_;
+    for (auto*& d : ltcs_) delete d;
+    for (auto& [id, d] : stocs_) delete d;
+    stocs_.clear();
+  }
+
+  std::unique_ptr<NovaClient> Client(std::vector<std::string> ltcs,
+                                     std::chrono::milliseconds timeout = 10s) {
+    ClientOptions o;
+    o.ltcs = std::move(ltcs);
+    o.timeout = timeout;
+    auto c = std::make_unique<NovaClient>(o);
+    Status s = c->Init();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return c;
+  }
+  std::unique_ptr<NovaClient> ClusterClient(std::chrono::milliseconds timeout = 10s) {
+    return Client({ltcs_[0]->address(), ltcs_[1]->address()}, timeout);
+  }
+
+  // One raw request on a fresh connection (bypassing the client's routing).
+  static std::pair<Status, std::string> Raw(const std::string& addr, ClientMsg type,
+                                            const std::string& payload) {
+    auto c = client::LtcConnection::Connect(addr, Deadline::After(5s), 64 << 20);
+    if (!c.ok()) return {c.status(), ""};
+    std::promise<std::pair<Status, std::string>> p;
+    c.value()->Call(static_cast<uint16_t>(type), payload, Deadline::After(10s),
+                    [&p](const Status& s, std::string r) { p.set_value({s, std::move(r)}); });
+    return p.get_future().get();
+  }
+
+  struct CliResult {
+    int exit_code;
+    std::string out, err;
+  };
+  // Runs nova_cli with `args` (shell-quoted by the caller) and captures its output.
+  static CliResult Cli(const std::string& args) {
+    const std::string err_path = *dir_ + "/cli.err";
+    const std::string cmd = test::BinDir() + "/nova_cli --ltc=" + ltcs_[0]->address() + "," +
+                            ltcs_[1]->address() + " --timeout_ms=5000 " + args + " 2>" + err_path;
+    CliResult r{-1, "", ""};
+    FILE* f = ::popen(cmd.c_str(), "r");
+    if (f == nullptr) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) r.out.append(buf, n);
+    const int st = ::pclose(f);
+    r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    std::ifstream e(err_path);
+    r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
+    return r;
+  }
+
+  static std::string* dir_;
+  static std::string* secret_;
+  static std::map<int, test::ExternalDaemon*> stocs_;
+  static test::ExternalDaemon* ltcs_[2];
+  static test::ExternalDaemon* leveldb_;
+};
+
+std::string* LtcServerITest::dir_ = nullptr;
+std::string* LtcServerITest::secret_ = nullptr;
+std::map<int, test::ExternalDaemon*> LtcServerITest::stocs_;
+test::ExternalDaemon* LtcServerITest::ltcs_[2] = {nullptr, nullptr};
+test::ExternalDaemon* LtcServerITest::leveldb_ = nullptr;
+
+TEST_F(LtcServerITest, CrudBatchesAndScansAcrossRangesAndLtcs) {
+  auto c = ClusterClient();
+  const client::RoutingTable t = c->routing();
+  ASSERT_EQ(t.routes.size(), 4u);
+  EXPECT_EQ(t.epoch, kEpoch);
+  std::map<std::string, std::string> model;
+  for (int r = 0; r < 4; ++r) {
+    for (int i = 0; i < 50; ++i) {
+      const std::string k = KeyIn(r, "crud" + std::to_string(1000 + i));
+      const std::string v = "v" + std::to_string(r * 1000 + i);
+      ASSERT_TRUE(c->Put(k, v).ok());
+      model[k] = v;
+    }
+  }
+  for (const auto& [k, v] : model) {
+    auto g = c->Get(k);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_EQ(g.value(), v);
+  }
+  // Deletes in every range.
+  for (int r = 0; r < 4; ++r) {
+    const std::string k = KeyIn(r, "crud1000");
+    ASSERT_TRUE(c->Delete(k).ok());
+    model.erase(k);
+    EXPECT_TRUE(c->Get(k).status().IsNotFound());
+  }
+  // A batch spanning all four ranges (and both LTCs) is split per range.
+  std::vector<ltc::BatchEntry> batch;
+  for (int r = 0; r < 4; ++r) {
+    batch.push_back({ltc::BatchOp::kPut, KeyIn(r, "crud9999"), "batched"});
+    batch.push_back({ltc::BatchOp::kDelete, KeyIn(r, "crud1001"), ""});
+    model[KeyIn(r, "crud9999")] = "batched";
+    model.erase(KeyIn(r, "crud1001"));
+  }
+  ASSERT_TRUE(c->Write(batch).ok());
+  // A full scan crosses both LTCs and returns exactly the model, in order.
+  std::vector<std::pair<std::string, std::string>> got;
+  ASSERT_TRUE(c->Scan(KeyIn(0, "crud"), 100000, &got).ok());
+  std::vector<std::pair<std::string, std::string>> want;
+  for (const auto& kv : model) {
+    if (kv.first >= KeyIn(0, "crud")) want.push_back(kv);
+  }
+  // Other tests may have written keys too: keep only this test's.
+  std::vector<std::pair<std::string, std::string>> mine;
+  for (auto& kv : got) {
+    if (kv.first.substr(1, 4) == "crud") mine.push_back(kv);
+  }
+  EXPECT_EQ(mine, want);
+  // A limited scan starting in range 1 stops at the limit.
+  got.clear();
+  ASSERT_TRUE(c->Scan(KeyIn(1, "crud"), 60, &got).ok());
+  ASSERT_EQ(got.size(), 60u);
+  EXPECT_EQ(got.front().first, KeyIn(1, "crud1002"));
+  auto n = c->Count(KeyIn(0, "crud"), KeyIn(3, "crud~"));
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), want.size());
+  // Snapshots: a read at a snapshot does not see later writes.
+  const std::string sk = KeyIn(2, "snap");
+  ASSERT_TRUE(c->Put(sk, "old").ok());
+  auto snap = c->GetSnapshot(sk);
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  ASSERT_TRUE(c->Put(sk, "new").ok());
+  auto at = c->GetAt(snap.value(), sk);
+  ASSERT_TRUE(at.ok()) << at.status().ToString();
+  EXPECT_EQ(at.value(), "old");
+  EXPECT_EQ(c->Get(sk).value(), "new");
+  EXPECT_TRUE(c->ReleaseSnapshot(snap.value()).ok());
+}
+
+TEST_F(LtcServerITest, WrongRangeForUnownedRangeAndOldEpoch) {
+  // LTC 1 owns ranges 0 and 1 only.
+  auto [s, p] = Raw(ltcs_[0]->address(), ClientMsg::kGet,
+                    ltc::EncodeKeyRequest(ClientMsg::kGet, {kEpoch, KeyIn(2, "x"), "", 0}));
+  EXPECT_TRUE(s.IsWrongRange()) << s.ToString();
+  EXPECT_EQ(ltc::ParseWrongRangeEpoch(s), kEpoch);
+  // An old epoch is refused even for an owned key.
+  std::tie(s, p) = Raw(ltcs_[0]->address(), ClientMsg::kPut,
+                       ltc::EncodeKeyRequest(ClientMsg::kPut, {kEpoch - 1, KeyIn(0, "x"), "v", 0}));
+  EXPECT_TRUE(s.IsWrongRange()) << s.ToString();
+  EXPECT_EQ(ltc::ParseWrongRangeEpoch(s), kEpoch);
+  // A batch spanning two ranges of the same LTC is refused as a whole.
+  std::tie(s, p) = Raw(ltcs_[0]->address(), ClientMsg::kWrite,
+                       ltc::EncodeWriteRequest({kEpoch, {{ltc::BatchOp::kPut, KeyIn(0, "a"), "1"},
+                                                         {ltc::BatchOp::kPut, KeyIn(1, "a"), "1"}}}));
+  EXPECT_TRUE(s.IsWrongRange()) << s.ToString();
+  // A newer epoch than the LTC's: not yet, retry.
+  std::tie(s, p) = Raw(ltcs_[0]->address(), ClientMsg::kGet,
+                       ltc::EncodeKeyRequest(ClientMsg::kGet, {kEpoch + 1, KeyIn(0, "x"), "", 0}));
+  EXPECT_TRUE(s.IsUnavailable()) << s.ToString();
+  // A client that knows only LTC 1 cannot reach range 2: a clear error at its deadline.
+  auto c = Client({ltcs_[0]->address()}, 500ms);
+  Status put = c->Put(KeyIn(2, "x"), "v");
+  EXPECT_TRUE(put.IsUnavailable()) << put.ToString();
+  EXPECT_NE(put.message().find("deadline"), std::string::npos) << put.ToString();
+}
+
+TEST_F(LtcServerITest, LimitsGiveClearErrors) {
+  auto c = ClusterClient();
+  Status s = c->Put(std::string(65, 'k'), "v");
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("--ltc_max_key_bytes"), std::string::npos) << s.ToString();
+  s = c->Put("k", std::string(65537, 'v'));
+  EXPECT_NE(s.message().find("--ltc_max_value_bytes"), std::string::npos) << s.ToString();
+  std::vector<ltc::BatchEntry> big(51, ltc::BatchEntry{ltc::BatchOp::kDelete, KeyIn(0, "b"), ""});
+  s = c->Write(big);
+  EXPECT_NE(s.message().find("--ltc_max_batch_ops"), std::string::npos) << s.ToString();
+  // A request over --ltc_max_request_mb is answered with the limit, then the LTC hangs up.
+  std::vector<ltc::BatchEntry> fat;
+  for (int i = 0; i < 20; ++i) fat.push_back({ltc::BatchOp::kPut, KeyIn(0, "f" + std::to_string(i)), std::string(60000, 'x')});
+  s = c->Write(fat);
+  EXPECT_NE(s.message().find("--ltc_max_request_bytes"), std::string::npos) << s.ToString();
+  // The client recovers from the closed connection.
+  EXPECT_TRUE(c->Put(KeyIn(0, "after-limit"), "ok").ok());
+  // Connections over --ltc_max_connections (3 on the leveldb LTC) are refused with a reason.
+  std::vector<std::shared_ptr<client::LtcConnection>> held;
+  for (int i = 0; i < 3; ++i) {
+    auto conn = client::LtcConnection::Connect(leveldb_->address(), Deadline::After(5s), 1 << 20);
+    ASSERT_TRUE(conn.ok());
+    std::promise<Status> p;
+    conn.value()->Call(static_cast<uint16_t>(ClientMsg::kDescribe), "", Deadline::After(5s),
+                       [&p](const Status& st, std::string) { p.set_value(st); });
+    ASSERT_TRUE(p.get_future().get().ok());
+    held.push_back(conn.value());
+  }
+  auto [rs, rp] = Raw(leveldb_->address(), ClientMsg::kDescribe, "");
+  EXPECT_TRUE(rs.IsResourceExhausted()) << rs.ToString();
+  EXPECT_NE(rs.message().find("--ltc_max_connections"), std::string::npos) << rs.ToString();
+}
+
+TEST_F(LtcServerITest, LevelDbEngineServesTheSameProtocol) {
+  auto c = Client({leveldb_->address()});
+  ASSERT_EQ(c->routing().routes.size(), 2u);
+  ASSERT_TRUE(c->Put("a", "1").ok());
+  ASSERT_TRUE(c->Put("\xf0z", "2").ok());
+  ASSERT_TRUE(c->Write({{ltc::BatchOp::kPut, "b", "3"}, {ltc::BatchOp::kDelete, "a", ""}}).ok());
+  EXPECT_TRUE(c->Get("a").status().IsNotFound());
+  EXPECT_EQ(c->Get("b").value(), "3");
+  std::vector<std::pair<std::string, std::string>> got;
+  ASSERT_TRUE(c->Scan("", 10, &got).ok());
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].first, "\xf0z");
+  auto snap = c->GetSnapshot("b");
+  ASSERT_TRUE(snap.ok());
+  ASSERT_TRUE(c->Put("b", "4").ok());
+  EXPECT_EQ(c->GetAt(snap.value(), "b").value(), "3");
+  EXPECT_TRUE(c->ReleaseSnapshot(snap.value()).ok());
+}
+
+TEST_F(LtcServerITest, CliCommandsExitCodesAndHex) {
+  CliResult r = Cli("put clikey clivalue");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = Cli("get clikey");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "clivalue\n");
+  r = Cli("get clinope");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "not found\n");
+  // Hex keys and values: the key 0xd0 0x00 lives in range 3 (LTC 2).
+  r = Cli("--hex --hex_values put d000 00ff");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = Cli("--hex --hex_values get d000");
+  EXPECT_EQ(r.out, "00ff\n");
+  r = Cli("--hex --hex_values scan d000 --limit=1");
+  EXPECT_EQ(r.out, "d000\t00ff\n");
+  r = Cli("--hex count d000 d001");
+  EXPECT_EQ(r.out, "1\n") << r.err;
+  r = Cli("delete clikey");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(Cli("get clikey").exit_code, 1);
+  r = Cli("scan clikey --limit=1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = Cli("stats");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("engine=nova"), std::string::npos) << r.out;
+  r = Cli("--hex get zz");
+  EXPECT_EQ(r.exit_code, 2);
+  r = Cli("--zk=localhost:2181 get a");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not yet supported"), std::string::npos) << r.err;
+  r = Cli("put " + std::string(65, 'k') + " v");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("--ltc_max_key_bytes"), std::string::npos) << r.err;
+}
+
+TEST_F(LtcServerITest, ConcurrentPipelinedClients) {
+  auto c = ClusterClient();
+  constexpr int kThreads = 4, kPerThread = 300;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<std::future<Status>> puts;
+      for (int i = 0; i < kPerThread; ++i) {
+        const std::string k = KeyIn(i % 4, "pipe" + std::to_string(t) + "-" + std::to_string(i));
+        puts.push_back(c->PutFuture(k, k + "=v"));
+      }
+      for (auto& f : puts) failures += f.get().ok() ? 0 : 1;
+      std::vector<std::pair<std::string, std::future<Result<std::string>>>> gets;
+      for (int i = 0; i < kPerThread; ++i) {
+        const std::string k = KeyIn(i % 4, "pipe" + std::to_string(t) + "-" + std::to_string(i));
+        gets.emplace_back(k, c->GetFuture(k));
+      }
+      for (auto& [k, f] : gets) {
+        auto r = f.get();
+        if (!r.ok() || r.value() != k + "=v") ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+// Runs last (gtest runs tests in definition order): it kills LTC 2.
+TEST_F(LtcServerITest, KilledLtcFailsCallsWithinTheirDeadline) {
+  auto c = ClusterClient(1500ms);
+  ASSERT_TRUE(c->Put(KeyIn(3, "kill"), "v").ok());
+  ltcs_[1]->Kill();
+  const MonoTime start = MonoNow();
+  auto g = c->Get(KeyIn(3, "kill"));
+  const auto took = MonoNow() - start;
+  ASSERT_FALSE(g.ok());
+  EXPECT_TRUE(g.status().IsNetworkError() || g.status().IsUnavailable()) << g.status().ToString();
+  EXPECT_NE(g.status().message().find("deadline"), std::string::npos) << g.status().ToString();
+  EXPECT_LT(took, 1500ms + 2s);
+  // Ranges on the surviving LTC still work.
+  EXPECT_TRUE(c->Put(KeyIn(0, "kill"), "v").ok());
+  // Pipelined calls outstanding when the LTC dies fail too, none hangs.
+  ASSERT_TRUE(ltcs_[1]->Restart().ok());
+  auto c2 = ClusterClient(1500ms);
+  std::vector<std::future<Status>> futures;
+  for (int i = 0; i < 100; ++i) futures.push_back(c2->PutFuture(KeyIn(2, std::to_string(i)), "v"));
+  ltcs_[1]->Kill();
+  for (auto& f : futures) {
+    ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  }
+}
+
+}  // namespace
+}  // namespace nova
