@@ -14,9 +14,11 @@ PACKAGES=(
   libssl-dev            # HMAC-SHA256 for peer authentication (never hand-rolled crypto)
   libcpp-httplib-dev    # /metrics endpoint
   nlohmann-json3-dev    # JSON output and config documents
+  librocksdb-dev        # nova_ycsb's rocksdb binding (baseline engine, DESIGN.md section 12)
   libisal-dev           # CRC32C, Reed-Solomon parity
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
+  gnuplot-nox           # benchmarks/plot_timeseries (nova_ycsb time series -> PNG)
   # scripts and tools used by tests (ip netns, ps)
   iproute2 procps netcat-openbsd python3
 )
