@@ -1,0 +1,365 @@
+#include "coordinator/cluster_config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+namespace nova::coordinator {
+
+namespace {
+
+using nlohmann::json;
+
+// A member id becomes a ZooKeeper node name and a log/table token; keep it short and plain.
+constexpr size_t kMaxMemberIdLength = 64;
+// Single-byte split points can express at most this many ranges.
+constexpr int kMaxEvenRanges = 256;
+
+// JSON field names. DO NOT CHANGE: persisted in ZooKeeper.
+constexpr char kFormatVersionField[] = "format_version";
+constexpr char kClusterField[] = "cluster";
+constexpr char kEpochField[] = "epoch";
+constexpr char kRangesField[] = "ranges";
+constexpr char kIdField[] = "id";
+constexpr char kStartField[] = "start";
+constexpr char kEndField[] = "end";
+constexpr char kLtcField[] = "ltc";
+constexpr char kLtcsField[] = "ltcs";
+constexpr char kLogcsField[] = "logcs";
+constexpr char kStocsField[] = "stocs";
+constexpr char kSettingsField[] = "settings";
+
+// Reads an object of string -> string. Absent fields are empty maps (so older documents
+// without a later-added section still parse).
+Status ReadStringMap(const json& doc, const char* field, std::map<std::string, std::string>* out) {
+  auto it = doc.find(field);
+  if (it == doc.end()) return Status::OK();
+  if (!it->is_object()) return Status::Corruption(std::string(field) + ": want an object");
+  for (const auto& [k, v] : it->items()) {
+    if (!v.is_string()) {
+      return Status::Corruption(std::string(field) + "." + k + ": want a string");
+    }
+    (*out)[k] = v.get<std::string>();
+  }
+  return Status::OK();
+}
+
+Status ReadRange(const json& r, size_t index, RangeAssignment* out) {
+  const std::string where = "ranges[" + std::to_string(index) + "]";
+  if (!r.is_object()) return Status::Corruption(where + ": want an object");
+  auto id = r.find(kIdField);
+  if (id == r.end() || !id->is_number_unsigned() || id->get<uint64_t>() > UINT32_MAX) {
+    return Status::Corruption(where + ".id: want an unsigned 32-bit integer");
+  }
+  out->id = static_cast<uint32_t>(id->get<uint64_t>());
+  auto start = r.find(kStartField);
+  if (start == r.end() || !start->is_string() ||
+      !HexDecode(start->get_ref<const std::string&>(), &out->start)) {
+    return Status::Corruption(where + ".start: want a hex string");
+  }
+  auto end = r.find(kEndField);
+  if (end == r.end()) return Status::Corruption(where + ".end: missing (null = unbounded)");
+  if (end->is_null()) {
+    out->end.reset();
+  } else {
+    std::string bytes;
+    if (!end->is_string() || !HexDecode(end->get_ref<const std::string&>(), &bytes)) {
+      return Status::Corruption(where + ".end: want a hex string or null");
+    }
+    out->end = std::move(bytes);
+  }
+  auto ltc = r.find(kLtcField);
+  if (ltc != r.end() && !ltc->is_null()) {
+    if (!ltc->is_string()) return Status::Corruption(where + ".ltc: want a string");
+    out->ltc = ltc->get<std::string>();
+  }
+  return Status::OK();
+}
+
+Status ValidateMembers(const std::map<std::string, std::string>& members, const char* what) {
+  for (const auto& [id, address] : members) {
+    Status s = ValidateMemberId(id);
+    if (!s.ok()) return s.Prepend(what);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+const char* MemberKindName(MemberKind kind) {
+  switch (kind) {
+    case MemberKind::kLtc:
+      return "ltc";
+    case MemberKind::kLogc:
+      return "logc";
+    case MemberKind::kStoc:
+      return "stoc";
+    case MemberKind::kCoordinator:
+      return "coordinator";
+  }
+  return "unknown";
+}
+
+bool ParseMemberKind(std::string_view name, MemberKind* kind) {
+  for (MemberKind k : kAllMemberKinds) {
+    if (name == MemberKindName(k)) {
+      *kind = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+Status ValidateMemberId(std::string_view id) {
+  if (id.empty() || id.size() > kMaxMemberIdLength || id == "." || id == "..") {
+    return Status::InvalidArgument("member id '" + std::string(id) +
+                                   "': want 1 to 64 characters of [A-Za-z0-9._-]");
+  }
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      return Status::InvalidArgument("member id '" + std::string(id) +
+                                     "': want only characters of [A-Za-z0-9._-]");
+    }
+  }
+  return Status::OK();
+}
+
+bool RangeAssignment::Contains(std::string_view key) const {
+  return key >= std::string_view(start) && (!end.has_value() || key < std::string_view(*end));
+}
+
+Status ClusterConfig::Validate() const {
+  if (cluster.empty()) return Status::InvalidArgument("cluster name is empty");
+  if (ranges.empty()) return Status::InvalidArgument("no ranges");
+  NOVA_RETURN_NOT_OK(ValidateMembers(ltcs, "ltcs: "));
+  NOVA_RETURN_NOT_OK(ValidateMembers(logcs, "logcs: "));
+  NOVA_RETURN_NOT_OK(ValidateMembers(stocs, "stocs: "));
+  if (!ranges.front().start.empty()) {
+    return Status::InvalidArgument("ranges[0] must start at the empty key");
+  }
+  std::set<uint32_t> ids;
+  for (size_t i = 0; i < ranges.size(); i++) {
+    const RangeAssignment& r = ranges[i];
+    const std::string where =
+        "range " + std::to_string(r.id) + " (ranges[" + std::to_string(i) + "])";
+    if (!ids.insert(r.id).second) return Status::InvalidArgument(where + ": duplicate id");
+    const bool last = i + 1 == ranges.size();
+    if (last != !r.end.has_value()) {
+      return Status::InvalidArgument(where + (last ? ": the last range must be unbounded"
+                                                   : ": only the last range may be unbounded"));
+    }
+    if (r.end.has_value() && *r.end <= r.start) {
+      return Status::InvalidArgument(where + ": end must be greater than start");
+    }
+    if (!last && ranges[i + 1].start != *r.end) {
+      return Status::InvalidArgument(where +
+                                     ": end differs from the next range's start "
+                                     "(ranges must tile the key space in order)");
+    }
+    if (!r.ltc.empty() && ltcs.count(r.ltc) == 0) {
+      return Status::InvalidArgument(where + ": owner '" + r.ltc + "' is not in ltcs");
+    }
+  }
+  return Status::OK();
+}
+
+std::string ClusterConfig::ToJson() const {
+  json doc;
+  doc[kFormatVersionField] = kFormatVersion;
+  doc[kClusterField] = cluster;
+  doc[kEpochField] = epoch;
+  json rs = json::array();
+  for (const RangeAssignment& r : ranges) {
+    json j;
+    j[kIdField] = r.id;
+    j[kStartField] = HexEncode(r.start);
+    j[kEndField] = r.end.has_value() ? json(HexEncode(*r.end)) : json(nullptr);
+    j[kLtcField] = r.ltc;
+    rs.push_back(std::move(j));
+  }
+  doc[kRangesField] = std::move(rs);
+  doc[kLtcsField] = ltcs;
+  doc[kLogcsField] = logcs;
+  doc[kStocsField] = stocs;
+  doc[kSettingsField] = settings;
+  // Replace invalid UTF-8 in names/settings rather than throwing (dump's default).
+  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+Result<ClusterConfig> ClusterConfig::FromJson(std::string_view text) {
+  json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return Status::Corruption("configuration is not valid JSON");
+  if (!doc.is_object()) return Status::Corruption("configuration: want a JSON object");
+
+  auto version = doc.find(kFormatVersionField);
+  if (version == doc.end() || !version->is_number_unsigned()) {
+    return Status::Corruption("format_version: missing or not an unsigned integer");
+  }
+  if (version->get<uint64_t>() != kFormatVersion) {
+    return Status::Corruption("format_version " + std::to_string(version->get<uint64_t>()) +
+                              " is not supported (want " + std::to_string(kFormatVersion) + ")");
+  }
+  ClusterConfig config;
+  auto cluster = doc.find(kClusterField);
+  if (cluster == doc.end() || !cluster->is_string()) {
+    return Status::Corruption("cluster: missing or not a string");
+  }
+  config.cluster = cluster->get<std::string>();
+  auto epoch = doc.find(kEpochField);
+  if (epoch == doc.end() || !epoch->is_number_unsigned()) {
+    return Status::Corruption("epoch: missing or not an unsigned integer");
+  }
+  config.epoch = epoch->get<uint64_t>();
+
+  auto ranges = doc.find(kRangesField);
+  if (ranges == doc.end() || !ranges->is_array()) {
+    return Status::Corruption("ranges: missing or not an array");
+  }
+  config.ranges.resize(ranges->size());
+  for (size_t i = 0; i < ranges->size(); i++) {
+    NOVA_RETURN_NOT_OK(ReadRange((*ranges)[i], i, &config.ranges[i]));
+  }
+  NOVA_RETURN_NOT_OK(ReadStringMap(doc, kLtcsField, &config.ltcs));
+  NOVA_RETURN_NOT_OK(ReadStringMap(doc, kLogcsField, &config.logcs));
+  NOVA_RETURN_NOT_OK(ReadStringMap(doc, kStocsField, &config.stocs));
+  NOVA_RETURN_NOT_OK(ReadStringMap(doc, kSettingsField, &config.settings));
+  NOVA_RETURN_NOT_OK(config.Validate());
+  return config;
+}
+
+const RangeAssignment* ClusterConfig::RangeForKey(std::string_view key) const {
+  // The last range whose start is <= key; ranges are sorted by start when valid.
+  auto it = std::upper_bound(
+      ranges.begin(), ranges.end(), key,
+      [](std::string_view k, const RangeAssignment& r) { return k < std::string_view(r.start); });
+  if (it == ranges.begin()) return nullptr;
+  --it;
+  return it->Contains(key) ? &*it : nullptr;
+}
+
+std::vector<uint32_t> ClusterConfig::RangesOf(std::string_view ltc) const {
+  std::vector<uint32_t> ids;
+  for (const RangeAssignment& r : ranges) {
+    if (r.ltc == ltc) ids.push_back(r.id);
+  }
+  return ids;
+}
+
+std::map<std::string, std::string>* ClusterConfig::Members(MemberKind kind) {
+  switch (kind) {
+    case MemberKind::kLtc:
+      return &ltcs;
+    case MemberKind::kLogc:
+      return &logcs;
+    case MemberKind::kStoc:
+      return &stocs;
+    case MemberKind::kCoordinator:
+      return nullptr;
+  }
+  return nullptr;
+}
+
+const std::map<std::string, std::string>* ClusterConfig::Members(MemberKind kind) const {
+  return const_cast<ClusterConfig*>(this)->Members(kind);
+}
+
+std::string HexEncode(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 0xf]);
+  }
+  return out;
+}
+
+bool HexDecode(std::string_view hex, std::string* bytes) {
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  if (hex.size() % 2 != 0) return false;
+  std::string out;
+  out.reserve(hex.size() / 2);
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    const int hi = nibble(hex[i]);
+    const int lo = nibble(hex[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out.push_back(static_cast<char>(hi << 4 | lo));
+  }
+  *bytes = std::move(out);
+  return true;
+}
+
+Result<std::vector<std::string>> EvenSplitPoints(int n) {
+  if (n < 1 || n > kMaxEvenRanges) {
+    return Status::InvalidArgument("--ranges=" + std::to_string(n) +
+                                   ": want 1..256 without --split-points (the default split "
+                                   "points are single bytes)");
+  }
+  std::vector<std::string> points;
+  for (int i = 1; i < n; i++) {
+    points.push_back(std::string(1, static_cast<char>(kMaxEvenRanges * i / n)));
+  }
+  return points;
+}
+
+Result<std::vector<std::string>> ParseSplitPoints(std::string_view text) {
+  std::vector<std::string> points;
+  size_t line_no = 0;
+  while (!text.empty()) {
+    line_no++;
+    const size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front()))) {
+      line.remove_prefix(1);
+    }
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) {
+      line.remove_suffix(1);
+    }
+    if (line.empty() || line.front() == '#') continue;
+    const std::string where = "split points line " + std::to_string(line_no) + ": ";
+    std::string key;
+    if (!HexDecode(line, &key)) {
+      return Status::InvalidArgument(where + "'" + std::string(line) + "' is not hex");
+    }
+    if (key.empty()) return Status::InvalidArgument(where + "empty key");
+    if (!points.empty() && key <= points.back()) {
+      return Status::InvalidArgument(where + "not greater than the previous split point");
+    }
+    points.push_back(std::move(key));
+  }
+  return points;
+}
+
+Result<ClusterConfig> MakeInitialConfig(const std::string& cluster,
+                                        const std::vector<std::string>& split_points,
+                                        const std::map<std::string, std::string>& settings) {
+  ClusterConfig config;
+  config.epoch = 1;
+  config.cluster = cluster;
+  config.settings = settings;
+  std::string start;
+  for (size_t i = 0; i <= split_points.size(); i++) {
+    RangeAssignment r;
+    r.id = static_cast<uint32_t>(i);
+    r.start = start;
+    if (i < split_points.size()) {
+      r.end = split_points[i];
+      start = split_points[i];
+    }
+    config.ranges.push_back(std::move(r));
+  }
+  NOVA_RETURN_NOT_OK(config.Validate());
+  return config;
+}
+
+}  // namespace nova::coordinator

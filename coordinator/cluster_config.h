@@ -1,0 +1,116 @@
+// The cluster configuration document: what the coordinator publishes in ZooKeeper under
+// /nova/<cluster>/config and every component and client routes by (DESIGN.md section 8).
+//
+// It holds an epoch (bumped by every change), the ranges that tile the byte-string key space
+// with the LTC owning each, the LTC/LogC/StoC member sets, and free-form cluster settings.
+// Its serialized form is human-readable JSON (format in docs/coordinator.md); range bounds
+// are hex-encoded there so that keys with any bytes survive.
+//
+// Thread safety: a ClusterConfig is a value; distinct objects may be used concurrently,
+// and const methods may be called concurrently on one object.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace nova::coordinator {
+
+// Kinds of registered components. The names are ZooKeeper node names.
+// DO NOT CHANGE the names: persisted in ZooKeeper.
+enum class MemberKind { kLtc, kLogc, kStoc, kCoordinator };
+inline constexpr MemberKind kAllMemberKinds[] = {MemberKind::kLtc, MemberKind::kLogc,
+                                                 MemberKind::kStoc, MemberKind::kCoordinator};
+// "ltc", "logc", "stoc" or "coordinator".
+const char* MemberKindName(MemberKind kind);
+// Parses a MemberKindName(); returns false for anything else.
+bool ParseMemberKind(std::string_view name, MemberKind* kind);
+
+// Returns OK if `id` can name a member (and thus a ZooKeeper node): 1 to 64 characters of
+// [A-Za-z0-9._-], not "." or "..". InvalidArgument otherwise.
+Status ValidateMemberId(std::string_view id);
+
+// One range of the key space: keys k with start <= k < end (bytewise), or start <= k when
+// the range is the last one (its end is unbounded).
+struct RangeAssignment {
+  uint32_t id = 0;
+  std::string start;               // inclusive; the first range starts at ""
+  std::optional<std::string> end;  // exclusive; nullopt = +infinity (last range only)
+  std::string ltc;                 // id of the owning LTC; empty = not assigned yet
+
+  bool Contains(std::string_view key) const;
+  bool operator==(const RangeAssignment& o) const = default;
+};
+
+struct ClusterConfig {
+  // Version of the JSON layout. DO NOT CHANGE the meaning of a version: persisted.
+  static constexpr uint32_t kFormatVersion = 1;
+
+  uint64_t epoch = 0;                   // strictly increases with every published change
+  std::string cluster;                  // cluster name, as in --cluster
+  std::vector<RangeAssignment> ranges;  // in key order, tiling ["", +inf)
+  // Members that are part of the configuration: id -> address (host:port) they serve on.
+  std::map<std::string, std::string> ltcs;
+  std::map<std::string, std::string> logcs;
+  std::map<std::string, std::string> stocs;
+  // Cluster-wide settings (e.g. "log_mode" -> "memory"); later issues add keys here.
+  std::map<std::string, std::string> settings;
+
+  // Returns OK if the document is consistent: a cluster name; at least one range; ids
+  // unique; ranges[0].start == ""; each range's end equals the next one's start and is
+  // greater than its start; only the last range is unbounded; every range owner is a key
+  // of `ltcs`; member ids valid. Otherwise InvalidArgument naming the first problem.
+  Status Validate() const;
+
+  // Pretty-printed JSON (2-space indent, trailing newline). REQUIRES: nothing; an invalid
+  // document serializes too (so it can be shown), but FromJson() will reject it.
+  std::string ToJson() const;
+
+  // Parses and validates a document. Returns Corruption for malformed JSON, wrong types,
+  // bad hex or an unknown format_version, and Validate()'s InvalidArgument for an
+  // inconsistent one. Never throws or aborts, whatever the input.
+  static Result<ClusterConfig> FromJson(std::string_view json);
+
+  // The range containing `key`, or nullptr if none does (only for an invalid document).
+  // The pointer lives as long as this object is not modified. O(log ranges).
+  const RangeAssignment* RangeForKey(std::string_view key) const;
+
+  // Ids of the ranges owned by `ltc`, in key order.
+  std::vector<uint32_t> RangesOf(std::string_view ltc) const;
+
+  // The member map of `kind`; nullptr for kCoordinator (coordinators are not in the
+  // document).
+  std::map<std::string, std::string>* Members(MemberKind kind);
+  const std::map<std::string, std::string>* Members(MemberKind kind) const;
+
+  bool operator==(const ClusterConfig& o) const = default;
+};
+
+// Lower-case hex of any bytes, and back. HexDecode returns false on odd length or a
+// non-hex digit (either case accepted).
+std::string HexEncode(std::string_view bytes);
+bool HexDecode(std::string_view hex, std::string* bytes);
+
+// `n - 1` split points spreading n ranges evenly over the first key byte: point i is the
+// single byte floor(256 * i / n). Returns InvalidArgument unless 1 <= n <= 256.
+Result<std::vector<std::string>> EvenSplitPoints(int n);
+
+// Parses a split-points file: one hex-encoded key per line; blank lines and lines starting
+// with '#' are ignored, surrounding whitespace is trimmed. Returns InvalidArgument naming
+// the line of a bad entry, of an empty key ("" is the implicit first bound), or of a key not
+// greater than the previous one.
+Result<std::vector<std::string>> ParseSplitPoints(std::string_view text);
+
+// The configuration nova_admin create-cluster publishes: epoch 1, ranges
+// ["", p0), [p0, p1), ..., [p_last, +inf) with ids 0.. and no owner, no members.
+// Returns InvalidArgument for an empty cluster name or unsorted/duplicate split points.
+Result<ClusterConfig> MakeInitialConfig(const std::string& cluster,
+                                        const std::vector<std::string>& split_points,
+                                        const std::map<std::string, std::string>& settings);
+
+}  // namespace nova::coordinator

@@ -1,0 +1,318 @@
+// ConfigStore against a real ZooKeeper server (tests/util/zk_server.h).
+#include "coordinator/config_store.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "tests/util/test_util.h"
+#include "tests/util/zk_server.h"
+
+namespace nova::coordinator {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr auto kWait = seconds(30);
+
+class ConfigStoreTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string why;
+    if (!test::ZkServer::Available(&why)) {
+      skip_reason_ = new std::string(why);
+      return;
+    }
+    test::ZkServerOptions o;
+    o.data_dir = test::TestTempDir("config_store_test") + "/zk";
+    server_ = new test::ZkServer(o);
+    Status s = server_->Start();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    if (skip_reason_ != nullptr) GTEST_SKIP() << *skip_reason_;
+    ASSERT_NE(server_, nullptr);
+  }
+
+  static ConfigStoreOptions Options(const std::string& cluster, const std::string& zk) {
+    ConfigStoreOptions o;
+    o.zk_servers = zk;
+    o.cluster = cluster;
+    o.session_timeout = milliseconds(4000);
+    o.op_timeout = milliseconds(3000);
+    o.retry_max = milliseconds(500);
+    return o;
+  }
+  std::unique_ptr<ConfigStore> NewStore(const std::string& cluster) {
+    return NewStoreAt(cluster, server_->address());
+  }
+  static std::unique_ptr<ConfigStore> NewStoreAt(const std::string& cluster,
+                                                 const std::string& zk) {
+    auto store = std::make_unique<ConfigStore>(Options(cluster, zk));
+    Status s = store->Init();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(store->WaitConnected(kWait));
+    return store;
+  }
+  static ClusterConfig Initial(const std::string& cluster, int ranges) {
+    auto config = MakeInitialConfig(cluster, EvenSplitPoints(ranges).value(), {});
+    EXPECT_TRUE(config.ok());
+    return config.value();
+  }
+
+  static test::ZkServer* server_;
+  static std::string* skip_reason_;
+};
+
+test::ZkServer* ConfigStoreTest::server_ = nullptr;
+std::string* ConfigStoreTest::skip_reason_ = nullptr;
+
+bool HasMember(ConfigStore* store, MemberKind kind, const std::string& id) {
+  auto members = store->ListMembers(kind);
+  return members.ok() && members->count(id) > 0;
+}
+
+TEST_F(ConfigStoreTest, RegisteredNodeIsEphemeral) {
+  auto ltc = NewStore("ephemeral");
+  auto observer = NewStore("ephemeral");
+  MemberInfo info;
+  info.addresses = {{"client", "127.0.0.1:7001"}, {"metrics", "127.0.0.1:9101"}};
+  Status s = ltc->Register(MemberKind::kLtc, "ltc-1", info);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto members = observer->ListMembers(MemberKind::kLtc);
+  ASSERT_TRUE(members.ok()) << members.status().ToString();
+  ASSERT_EQ(members->size(), 1u);
+  EXPECT_EQ(members->at("ltc-1"), info);
+  EXPECT_EQ(members->at("ltc-1").MainAddress(), "127.0.0.1:7001");
+
+  // Registering again replaces the info; a bad id is refused.
+  info.addresses["client"] = "127.0.0.1:7002";
+  ASSERT_TRUE(ltc->Register(MemberKind::kLtc, "ltc-1", info).ok());
+  EXPECT_EQ(observer->ListMembers(MemberKind::kLtc)->at("ltc-1").MainAddress(), "127.0.0.1:7002");
+  EXPECT_EQ(ltc->Register(MemberKind::kLtc, "../x", info).code(), Status::Code::kInvalidArgument);
+
+  ltc->Shutdown();  // closes the session: the node goes at once
+  EXPECT_TRUE(
+      test::WaitFor([&] { return !HasMember(observer.get(), MemberKind::kLtc, "ltc-1"); }, kWait));
+}
+
+TEST_F(ConfigStoreTest, SecondHolderOfAnIdWaitsForTheFirst) {
+  auto first = NewStore("twin");
+  auto second = NewStore("twin");
+  MemberInfo info;
+  info.addresses["client"] = "127.0.0.1:7001";
+  ASSERT_TRUE(first->Register(MemberKind::kLtc, "ltc-1", info).ok());
+  // Refused while the first lives (e.g. a restart before the old session expired)...
+  Status s = second->Register(MemberKind::kLtc, "ltc-1", info);
+  EXPECT_EQ(s.code(), Status::Code::kUnavailable);
+  EXPECT_NE(s.message().find("another ZooKeeper session"), std::string::npos) << s.ToString();
+  // ...and registered by the background thread as soon as the first is gone.
+  first->Shutdown();
+  const std::string path = second->MemberPath(MemberKind::kLtc, "ltc-1");
+  EXPECT_TRUE(test::WaitFor(
+      [&] {
+        ZkStat stat;
+        return second->zk()->Exists(path, &stat).ok() &&
+               stat.ephemeral_owner == second->zk()->session_id();
+      },
+      kWait));
+}
+
+TEST_F(ConfigStoreTest, CreateClusterAndCompareAndSet) {
+  auto store = NewStore("cas");
+  EXPECT_TRUE(store->ReadConfig().status().IsNotFound());
+  ClusterConfig initial = Initial("cas", 4);
+  initial.settings["log_mode"] = "memory";
+  ASSERT_TRUE(store->CreateCluster(initial).ok());
+  EXPECT_EQ(store->CreateCluster(initial).code(), Status::Code::kAlreadyExists);
+  EXPECT_EQ(store->CreateCluster(Initial("other", 2)).code(), Status::Code::kInvalidArgument);
+
+  int32_t version = -1;
+  auto read = store->ReadConfig(&version);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read.value(), initial);
+
+  ClusterConfig next = read.value();
+  next.epoch = 2;
+  next.ltcs["ltc-1"] = "127.0.0.1:7001";
+  next.ranges[0].ltc = "ltc-1";
+  ASSERT_TRUE(store->UpdateConfig(next, version).ok());
+  // A writer with the old version loses.
+  ClusterConfig stale = read.value();
+  stale.epoch = 2;
+  EXPECT_EQ(store->UpdateConfig(stale, version).code(), Status::Code::kAborted);
+  // Invalid documents never reach ZooKeeper.
+  ClusterConfig invalid = next;
+  invalid.ranges[1].start = "zz";
+  EXPECT_EQ(store->UpdateConfig(invalid, ZkClient::kAnyVersion).code(),
+            Status::Code::kInvalidArgument);
+  EXPECT_EQ(store->ReadConfig()->epoch, 2u);
+}
+
+TEST_F(ConfigStoreTest, WatchDeliversEveryNewEpoch) {
+  auto admin = NewStore("watch");
+  auto component = NewStore("watch");
+  std::mutex mu;
+  std::vector<uint64_t> epochs;
+  component->WatchConfig([&](const ClusterConfig& c) {
+    std::lock_guard<std::mutex> l(mu);
+    epochs.push_back(c.epoch);
+  });
+  EXPECT_FALSE(component->GetLastConfig().has_value());
+  ASSERT_TRUE(admin->CreateCluster(Initial("watch", 2)).ok());
+  ASSERT_TRUE(component->WaitForEpoch(1, kWait));
+  for (uint64_t epoch = 2; epoch <= 4; epoch++) {
+    int32_t version;
+    auto c = admin->ReadConfig(&version);
+    ASSERT_TRUE(c.ok());
+    c->epoch = epoch;
+    c->settings["n"] = std::to_string(epoch);
+    ASSERT_TRUE(admin->UpdateConfig(c.value(), version).ok());
+    ASSERT_TRUE(component->WaitForEpoch(epoch, kWait)) << "epoch " << epoch;
+  }
+  EXPECT_EQ(component->GetLastConfig()->settings.at("n"), "4");
+  // WaitForEpoch() may return just before the callbacks run.
+  ASSERT_TRUE(test::WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> l(mu);
+        return !epochs.empty() && epochs.back() == 4;
+      },
+      kWait));
+  {
+    std::lock_guard<std::mutex> l(mu);
+    // Strictly increasing; a fast sequence may coalesce but the last one always arrives.
+    EXPECT_EQ(epochs.front(), 1u);
+    for (size_t i = 1; i < epochs.size(); i++) EXPECT_LT(epochs[i - 1], epochs[i]);
+  }
+
+  // A late subscriber gets the current configuration at once.
+  std::atomic<uint64_t> late{0};
+  component->WatchConfig([&](const ClusterConfig& c) { late = c.epoch; });
+  EXPECT_EQ(late.load(), 4u);
+}
+
+TEST_F(ConfigStoreTest, InvalidDocumentIsIgnored) {
+  auto admin = NewStore("garbage");
+  auto component = NewStore("garbage");
+  ASSERT_TRUE(admin->CreateCluster(Initial("garbage", 2)).ok());
+  ASSERT_TRUE(component->WaitForEpoch(1, kWait));
+  ASSERT_TRUE(admin->zk()->Set(admin->ConfigPath(), "{not json", ZkClient::kAnyVersion).ok());
+  ClusterConfig next = Initial("garbage", 2);
+  next.epoch = 7;
+  ASSERT_TRUE(admin->UpdateConfig(next, ZkClient::kAnyVersion).ok());
+  ASSERT_TRUE(component->WaitForEpoch(7, kWait));
+  EXPECT_TRUE(admin->ReadConfig().ok());
+}
+
+TEST_F(ConfigStoreTest, SessionExpiryReRegistersAndKeepsWatching) {
+  auto component = NewStore("expiry");
+  auto observer = NewStore("expiry");
+  ASSERT_TRUE(observer->CreateCluster(Initial("expiry", 2)).ok());
+  ASSERT_TRUE(component->WaitForEpoch(1, kWait));
+  MemberInfo info;
+  info.addresses["client"] = "127.0.0.1:7001";
+  ASSERT_TRUE(component->Register(MemberKind::kStoc, "stoc-1", info).ok());
+  const int64_t first_session = component->zk()->session_id();
+
+  Status s = component->zk()->ExpireSessionForTesting();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  // A new session, and the member node re-created in it.
+  ASSERT_TRUE(test::WaitFor(
+      [&] {
+        const int64_t now = component->zk()->session_id();
+        if (now == first_session || now == 0) return false;
+        ZkStat stat;
+        return observer->zk()
+                   ->Exists(observer->MemberPath(MemberKind::kStoc, "stoc-1"), &stat)
+                   .ok() &&
+               stat.ephemeral_owner == now;
+      },
+      kWait));
+  // The configuration watch works in the new session.
+  ClusterConfig next = Initial("expiry", 2);
+  next.epoch = 2;
+  ASSERT_TRUE(observer->UpdateConfig(next, ZkClient::kAnyVersion).ok());
+  EXPECT_TRUE(component->WaitForEpoch(2, kWait));
+}
+
+// Its own server: this test kills it.
+TEST_F(ConfigStoreTest, ServesLastConfigWhileZooKeeperIsDownAndRecovers) {
+  test::ZkServerOptions zo;
+  zo.data_dir = test::TestTempDir("config_store_test_restart") + "/zk";
+  test::ZkServer zk(zo);
+  Status s = zk.Start();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+
+  auto admin = NewStoreAt("restart", zk.address());
+  auto component = NewStoreAt("restart", zk.address());
+  ASSERT_TRUE(admin->CreateCluster(Initial("restart", 4)).ok());
+  ASSERT_TRUE(component->WaitForEpoch(1, kWait));
+  MemberInfo info;
+  info.addresses["client"] = "127.0.0.1:7001";
+  ASSERT_TRUE(component->Register(MemberKind::kLtc, "ltc-1", info).ok());
+
+  // A hung server (SIGSTOP): calls give up at their deadline instead of blocking.
+  ASSERT_TRUE(zk.Pause().ok());
+  auto paused_at = std::chrono::steady_clock::now();
+  Status paused = component->ReadConfig().status();
+  EXPECT_TRUE(paused.code() == Status::Code::kTimedOut ||
+              paused.code() == Status::Code::kUnavailable)
+      << paused.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - paused_at, seconds(10));
+  EXPECT_EQ(component->GetLastConfig()->epoch, 1u);
+  ASSERT_TRUE(zk.Resume().ok());
+
+  zk.Kill();
+  ASSERT_TRUE(test::WaitFor([&] { return !component->connected(); }, kWait));
+  // Serving continues from the last configuration; direct reads fail cleanly in time.
+  ASSERT_TRUE(component->GetLastConfig().has_value());
+  EXPECT_EQ(component->GetLastConfig()->epoch, 1u);
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(component->ReadConfig().status().code(), Status::Code::kUnavailable);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(10));
+  EXPECT_EQ(component->Register(MemberKind::kLtc, "ltc-2", info).code(),
+            Status::Code::kUnavailable);  // kept and retried in the background
+
+  s = zk.Restart();  // same port, same data directory
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(component->WaitConnected(kWait));
+  ASSERT_TRUE(admin->WaitConnected(kWait));
+  // Both registrations exist again (same session, or re-created in a new one).
+  EXPECT_TRUE(test::WaitFor(
+      [&] {
+        return HasMember(admin.get(), MemberKind::kLtc, "ltc-1") &&
+               HasMember(admin.get(), MemberKind::kLtc, "ltc-2");
+      },
+      kWait));
+  ClusterConfig next = Initial("restart", 4);
+  next.epoch = 2;
+  ASSERT_TRUE(admin->UpdateConfig(next, ZkClient::kAnyVersion).ok());
+  EXPECT_TRUE(component->WaitForEpoch(2, kWait));
+  component->Shutdown();
+  admin->Shutdown();
+}
+
+TEST_F(ConfigStoreTest, UnreachableAtStart) {
+  // Nothing listens on the port of a killed server.
+  ConfigStoreOptions o = Options("nowhere", "127.0.0.1:1");
+  o.op_timeout = milliseconds(500);
+  ConfigStore store(o);
+  ASSERT_TRUE(store.Init().ok());  // does not wait for ZooKeeper
+  EXPECT_FALSE(store.WaitConnected(milliseconds(300)));
+  EXPECT_EQ(store.ReadConfig().status().code(), Status::Code::kUnavailable);
+  EXPECT_FALSE(store.GetLastConfig().has_value());
+  store.Shutdown();
+  ConfigStore bad(Options("bad/name", server_->address()));
+  EXPECT_EQ(bad.Init().code(), Status::Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace nova::coordinator

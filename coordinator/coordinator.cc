@@ -1,0 +1,190 @@
+#include "coordinator/coordinator.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace nova::coordinator {
+
+namespace {
+
+std::string JoinIds(const std::vector<uint32_t>& ids) {
+  std::string out;
+  for (uint32_t id : ids) out += (out.empty() ? "" : ",") + std::to_string(id);
+  return out;
+}
+
+}  // namespace
+
+Coordinator::Coordinator(CoordinatorOptions options) : options_(std::move(options)) {}
+
+Coordinator::~Coordinator() { Shutdown(); }
+
+Status Coordinator::Init() {
+  NOVA_RETURN_NOT_OK_PREPEND(ValidateMemberId(options_.id), "coordinator id");
+  if (options_.recheck_interval.count() <= 0 || options_.retry_min.count() <= 0 ||
+      options_.retry_max < options_.retry_min) {
+    return Status::InvalidArgument("coordinator intervals must be positive");
+  }
+  store_ = std::make_unique<ConfigStore>(options_.store);
+  NOVA_RETURN_NOT_OK(store_->Init());
+  election_ = std::make_unique<LeaderElection>(store_->zk(), store_->ElectionPath(), options_.id);
+  election_watch_ = store_->zk()->AddWatch([this] { Wake(); });
+  store_->WatchMembers([this] { Wake(); });
+  store_->WatchConfig([this](const ClusterConfig&) { Wake(); });
+  Status s = store_->Register(MemberKind::kCoordinator, options_.id, options_.info);
+  if (!s.ok()) {
+    LOG(WARNING) << "coordinator " << options_.id << " not registered yet: " << s.ToString()
+                 << " (retrying in the background)";
+  }
+  return Status::OK();
+}
+
+Status Coordinator::Start() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!store_) return Status::IllegalState("Coordinator::Start() before a successful Init()");
+  started_ = true;
+  thread_ = std::thread([this] { Run(); });
+  return Status::OK();
+}
+
+void Coordinator::Shutdown() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (shutdown_) return;
+    shutdown_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (election_) {
+    // Best effort: the session close below removes the node anyway; resigning first
+    // only makes the handover explicit in the log.
+    Status s = election_->Resign();
+    if (!s.ok()) LOG(WARNING) << "resigning: " << s.ToString();
+  }
+  if (store_) store_->Shutdown();
+  LOG(INFO) << "coordinator " << options_.id << " stopped";
+}
+
+bool Coordinator::is_leader() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return is_leader_;
+}
+
+std::string Coordinator::leader_id() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return leader_id_;
+}
+
+uint64_t Coordinator::published_epoch() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return published_epoch_;
+}
+
+void Coordinator::Wake() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    wake_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Coordinator::Run() {
+  std::chrono::milliseconds backoff = options_.retry_min;
+  std::unique_lock<std::mutex> l(mu_);
+  while (!shutdown_) {
+    wake_ = false;
+    l.unlock();
+    Status s = Step();
+    if (!s.ok() && s.ToString() != last_error_) {
+      LOG(WARNING) << "coordinator " << options_.id << ": " << s.ToString() << "; retrying";
+    }
+    last_error_ = s.ok() ? "" : s.ToString();
+    l.lock();
+    if (!s.ok()) is_leader_ = false;  // unsure: do not claim leadership
+    const std::chrono::milliseconds wait = s.ok() ? options_.recheck_interval : backoff;
+    backoff = s.ok() ? options_.retry_min : std::min(backoff * 2, options_.retry_max);
+    cv_.wait_for(l, wait, [this] { return shutdown_ || wake_; });
+  }
+}
+
+Status Coordinator::Step() {
+  std::string leader;
+  Result<bool> leads = election_->Check(election_watch_, &leader);
+  if (!leads.ok()) return leads.status().Prepend("leader election");
+  bool was_leader;
+  std::string previous_leader;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    was_leader = is_leader_;
+    previous_leader = leader_id_;
+    is_leader_ = leads.value();
+    leader_id_ = leader;
+  }
+  if (!leads.value()) {
+    if (was_leader || previous_leader != leader) {
+      LOG(INFO) << "coordinator " << options_.id << " follows leader " << leader;
+    }
+    return Status::OK();
+  }
+  if (!was_leader) LOG(INFO) << "coordinator " << options_.id << " is the leader";
+  return Lead();
+}
+
+Status Coordinator::Lead() {
+  int32_t version = 0;
+  Result<ClusterConfig> config = store_->ReadConfig(&version);
+  if (config.status().IsNotFound()) {
+    if (!reported_no_config_) {
+      LOG(INFO) << config.status().message() << "; waiting for it";
+      reported_no_config_ = true;
+    }
+    return Status::OK();
+  }
+  if (!config.ok()) return config.status();
+  reported_no_config_ = false;
+
+  LiveMembers live;
+  for (MemberKind kind : {MemberKind::kLtc, MemberKind::kLogc, MemberKind::kStoc}) {
+    auto members = store_->ListMembers(kind);
+    if (!members.ok()) return members.status();
+    std::map<std::string, std::string>* out = kind == MemberKind::kLtc    ? &live.ltcs
+                                              : kind == MemberKind::kLogc ? &live.logcs
+                                                                          : &live.stocs;
+    for (const auto& [id, info] : members.value()) (*out)[id] = info.MainAddress();
+  }
+  for (const std::string& ltc : LostLtcs(config.value(), live)) OnLtcLost(config.value(), ltc);
+
+  AssignmentOptions ao;
+  ao.min_ltcs = options_.min_ltcs;
+  std::optional<ClusterConfig> next = PlanNextConfig(config.value(), live, ao);
+  if (!next.has_value()) return Status::OK();
+  next->epoch = config->epoch + 1;
+  Status s = store_->UpdateConfig(*next, version);
+  if (s.code() == Status::Code::kAborted) {
+    // Someone else (nova_admin, a deposed leader) wrote first: re-plan from their version.
+    LOG(INFO) << "configuration changed under us; re-planning";
+    Wake();
+    return Status::OK();
+  }
+  NOVA_RETURN_NOT_OK_PREPEND(s, "publishing epoch " + std::to_string(next->epoch));
+  std::string summary;
+  for (const auto& [id, address] : next->ltcs) {
+    summary += " " + id + "=[" + JoinIds(next->RangesOf(id)) + "]";
+  }
+  LOG(INFO) << "published configuration epoch " << next->epoch << ": ranges by LTC" << summary
+            << "; " << next->logcs.size() << " LogCs, " << next->stocs.size() << " StoCs";
+  std::lock_guard<std::mutex> l(mu_);
+  published_epoch_ = next->epoch;
+  return Status::OK();
+}
+
+void Coordinator::OnLtcLost(const ClusterConfig& config, const std::string& ltc) {
+  if (!reported_lost_.insert({ltc, config.epoch}).second) return;
+  LOG(WARNING) << "LTC " << ltc << " owns ranges [" << JoinIds(config.RangesOf(ltc))
+               << "] but is not registered; its ranges stay assigned to it (failover is not "
+                  "implemented yet) and are unavailable until it registers again";
+}
+
+}  // namespace nova::coordinator

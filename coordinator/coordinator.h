@@ -1,0 +1,115 @@
+// Coordinator: the library behind nova_coordinator (DESIGN.md section 8).
+//
+// Every coordinator registers under members/coordinator/<id> and stands in the leader
+// election. The leader keeps the published configuration in step with the members that
+// registered (policy in range_assigner.h): it adds new LTCs/LogCs/StoCs to the member
+// sets and assigns unassigned ranges, publishing each change as epoch + 1 with a
+// compare-and-set. Followers only watch, ready to take over.
+//
+// Failure handling is deliberately narrow in this version: an LTC that disappears keeps
+// its ranges (the leader logs it; see OnLtcLost(), the failover hook), because
+// reassigning needs the new owner to recover the range from MANIFEST + logs, which
+// the failover issue adds.
+//
+// Lifecycle (Kudu style): the constructor cannot fail; Init() validates and connects
+// (without waiting for ZooKeeper); Start() runs the coordinator thread; Shutdown() resigns
+// and stops.
+//
+// Thread safety: all public methods are thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "common/status.h"
+#include "coordinator/config_store.h"
+#include "coordinator/leader_election.h"
+#include "coordinator/range_assigner.h"
+
+namespace nova::coordinator {
+
+struct CoordinatorOptions {
+  ConfigStoreOptions store;
+  // This coordinator's id (member and candidate name). Required; see ValidateMemberId().
+  std::string id;
+  // Published under members/coordinator/<id> (e.g. "metrics" -> host:port).
+  MemberInfo info;
+  // See AssignmentOptions::min_ltcs.
+  size_t min_ltcs = 1;
+  // The coordinator re-checks this often even without a ZooKeeper event (safety net).
+  std::chrono::milliseconds recheck_interval{2000};
+  // Wait after a failed step (ZooKeeper unreachable, ...), doubling up to the max.
+  std::chrono::milliseconds retry_min{100};
+  std::chrono::milliseconds retry_max{5000};
+};
+
+class Coordinator {
+ public:
+  explicit Coordinator(CoordinatorOptions options);
+  ~Coordinator();  // Shutdown()
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // Validates the options, starts the ZooKeeper session and registers this coordinator
+  // (retried in the background while ZooKeeper is unreachable). InvalidArgument for bad
+  // options. REQUIRES: called once.
+  Status Init();
+  // Starts the coordinator thread. REQUIRES: Init() succeeded; called once.
+  Status Start();
+  // Stops the thread, resigns leadership and closes the session. Idempotent.
+  void Shutdown();
+
+  // Whether this coordinator led at its last check.
+  bool is_leader() const;
+  // Candidate id of the leader at the last check ("" if unknown).
+  std::string leader_id() const;
+  // Epoch of the last configuration this coordinator published (0 if none).
+  uint64_t published_epoch() const;
+  // Whether the ZooKeeper session is connected now. REQUIRES: Init() succeeded.
+  bool zk_connected() const { return store_->connected(); }
+
+ private:
+  void Run();
+  // One round: election, then (as leader) reconciliation.
+  Status Step();
+  Status Lead();
+  // TODO(failover): called by the leader for every LTC that owns ranges but is no longer
+  // registered. The failover issue reassigns its ranges across the live LTCs here (with
+  // PlanNextConfig's balance) once LTCs can recover ranges from MANIFEST + logs. Today it
+  // only logs, once per LTC and epoch.
+  void OnLtcLost(const ClusterConfig& config, const std::string& ltc);
+  void Wake();
+
+  // Constant after construction.
+  const CoordinatorOptions options_;
+
+  // Set by Init(); used by the coordinator thread (store_ is thread-safe).
+  std::unique_ptr<ConfigStore> store_;
+  std::unique_ptr<LeaderElection> election_;  // coordinator thread only
+  uint64_t election_watch_ = ZkClient::kNoWatch;
+
+  // Coordinator thread only.
+  std::set<std::pair<std::string, uint64_t>> reported_lost_;  // (ltc, epoch)
+  bool reported_no_config_ = false;
+  std::string last_error_;
+
+  // Protected by mu_.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool wake_ = false;
+  bool shutdown_ = false;
+  bool started_ = false;
+  bool is_leader_ = false;
+  std::string leader_id_;
+  uint64_t published_epoch_ = 0;
+
+  std::thread thread_;
+};
+
+}  // namespace nova::coordinator

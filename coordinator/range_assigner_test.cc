@@ -1,0 +1,90 @@
+#include "coordinator/range_assigner.h"
+
+#include <gtest/gtest.h>
+
+namespace nova::coordinator {
+namespace {
+
+ClusterConfig Initial(int ranges) {
+  auto points = EvenSplitPoints(ranges);
+  EXPECT_TRUE(points.ok());
+  auto c = MakeInitialConfig("demo", points.value(), {});
+  EXPECT_TRUE(c.ok());
+  return c.value();
+}
+
+LiveMembers Ltcs(int n) {
+  LiveMembers live;
+  for (int i = 1; i <= n; i++) {
+    live.ltcs["ltc-" + std::to_string(i)] = "127.0.0.1:" + std::to_string(7000 + i);
+  }
+  return live;
+}
+
+TEST(RangeAssignerTest, SpreadsContiguousBlocksEvenly) {
+  auto next = PlanNextConfig(Initial(8), Ltcs(3), {});
+  ASSERT_TRUE(next.has_value());
+  ASSERT_TRUE(next->Validate().ok()) << next->Validate().ToString();
+  EXPECT_EQ(next->RangesOf("ltc-1"), (std::vector<uint32_t>{0, 1, 2}));
+  EXPECT_EQ(next->RangesOf("ltc-2"), (std::vector<uint32_t>{3, 4, 5}));
+  EXPECT_EQ(next->RangesOf("ltc-3"), (std::vector<uint32_t>{6, 7}));
+  EXPECT_EQ(next->ltcs.size(), 3u);
+  EXPECT_EQ(next->epoch, 1u);  // the caller bumps it
+  // Applying the policy again changes nothing.
+  EXPECT_FALSE(PlanNextConfig(*next, Ltcs(3), {}).has_value());
+}
+
+TEST(RangeAssignerTest, WaitsForMinLtcs) {
+  AssignmentOptions o;
+  o.min_ltcs = 2;
+  auto next = PlanNextConfig(Initial(4), Ltcs(1), o);
+  // The LTC joins the member set, but nothing is assigned yet.
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->RangesOf("").size(), 4u);
+  EXPECT_EQ(next->ltcs.size(), 1u);
+  next = PlanNextConfig(*next, Ltcs(2), o);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->RangesOf("ltc-1").size(), 2u);
+  EXPECT_EQ(next->RangesOf("ltc-2").size(), 2u);
+}
+
+TEST(RangeAssignerTest, NoLtcsNoChange) {
+  EXPECT_FALSE(PlanNextConfig(Initial(4), LiveMembers(), {}).has_value());
+}
+
+TEST(RangeAssignerTest, LostLtcKeepsItsRanges) {
+  auto next = PlanNextConfig(Initial(4), Ltcs(2), {});
+  ASSERT_TRUE(next.has_value());
+  LiveMembers only_one = Ltcs(1);
+  EXPECT_EQ(LostLtcs(*next, only_one), (std::vector<std::string>{"ltc-2"}));
+  // Failover is a later issue: nothing moves, nobody is removed.
+  EXPECT_FALSE(PlanNextConfig(*next, only_one, {}).has_value());
+}
+
+TEST(RangeAssignerTest, UnassignedRangesGoToTheLeastLoaded) {
+  ClusterConfig c = Initial(6);
+  c.ltcs = {{"ltc-1", "a:1"}, {"ltc-2", "b:1"}};
+  c.ranges[0].ltc = c.ranges[1].ltc = c.ranges[2].ltc = "ltc-1";
+  auto next = PlanNextConfig(c, Ltcs(2), {});
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->RangesOf("ltc-1").size(), 3u);
+  EXPECT_EQ(next->RangesOf("ltc-2").size(), 3u);
+}
+
+TEST(RangeAssignerTest, MembersJoinAndAddressesUpdate) {
+  auto next = PlanNextConfig(Initial(2), Ltcs(2), {});
+  ASSERT_TRUE(next.has_value());
+  LiveMembers live = Ltcs(2);
+  live.ltcs["ltc-2"] = "127.0.0.1:9999";  // restarted on another port
+  live.stocs["stoc-1"] = "127.0.0.1:8001";
+  live.logcs["logc-1"] = "127.0.0.1:8101";
+  auto after = PlanNextConfig(*next, live, {});
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->ltcs.at("ltc-2"), "127.0.0.1:9999");
+  EXPECT_EQ(after->stocs.at("stoc-1"), "127.0.0.1:8001");
+  EXPECT_EQ(after->logcs.at("logc-1"), "127.0.0.1:8101");
+  EXPECT_EQ(after->ranges, next->ranges);
+}
+
+}  // namespace
+}  // namespace nova::coordinator

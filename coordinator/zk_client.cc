@@ -1,0 +1,491 @@
+#include "coordinator/zk_client.h"
+
+#include <glog/logging.h>
+#include <zookeeper/zookeeper.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <utility>
+
+namespace nova::coordinator {
+
+// The result of one asynchronous call. Shared between the caller, who may give up at its
+// deadline, and the completion, which always runs eventually (ZCLOSING at the latest), so
+// neither side frees it under the other.
+struct ZkCall {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  int rc = ZOK;
+  std::string data;
+  ZkStat stat;
+  std::vector<std::string> children;
+};
+
+namespace {
+
+using Holder = std::shared_ptr<ZkCall>;
+
+// Longest a "still unreachable" report waits for the next one.
+constexpr std::chrono::seconds kMaxReportInterval{60};
+// Period at which the session thread re-checks state even without events.
+constexpr std::chrono::milliseconds kSessionTick{500};
+
+std::string SessionHex(int64_t id) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%" PRIx64, static_cast<uint64_t>(id));
+  return buf;
+}
+
+ZkStat ToStat(const struct Stat* stat) {
+  ZkStat out;
+  if (stat != nullptr) {
+    out.version = stat->version;
+    out.ephemeral_owner = stat->ephemeralOwner;
+  }
+  return out;
+}
+
+// Completes a call: takes ownership of the holder the issuer allocated.
+template <typename Fill>
+void Complete(const void* data, int rc, Fill fill) {
+  Holder* holder = static_cast<Holder*>(const_cast<void*>(data));
+  {
+    std::lock_guard<std::mutex> l((*holder)->mu);
+    (*holder)->rc = rc;
+    if (rc == ZOK) fill(holder->get());
+    (*holder)->done = true;
+  }
+  (*holder)->cv.notify_all();
+  delete holder;
+}
+
+void StringDone(int rc, const char* value, const void* data) {
+  Complete(data, rc, [&](ZkCall* c) { c->data = value != nullptr ? value : ""; });
+}
+
+void DataDone(int rc, const char* value, int len, const struct Stat* stat, const void* data) {
+  Complete(data, rc, [&](ZkCall* c) {
+    c->data = (value != nullptr && len > 0) ? std::string(value, static_cast<size_t>(len)) : "";
+    c->stat = ToStat(stat);
+  });
+}
+
+void StatDone(int rc, const struct Stat* stat, const void* data) {
+  Complete(data, rc, [&](ZkCall* c) { c->stat = ToStat(stat); });
+}
+
+void VoidDone(int rc, const void* data) {
+  Complete(data, rc, [](ZkCall*) {});
+}
+
+void StringsDone(int rc, const struct String_vector* strings, const void* data) {
+  Complete(data, rc, [&](ZkCall* c) {
+    if (strings == nullptr) return;
+    for (int i = 0; i < strings->count; i++) c->children.emplace_back(strings->data[i]);
+    std::sort(c->children.begin(), c->children.end());
+  });
+}
+
+Status FromZk(int rc, const std::string& what) {
+  if (rc == ZOK) return Status::OK();
+  const std::string msg = what + ": " + zerror(rc);
+  switch (rc) {
+    case ZNONODE:
+      return Status::NotFound(msg);
+    case ZNODEEXISTS:
+      return Status::AlreadyExists(msg);
+    case ZBADVERSION:
+      return Status::Aborted(msg);
+    case ZNOTEMPTY:
+      return Status::IllegalState(msg);
+    case ZCONNECTIONLOSS:
+    case ZOPERATIONTIMEOUT:
+    case ZSESSIONEXPIRED:
+    case ZSESSIONMOVED:
+    case ZINVALIDSTATE:
+    case ZCLOSING:
+      return Status::Unavailable(msg);
+    default:
+      return Status::IOError(msg);
+  }
+}
+
+// The C library's own log lines (it reports every failed connect at ERROR) would flood
+// stderr during an outage; ZkClient logs the outage itself, so they go to VLOG(1).
+void ZkLog(const char* message) { VLOG(1) << "zookeeper: " << message; }
+
+int ToZkFlags(ZkCreateMode mode) {
+  switch (mode) {
+    case ZkCreateMode::kPersistent:
+      return ZOO_PERSISTENT;
+    case ZkCreateMode::kEphemeral:
+      return ZOO_EPHEMERAL;
+    case ZkCreateMode::kEphemeralSequential:
+      return ZOO_EPHEMERAL_SEQUENTIAL;
+  }
+  return ZOO_PERSISTENT;
+}
+
+}  // namespace
+
+ZkClient::ZkClient(ZkClientOptions options) : options_(std::move(options)) {}
+
+ZkClient::~ZkClient() { Shutdown(); }
+
+void ZkClient::AddSessionListener(SessionFn fn) { session_listeners_.push_back(std::move(fn)); }
+
+Status ZkClient::Start() {
+  if (options_.servers.empty()) return Status::InvalidArgument("ZooKeeper servers not set");
+  if (options_.session_timeout.count() <= 0 || options_.op_timeout.count() <= 0 ||
+      options_.min_backoff.count() <= 0 || options_.max_backoff < options_.min_backoff) {
+    return Status::InvalidArgument("ZooKeeper client timeouts must be positive");
+  }
+  zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+  {
+    std::unique_lock<std::shared_mutex> hl(handle_mu_);
+    NOVA_RETURN_NOT_OK(NewHandleLocked());
+  }
+  LOG(INFO) << "connecting to ZooKeeper at " << options_.servers;
+  session_thread_ = std::thread([this] { SessionThread(); });
+  return Status::OK();
+}
+
+Status ZkClient::NewHandleLocked() {
+  {
+    // Before init: the new handle's first event may arrive before init returns.
+    std::lock_guard<std::mutex> l(mu_);
+    state_ = ZOO_CONNECTING_STATE;
+  }
+  zhandle_t* zh = zookeeper_init2(options_.servers.c_str(), &ZkClient::GlobalWatcher,
+                                  static_cast<int>(options_.session_timeout.count()),
+                                  /*clientid=*/nullptr, /*context=*/this, /*flags=*/0, &ZkLog);
+  if (zh == nullptr) {
+    return Status::FromErrno("zookeeper_init(" + options_.servers + ")", errno);
+  }
+  handle_ = zh;
+  return Status::OK();
+}
+
+void ZkClient::Shutdown() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (shutdown_) return;
+    shutdown_ = true;
+  }
+  state_cv_.notify_all();
+  if (session_thread_.joinable()) session_thread_.join();
+  std::unique_lock<std::shared_mutex> hl(handle_mu_);
+  if (handle_ != nullptr) {
+    closing_handle_.store(handle_);
+    zookeeper_close(handle_);  // joins the handle's threads: no event of it follows
+    closing_handle_.store(nullptr);
+    handle_ = nullptr;
+  }
+}
+
+bool ZkClient::connected() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return state_ == ZOO_CONNECTED_STATE;
+}
+
+bool ZkClient::WaitConnected(std::chrono::milliseconds timeout) {
+  return AwaitConnection(Clock::now() + timeout, "connect").ok();
+}
+
+int64_t ZkClient::session_id() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return session_id_;
+}
+
+uint64_t ZkClient::AddWatch(WatchFn fn) {
+  std::lock_guard<std::mutex> l(mu_);
+  const uint64_t token = next_watch_++;
+  watches_[token] = std::move(fn);
+  return token;
+}
+
+void ZkClient::RemoveWatch(uint64_t token) {
+  std::lock_guard<std::mutex> d(dispatch_mu_);
+  std::lock_guard<std::mutex> l(mu_);
+  watches_.erase(token);
+}
+
+void ZkClient::GlobalWatcher(zhandle_t* zh, int type, int state, const char* path, void* ctx) {
+  auto* self = static_cast<ZkClient*>(ctx);
+  if (self->closing_handle_.load() == zh) return;  // a handle being replaced or closed
+  if (type == ZOO_SESSION_EVENT) {
+    const clientid_t* id = zoo_client_id(zh);
+    {
+      std::lock_guard<std::mutex> l(self->mu_);
+      if (state == ZOO_CONNECTED_STATE && id != nullptr) self->session_id_ = id->client_id;
+    }
+    self->OnSessionEvent(state);
+  }
+}
+
+void ZkClient::OnSessionEvent(int state) {
+  std::string msg;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    const bool was_connected = state_ == ZOO_CONNECTED_STATE;
+    state_ = state;
+    if (state == ZOO_CONNECTED_STATE) {
+      LOG(INFO) << "connected to ZooKeeper at " << options_.servers << " (session "
+                << SessionHex(session_id_) << ")";
+    } else if (state == ZOO_EXPIRED_SESSION_STATE) {
+      expired_ = true;
+      LOG(WARNING) << "ZooKeeper session " << SessionHex(session_id_)
+                   << " expired: its ephemeral nodes and watches are gone; creating a new "
+                      "session and registering again";
+    } else if (state == ZOO_AUTH_FAILED_STATE) {
+      LOG(ERROR) << "ZooKeeper authentication failed; creating a new session";
+      expired_ = true;
+    } else if (was_connected) {
+      LOG(WARNING) << "lost the connection to ZooKeeper at " << options_.servers
+                   << "; reconnecting (serving continues from the last known configuration)";
+    }
+    if (was_connected && state != ZOO_CONNECTED_STATE) {
+      disconnected_since_ = Clock::now();
+      next_report_ = std::chrono::seconds(1);
+    }
+  }
+  state_cv_.notify_all();
+  // Subscribers re-read after any session change: a reconnect may hide missed changes.
+  NotifyAllWatches();
+}
+
+void ZkClient::NotifyAllWatches() {
+  std::vector<uint64_t> tokens;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [token, fn] : watches_) tokens.push_back(token);
+  }
+  for (uint64_t t : tokens) DispatchWatch(t);
+}
+
+void ZkClient::WatchTrampoline(zhandle_t* zh, int type, int state, const char* path, void* ctx) {
+  auto* self = static_cast<ZkClient*>(const_cast<void*>(zoo_get_context(zh)));
+  if (self == nullptr || type == ZOO_SESSION_EVENT) return;  // GlobalWatcher covers those
+  self->DispatchWatch(reinterpret_cast<uintptr_t>(ctx));
+}
+
+void ZkClient::DispatchWatch(uint64_t token) {
+  std::lock_guard<std::mutex> d(dispatch_mu_);
+  WatchFn fn;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = watches_.find(token);
+    if (it == watches_.end()) return;
+    fn = it->second;
+  }
+  fn();
+}
+
+void ZkClient::SessionThread() {
+  std::chrono::milliseconds backoff = options_.min_backoff;
+  std::unique_lock<std::mutex> l(mu_);
+  while (!shutdown_) {
+    if (expired_) {
+      l.unlock();
+      Status s;
+      {
+        std::unique_lock<std::shared_mutex> hl(handle_mu_);
+        if (handle_ != nullptr) {
+          closing_handle_.store(handle_);
+          zookeeper_close(handle_);  // joins the handle's threads: no event of it follows
+          // A new handle may get the freed address.
+          closing_handle_.store(nullptr);
+          handle_ = nullptr;
+        }
+        s = NewHandleLocked();
+      }
+      l.lock();
+      if (s.ok()) {
+        expired_ = false;
+        backoff = options_.min_backoff;
+        disconnected_since_ = Clock::now();
+        next_report_ = std::chrono::seconds(1);
+      } else {
+        LOG(WARNING) << "cannot create a ZooKeeper session: " << s.ToString() << "; retrying in "
+                     << backoff.count() << " ms";
+        state_cv_.wait_for(l, backoff, [this] { return shutdown_; });
+        backoff = std::min(backoff * 2, options_.max_backoff);
+      }
+      continue;
+    }
+    if (state_ == ZOO_CONNECTED_STATE && session_id_ != announced_session_) {
+      const int64_t sid = session_id_;
+      announced_session_ = sid;
+      l.unlock();
+      for (const SessionFn& fn : session_listeners_) fn(sid);
+      l.lock();
+      continue;
+    }
+    if (state_ != ZOO_CONNECTED_STATE) {
+      const auto down = Clock::now() - disconnected_since_;
+      if (down >= next_report_) {
+        LOG(WARNING) << "ZooKeeper at " << options_.servers << " still unreachable after "
+                     << std::chrono::duration_cast<std::chrono::seconds>(down).count()
+                     << " s; the client keeps retrying (serving continues from the last "
+                        "known configuration)";
+        next_report_ = std::min(next_report_ * 2, kMaxReportInterval);
+      }
+    }
+    state_cv_.wait_for(l, kSessionTick);
+  }
+}
+
+Status ZkClient::AwaitConnection(Clock::time_point deadline, const std::string& what) {
+  std::unique_lock<std::mutex> l(mu_);
+  state_cv_.wait_until(l, deadline, [this] { return shutdown_ || state_ == ZOO_CONNECTED_STATE; });
+  if (shutdown_) return Status::Unavailable(what + ": ZooKeeper client is shutting down");
+  if (state_ != ZOO_CONNECTED_STATE) {
+    return Status::Unavailable(what + ": no connection to ZooKeeper at " + options_.servers +
+                               " within " + std::to_string(options_.op_timeout.count()) + " ms");
+  }
+  return Status::OK();
+}
+
+Status ZkClient::Run(const std::string& what, const std::function<int(zhandle_t*, void*)>& issue,
+                     const std::shared_ptr<ZkCall>& call) {
+  const Clock::time_point deadline = Clock::now() + options_.op_timeout;
+  NOVA_RETURN_NOT_OK(AwaitConnection(deadline, what));
+  {
+    std::shared_lock<std::shared_mutex> hl(handle_mu_);
+    if (handle_ == nullptr) return Status::Unavailable(what + ": ZooKeeper client is closed");
+    auto* holder = new Holder(call);
+    const int rc = issue(handle_, holder);
+    if (rc != ZOK) {  // the completion will not run
+      delete holder;
+      return FromZk(rc, what);
+    }
+  }
+  std::unique_lock<std::mutex> l(call->mu);
+  if (!call->cv.wait_until(l, deadline, [&] { return call->done; })) {
+    return Status::TimedOut(what + ": no answer from ZooKeeper within " +
+                            std::to_string(options_.op_timeout.count()) + " ms");
+  }
+  return FromZk(call->rc, what);
+}
+
+Status ZkClient::Create(const std::string& path, const std::string& data, ZkCreateMode mode,
+                        std::string* created) {
+  auto call = std::make_shared<ZkCall>();
+  Status s = Run(
+      "create " + path,
+      [&](zhandle_t* zh, void* d) {
+        return zoo_acreate(zh, path.c_str(), data.data(), static_cast<int>(data.size()),
+                           &ZOO_OPEN_ACL_UNSAFE, ToZkFlags(mode), &StringDone, d);
+      },
+      call);
+  if (s.ok() && created != nullptr) *created = call->data;
+  return s;
+}
+
+Status ZkClient::EnsurePath(const std::string& path) {
+  if (path.empty() || path[0] != '/') {
+    return Status::InvalidArgument("ZooKeeper path '" + path + "' must start with '/'");
+  }
+  for (size_t pos = 1; pos <= path.size(); pos++) {
+    if (pos != path.size() && path[pos] != '/') continue;
+    Status s = Create(path.substr(0, pos), "", ZkCreateMode::kPersistent);
+    if (!s.ok() && s.code() != Status::Code::kAlreadyExists) return s;
+  }
+  return Status::OK();
+}
+
+Status ZkClient::Get(const std::string& path, std::string* data, ZkStat* stat, uint64_t watch) {
+  auto call = std::make_shared<ZkCall>();
+  Status s = Run(
+      "get " + path,
+      [&](zhandle_t* zh, void* d) {
+        return zoo_awget(zh, path.c_str(), watch == kNoWatch ? nullptr : &ZkClient::WatchTrampoline,
+                         reinterpret_cast<void*>(static_cast<uintptr_t>(watch)), &DataDone, d);
+      },
+      call);
+  if (!s.ok()) return s;
+  if (data != nullptr) *data = std::move(call->data);
+  if (stat != nullptr) *stat = call->stat;
+  return s;
+}
+
+Status ZkClient::Set(const std::string& path, const std::string& data, int32_t expected_version,
+                     ZkStat* stat) {
+  auto call = std::make_shared<ZkCall>();
+  Status s = Run(
+      "set " + path,
+      [&](zhandle_t* zh, void* d) {
+        return zoo_aset(zh, path.c_str(), data.data(), static_cast<int>(data.size()),
+                        expected_version, &StatDone, d);
+      },
+      call);
+  if (s.ok() && stat != nullptr) *stat = call->stat;
+  return s;
+}
+
+Status ZkClient::Delete(const std::string& path, int32_t expected_version) {
+  auto call = std::make_shared<ZkCall>();
+  return Run(
+      "delete " + path,
+      [&](zhandle_t* zh, void* d) {
+        return zoo_adelete(zh, path.c_str(), expected_version, &VoidDone, d);
+      },
+      call);
+}
+
+Status ZkClient::Exists(const std::string& path, ZkStat* stat, uint64_t watch) {
+  auto call = std::make_shared<ZkCall>();
+  Status s = Run(
+      "exists " + path,
+      [&](zhandle_t* zh, void* d) {
+        return zoo_awexists(zh, path.c_str(),
+                            watch == kNoWatch ? nullptr : &ZkClient::WatchTrampoline,
+                            reinterpret_cast<void*>(static_cast<uintptr_t>(watch)), &StatDone, d);
+      },
+      call);
+  if (s.ok() && stat != nullptr) *stat = call->stat;
+  return s;
+}
+
+Status ZkClient::GetChildren(const std::string& path, std::vector<std::string>* children,
+                             uint64_t watch) {
+  auto call = std::make_shared<ZkCall>();
+  Status s = Run(
+      "list " + path,
+      [&](zhandle_t* zh, void* d) {
+        return zoo_awget_children(
+            zh, path.c_str(), watch == kNoWatch ? nullptr : &ZkClient::WatchTrampoline,
+            reinterpret_cast<void*>(static_cast<uintptr_t>(watch)), &StringsDone, d);
+      },
+      call);
+  if (s.ok()) *children = std::move(call->children);
+  return s;
+}
+
+Status ZkClient::ExpireSessionForTesting() {
+  NOVA_RETURN_NOT_OK(AwaitConnection(Clock::now() + options_.op_timeout, "expire session"));
+  clientid_t id;
+  {
+    std::shared_lock<std::shared_mutex> hl(handle_mu_);
+    if (handle_ == nullptr) return Status::Unavailable("expire session: client is closed");
+    id = *zoo_client_id(handle_);
+  }
+  watcher_fn ignore = [](zhandle_t*, int, int, const char*, void*) {};
+  zhandle_t* twin =
+      zookeeper_init2(options_.servers.c_str(), ignore,
+                      static_cast<int>(options_.session_timeout.count()), &id, nullptr, 0, &ZkLog);
+  if (twin == nullptr) return Status::FromErrno("expire session: zookeeper_init", errno);
+  // The twin has no watcher to signal its connection; poll its state (test-only code).
+  const Clock::time_point deadline = Clock::now() + options_.op_timeout;
+  constexpr std::chrono::milliseconds kPoll{10};
+  while (zoo_state(twin) != ZOO_CONNECTED_STATE && Clock::now() < deadline) {
+    std::this_thread::sleep_for(kPoll);
+  }
+  const bool ok = zoo_state(twin) == ZOO_CONNECTED_STATE;
+  zookeeper_close(twin);  // closing the twin closes the shared session on the server
+  return ok ? Status::OK() : Status::TimedOut("expire session: twin handle did not connect");
+}
+
+}  // namespace nova::coordinator

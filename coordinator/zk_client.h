@@ -1,0 +1,191 @@
+// ZkClient: a small C++ wrapper over the ZooKeeper C client (libzookeeper_mt) with the
+// session handling every Nova component needs.
+//
+//  - Every call has a deadline (ZkClientOptions::op_timeout), covering both the wait for a
+//    connection and the server's answer; a call never blocks forever.
+//  - Connection loss: the C library reconnects by itself (cycling through the servers);
+//    ZkClient logs the loss, then "still unreachable" lines at doubling intervals, and the
+//    reconnection. Calls made meanwhile fail with Unavailable after their deadline.
+//  - Session expiry: ZkClient closes the dead handle and creates a new session (with
+//    backoff when even that fails), then calls the session listeners so that their owners
+//    re-create ephemeral nodes and re-arm watches (ZooKeeper drops both with the session).
+//
+// Watches are one-shot, as in ZooKeeper: a call given a watch token arms one notification;
+// the subscriber re-reads (and so re-arms) when notified. Subscribers are also notified on
+// session events, so a missed change is never silent.
+//
+// Thread safety: all methods are thread-safe. Watch callbacks run on the C library's event
+// thread and must only record the event (no ZkClient calls, no blocking). Session listeners
+// run on ZkClient's own session thread and may call ZkClient.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+
+typedef struct _zhandle zhandle_t;  // NOLINT: from <zookeeper/zookeeper.h>
+
+namespace nova::coordinator {
+
+struct ZkCall;  // one asynchronous call in flight (zk_client.cc)
+
+struct ZkClientOptions {
+  // "host:port[,host:port...]", as zookeeper_init takes it. Required.
+  std::string servers;
+  // Session timeout asked of the server: how long after losing us it drops our ephemeral
+  // nodes. The server clamps it to [2, 20] ticks.
+  std::chrono::milliseconds session_timeout{10000};
+  // Deadline of one call, including the wait for a connection.
+  std::chrono::milliseconds op_timeout{5000};
+  // Backoff between attempts to create a session handle after expiry.
+  std::chrono::milliseconds min_backoff{100};
+  std::chrono::milliseconds max_backoff{5000};
+};
+
+// Node metadata returned by reads.
+struct ZkStat {
+  int32_t version = -1;         // data version, for compare-and-set
+  int64_t ephemeral_owner = 0;  // session id owning an ephemeral node, 0 if persistent
+};
+
+enum class ZkCreateMode { kPersistent, kEphemeral, kEphemeralSequential };
+
+class ZkClient {
+ public:
+  // Runs on the C library's event thread: record and return.
+  using WatchFn = std::function<void()>;
+  // Runs on the session thread after each new session is established (the first one
+  // included), with its id.
+  using SessionFn = std::function<void(int64_t session_id)>;
+  // A watch token of 0 means "no watch".
+  static constexpr uint64_t kNoWatch = 0;
+  // A version of -1 means "any version" (ZooKeeper's convention).
+  static constexpr int32_t kAnyVersion = -1;
+
+  explicit ZkClient(ZkClientOptions options);
+  ~ZkClient();  // Shutdown()
+  ZkClient(const ZkClient&) = delete;
+  ZkClient& operator=(const ZkClient&) = delete;
+
+  // REQUIRES: before Start(). `fn` must stay callable until Shutdown() returns.
+  void AddSessionListener(SessionFn fn);
+
+  // Creates the session handle and the session thread. Returns OK without waiting for the
+  // server (an unreachable ZooKeeper is retried in the background); InvalidArgument for
+  // empty servers or non-positive timeouts; IOError if the C library rejects the server
+  // list. REQUIRES: called once.
+  Status Start();
+  // Closes the session (its ephemeral nodes go at once) and joins the session thread.
+  // Calls in flight end with Unavailable. Idempotent.
+  void Shutdown();
+
+  // True while the session is connected to a server.
+  bool connected() const;
+  // Waits up to `timeout` for a connection; returns connected().
+  bool WaitConnected(std::chrono::milliseconds timeout);
+  // Id of the current session, 0 before the first connection.
+  int64_t session_id() const;
+
+  // Registers `fn` as a watch subscriber; the token is passed to reads to arm a watch.
+  // Subscribers are notified of every event of a watch they armed and of session events.
+  uint64_t AddWatch(WatchFn fn);
+  // After this returns, `fn` of `token` is not running and will not be called again.
+  void RemoveWatch(uint64_t token);
+
+  // All calls below return OK on success, NotFound (no such node / parent), AlreadyExists
+  // (node exists), Aborted (version mismatch: someone else changed it), Unavailable (no
+  // connection or session within the deadline, or shutting down), TimedOut (no answer in
+  // time), or IOError for other ZooKeeper errors; messages name the path.
+
+  // Creates `path` with `data`. *created (optional) receives the actual path (with the
+  // sequence suffix for kEphemeralSequential).
+  Status Create(const std::string& path, const std::string& data, ZkCreateMode mode,
+                std::string* created = nullptr);
+  // Creates `path` and its missing ancestors as empty persistent nodes; OK if they exist.
+  Status EnsurePath(const std::string& path);
+  // Reads a node's data (and stat). `watch`: a token from AddWatch() to notify on change
+  // or deletion, or kNoWatch.
+  Status Get(const std::string& path, std::string* data, ZkStat* stat, uint64_t watch = kNoWatch);
+  // Writes data if the node's version is `expected_version` (or any with kAnyVersion).
+  // *stat (optional) receives the new stat.
+  Status Set(const std::string& path, const std::string& data, int32_t expected_version,
+             ZkStat* stat = nullptr);
+  Status Delete(const std::string& path, int32_t expected_version = kAnyVersion);
+  // NotFound if absent; with a watch, notified on creation too.
+  Status Exists(const std::string& path, ZkStat* stat, uint64_t watch = kNoWatch);
+  // Names (not paths) of the children, sorted.
+  Status GetChildren(const std::string& path, std::vector<std::string>* children,
+                     uint64_t watch = kNoWatch);
+
+  const ZkClientOptions& options() const { return options_; }
+
+  // Tests only: makes the server expire the current session, as after a long partition
+  // (opens a second handle on the same session and closes it, the usual ZooKeeper test
+  // trick). Returns once the server has closed it; the client notices on its next contact.
+  // Unavailable if there is no connected session.
+  Status ExpireSessionForTesting();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  static void GlobalWatcher(zhandle_t* zh, int type, int state, const char* path, void* ctx);
+  static void WatchTrampoline(zhandle_t* zh, int type, int state, const char* path, void* ctx);
+
+  // Creates a handle (REQUIRES: handle_mu_ held exclusively).
+  Status NewHandleLocked();
+  void SessionThread();
+  void OnSessionEvent(int state);
+  void NotifyAllWatches();
+  void DispatchWatch(uint64_t token);
+  // Waits for a connection until `deadline`; Unavailable if none.
+  Status AwaitConnection(Clock::time_point deadline, const std::string& what);
+  // Issues `issue(zh, completion_data)` under the shared handle lock and waits until the
+  // deadline for `call` to complete. The completion owns `completion_data`.
+  Status Run(const std::string& what, const std::function<int(zhandle_t*, void*)>& issue,
+             const std::shared_ptr<ZkCall>& call);
+
+  // Constant after construction / Start().
+  const ZkClientOptions options_;
+  std::vector<SessionFn> session_listeners_;
+
+  // Guards handle_ itself: shared while issuing a call, exclusive to replace or close it.
+  // Lock order: handle_mu_ before mu_.
+  mutable std::shared_mutex handle_mu_;
+  zhandle_t* handle_ = nullptr;
+  // The handle being closed, readable by the event thread without handle_mu_ (which the
+  // session thread holds while zookeeper_close() waits for that thread): its events are
+  // ignored. (Comparing against the current handle instead would drop a new handle's first
+  // event if it came before the handle was published.)
+  std::atomic<zhandle_t*> closing_handle_{nullptr};
+
+  // Protected by mu_.
+  mutable std::mutex mu_;
+  std::condition_variable state_cv_;
+  int state_ = 0;         // last ZOO_*_STATE seen by the global watcher
+  bool expired_ = false;  // the session expired; the session thread replaces it
+  bool shutdown_ = false;
+  int64_t session_id_ = 0;
+  int64_t announced_session_ = 0;  // last session the listeners were told about
+  Clock::time_point disconnected_since_ = Clock::now();
+  std::chrono::seconds next_report_{1};  // "still unreachable" log after this long
+  uint64_t next_watch_ = 1;
+  std::map<uint64_t, WatchFn> watches_;
+
+  // Serializes watch callbacks with RemoveWatch. Lock order: dispatch_mu_ before mu_.
+  std::mutex dispatch_mu_;
+
+  std::thread session_thread_;
+};
+
+}  // namespace nova::coordinator

@@ -1,0 +1,35 @@
+#include "coordinator/zk_flags.h"
+
+#include <gflags/gflags.h>
+
+DEFINE_string(zk, "", "ZooKeeper servers, host:port[,host:port...]. Required");
+DEFINE_string(cluster, "",
+              "Cluster name: its state lives under /nova/<cluster> in ZooKeeper. "
+              "1-64 characters of [A-Za-z0-9._-]. Required");
+DEFINE_int32(zk_session_timeout_ms, 10000,
+             "ZooKeeper session timeout, ms: how long after this process dies or is cut off "
+             "its membership node stays (the server clamps it to 2..20 ticks)");
+DEFINE_int32(zk_op_timeout_ms, 5000,
+             "Deadline of one ZooKeeper call, ms, including the wait for a connection");
+
+namespace nova::coordinator {
+
+Result<ConfigStoreOptions> ConfigStoreOptionsFromFlags() {
+  if (FLAGS_zk.empty()) return Status::InvalidArgument("--zk is required (host:port[,...])");
+  if (FLAGS_zk.find(':') == std::string::npos) {
+    return Status::InvalidArgument("--zk=" + FLAGS_zk + ": want host:port[,host:port...]");
+  }
+  if (FLAGS_cluster.empty()) return Status::InvalidArgument("--cluster is required");
+  NOVA_RETURN_NOT_OK_PREPEND(ValidateMemberId(FLAGS_cluster), "--cluster");
+  if (FLAGS_zk_session_timeout_ms <= 0 || FLAGS_zk_op_timeout_ms <= 0) {
+    return Status::InvalidArgument("--zk_session_timeout_ms and --zk_op_timeout_ms must be > 0");
+  }
+  ConfigStoreOptions o;
+  o.zk_servers = FLAGS_zk;
+  o.cluster = FLAGS_cluster;
+  o.session_timeout = std::chrono::milliseconds(FLAGS_zk_session_timeout_ms);
+  o.op_timeout = std::chrono::milliseconds(FLAGS_zk_op_timeout_ms);
+  return o;
+}
+
+}  // namespace nova::coordinator
