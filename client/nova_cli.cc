@@ -7,18 +7,24 @@
 // text on stderr).
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <gflags/gflags.h>
+#include <glog/logging.h>
 
 #include "client/nova_client.h"
+#include "coordinator/config_store.h"
+#include "coordinator/zk_sources.h"
 #include "ltc/range_assignment.h"
 
 DEFINE_string(ltc, "127.0.0.1:7100", "LTC addresses host:port, comma-separated");
-DEFINE_string(zk, "", "ZooKeeper connect string (not yet supported)");
-DEFINE_string(cluster, "", "Cluster name in ZooKeeper (not yet supported)");
+DEFINE_string(zk, "",
+              "ZooKeeper servers host:port[,host:port]: route by the cluster configuration "
+              "there (with --cluster) instead of asking the --ltc list");
+DEFINE_string(cluster, "", "Cluster name in ZooKeeper (with --zk)");
 DEFINE_bool(hex, false, "Keys are given and printed as hex");
 DEFINE_bool(hex_values, false, "Values are given and printed as hex");
 DEFINE_uint64(limit, 100, "scan: most pairs printed");
@@ -73,16 +79,20 @@ std::vector<std::string> SplitList(const std::string& s) {
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
-      "nova_cli [--ltc=H:P[,H:P]] [--hex] [--hex_values] COMMAND\n"
+      "nova_cli [--ltc=H:P[,H:P] | --zk=H:P --cluster=NAME] [--hex] [--hex_values] COMMAND\n"
       "  put KEY VALUE        store VALUE under KEY\n"
       "  get KEY              print KEY's value (exit 1 and 'not found' if absent)\n"
       "  delete KEY           remove KEY\n"
       "  scan START [--limit=N]  print up to N 'key<TAB>value' lines from START on\n"
       "  count [START [END]]  number of live keys in [START, END)\n"
       "  stats                every LTC's range statistics\n");
+  // A command-line tool: only errors from the libraries' logging (--minloglevel=0 for all).
+  gflags::SetCommandLineOptionWithMode("minloglevel", "2", gflags::SET_FLAGS_DEFAULT);
+  gflags::SetCommandLineOptionWithMode("logtostderr", "true", gflags::SET_FLAGS_DEFAULT);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  if (!FLAGS_zk.empty() || !FLAGS_cluster.empty()) {
-    return Usage("--zk/--cluster: ZooKeeper routing is not yet supported; use --ltc=host:port");
+  google::InitGoogleLogging(argv[0]);
+  if (FLAGS_zk.empty() != FLAGS_cluster.empty()) {
+    return Usage("--zk and --cluster go together");
   }
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) return Usage("missing COMMAND");
@@ -90,6 +100,20 @@ int main(int argc, char** argv) {
 
   nova::client::ClientOptions o;
   o.ltcs = SplitList(FLAGS_ltc);
+  std::unique_ptr<nova::coordinator::ConfigStore> store;
+  std::unique_ptr<nova::coordinator::ZkRoutingSource> zk_routing;
+  if (!FLAGS_zk.empty()) {
+    nova::coordinator::ConfigStoreOptions zo;
+    zo.zk_servers = FLAGS_zk;
+    zo.cluster = FLAGS_cluster;
+    zo.op_timeout = std::chrono::milliseconds(FLAGS_timeout_ms);
+    store = std::make_unique<nova::coordinator::ConfigStore>(zo);
+    nova::Status zs = store->Init();
+    if (!zs.ok()) return Fail(zs.Prepend("ZooKeeper"));
+    zk_routing = std::make_unique<nova::coordinator::ZkRoutingSource>(
+        store.get(), std::chrono::milliseconds(FLAGS_timeout_ms));
+    o.routing_source = zk_routing.get();
+  }
   o.timeout = std::chrono::milliseconds(FLAGS_timeout_ms);
   o.connections_per_ltc = 1;
   nova::client::NovaClient client(o);

@@ -573,6 +573,21 @@ Result<std::string> NovaClient::GetAt(const Snapshot& snap, const std::string& k
   return v;
 }
 
+Status NovaClient::ScanAt(const Snapshot& snap, const std::string& start, uint32_t count,
+                          ltc::ScanResponse* out) {
+  const Deadline deadline = Deadline::After(impl_->options.timeout);
+  auto conn = impl_->Connection(snap.ltc_address, snap.connection, deadline, nullptr);
+  if (!conn.ok()) return conn.status();
+  // Epoch 0: a snapshot is bound to its connection and range, not to a routing epoch.
+  auto [s, payload] = CallOnce(conn.value().get(), ClientMsg::kScan,
+                               ltc::EncodeScanRequest(ltc::ScanRequest{0, start, count, snap.id,
+                                                                       false}),
+                               deadline);
+  if (!s.ok()) return s;
+  *out = ltc::ScanResponse();
+  return ltc::DecodeScanResponse(payload, out);
+}
+
 Status NovaClient::ReleaseSnapshot(const Snapshot& snap) {
   const Deadline deadline = Deadline::After(impl_->options.timeout);
   auto conn = impl_->Connection(snap.ltc_address, snap.connection, deadline, nullptr);

@@ -123,6 +123,11 @@ class NovaClient {
   };
   Result<Snapshot> GetSnapshot(const std::string& key);
   Result<std::string> GetAt(const Snapshot& snap, const std::string& key);
+  // One Scan page at `snap`, within the snapshot's range only: up to `count` pairs with
+  // key >= start (start must lie in that range, else InvalidArgument); out->next_start is
+  // the range's end when the range is exhausted (out->end_of_keys if it has no end).
+  Status ScanAt(const Snapshot& snap, const std::string& start, uint32_t count,
+                ltc::ScanResponse* out);
   Status ReleaseSnapshot(const Snapshot& snap);
 
  private:

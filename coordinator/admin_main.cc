@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
   int n = static_cast<int>(ptrs.size());
   char** v = ptrs.data();
   // A tool's stderr is for errors: the ZooKeeper session's INFO lines would drown them.
-  gflags::SetCommandLineOptionWithMode("minloglevel", "1", gflags::SET_FLAGS_DEFAULT);
+  gflags::SetCommandLineOptionWithMode("minloglevel", "2", gflags::SET_FLAGS_DEFAULT);
   nova::InitDaemon(&n, &v, kUsage);
 
   if (n != 2) return Usage(n < 2 ? "no command given" : "more than one command given");

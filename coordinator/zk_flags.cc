@@ -2,10 +2,13 @@
 
 #include <gflags/gflags.h>
 
-DEFINE_string(zk, "", "ZooKeeper servers, host:port[,host:port...]. Required");
+DEFINE_string(zk, "",
+              "ZooKeeper servers, host:port[,host:port...]. Required by nova_coordinator and "
+              "nova_admin; for other components it switches from static flags to the "
+              "cluster configuration in ZooKeeper");
 DEFINE_string(cluster, "",
               "Cluster name: its state lives under /nova/<cluster> in ZooKeeper. "
-              "1-64 characters of [A-Za-z0-9._-]. Required");
+              "1-64 characters of [A-Za-z0-9._-]. Required with --zk");
 DEFINE_int32(zk_session_timeout_ms, 10000,
              "ZooKeeper session timeout, ms: how long after this process dies or is cut off "
              "its membership node stays (the server clamps it to 2..20 ticks)");

@@ -13,6 +13,9 @@
 #include "common/daemon/daemon_init.h"
 #include "common/daemon/transport_flags.h"
 #include "common/metrics.h"
+#include "coordinator/config_store.h"
+#include "coordinator/zk_flags.h"
+#include "coordinator/zk_sources.h"
 #include "ltc/compaction_offloader.h"
 #include "ltc/ltc_server.h"
 #include "ltc/range_assignment.h"
@@ -20,6 +23,9 @@
 
 DECLARE_string(listen_host);
 DECLARE_int32(listen_port);
+DECLARE_string(zk);
+DECLARE_string(cluster);
+DECLARE_string(metrics_host);
 
 DEFINE_uint32(ltc_id, 0, "This LTC's id in the cluster (its node name is ltc-<id>)");
 DEFINE_string(ltc_dir, "", "Data directory (--engine=leveldb keeps its ranges here)");
@@ -30,7 +36,7 @@ DEFINE_int32(ranges, 1, "omega: the key space is split into this many equal rang
 DEFINE_string(range_bounds, "", "Comma-separated hex split points, e.g. 40,80,c0 (4 ranges)");
 DEFINE_string(ltc_ranges, "all", "Ids of the ranges this LTC owns (comma-separated, or all)");
 DEFINE_uint64(ltc_epoch, 1, "Configuration epoch of the static assignment");
-DEFINE_string(stoc, "", "StoCs: id@host:port,... (required with --engine=nova)");
+DEFINE_string(stoc, "", "StoCs: id@host:port,... (required with --engine=nova, unless --zk)");
 DEFINE_int32(ltc_transport_port, 0, "Port of the exchange transport to StoCs (0: any)");
 DEFINE_int32(ltc_client_threads, 4, "Workers serving client requests");
 DEFINE_int32(ltc_max_connections, 256, "Client connections accepted at once");
@@ -87,6 +93,9 @@ bool DrangesFromFlags(int* theta) {
 
 }  // namespace
 
+// How long startup waits for a first configuration from ZooKeeper.
+constexpr auto kFirstConfigWait = std::chrono::seconds(30);
+
 int main(int argc, char** argv) {
   nova::InitDaemon(&argc, &argv,
                    "nova_ltc --cluster_secret_file=FILE --stoc=ID@HOST:PORT,... [flags]\n"
@@ -99,7 +108,17 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  // The static range assignment (the ZooKeeper source replaces it later).
+  // With --zk the assignment comes from the cluster configuration in ZooKeeper (the
+  // coordinator assigns this LTC ranges once it registers); else from the static flags.
+  const bool zk = !FLAGS_zk.empty();
+  std::unique_ptr<nova::coordinator::ConfigStore> config_store;
+  if (zk) {
+    auto zo = nova::coordinator::ConfigStoreOptionsFromFlags();
+    if (!zo.ok()) return BadFlags(zo.status().ToString());
+    config_store = std::make_unique<nova::coordinator::ConfigStore>(zo.value());
+    nova::Status s = config_store->Init();
+    if (!s.ok()) return BadFlags("ZooKeeper: " + s.ToString());
+  }
   nova::ltc::RangeAssignment a;
   a.epoch = FLAGS_ltc_epoch;
   a.ltc_id = FLAGS_ltc_id;
@@ -135,7 +154,7 @@ int main(int argc, char** argv) {
     if (FLAGS_ltc_dir.empty()) return BadFlags("--engine=leveldb needs --ltc_dir");
     factory = nova::ltc::LevelDbBackendFactory(FLAGS_ltc_dir, FLAGS_ltc_memtable_size_mb * kMiB);
   } else if (FLAGS_engine == "nova") {
-    if (a.stocs.empty()) return BadFlags("--engine=nova needs --stoc=id@host:port,...");
+    if (a.stocs.empty() && !zk) return BadFlags("--engine=nova needs --stoc=id@host:port,...");
     nova::ltc::NovaBackendOptions no;
     nova::ltc::EngineOptions& e = no.engine;
     e.memtable_bytes = FLAGS_ltc_memtable_size_mb * kMiB;
@@ -180,8 +199,15 @@ int main(int argc, char** argv) {
     return BadFlags("--engine must be nova or leveldb, got '" + FLAGS_engine + "'");
   }
 
-  nova::ltc::StaticAssignmentSource source(a);
-  nova::ltc::LtcServer server(so, &source, factory, &metrics);
+  nova::ltc::StaticAssignmentSource static_source(a);
+  std::unique_ptr<nova::coordinator::ZkAssignmentSource> zk_source;
+  nova::ltc::AssignmentSource* source = &static_source;
+  if (zk) {
+    zk_source = std::make_unique<nova::coordinator::ZkAssignmentSource>(
+        config_store.get(), FLAGS_ltc_id, kFirstConfigWait);
+    source = zk_source.get();
+  }
+  nova::ltc::LtcServer server(so, source, factory, &metrics);
   nova::Status s = server.Init();
   if (s.ok()) s = server.Start();
   if (!s.ok()) {
@@ -194,10 +220,28 @@ int main(int argc, char** argv) {
     LOG(ERROR) << http.status().ToString();
     return 1;
   }
+  if (zk) {
+    // Registered once it serves: the coordinator then assigns it ranges.
+    nova::coordinator::MemberInfo info;
+    info.addresses["client"] = server.address();
+    if (http.value()) {
+      info.addresses["metrics"] = FLAGS_metrics_host + ":" + std::to_string(http.value()->port());
+    }
+    s = config_store->Register(nova::coordinator::MemberKind::kLtc, std::to_string(FLAGS_ltc_id),
+                               info);
+    LOG_IF(WARNING, !s.ok()) << "registering in ZooKeeper (retried in the background): "
+                             << s.ToString();
+  }
   std::printf("LISTEN %s\n", server.address().c_str());
   std::fflush(stdout);
-  LOG(INFO) << "nova_ltc " << FLAGS_ltc_id << " (" << FLAGS_engine << ") serving "
-            << a.ranges.size() << " ranges at epoch " << a.epoch << " on " << server.address();
+  if (zk) {
+    LOG(INFO) << "nova_ltc " << FLAGS_ltc_id << " (" << FLAGS_engine << ") serving on "
+              << server.address() << "; ranges come from cluster " << FLAGS_cluster
+              << " in ZooKeeper";
+  } else {
+    LOG(INFO) << "nova_ltc " << FLAGS_ltc_id << " (" << FLAGS_engine << ") serving "
+              << a.ranges.size() << " ranges at epoch " << a.epoch << " on " << server.address();
+  }
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
@@ -205,5 +249,6 @@ int main(int argc, char** argv) {
   if (http.value()) http.value()->Shutdown();
   server.Shutdown();  // closes the ranges (flushing their memtables)
   if (nova_backends) nova_backends->Shutdown();
+  if (config_store) config_store->Shutdown();
   return 0;
 }

@@ -9,8 +9,13 @@
 #include "common/daemon/daemon_init.h"
 #include "common/daemon/transport_flags.h"
 #include "common/metrics.h"
+#include "coordinator/config_store.h"
+#include "coordinator/zk_flags.h"
 #include "stoc/compaction_service.h"
 #include "stoc/stoc_server.h"
+
+DECLARE_string(zk);
+DECLARE_string(metrics_host);
 
 DEFINE_uint32(stoc_id, 0, "This StoC's id in the cluster (its node name is stoc-<id>)");
 DEFINE_string(stoc_dir, "", "Data directory (catalog and persistent files). Required");
@@ -89,6 +94,29 @@ int main(int argc, char** argv) {
     LOG(ERROR) << http.status().ToString();
     return 1;
   }
+  // With --zk the StoC registers itself; the coordinator adds it to the configuration, where
+  // LTCs find it.
+  std::unique_ptr<nova::coordinator::ConfigStore> config_store;
+  if (!FLAGS_zk.empty()) {
+    auto zo = nova::coordinator::ConfigStoreOptionsFromFlags();
+    if (!zo.ok()) {
+      std::fprintf(stderr, "nova_stoc: %s\n", zo.status().ToString().c_str());
+      return nova::kBadFlagsExitCode;
+    }
+    config_store = std::make_unique<nova::coordinator::ConfigStore>(zo.value());
+    s = config_store->Init();
+    nova::coordinator::MemberInfo info;
+    info.addresses["client"] = server.address();
+    if (http.value()) {
+      info.addresses["metrics"] = FLAGS_metrics_host + ":" + std::to_string(http.value()->port());
+    }
+    if (s.ok()) {
+      s = config_store->Register(nova::coordinator::MemberKind::kStoc,
+                                 std::to_string(options.stoc_id), info);
+    }
+    LOG_IF(WARNING, !s.ok()) << "registering in ZooKeeper (retried in the background): "
+                             << s.ToString();
+  }
   // The line harnesses and scripts wait for (see docs/operations.md).
   std::printf("LISTEN %s\n", server.address().c_str());
   std::fflush(stdout);
@@ -100,5 +128,6 @@ int main(int argc, char** argv) {
   if (http.value()) http.value()->Shutdown();
   compactions.Shutdown();  // running jobs fail fast instead of holding up the server
   server.Shutdown();
+  if (config_store) config_store->Shutdown();
   return 0;
 }

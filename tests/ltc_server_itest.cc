@@ -329,9 +329,9 @@ TEST_F(LtcServerITest, CliCommandsExitCodesAndHex) {
   EXPECT_NE(r.out.find("engine=nova"), std::string::npos) << r.out;
   r = Cli("--hex get zz");
   EXPECT_EQ(r.exit_code, 2);
-  r = Cli("--zk=localhost:2181 get a");
+  r = Cli("--zk=localhost:2181 get a");  // (ZooKeeper mode: tests/local_cluster_itest.sh)
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("not yet supported"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--zk and --cluster go together"), std::string::npos) << r.err;
   r = Cli("put " + std::string(65, 'k') + " v");
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("--ltc_max_key_bytes"), std::string::npos) << r.err;

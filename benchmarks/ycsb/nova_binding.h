@@ -1,12 +1,20 @@
-// -db nova: the Nova-LSM cluster, through the cluster client library.
+// -db nova: the Nova-LSM cluster, through the cluster client library (client/).
 //
-// The client library is being written; until it is linked in, OpenNovaBinding validates
-// its properties and fails with "nova binding not built yet". Wiring the client in is
-// local to nova_binding.cc (see the comment there and docs/ycsb.md).
+// One NovaClient per process, shared by every client thread (NovaClient is thread-safe and
+// pipelines concurrent calls over its connections); each thread gets a NovaDB that maps
+// YCSB's operations onto it with the embedded bindings' record encoding (record_codec.h).
+//
+// Where the cluster is: either a static list of LTCs (nova.ltc) or ZooKeeper (nova.zk +
+// nova.cluster). ZooKeeper routing comes from coordinator/ through
+// client::NewZooKeeperRoutingSource (client/cluster_uri.h); until that exists, nova.zk fails
+// with a "not yet available" error.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "benchmarks/ycsb/db.h"
 #include "benchmarks/ycsb/properties.h"
@@ -14,17 +22,30 @@
 namespace nova::ycsb {
 
 inline constexpr const char* kNovaBindingHelp =
-    "Nova-LSM cluster: -p nova.zk=HOST:PORT[,...] (ZooKeeper ensemble) "
-    "-p nova.cluster=NAME (cluster name in ZooKeeper). NOT BUILT YET.";
+    "Nova-LSM cluster: -p nova.ltc=HOST:PORT[,...] (LTCs, static routing), or "
+    "-p nova.zk=HOST:PORT[,...] -p nova.cluster=NAME (ZooKeeper; not yet available); "
+    "nova.timeout_ms (10000: per operation, retries included), nova.connections_per_ltc (2)";
+
+// An LTC accepts --ltc_max_connections (256 by default) clients' connections; a benchmark
+// process should not take a large share of them.
+inline constexpr int64_t kMaxConnectionsPerLtc = 64;
 
 // What the nova binding reads from the properties.
 struct NovaBindingOptions {
-  std::string zk;       // nova.zk: ZooKeeper connect string
-  std::string cluster;  // nova.cluster: the cluster's name (its ZooKeeper root)
+  std::vector<std::string> ltcs;  // nova.ltc: static list of LTC client addresses
+  std::string zk;                 // nova.zk: ZooKeeper connect string
+  std::string cluster;            // nova.cluster: the cluster's name (its ZooKeeper root)
+  std::chrono::milliseconds timeout{10000};  // nova.timeout_ms
+  int connections_per_ltc = 2;               // nova.connections_per_ltc
+  // The workload's fieldcount: an update carrying this many fields overwrites blindly.
+  int64_t fieldcount = 10;
 };
-// InvalidArgument if nova.zk or nova.cluster is missing.
+// InvalidArgument naming the property: neither nova.ltc nor nova.zk, both, nova.zk without
+// nova.cluster, a malformed address list or number.
 Result<NovaBindingOptions> ParseNovaBindingOptions(const Properties& props);
 
+// Connects to the cluster (fetching its routing). The client's error on failure, e.g.
+// NetworkError when no LTC answers, NotSupported for nova.zk (not yet available).
 Result<std::unique_ptr<Binding>> OpenNovaBinding(const Properties& props);
 
 }  // namespace nova::ycsb

@@ -1,0 +1,70 @@
+// A leveldb::DB over a Nova-LSM cluster (DESIGN.md section 9): a LevelDB application
+// switches to the cluster by replacing DB::Open with nova::client::OpenDB. Every call goes
+// through NovaClient (nova_client.h); docs/client.md describes the semantics in full.
+//
+// What differs from a local LevelDB, call by call:
+//   Put/Delete/Get    as LevelDB (routed to the LTC owning the key, retried on failover
+//                     until ClientOptions::timeout). WriteOptions::sync is ignored: the
+//                     cluster decides durability.
+//   Write(batch)      split by range; each range's part is atomic, parts in different
+//                     ranges are independent (a failed Write may have applied some parts).
+//                     A part may hold at most the LTCs' --ltc_max_batch_ops operations.
+//   NewIterator       forward and backward over all ranges, in pages of
+//                     NovaDBOptions::iterator_page_pairs. Without a snapshot each page is
+//                     read-committed (a later page may reflect newer writes than an earlier
+//                     one). Backward pages rescan their range from its start (no reverse
+//                     scan on the wire): cheap for short reverse walks only.
+//   GetSnapshot       takes one LTC snapshot per range of the current routing table (at
+//                     slightly different instants, all within the GetSnapshot call). A read
+//                     at the snapshot sees, in each range, that range's state at its
+//                     instant: every write acknowledged before GetSnapshot was called is
+//                     visible, none started after it returned is, and a write concurrent
+//                     with the call may be visible in one range and not in another. Reads at
+//                     a snapshot never fall back to the latest data: they fail (IOError)
+//                     when the snapshot could not be taken for the key's range, when the
+//                     LTC holding it died or the range moved (snapshots live on one LTC
+//                     connection), or after ReleaseSnapshot. Costs one round trip per range.
+//   GetProperty       "nova.stats" (every LTC's Stats text; "leveldb.stats" is an alias),
+//                     "nova.routing" (epoch and range -> LTC lines), "nova.num-ranges";
+//                     false for LevelDB's file-level properties.
+//   GetApproximateSizes  not supported: sets every size to 0.
+//   CompactRange      not supported: a no-op (compaction is the LTCs' and StoCs' business).
+//
+// Thread safety: the DB is thread-safe, as LevelDB's; an iterator is used by one thread at
+// a time. Snapshots and iterators must be released/deleted before the DB.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "client/nova_client.h"
+#include "leveldb/db.h"
+#include "leveldb/options.h"
+#include "leveldb/status.h"
+
+namespace nova::client {
+
+struct NovaDBOptions {
+  // Timeouts, connections per LTC, backoff. To route with a RoutingSource of your own (a
+  // configuration watcher), set client.routing_source (it must outlive the DB) and pass an
+  // empty URI; `ltcs` is taken from the URI.
+  ClientOptions client;
+  // Pairs per iterator Scan request (and per backward page).
+  size_t iterator_page_pairs = 1000;
+};
+
+// Opens the cluster named by `uri`:
+//   nova://ltc=host:port[,host:port...]      a static list of LTCs
+//   nova://zkhost:port[,zkhost:port...]/name a ZooKeeper-managed cluster: NotSupported
+//                                           until the coordinator's routing source exists
+// On success stores the DB in *dbptr (the caller deletes it) and returns OK; else *dbptr
+// is null and the status says why: InvalidArgument for a bad URI, a comparator other than
+// the bytewise one (the cluster orders keys bytewise) or error_if_exists (a cluster always
+// exists); IOError when no LTC can be reached. Other leveldb::Options are ignored
+// (create_if_missing is implied).
+leveldb::Status OpenDB(const leveldb::Options& options, const std::string& uri,
+                       leveldb::DB** dbptr);
+leveldb::Status OpenDB(const leveldb::Options& options, const std::string& uri,
+                       const NovaDBOptions& nova_options, leveldb::DB** dbptr);
+
+}  // namespace nova::client

@@ -1,0 +1,290 @@
+#!/usr/bin/env bash
+# A Nova-LSM cluster on this machine, on loopback: a ZooKeeper server (Debian's package), a
+# coordinator, StoCs and LTCs, with their data, logs and pid files under one directory.
+#
+#   deploy/local_cluster.sh start   --dir DIR [--ltcs N] [--stocs N] [--logcs N] [--ranges N]
+#                                   [--cluster NAME] [--flag=value ...]
+#   deploy/local_cluster.sh stop    --dir DIR
+#   deploy/local_cluster.sh status  --dir DIR
+#   deploy/local_cluster.sh kill    --dir DIR ID      # kill -9 one component: ltc-0, stoc-2, ...
+#   deploy/local_cluster.sh restart --dir DIR ID      # start it again: same id, data and port
+#
+# start prints one line `NOVA_ZK=host:port NOVA_CLUSTER=name` once every range is served,
+# and writes it to DIR/cluster.env. Any other --flag=value is passed to every component and
+# to cluster creation (each ignores flags it does not know), e.g. --ltc_memtable_size_mb=8.
+# Binaries come from $NOVA_BUILD_DIR if set, else build/. Logs: DIR/logs/<id>.log; pids:
+# DIR/pids/<id>.pid; how each component was started: DIR/cmd/<id>.
+#
+# LogC is not built yet (docs/architecture.md): --logcs other than 0 is refused.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${NOVA_BUILD_DIR:-$root/build}/bin
+start_timeout=${NOVA_START_TIMEOUT:-90}  # seconds, for ZooKeeper (a JVM) and the cluster
+
+starting=0  # set while `start` runs: a failure then stops what it started
+die() {
+  echo "local_cluster.sh: $*" >&2
+  if ((starting)); then
+    starting=0
+    echo "local_cluster.sh: start failed; stopping what was started" >&2
+    stop_all
+  fi
+  exit 1
+}
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+cmd=${1:-}
+[[ -n "$cmd" ]] || usage
+shift
+dir="" ltcs=1 stocs=3 logcs=0 ranges=4 cluster=local id=""
+extra=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --dir) dir=$2; shift 2 ;;
+    --dir=*) dir=${1#--dir=}; shift ;;
+    --ltcs) ltcs=$2; shift 2 ;;
+    --ltcs=*) ltcs=${1#--ltcs=}; shift ;;
+    --stocs) stocs=$2; shift 2 ;;
+    --stocs=*) stocs=${1#--stocs=}; shift ;;
+    --logcs) logcs=$2; shift 2 ;;
+    --logcs=*) logcs=${1#--logcs=}; shift ;;
+    --ranges) ranges=$2; shift 2 ;;
+    --ranges=*) ranges=${1#--ranges=}; shift ;;
+    --cluster) cluster=$2; shift 2 ;;
+    --cluster=*) cluster=${1#--cluster=}; shift ;;
+    -h|--help) usage ;;
+    --*=*) extra+=("$1"); shift ;;
+    -*) die "unknown option $1 (component flags must be given as --flag=value)" ;;
+    *) [[ -z "$id" ]] || die "unexpected argument $1"; id=$1; shift ;;
+  esac
+done
+[[ -n "$dir" ]] || die "--dir DIR is required"
+for n in "$ltcs" "$stocs" "$logcs" "$ranges"; do
+  [[ "$n" =~ ^[0-9]+$ ]] || die "--ltcs/--stocs/--logcs/--ranges want a number, got '$n'"
+done
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+
+# ---- helpers ------------------------------------------------------------------------
+
+pid_of() { cat "$dir/pids/$1.pid" 2>/dev/null || true; }
+alive() { local p; p=$(pid_of "$1"); [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null; }
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# Names of the extra flags, for --undefok: a component ignores the ones it does not define.
+undefok() {
+  local names=() f
+  for f in "${extra[@]+"${extra[@]}"}"; do f=${f#--}; names+=("${f%%=*}"); done
+  local IFS=,
+  echo "${names[*]-}"
+}
+
+# Starts component $1 from the command in DIR/cmd/$1 (one argument per line), in the
+# background, logging to DIR/logs/$1.log.
+launch() {
+  local id=$1 args=()
+  mapfile -t args < "$dir/cmd/$id"
+  setsid "${args[@]}" > "$dir/logs/$id.log" 2>&1 < /dev/null &
+  echo $! > "$dir/pids/$id.pid"
+}
+
+# Waits until component $1 printed its LISTEN line; prints host:port.
+wait_listen() {
+  local id=$1 deadline=$((SECONDS + start_timeout)) line
+  while ((SECONDS < deadline)); do
+    line=$(grep -m1 '^LISTEN ' "$dir/logs/$id.log" 2>/dev/null || true)
+    if [[ -n "$line" ]]; then echo "${line#LISTEN }"; return 0; fi
+    alive "$id" || { tail -n 20 "$dir/logs/$id.log" >&2; die "$id exited during start"; }
+    sleep 0.2
+  done
+  die "$id did not start within ${start_timeout}s (see $dir/logs/$id.log)"
+}
+
+# Writes the command line of component $1 (remaining arguments) to DIR/cmd/$1.
+save_cmd() { local id=$1; shift; printf '%s\n' "$@" > "$dir/cmd/$id"; }
+
+# Pins a started component to the port it got, so a restart keeps its address.
+pin_port() {
+  local id=$1 address=$2
+  sed -i "s/^--listen_port=0\$/--listen_port=${address##*:}/" "$dir/cmd/$id"
+}
+
+zk_address() { cat "$dir/zk/address" 2>/dev/null || true; }
+
+start_zookeeper() {
+  local jar=/usr/share/java/zookeeper.jar port
+  [[ -r $jar ]] || die "ZooKeeper is not installed ($jar missing): run deploy/install_deps.sh"
+  port=$(free_port)
+  mkdir -p "$dir/zk/data"
+  cat > "$dir/zk/zoo.cfg" <<EOF
+tickTime=500
+initLimit=10
+syncLimit=5
+dataDir=$dir/zk/data
+clientPort=$port
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+4lw.commands.whitelist=srvr,ruok
+maxSessionTimeout=60000
+EOF
+  echo "127.0.0.1:$port" > "$dir/zk/address"
+  save_cmd zookeeper java -cp "/etc/zookeeper/conf:$jar" \
+    -Dzookeeper.log.dir="$dir/logs" -Dzookeeper.root.logger=INFO,CONSOLE \
+    org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zk/zoo.cfg"
+  launch zookeeper
+  local deadline=$((SECONDS + start_timeout))
+  until [[ "$(echo srvr | nc -w 2 127.0.0.1 "$port" 2>/dev/null | grep -c '^Mode')" -gt 0 ]]; do
+    alive zookeeper || { tail -n 20 "$dir/logs/zookeeper.log" >&2; die "ZooKeeper exited"; }
+    ((SECONDS < deadline)) || die "ZooKeeper did not answer within ${start_timeout}s"
+    sleep 0.5
+  done
+}
+
+# The flags every component gets; $1 = "transport" for those that talk to peers over the
+# exchange transport (and need the cluster secret).
+common_flags() {
+  echo "--zk=$(zk_address)"
+  echo "--cluster=$cluster"
+  [[ "${1:-}" != transport ]] || echo "--cluster_secret_file=$dir/secret"
+  echo "--metrics_port=0"
+  local u; u=$(undefok)
+  [[ -z "$u" ]] || echo "--undefok=$u"
+  local f
+  for f in "${extra[@]+"${extra[@]}"}"; do echo "$f"; done
+}
+
+start_stoc() {
+  local i=$1 id="stoc-$1" args
+  mkdir -p "$dir/data/$id"
+  mapfile -t args < <(common_flags transport)
+  save_cmd "$id" "$bin/nova_stoc" "--stoc_id=$i" "--stoc_dir=$dir/data/$id" --listen_port=0 \
+    "${args[@]}"
+  launch "$id"
+}
+
+start_ltc() {
+  local i=$1 id="ltc-$1" args
+  mkdir -p "$dir/data/$id"
+  mapfile -t args < <(common_flags transport)
+  save_cmd "$id" "$bin/nova_ltc" "--ltc_id=$i" "--ltc_dir=$dir/data/$id" --listen_port=0 \
+    "${args[@]}"
+  launch "$id"
+}
+
+start_coordinator() {
+  local args
+  mapfile -t args < <(common_flags)
+  save_cmd coordinator "$bin/nova_coordinator" --coordinator_id=0 \
+    "--coordinator_min_ltcs=$ltcs" "${args[@]}"
+  launch coordinator
+}
+
+# The ids of every component started, in start order.
+components() { ls -tr "$dir/cmd" 2>/dev/null || true; }
+
+stop_all() {
+  local id p
+  # Clients' servers first, ZooKeeper last (so the others can deregister).
+  for id in $(components | grep -v '^zookeeper$') zookeeper; do
+    p=$(pid_of "$id")
+    [[ -n "$p" ]] || continue
+    if kill -0 "$p" 2>/dev/null; then kill -TERM "$p" 2>/dev/null || true; fi
+  done
+  local deadline=$((SECONDS + 20))
+  for id in $(components); do
+    p=$(pid_of "$id")
+    [[ -n "$p" ]] || continue
+    while kill -0 "$p" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+    kill -0 "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null || true
+    rm -f "$dir/pids/$id.pid"
+  done
+}
+
+# ---- commands -----------------------------------------------------------------------
+
+case "$cmd" in
+  start)
+    ((logcs == 0)) || die "--logcs=$logcs: LogC is not built yet (crash recovery arrives with it)"
+    ((ltcs >= 1 && stocs >= 1 && ranges >= 1)) || die "need at least 1 LTC, 1 StoC and 1 range"
+    for b in nova_stoc nova_ltc nova_coordinator nova_admin nova_cli; do
+      [[ -x "$bin/$b" ]] || die "$bin/$b not found: build first (or set NOVA_BUILD_DIR)"
+    done
+    if [[ -n "$(ls "$dir/pids" 2>/dev/null)" ]]; then
+      for id in $(components); do
+        alive "$id" && die "a cluster already runs in $dir ($id); stop it first"
+      done
+    fi
+    rm -rf "$dir/pids" "$dir/cmd"
+    mkdir -p "$dir/pids" "$dir/logs" "$dir/cmd"
+    [[ -s "$dir/secret" ]] || head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$dir/secret"
+    starting=1
+    trap 'die "a command failed (line $LINENO)"' ERR
+    echo "starting ZooKeeper" >&2
+    start_zookeeper
+    zk=$(zk_address)
+    # The cluster document (an existing one, from an earlier start in DIR, is kept).
+    u=$(undefok)
+    if ! "$bin/nova_admin" show-config "--zk=$zk" "--cluster=$cluster" >/dev/null 2>&1; then
+      "$bin/nova_admin" create-cluster "--zk=$zk" "--cluster=$cluster" "--ranges=$ranges" \
+        ${u:+"--undefok=$u"} "${extra[@]+"${extra[@]}"}" >&2
+    fi
+    echo "starting $stocs StoCs, $ltcs LTCs and a coordinator" >&2
+    for ((i = 0; i < stocs; i++)); do start_stoc "$i"; done
+    for ((i = 0; i < stocs; i++)); do pin_port "stoc-$i" "$(wait_listen "stoc-$i")"; done
+    start_coordinator
+    for ((i = 0; i < ltcs; i++)); do start_ltc "$i"; done
+    for ((i = 0; i < ltcs; i++)); do pin_port "ltc-$i" "$(wait_listen "ltc-$i")"; done
+    # Serving: every range is assigned and answers (count reads all of them).
+    deadline=$((SECONDS + start_timeout))
+    until "$bin/nova_cli" "--zk=$zk" "--cluster=$cluster" --timeout_ms=3000 count \
+        >/dev/null 2>"$dir/logs/probe.log"; do
+      ((SECONDS < deadline)) || { cat "$dir/logs/probe.log" >&2; die "cluster not serving after ${start_timeout}s"; }
+      sleep 0.5
+    done
+    trap - ERR
+    starting=0
+    echo "NOVA_ZK=$zk NOVA_CLUSTER=$cluster" | tee "$dir/cluster.env"
+    ;;
+  stop)
+    stop_all
+    echo "stopped the cluster in $dir" >&2
+    ;;
+  status)
+    zk=$(zk_address)
+    [[ -n "$zk" ]] || die "no cluster in $dir"
+    printf '%-12s %-8s %s\n' PROCESS PID STATE
+    for id in $(components); do
+      p=$(pid_of "$id")
+      if alive "$id"; then st=running; else st=stopped; fi
+      printf '%-12s %-8s %s\n' "$id" "${p:--}" "$st"
+    done
+    echo
+    if alive zookeeper; then
+      "$bin/nova_admin" status "--zk=$zk" "--cluster=$cluster"
+    else
+      echo "ZooKeeper is not running: no cluster view" >&2
+    fi
+    ;;
+  kill)
+    [[ -n "$id" ]] || die "kill: which component? (e.g. ltc-0, stoc-1)"
+    [[ -f "$dir/cmd/$id" ]] || die "no component $id in $dir"
+    p=$(pid_of "$id")
+    alive "$id" || die "$id is not running"
+    kill -KILL "$p"
+    while kill -0 "$p" 2>/dev/null; do sleep 0.05; done
+    echo "killed $id (pid $p)" >&2
+    ;;
+  restart)
+    [[ -n "$id" ]] || die "restart: which component? (e.g. ltc-0, stoc-1)"
+    [[ -f "$dir/cmd/$id" ]] || die "no component $id in $dir"
+    alive "$id" && die "$id is running; kill or stop it first"
+    launch "$id"
+    if [[ "$id" != zookeeper && "$id" != coordinator ]]; then wait_listen "$id" >/dev/null; fi
+    echo "restarted $id (pid $(pid_of "$id"))" >&2
+    ;;
+  *) usage ;;
+esac

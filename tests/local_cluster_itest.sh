@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# End to end through ZooKeeper: deploy/local_cluster.sh starts a real cluster (ZooKeeper, a
+# coordinator, 3 StoCs, 2 LTCs); nova_cli and nova_ycsb -db nova find it through ZooKeeper;
+# a StoC and an LTC are killed -9 and restarted; stop leaves no process behind.
+#
+#   NOVA_BUILD_DIR=build tests/local_cluster_itest.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${NOVA_BUILD_DIR:-$root/build}
+bin=$build/bin
+export NOVA_BUILD_DIR=$build
+if [[ ! -r /usr/share/java/zookeeper.jar ]]; then
+  echo "SKIP: ZooKeeper is not installed (deploy/install_deps.sh installs it)"
+  exit 0
+fi
+
+dir=$(mktemp -d /tmp/nova-local-cluster-itest.XXXXXX)
+cleanup() {
+  "$root/deploy/local_cluster.sh" stop --dir "$dir" >/dev/null 2>&1 || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$dir"/logs/*.log; do echo "--- $f" >&2; tail -n 15 "$f" >&2; done
+  exit 1
+}
+expect_eq() { [[ "$1" == "$2" ]] || fail "$3: expected '$2', got '$1'"; }
+
+"$root/deploy/local_cluster.sh" start --dir "$dir" --ltcs 2 --stocs 3 --ranges 4 \
+  --ltc_memtable_size_mb=1 > "$dir/start.out" || fail "start"
+line=$(tail -n 1 "$dir/start.out")
+[[ "$line" =~ ^NOVA_ZK=127\.0\.0\.1:[0-9]+\ NOVA_CLUSTER=local$ ]] || fail "start printed '$line'"
+expect_eq "$(cat "$dir/cluster.env")" "$line" "cluster.env"
+source "$dir/cluster.env"
+cli=("$bin/nova_cli" "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" --timeout_ms=10000)
+
+echo "== nova_cli through ZooKeeper"
+for k in a m z 0 ~; do "${cli[@]}" put "key-$k" "value-$k" || fail "put key-$k"; done
+expect_eq "$("${cli[@]}" get key-m)" "value-m" "get"
+expect_eq "$("${cli[@]}" count)" "5" "count"
+expect_eq "$("${cli[@]}" scan key-m --limit=2 | tr '\t\n' '=;')" "key-m=value-m;key-z=value-z;" "scan"
+"${cli[@]}" --hex --hex_values put 00ff 6869 || fail "hex put"
+expect_eq "$("${cli[@]}" --hex get 00ff)" "hi" "hex get"
+set +e
+err=$("${cli[@]}" get missing-key 2>&1 >/dev/null); rc=$?
+set -e
+expect_eq "$rc" "1" "missing key exit code"
+expect_eq "$err" "not found" "missing key message"
+
+echo "== status"
+status=$("$root/deploy/local_cluster.sh" status --dir "$dir")
+echo "$status"
+for id in zookeeper coordinator stoc-0 stoc-1 stoc-2 ltc-0 ltc-1; do
+  grep -Eq "^$id +[0-9]+ +running" <<< "$status" || fail "status: $id not running"
+done
+[[ $(grep -Ec '^ltc +[01] .*alive' <<< "$status") -eq 2 ]] || fail "status: LTCs not alive"
+
+echo "== nova_ycsb -db nova (workloada, dataintegrity)"
+ycsb=("$bin/nova_ycsb" -db nova -P "$root/benchmarks/ycsb/workloads/workloada"
+      -p "nova.zk=$NOVA_ZK" -p "nova.cluster=$NOVA_CLUSTER" -p recordcount=2000
+      -p operationcount=4000 -p dataintegrity=true -threads 2)
+"${ycsb[@]}" -load > "$dir/load.out" 2>"$dir/load.err" || fail "ycsb load: $(tail -3 "$dir/load.err")"
+"${ycsb[@]}" -run > "$dir/run.out" 2>"$dir/run.err" || fail "ycsb run: $(tail -3 "$dir/run.err")"
+grep -q '^\[OVERALL\], Throughput(ops/sec), ' "$dir/run.out" || fail "ycsb: no throughput line"
+grep -Eq '^\[VERIFY\], Return=OK, [1-9]' "$dir/run.out" || fail "ycsb: no verified reads"
+! grep -Eq 'UNEXPECTED_STATE|Return=ERROR|-FAILED\]' "$dir/run.out" "$dir/load.out" ||
+  fail "ycsb: failed operations or unexpected values: $(grep -E 'UNEXPECTED|ERROR|FAILED' "$dir/run.out")"
+grep -E '^\[(OVERALL|VERIFY)\]' "$dir/run.out"
+
+echo "== a StoC killed -9 and restarted"
+"$root/deploy/local_cluster.sh" kill --dir "$dir" stoc-1
+"$root/deploy/local_cluster.sh" restart --dir "$dir" stoc-1
+"${cli[@]}" put after-stoc-restart yes || fail "put after StoC restart"
+expect_eq "$("${cli[@]}" get after-stoc-restart)" "yes" "get after StoC restart"
+
+echo "== an LTC killed -9 and restarted (same id, data and port)"
+"$root/deploy/local_cluster.sh" kill --dir "$dir" ltc-1
+"$root/deploy/local_cluster.sh" restart --dir "$dir" ltc-1
+# Without LogC the killed LTC's memtables are gone; the ranges it serves must work again.
+for k in a m z 0 ~; do "${cli[@]}" put "again-$k" "v2-$k" || fail "put again-$k after LTC restart"; done
+expect_eq "$("${cli[@]}" get again-z)" "v2-z" "get after LTC restart"
+
+echo "== stop"
+pids=$(cat "$dir"/pids/*.pid)
+"$root/deploy/local_cluster.sh" stop --dir "$dir"
+for p in $pids; do
+  if kill -0 "$p" 2>/dev/null; then fail "process $p still runs after stop"; fi
+done
+echo "PASS"

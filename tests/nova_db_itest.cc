@@ -1,0 +1,430 @@
+// The leveldb::DB adapter over a real cluster (client/nova_db.h): LevelDB's db_test
+// behaviours (put/get/delete, overwrite, empty and binary keys and values, batches,
+// iterators in both directions, snapshots, properties) against 3 nova_stoc and 2 nova_ltc
+// processes serving 4 ranges (split at 0x40, 0x80, 0xc0; ranges 0-1 on one LTC, 2-3 on
+// the other), so that every multi-key behaviour crosses ranges and LTCs.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/nova_db.h"
+#include "leveldb/comparator.h"
+#include "leveldb/write_batch.h"
+#include "tests/util/external_daemon.h"
+#include "tests/util/test_util.h"
+
+namespace nova {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kStocs = 3;
+// Small iterator pages, so that iterators page within ranges as well as across them.
+constexpr size_t kIteratorPage = 7;
+
+// A key in range `range` (0..3): its first byte is inside the range.
+std::string KeyIn(int range, const std::string& suffix) {
+  static const char kFirst[] = {'\x10', '\x50', '\x90', '\xd0'};
+  return std::string(1, kFirst[range]) + suffix;
+}
+
+class NovaDbITest : public ::testing::Test {
+ protected:
+  // A fresh cluster per test (it starts in a fraction of a second): iterators see the whole
+  // key space, so tests must not share one.
+  void SetUp() override {
+    dir_ = test::TestTempDir("nova_db_itest");
+    auto secret = test::WriteClusterSecret(dir_);
+    ASSERT_TRUE(secret.ok()) << secret.status().ToString();
+    std::string stoc_list;
+    for (int id = 1; id <= kStocs; ++id) {
+      test::ExternalDaemonOptions o;
+      o.binary = "nova_stoc";
+      o.id = "stoc-" + std::to_string(id);
+      o.data_dir = dir_ + "/" + o.id;
+      o.data_dir_flag = "stoc_dir";
+      o.cluster_secret_file = secret.value();
+      o.extra_flags = {"--stoc_id=" + std::to_string(id), "--stoc_memory_region_mb=4",
+                       "--stoc_memory_limit_mb=128", "--stoc_file_buffer_mb=32"};
+      stocs_.push_back(std::make_unique<test::ExternalDaemon>(o));
+      Status s = stocs_.back()->Start();
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      stoc_list +=
+          (stoc_list.empty() ? "" : ",") + std::to_string(id) + "@" + stocs_.back()->address();
+    }
+    for (int i = 0; i < 2; ++i) {
+      test::ExternalDaemonOptions o;
+      o.binary = "nova_ltc";
+      o.id = "ltc-" + std::to_string(i + 1);
+      o.data_dir = dir_ + "/" + o.id;
+      o.data_dir_flag = "ltc_dir";
+      o.cluster_secret_file = secret.value();
+      o.extra_flags = {"--engine=nova",
+                       "--ltc_id=" + std::to_string(i + 1),
+                       "--ranges=4",
+                       i == 0 ? "--ltc_ranges=0,1" : "--ltc_ranges=2,3",
+                       "--stoc=" + stoc_list,
+                       "--ltc_memtable_size_mb=1",
+                       "--ltc_sstable_size_mb=1"};
+      ltcs_[i] = std::make_unique<test::ExternalDaemon>(o);
+      Status s = ltcs_[i]->Start();
+      ASSERT_TRUE(s.ok()) << s.ToString();
+    }
+    uri_ = "nova://ltc=" + ltcs_[0]->address() + "," + ltcs_[1]->address();
+    db_ = Open();
+    ASSERT_NE(db_, nullptr);
+  }
+
+  void TearDown() override {
+    db_.reset();
+    for (auto& l : ltcs_) l.reset();
+    stocs_.clear();
+  }
+
+  std::unique_ptr<leveldb::DB> Open(std::chrono::milliseconds timeout = 10s) {
+    client::NovaDBOptions o;
+    o.client.timeout = timeout;
+    o.iterator_page_pairs = kIteratorPage;
+    leveldb::DB* db = nullptr;
+    leveldb::Status s = client::OpenDB(leveldb::Options(), uri_, o, &db);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return std::unique_ptr<leveldb::DB>(db);
+  }
+
+  leveldb::Status Put(const std::string& k, const std::string& v) {
+    return db_->Put(leveldb::WriteOptions(), k, v);
+  }
+  // The value, "NOT_FOUND", or the error text (LevelDB db_test's Get).
+  std::string Get(const std::string& k, const leveldb::Snapshot* snap = nullptr) {
+    leveldb::ReadOptions r;
+    r.snapshot = snap;
+    std::string v;
+    leveldb::Status s = db_->Get(r, k, &v);
+    if (s.IsNotFound()) return "NOT_FOUND";
+    if (!s.ok()) return s.ToString();
+    return v;
+  }
+  // Every pair through a forward walk, "k->v" joined by ", " (db_test's Contents).
+  std::string Contents(const leveldb::Snapshot* snap = nullptr) {
+    leveldb::ReadOptions r;
+    r.snapshot = snap;
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(r));
+    std::string out;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      out += (out.empty() ? "" : ", ") + it->key().ToString() + "->" + it->value().ToString();
+    }
+    if (!it->status().ok()) out += " ERROR " + it->status().ToString();
+    return out;
+  }
+
+  std::string dir_;
+  std::vector<std::unique_ptr<test::ExternalDaemon>> stocs_;
+  std::unique_ptr<test::ExternalDaemon> ltcs_[2];
+  std::string uri_;
+  std::unique_ptr<leveldb::DB> db_;
+};
+
+TEST_F(NovaDbITest, PutGetDeleteOverwrite) {
+  for (int r = 0; r < 4; ++r) {
+    const std::string k = KeyIn(r, "foo");
+    ASSERT_EQ(Get(k), "NOT_FOUND");
+    ASSERT_TRUE(Put(k, "v1").ok());
+    ASSERT_EQ(Get(k), "v1");
+    ASSERT_TRUE(Put(k, "v2").ok());  // overwrite
+    ASSERT_EQ(Get(k), "v2");
+    ASSERT_TRUE(db_->Delete(leveldb::WriteOptions(), k).ok());
+    ASSERT_EQ(Get(k), "NOT_FOUND");
+    ASSERT_TRUE(db_->Delete(leveldb::WriteOptions(), k).ok());  // deleting a missing key is OK
+  }
+}
+
+TEST_F(NovaDbITest, EmptyAndBinaryKeysAndValues) {
+  ASSERT_TRUE(Put("", "empty key").ok());  // the smallest key, in range 0
+  ASSERT_TRUE(Put(KeyIn(1, "e"), "").ok());
+  const std::string binary_key("\x00\xff\x00", 3);
+  const std::string high_key("\xff\xff\xff", 3);  // range 3, no upper bound
+  std::string binary_value;
+  for (int i = 0; i < 256; ++i) binary_value += static_cast<char>(i);
+  ASSERT_TRUE(Put(binary_key, binary_value).ok());
+  ASSERT_TRUE(Put(high_key, binary_value).ok());
+  EXPECT_EQ(Get(""), "empty key");
+  EXPECT_EQ(Get(KeyIn(1, "e")), "");
+  EXPECT_EQ(Get(binary_key), binary_value);
+  EXPECT_EQ(Get(high_key), binary_value);
+  EXPECT_EQ(Get(std::string("\x00\xff", 2)), "NOT_FOUND");  // a prefix is another key
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+  it->SeekToFirst();
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->key().ToString(), "");
+  it->SeekToLast();
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->key().ToString(), high_key);
+}
+
+TEST_F(NovaDbITest, WriteBatchAcrossRanges) {
+  ASSERT_TRUE(Put(KeyIn(2, "gone"), "x").ok());
+  leveldb::WriteBatch b;
+  for (int r = 0; r < 4; ++r) b.Put(KeyIn(r, "a"), "batch" + std::to_string(r));
+  b.Delete(KeyIn(2, "gone"));
+  b.Put(KeyIn(3, "z"), "first");
+  b.Delete(KeyIn(3, "z"));  // order within a range is kept: the delete wins
+  b.Put(KeyIn(1, "y"), "old");
+  b.Put(KeyIn(1, "y"), "new");
+  ASSERT_TRUE(db_->Write(leveldb::WriteOptions(), &b).ok());
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(Get(KeyIn(r, "a")), "batch" + std::to_string(r));
+  EXPECT_EQ(Get(KeyIn(2, "gone")), "NOT_FOUND");
+  EXPECT_EQ(Get(KeyIn(3, "z")), "NOT_FOUND");
+  EXPECT_EQ(Get(KeyIn(1, "y")), "new");
+  leveldb::WriteBatch empty;
+  EXPECT_TRUE(db_->Write(leveldb::WriteOptions(), &empty).ok());
+}
+
+TEST_F(NovaDbITest, IteratorEdgesAndEmptyRanges) {
+  {
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+    it->SeekToFirst();
+    EXPECT_FALSE(it->Valid());
+    it->SeekToLast();
+    EXPECT_FALSE(it->Valid());
+    it->Seek("a");
+    EXPECT_FALSE(it->Valid());
+    EXPECT_TRUE(it->status().ok()) << it->status().ToString();
+  }
+  // Keys only in ranges 0 and 3: walks must cross the empty ranges 1 and 2.
+  ASSERT_TRUE(Put(KeyIn(0, "a"), "0a").ok());
+  ASSERT_TRUE(Put(KeyIn(3, "b"), "3b").ok());
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+  it->Seek(KeyIn(1, ""));  // lands in range 3
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->key().ToString(), KeyIn(3, "b"));
+  it->Prev();  // back across ranges 2 and 1
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->key().ToString(), KeyIn(0, "a"));
+  it->Prev();
+  EXPECT_FALSE(it->Valid());
+  it->SeekToLast();
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->value().ToString(), "3b");
+  it->Next();
+  EXPECT_FALSE(it->Valid());
+  it->Seek(KeyIn(3, "c"));  // past the last key
+  EXPECT_FALSE(it->Valid());
+  EXPECT_TRUE(it->status().ok());
+}
+
+// Random keys over all ranges, walked in random directions with small pages, compared with
+// a std::map (LevelDB db_test's ModelDB idea).
+TEST_F(NovaDbITest, IteratorMatchesModelAcrossRanges) {
+  const uint64_t seed = test::TestSeed("IteratorMatchesModelAcrossRanges");
+  std::mt19937_64 rnd(seed);
+  std::map<std::string, std::string> model;
+  leveldb::WriteBatch batch;
+  for (int i = 0; i < 300; ++i) {
+    std::string k(1 + rnd() % 3, '\0');
+    for (char& c : k) c = static_cast<char>(rnd() % 256);
+    const std::string v = "v" + std::to_string(i);
+    model[k] = v;
+    batch.Put(k, v);
+  }
+  ASSERT_TRUE(db_->Write(leveldb::WriteOptions(), &batch).ok());
+
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+  // Full walks both ways.
+  auto m = model.begin();
+  for (it->SeekToFirst(); it->Valid(); it->Next(), ++m) {
+    ASSERT_NE(m, model.end());
+    ASSERT_EQ(it->key().ToString(), m->first);
+    ASSERT_EQ(it->value().ToString(), m->second);
+  }
+  EXPECT_EQ(m, model.end());
+  auto rm = model.rbegin();
+  for (it->SeekToLast(); it->Valid(); it->Prev(), ++rm) {
+    ASSERT_NE(rm, model.rend());
+    ASSERT_EQ(it->key().ToString(), rm->first);
+  }
+  EXPECT_EQ(rm, model.rend());
+  ASSERT_TRUE(it->status().ok()) << it->status().ToString();
+
+  // Random seeks followed by random steps, changing direction.
+  for (int round = 0; round < 40; ++round) {
+    std::string target(1 + rnd() % 2, '\0');
+    for (char& c : target) c = static_cast<char>(rnd() % 256);
+    it->Seek(target);
+    auto pos = model.lower_bound(target);
+    SCOPED_TRACE("seed " + std::to_string(seed) + " round " + std::to_string(round));
+    for (int step = 0; step < 20; ++step) {
+      ASSERT_EQ(it->Valid(), pos != model.end());
+      if (!it->Valid()) break;
+      ASSERT_EQ(it->key().ToString(), pos->first);
+      if (rnd() % 2 == 0) {
+        it->Next();
+        ++pos;
+      } else {
+        it->Prev();
+        if (pos == model.begin()) {
+          ASSERT_FALSE(it->Valid());
+          break;
+        }
+        --pos;
+      }
+    }
+  }
+}
+
+TEST_F(NovaDbITest, SnapshotsAcrossRanges) {
+  for (int r = 0; r < 4; ++r) ASSERT_TRUE(Put(KeyIn(r, "k"), "v1").ok());
+  const leveldb::Snapshot* snap = db_->GetSnapshot();
+  ASSERT_NE(snap, nullptr);
+  for (int r = 0; r < 4; ++r) ASSERT_TRUE(Put(KeyIn(r, "k"), "v2").ok());
+  ASSERT_TRUE(db_->Delete(leveldb::WriteOptions(), KeyIn(0, "k")).ok());
+  ASSERT_TRUE(Put(KeyIn(2, "new"), "v2").ok());
+
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(Get(KeyIn(r, "k"), snap), "v1") << r;
+  EXPECT_EQ(Get(KeyIn(2, "new"), snap), "NOT_FOUND");
+  EXPECT_EQ(Get(KeyIn(0, "k")), "NOT_FOUND");
+  EXPECT_EQ(Get(KeyIn(1, "k")), "v2");
+  // An iterator at the snapshot sees the old state in every range, both ways.
+  const std::string old = KeyIn(0, "k") + "->v1, " + KeyIn(1, "k") + "->v1, " + KeyIn(2, "k") +
+                          "->v1, " + KeyIn(3, "k") + "->v1";
+  EXPECT_EQ(Contents(snap), old);
+  EXPECT_EQ(Contents(), KeyIn(1, "k") + "->v2, " + KeyIn(2, "k") + "->v2, " + KeyIn(2, "new") +
+                            "->v2, " + KeyIn(3, "k") + "->v2");
+  leveldb::ReadOptions at;
+  at.snapshot = snap;
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(at));
+  it->SeekToLast();
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->key().ToString(), KeyIn(3, "k"));
+  it->Prev();
+  ASSERT_TRUE(it->Valid());
+  EXPECT_EQ(it->key().ToString(), KeyIn(2, "k"));  // not KeyIn(2, "new")
+
+  // After the release, the iterator fails rather than reading the latest data.
+  db_->ReleaseSnapshot(snap);
+  it->SeekToFirst();
+  EXPECT_FALSE(it->Valid());
+  EXPECT_FALSE(it->status().ok());
+  EXPECT_NE(it->status().ToString().find("snapshot"), std::string::npos) << it->status().ToString();
+}
+
+TEST_F(NovaDbITest, SnapshotReadsFailWhenTheirLtcDies) {
+  ASSERT_TRUE(Put(KeyIn(0, "k"), "v1").ok());
+  ASSERT_TRUE(Put(KeyIn(3, "k"), "v1").ok());
+  auto db = Open(2s);  // short deadlines: the dead LTC is not coming back
+  const leveldb::Snapshot* snap = db->GetSnapshot();
+  ltcs_[1]->Kill();  // ranges 2 and 3
+  leveldb::ReadOptions at;
+  at.snapshot = snap;
+  std::string v;
+  ASSERT_TRUE(db->Get(at, KeyIn(0, "k"), &v).ok());
+  EXPECT_EQ(v, "v1");
+  leveldb::Status s = db->Get(at, KeyIn(3, "k"), &v);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();  // never NotFound, never the latest value
+  db->ReleaseSnapshot(snap);
+  // A snapshot that cannot be taken in every range is unusable as a whole.
+  snap = db->GetSnapshot();
+  s = db->Get(at = leveldb::ReadOptions(), KeyIn(0, "k"), &v);
+  ASSERT_TRUE(s.ok()) << s.ToString();  // latest reads of live ranges still work
+  at.snapshot = snap;
+  s = db->Get(at, KeyIn(0, "k"), &v);
+  EXPECT_FALSE(s.ok());
+  EXPECT_FALSE(s.IsNotFound()) << s.ToString();
+  db->ReleaseSnapshot(snap);
+}
+
+TEST_F(NovaDbITest, PropertiesAndUnsupportedCalls) {
+  std::string v;
+  ASSERT_TRUE(db_->GetProperty("nova.num-ranges", &v));
+  EXPECT_EQ(v, "4");
+  ASSERT_TRUE(db_->GetProperty("nova.routing", &v));
+  EXPECT_NE(v.find(ltcs_[0]->address()), std::string::npos) << v;
+  EXPECT_NE(v.find(ltcs_[1]->address()), std::string::npos) << v;
+  ASSERT_TRUE(db_->GetProperty("nova.stats", &v));
+  EXPECT_NE(v.find("== " + ltcs_[0]->address() + " =="), std::string::npos) << v;
+  EXPECT_NE(v.find("== " + ltcs_[1]->address() + " =="), std::string::npos) << v;
+  EXPECT_TRUE(db_->GetProperty("leveldb.stats", &v));
+  EXPECT_FALSE(db_->GetProperty("leveldb.num-files-at-level0", &v));
+  EXPECT_FALSE(db_->GetProperty("nova.nosuch", &v));
+
+  leveldb::Range r("", "\xff");
+  uint64_t size = 99;
+  db_->GetApproximateSizes(&r, 1, &size);
+  EXPECT_EQ(size, 0u);
+  db_->CompactRange(nullptr, nullptr);  // a no-op
+}
+
+TEST_F(NovaDbITest, OpenErrors) {
+  leveldb::DB* db = nullptr;
+  leveldb::Status s = client::OpenDB(leveldb::Options(), "ltc=" + ltcs_[0]->address(), &db);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_EQ(db, nullptr);
+  client::NovaDBOptions quick;
+  quick.client.timeout = std::chrono::milliseconds(1500);
+  s = client::OpenDB(leveldb::Options(), "nova://127.0.0.1:1/mycluster", quick, &db);
+  EXPECT_FALSE(s.ok());  // no ZooKeeper there
+  EXPECT_NE(s.ToString().find("ZooKeeper"), std::string::npos) << s.ToString();
+  EXPECT_EQ(db, nullptr);
+  leveldb::Options exists;
+  exists.error_if_exists = true;
+  s = client::OpenDB(exists, uri_, &db);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  struct Reverse : leveldb::Comparator {
+    int Compare(const leveldb::Slice& a, const leveldb::Slice& b) const override {
+      return b.compare(a);
+    }
+    const char* Name() const override { return "reverse"; }
+    void FindShortestSeparator(std::string*, const leveldb::Slice&) const override {}
+    void FindShortSuccessor(std::string*) const override {}
+  } reverse;
+  leveldb::Options other;
+  other.comparator = &reverse;
+  s = client::OpenDB(other, uri_, &db);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  client::NovaDBOptions o;
+  o.client.connect_timeout = 500ms;
+  s = client::OpenDB(leveldb::Options(), "nova://ltc=127.0.0.1:1", o, &db);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_EQ(db, nullptr);
+}
+
+TEST_F(NovaDbITest, OpenWithARoutingSource) {
+  // How a configuration watcher plugs in: a RoutingSource instead of a URI.
+  client::StaticRoutingSource source({ltcs_[1]->address(), ltcs_[0]->address()}, 2s);
+  client::NovaDBOptions o;
+  o.client.routing_source = &source;
+  leveldb::DB* raw = nullptr;
+  leveldb::Status s = client::OpenDB(leveldb::Options(), "", o, &raw);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::unique_ptr<leveldb::DB> db(raw);
+  ASSERT_TRUE(db->Put(leveldb::WriteOptions(), KeyIn(2, "x"), "y").ok());
+  EXPECT_EQ(Get(KeyIn(2, "x")), "y");  // seen through the other DB handle
+}
+
+TEST_F(NovaDbITest, ConcurrentThreadsShareOneDb) {
+  constexpr int kThreads = 4;
+  constexpr int kKeysPerThread = 100;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kKeysPerThread; ++i) {
+        const std::string k = KeyIn(i % 4, "t" + std::to_string(t) + "-" + std::to_string(i));
+        if (!Put(k, k).ok() || Get(k) != k) ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  int n = 0;
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
+  EXPECT_EQ(n, kThreads * kKeysPerThread);
+}
+
+}  // namespace
+}  // namespace nova
