@@ -1,21 +1,56 @@
 #!/usr/bin/env bash
-# README command one: installs what is missing, builds, and runs the main job.
+# README command one: installs what is missing, builds, starts a local Nova-LSM cluster
+# (ZooKeeper, a coordinator, 3 StoCs, 2 LTCs, 4 ranges, all on loopback) and runs a YCSB
+# workload against it with nova_ycsb, then stops the cluster.
 #
-# The cluster daemons (LTC, LogC, StoC, coordinator) and the YCSB driver arrive in later
-# milestones. Until then this runs the foundation's exchange-transport benchmark: two
-# processes over loopback, one-sided WRITE/READ throughput and 64 B round-trip latency.
+#   ./deploy/quickstart.sh                       # YCSB workloada, 100,000 records
+#   ./deploy/quickstart.sh -P benchmarks/ycsb/workloads/w100 -p operationcount=500000
+#                                                # any further nova_ycsb arguments
+#
+# Environment: NOVA_BUILD_DIR (default build/), NOVA_CLUSTER_DIR (default a new directory
+# under /tmp, kept afterwards with the logs), NOVA_KEEP_CLUSTER=1 leaves the cluster running
+# (stop it with deploy/local_cluster.sh stop --dir DIR).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 ./deploy/install_deps.sh --quiet
 build_dir=${NOVA_BUILD_DIR:-build}
-echo "== configure and build ($build_dir)"
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build_dir" -j "$(nproc)" --target transport_bench
+export NOVA_BUILD_DIR=$(cd "$root" && mkdir -p "$build_dir" && cd "$build_dir" && pwd)
+echo "== configure and build ($NOVA_BUILD_DIR)"
+cmake -S . -B "$NOVA_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$NOVA_BUILD_DIR" -j "$(nproc)" \
+  --target nova_stoc nova_ltc_daemon nova_coordinator nova_admin nova_cli nova_ycsb
 
+dir=${NOVA_CLUSTER_DIR:-$(mktemp -d /tmp/nova-quickstart.XXXXXX)}
+mkdir -p "$dir"
+# YCSB's hashed keys are "user" + a decimal hash: split the ranges on its first digit.
+printf '%s\n' "# user3, user5, user7" 7573657233 7573657235 7573657237 > "$dir/split_points"
+
+stop() {
+  if [[ "${NOVA_KEEP_CLUSTER:-0}" == 1 ]]; then
+    echo "the cluster keeps running: deploy/local_cluster.sh stop --dir $dir"
+  else
+    deploy/local_cluster.sh stop --dir "$dir" >/dev/null 2>&1 || true
+    echo "cluster stopped; its logs are in $dir/logs"
+  fi
+}
+trap stop EXIT
+
+echo "== start a local cluster in $dir"
+deploy/local_cluster.sh start --dir "$dir" --ltcs 2 --stocs 3 --ranges 4 \
+  "--split_points=$dir/split_points"
+source "$dir/cluster.env"
+deploy/local_cluster.sh status --dir "$dir" 2>/dev/null | sed -n '/^cluster/,$p'
+
+ycsb=("$NOVA_BUILD_DIR/bin/nova_ycsb" -db nova -p "nova.zk=$NOVA_ZK" -p "nova.cluster=$NOVA_CLUSTER"
+      -P benchmarks/ycsb/workloads/workloada -p recordcount=100000 -p operationcount=200000
+      -p dataintegrity=true -threads 4 -s)
 echo
-echo "NOTE: the local cluster and YCSB workload are not built yet; running the exchange"
-echo "      transport benchmark (tcp backend, two processes over loopback) instead."
+echo "== YCSB load: ${ycsb[*]} -load $*"
+"${ycsb[@]}" -load "$@" | grep -E '^\[(OVERALL|INSERT)\]'
 echo
-"$build_dir/bin/transport_bench" "$@"
+echo "== YCSB run"
+"${ycsb[@]}" -run -p "timeseries=$dir/timeseries.csv" "$@" | tee "$dir/run.txt"
+echo
+echo "per-second figures: $dir/timeseries.csv (benchmarks/plot_timeseries turns them into a PNG)"

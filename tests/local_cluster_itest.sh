@@ -81,6 +81,14 @@ echo "== an LTC killed -9 and restarted (same id, data and port)"
 for k in a m z 0 ~; do "${cli[@]}" put "again-$k" "v2-$k" || fail "put again-$k after LTC restart"; done
 expect_eq "$("${cli[@]}" get again-z)" "v2-z" "get after LTC restart"
 
+echo "== ZooKeeper killed: the LTCs keep serving from the last configuration"
+"$root/deploy/local_cluster.sh" kill --dir "$dir" zookeeper
+ltc_list=$(grep -h '^LISTEN ' "$dir"/logs/ltc-*.log | sed 's/^LISTEN //' | paste -sd, -)
+"$bin/nova_cli" "--ltc=$ltc_list" put during-zk-outage yes || fail "put while ZooKeeper is down"
+expect_eq "$("$bin/nova_cli" "--ltc=$ltc_list" get key-m)" "value-m" "get while ZooKeeper is down"
+"$root/deploy/local_cluster.sh" restart --dir "$dir" zookeeper
+expect_eq "$("${cli[@]}" get during-zk-outage)" "yes" "get through ZooKeeper after its restart"
+
 echo "== stop"
 pids=$(cat "$dir"/pids/*.pid)
 "$root/deploy/local_cluster.sh" stop --dir "$dir"
