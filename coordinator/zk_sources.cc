@@ -74,8 +74,15 @@ Result<ltc::RangeAssignment> ZkAssignmentSource::Current() {
   store_->WaitForEpoch(1, first_config_wait_);
   std::optional<ClusterConfig> config = store_->GetLastConfig();
   if (!config) {
-    return Status::Unavailable("no cluster configuration in ZooKeeper yet (was the cluster "
-                               "created with nova_admin create-cluster?)");
+    // Serve nothing for now rather than give up: the store keeps trying, and the first
+    // configuration reaches the listener (Watch) whenever it comes.
+    LOG(WARNING) << (store_->connected() ? "no cluster configuration in ZooKeeper yet (was the "
+                                           "cluster created with nova_admin create-cluster?)"
+                                         : "ZooKeeper is unreachable")
+                 << "; starting with no ranges and waiting for the configuration";
+    ltc::RangeAssignment empty;
+    empty.ltc_id = state_->ltc_id;
+    return empty;
   }
   std::lock_guard lock(state_->mu);
   state_->delivered_epoch = std::max(state_->delivered_epoch, config->epoch);

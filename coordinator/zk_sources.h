@@ -40,7 +40,8 @@ client::RoutingTable ToRoutingTable(const ClusterConfig& config);
 class ZkAssignmentSource final : public ltc::AssignmentSource {
  public:
   // `store` must be Init()ed and outlive this. Current() waits up to `first_config_wait` for
-  // a first configuration.
+  // a first configuration; without one it returns an empty assignment (epoch 0) and the
+  // configuration reaches the listener once ZooKeeper has it.
   ZkAssignmentSource(ConfigStore* store, uint32_t ltc_id,
                      std::chrono::milliseconds first_config_wait);
   ~ZkAssignmentSource() override;

@@ -94,7 +94,7 @@ bool DrangesFromFlags(int* theta) {
 }  // namespace
 
 // How long startup waits for a first configuration from ZooKeeper.
-constexpr auto kFirstConfigWait = std::chrono::seconds(30);
+constexpr auto kFirstConfigWait = std::chrono::seconds(10);
 
 int main(int argc, char** argv) {
   nova::InitDaemon(&argc, &argv,

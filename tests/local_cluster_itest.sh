@@ -89,6 +89,16 @@ expect_eq "$("$bin/nova_cli" "--ltc=$ltc_list" get key-m)" "value-m" "get while 
 "$root/deploy/local_cluster.sh" restart --dir "$dir" zookeeper
 expect_eq "$("${cli[@]}" get during-zk-outage)" "yes" "get through ZooKeeper after its restart"
 
+echo "== an LTC started while ZooKeeper is down serves once it is back"
+"$root/deploy/local_cluster.sh" kill --dir "$dir" zookeeper
+"$root/deploy/local_cluster.sh" kill --dir "$dir" ltc-0
+"$root/deploy/local_cluster.sh" restart --dir "$dir" ltc-0
+"$root/deploy/local_cluster.sh" restart --dir "$dir" zookeeper
+# Printable keys lie in ltc-0's ranges (0 and 1 of 4, split by first byte): served again
+# once ltc-0 got the configuration.
+"${cli[@]}" put key-late late || fail "put into ltc-0's range after the outage"
+expect_eq "$("${cli[@]}" get key-late)" "late" "get from ltc-0's range after the outage"
+
 echo "== stop"
 pids=$(cat "$dir"/pids/*.pid)
 "$root/deploy/local_cluster.sh" stop --dir "$dir"
