@@ -2,18 +2,26 @@
 // nova_ltc daemons (--engine=nova) splitting 4 ranges, plus a --engine=leveldb LTC.
 #include <gtest/gtest.h>
 
+#include <poll.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <fstream>
 #include <future>
 #include <map>
+#include <mutex>
+#include <random>
 #include <thread>
 
 #include "client/ltc_connection.h"
 #include "client/nova_client.h"
 #include "common/clock.h"
+#include "common/coding.h"
+#include "common/transport/tcp_socket.h"
+#include "common/wire/message.h"
 #include "ltc/client_protocol.h"
 #include "ltc/range_assignment.h"
 #include "tests/util/external_daemon.h"
@@ -34,6 +42,88 @@ constexpr uint64_t kEpoch = 5;  // the LTCs' static epoch
 std::string KeyIn(int range, const std::string& suffix) {
   static const char kFirst[] = {'\x10', '\x50', '\x90', '\xd0'};
   return std::string(1, kFirst[range]) + suffix;
+}
+
+// The LTC's connection-level error message type (docs/protocol.md "Connection-level
+// errors"): request id 0, error flag, then the LTC closes the connection.
+constexpr uint16_t kConnectionErrorType = 0x0300;
+
+// A plain TCP connection to an LTC's client port that sends whatever bytes the test gives
+// it, for requests the client library would never send. Reads are bounded by deadlines.
+class RawConn {
+ public:
+  static std::unique_ptr<RawConn> Connect(const std::string& addr) {
+    auto fd = transport::ConnectTcp(addr, Deadline::After(5s));
+    EXPECT_TRUE(fd.ok()) << fd.status().ToString();
+    if (!fd.ok()) return nullptr;
+    return std::unique_ptr<RawConn>(new RawConn(fd.value()));
+  }
+  ~RawConn() { ::close(fd_); }
+
+  Status Send(std::string_view bytes) {
+    return transport::WriteFully(fd_, bytes.data(), bytes.size(), Deadline::After(5s));
+  }
+  void ShutdownWrite() { ::shutdown(fd_, SHUT_WR); }
+
+  // Reads one whole message. IOError/TimedOut/NetworkError if the stream ends or stalls.
+  Status Read(wire::MessageHeader* h, std::string* payload,
+              std::chrono::milliseconds timeout = 10s) {
+    const Deadline deadline = Deadline::After(timeout);
+    std::string header(wire::kHeaderBytes, '\0');
+    NOVA_RETURN_NOT_OK(transport::ReadFully(fd_, header.data(), header.size(), deadline));
+    size_t total = 0;
+    NOVA_RETURN_NOT_OK(wire::PeekMessageLength(header, kMaxResponse, &total));
+    std::string message = header;
+    message.resize(total);
+    NOVA_RETURN_NOT_OK(
+        transport::ReadFully(fd_, message.data() + header.size(), total - header.size(), deadline));
+    std::string_view p;
+    NOVA_RETURN_NOT_OK(wire::DecodeMessage(message, h, &p, kMaxResponse));
+    payload->assign(p);
+    return Status::OK();
+  }
+
+  // Reads one response and returns the error it carries (OK for a success response, whose
+  // payload goes to *payload). Checks that it answers (type, request_id).
+  Status Call(uint16_t type, uint64_t request_id, std::string* payload = nullptr) {
+    wire::MessageHeader h;
+    std::string p;
+    Status s = Read(&h, &p);
+    if (!s.ok()) return s.Prepend("no response");
+    EXPECT_TRUE(h.is_response());
+    EXPECT_EQ(h.type, type);
+    EXPECT_EQ(h.request_id, request_id);
+    if (payload != nullptr) *payload = p;
+    return h.is_error() ? wire::DecodeErrorPayload(p) : Status::OK();
+  }
+
+  // True if the LTC closes the connection (EOF, or a reset) within `timeout` without
+  // sending anything more.
+  bool ClosedByPeer(std::chrono::milliseconds timeout = 10s) {
+    const Deadline deadline = Deadline::After(timeout);
+    for (;;) {
+      pollfd p{fd_, POLLIN, 0};
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline.Remaining());
+      if (left.count() <= 0) return false;
+      const int r = ::poll(&p, 1, static_cast<int>(left.count()));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      char c;
+      const ssize_t n = ::recv(fd_, &c, 1, 0);
+      if (n < 0 && errno == EINTR) continue;
+      return n == 0 || (n < 0 && errno == ECONNRESET);
+    }
+  }
+
+ private:
+  static constexpr size_t kMaxResponse = 8 << 20;
+  explicit RawConn(int fd) : fd_(fd) {}
+  const int fd_;
+};
+
+// A well-formed request frame.
+std::string Frame(ltc::ClientMsg type, uint64_t request_id, const std::string& payload) {
+  return wire::EncodeMessage(static_cast<uint16_t>(type), request_id, payload);
 }
 
 class LtcServerITest : public ::testing::Test {
@@ -363,6 +453,279 @@ TEST_F(LtcServerITest, ConcurrentPipelinedClients) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+// Reads `n` responses from `c` (they may come in any order) into request id -> (header,
+// error carried, or OK). A missing response is recorded as a failure.
+std::map<uint64_t, std::pair<wire::MessageHeader, Status>> ReadResponses(RawConn* c, int n) {
+  std::map<uint64_t, std::pair<wire::MessageHeader, Status>> out;
+  for (int i = 0; i < n; ++i) {
+    wire::MessageHeader h;
+    std::string p;
+    Status s = c->Read(&h, &p);
+    if (!s.ok()) {
+      ADD_FAILURE() << "response " << i + 1 << " of " << n << ": " << s.ToString();
+      break;
+    }
+    EXPECT_TRUE(h.is_response());
+    EXPECT_EQ(out.count(h.request_id), 0u) << "two responses to request " << h.request_id;
+    out[h.request_id] = {h, h.is_error() ? wire::DecodeErrorPayload(p) : Status::OK()};
+  }
+  return out;
+}
+
+// Bad input on some connections gets the documented error (docs/protocol.md) and never
+// disturbs the LTC's other clients: a well-behaved client keeps getting right answers from
+// the same LTC throughout, and the LTC stays up.
+TEST_F(LtcServerITest, BadRequestsGetErrorsAndOthersKeepBeingServed) {
+  const std::string addr = ltcs_[0]->address();   // LTC 1: ranges 0 and 1, 64-byte keys, 1 MiB
+  constexpr uint64_t kMaxRequestBytes = 1 << 20;  // its --ltc_max_request_mb=1
+
+  // The well-behaved client: puts and reads back keys of LTC 1 until told to stop.
+  std::atomic<bool> stop{false};
+  std::atomic<int> good_ops{0};
+  std::atomic<int> good_failures{0};
+  std::mutex failure_mu;
+  std::string first_failure;
+  std::thread good([&] {
+    auto c = ClusterClient();
+    constexpr int kMaxOps = 1000000;  // a bound; the test stops it long before
+    for (int i = 0; i < kMaxOps && !stop; ++i) {
+      const std::string k = KeyIn(i % 2, "robust-good-" + std::to_string(i));
+      const std::string v = "v" + std::to_string(i);
+      Status put = c->Put(k, v);
+      Result<std::string> get = c->Get(k);
+      if (!put.ok() || !get.ok() || get.value() != v) {
+        std::lock_guard<std::mutex> l(failure_mu);
+        if (good_failures++ == 0) {
+          first_failure = k + ": put " + put.ToString() + ", get " +
+                          (get.ok() ? "'" + get.value() + "'" : get.status().ToString());
+        }
+      }
+      ++good_ops;
+    }
+  });
+  // Waits until the good client has completed a few more operations.
+  auto expect_good_client_served = [&](const char* after) {
+    const int before = good_ops.load();
+    EXPECT_TRUE(test::WaitFor([&] { return good_ops.load() >= before + 3; }, 20s))
+        << "the well-behaved client made no progress after: " << after;
+  };
+  expect_good_client_served("start");
+
+  const std::string truncated_key = KeyIn(0, "robust-truncated");
+  const std::string put = Frame(
+      ClientMsg::kPut, 7, ltc::EncodeKeyRequest(ClientMsg::kPut, {kEpoch, truncated_key, "v", 0}));
+
+  // (a) Truncated frames: the connection closes mid-frame. Nothing arrived whole, so
+  // nothing is answered or applied; the LTC just closes its side.
+  {
+    SCOPED_TRACE("(a) truncated frame, then a half-close");
+    auto c = RawConn::Connect(addr);
+    ASSERT_NE(c, nullptr);
+    ASSERT_TRUE(c->Send(put.substr(0, put.size() - 2)).ok());
+    c->ShutdownWrite();
+    EXPECT_TRUE(c->ClosedByPeer()) << "the LTC answered a frame it never received whole";
+  }
+  {
+    SCOPED_TRACE("(a) truncated header, then a close");
+    auto c = RawConn::Connect(addr);
+    ASSERT_NE(c, nullptr);
+    ASSERT_TRUE(c->Send(put.substr(0, wire::kHeaderBytes / 2)).ok());
+  }
+  {
+    SCOPED_TRACE("(a) a header promising a payload that never comes, then a close");
+    auto c = RawConn::Connect(addr);
+    ASSERT_NE(c, nullptr);
+    ASSERT_TRUE(c->Send(put.substr(0, wire::kHeaderBytes)).ok());
+  }
+  expect_good_client_served("truncated frames");
+  EXPECT_TRUE(ClusterClient()->Get(truncated_key).status().IsNotFound());
+
+  // (b) Unknown types get a per-request NotSupported, and malformed payloads of known types
+  // a per-request Corruption; the connection stays usable.
+  {
+    SCOPED_TRACE("(b) unknown types and malformed payloads");
+    auto c = RawConn::Connect(addr);
+    ASSERT_NE(c, nullptr);
+    const std::vector<uint16_t> unknown = {0x030a, 0x03ff, kConnectionErrorType, 0x0100, 0x0001,
+                                           0x0401, 0xffff};
+    std::string frames;
+    for (size_t i = 0; i < unknown.size(); ++i) {
+      frames += wire::EncodeMessage(unknown[i], 100 + i, "some payload");
+    }
+    frames += Frame(ClientMsg::kGet, 200, "\x01\x02");         // truncated fields
+    frames += Frame(ClientMsg::kDescribe, 201, "unexpected");  // Describe has no payload
+    frames += Frame(ClientMsg::kWrite, 202, std::string(40, '\xff'));
+    ASSERT_TRUE(c->Send(frames).ok());
+    auto got = ReadResponses(c.get(), static_cast<int>(unknown.size()) + 3);
+    for (size_t i = 0; i < unknown.size(); ++i) {
+      ASSERT_EQ(got.count(100 + i), 1u) << "type " << unknown[i];
+      const auto& [h, st] = got[100 + i];
+      EXPECT_EQ(h.type, unknown[i]);
+      EXPECT_TRUE(h.is_error());
+      EXPECT_EQ(st.code(), Status::Code::kNotSupported)
+          << "type " << unknown[i] << ": " << st.ToString();
+    }
+    for (uint64_t id : {200, 201, 202}) {
+      ASSERT_EQ(got.count(id), 1u) << id;
+      EXPECT_TRUE(got[id].second.IsCorruption()) << id << ": " << got[id].second.ToString();
+    }
+    EXPECT_EQ(got[200].first.type, static_cast<uint16_t>(ClientMsg::kGet));
+    // The same connection still serves.
+    ASSERT_TRUE(c->Send(Frame(ClientMsg::kDescribe, 203, "")).ok());
+    std::string payload;
+    Status s = c->Call(static_cast<uint16_t>(ClientMsg::kDescribe), 203, &payload);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ltc::DescribeResponse d;
+    ASSERT_TRUE(ltc::DecodeDescribeResponse(payload, &d).ok());
+    EXPECT_EQ(d.ltc_id, 1u);
+    EXPECT_EQ(d.epoch, kEpoch);
+  }
+  expect_good_client_served("unknown types");
+
+  // (c) A stream that cannot be parsed: one connection-level error (type 0x0300, request
+  // id 0), then the LTC closes the connection. A frame over the request limit: that
+  // request's InvalidArgument, then the close (the LTC will not read the payload).
+  struct Damaged {
+    const char* what;
+    std::string bytes;
+    uint16_t type;        // of the error response
+    uint64_t request_id;  // of the error response
+    Status::Code code;
+    const char* message;  // in the error's message
+  };
+  auto damage = [&](size_t offset, char value) {
+    std::string f = put;
+    f[offset] = value;
+    return f;
+  };
+  std::string bad_crc = put;
+  bad_crc.back() ^= 0x01;
+  std::string over_limit = put.substr(0, wire::kHeaderBytes);
+  EncodeFixed32(over_limit.data() + 16, static_cast<uint32_t>(kMaxRequestBytes));
+  std::string huge = put.substr(0, wire::kHeaderBytes);
+  EncodeFixed32(huge.data() + 16, UINT32_MAX);
+  const std::vector<Damaged> damaged = {
+      {"bad magic", damage(0, 'X'), kConnectionErrorType, 0, Status::Code::kCorruption, "magic"},
+      {"bad crc", bad_crc, kConnectionErrorType, 0, Status::Code::kCorruption, "crc"},
+      {"non-zero reserved field", damage(6, 1), kConnectionErrorType, 0, Status::Code::kCorruption,
+       "reserved"},
+      // (message.h: another wire version is NotSupported.)
+      {"unknown wire version", damage(2, 9), kConnectionErrorType, 0, Status::Code::kNotSupported,
+       "version"},
+      {"a response sent by the client",
+       wire::EncodeMessage(static_cast<uint16_t>(ClientMsg::kDescribe), 8, "", wire::kFlagResponse),
+       kConnectionErrorType, 0, Status::Code::kCorruption, "a client sent a response"},
+      {"payload length over --ltc_max_request_mb", over_limit,
+       static_cast<uint16_t>(ClientMsg::kPut), 7, Status::Code::kInvalidArgument,
+       "--ltc_max_request_bytes"},
+      {"payload length 4 GiB", huge, static_cast<uint16_t>(ClientMsg::kPut), 7,
+       Status::Code::kInvalidArgument, "--ltc_max_request_bytes"},
+  };
+  for (const Damaged& d : damaged) {
+    SCOPED_TRACE(std::string("(c) ") + d.what);
+    auto c = RawConn::Connect(addr);
+    ASSERT_NE(c, nullptr);
+    ASSERT_TRUE(c->Send(d.bytes).ok());
+    Status s = c->Call(d.type, d.request_id);
+    EXPECT_EQ(s.code(), d.code) << s.ToString();
+    EXPECT_NE(s.message().find(d.message), std::string::npos) << s.ToString();
+    EXPECT_TRUE(c->ClosedByPeer()) << "the LTC kept a broken stream open";
+    expect_good_client_served(d.what);
+  }
+  // Garbage that is not Nova at all (an HTTP request, random bytes): an error response
+  // naming the reason, then the close. Which error depends on where the garbage's "length"
+  // field points: over the limit (InvalidArgument) or not (Corruption: bad magic).
+  const uint64_t seed = test::TestSeed("BadRequestsGetErrorsAndOthersKeepBeingServed");
+  std::mt19937_64 rnd(seed);
+  std::string random_bytes(1000, '\0');
+  for (char& ch : random_bytes) ch = static_cast<char>(rnd());
+  for (const std::string& garbage :
+       {std::string("GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n"), random_bytes}) {
+    SCOPED_TRACE("(c) garbage, seed " + std::to_string(seed));
+    auto c = RawConn::Connect(addr);
+    ASSERT_NE(c, nullptr);
+    ASSERT_TRUE(c->Send(garbage).ok());
+    wire::MessageHeader h;
+    std::string p;
+    Status s = c->Read(&h, &p);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(h.is_response() && h.is_error());
+    Status carried = wire::DecodeErrorPayload(p);
+    EXPECT_TRUE(carried.IsCorruption() || carried.code() == Status::Code::kInvalidArgument)
+        << carried.ToString();
+    if (carried.IsCorruption()) {
+      EXPECT_EQ(h.type, kConnectionErrorType);
+    }
+    EXPECT_TRUE(c->ClosedByPeer());
+    expect_good_client_served("garbage");
+  }
+
+  // (d) Well-formed requests with an oversized key (--ltc_max_key_bytes=64): each gets its
+  // own InvalidArgument naming the flag, pipelined with good requests on the same
+  // connection, which are served.
+  {
+    SCOPED_TRACE("(d) oversized keys");
+    auto c = RawConn::Connect(addr);
+    ASSERT_NE(c, nullptr);
+    const std::string big = KeyIn(0, std::string(64, 'k'));  // 65 bytes
+    const std::string ok_key = KeyIn(1, "robust-after-big-keys");
+    const std::string batch_key = KeyIn(0, "robust-batch");
+    std::string frames;
+    frames +=
+        Frame(ClientMsg::kPut, 1, ltc::EncodeKeyRequest(ClientMsg::kPut, {kEpoch, big, "v", 0}));
+    frames +=
+        Frame(ClientMsg::kGet, 2, ltc::EncodeKeyRequest(ClientMsg::kGet, {kEpoch, big, "", 0}));
+    frames += Frame(ClientMsg::kDelete, 3,
+                    ltc::EncodeKeyRequest(ClientMsg::kDelete, {kEpoch, big, "", 0}));
+    frames += Frame(ClientMsg::kGetSnapshot, 4,
+                    ltc::EncodeKeyRequest(ClientMsg::kGetSnapshot, {kEpoch, big, "", 0}));
+    frames += Frame(
+        ClientMsg::kWrite, 5,
+        ltc::EncodeWriteRequest(
+            {kEpoch, {{ltc::BatchOp::kPut, batch_key, "1"}, {ltc::BatchOp::kDelete, big, ""}}}));
+    frames += Frame(ClientMsg::kScan, 6, ltc::EncodeScanRequest({kEpoch, big, 10, 0, false}));
+    frames += Frame(ClientMsg::kPut, 10,
+                    ltc::EncodeKeyRequest(ClientMsg::kPut, {kEpoch, ok_key, "fine", 0}));
+    ASSERT_TRUE(c->Send(frames).ok());
+    auto got = ReadResponses(c.get(), 7);
+    for (uint64_t id = 1; id <= 6; ++id) {
+      ASSERT_EQ(got.count(id), 1u) << id;
+      const Status& st = got[id].second;
+      EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << id << ": " << st.ToString();
+      EXPECT_NE(
+          st.message().find("key of 65 bytes exceeds the limit of 64 bytes (--ltc_max_key_bytes)"),
+          std::string::npos)
+          << id << ": " << st.ToString();
+    }
+    ASSERT_EQ(got.count(10), 1u);
+    EXPECT_TRUE(got[10].second.ok()) << got[10].second.ToString();
+    // Nothing of the refused batch was applied (it is atomic), and the good put was.
+    ASSERT_TRUE(c->Send(Frame(ClientMsg::kGet, 11,
+                              ltc::EncodeKeyRequest(ClientMsg::kGet, {kEpoch, ok_key, "", 0})))
+                    .ok());
+    std::string payload, value;
+    Status s = c->Call(static_cast<uint16_t>(ClientMsg::kGet), 11, &payload);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(ltc::DecodeBytes(payload, &value).ok());
+    EXPECT_EQ(value, "fine");
+    ASSERT_TRUE(c->Send(Frame(ClientMsg::kGet, 12,
+                              ltc::EncodeKeyRequest(ClientMsg::kGet, {kEpoch, batch_key, "", 0})))
+                    .ok());
+    s = c->Call(static_cast<uint16_t>(ClientMsg::kGet), 12);
+    EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  }
+  expect_good_client_served("oversized keys");
+
+  stop = true;
+  good.join();
+  EXPECT_EQ(good_failures.load(), 0) << "first: " << first_failure;
+  EXPECT_TRUE(ltcs_[0]->IsRunning());
+  // A fresh client is served too.
+  auto fresh = ClusterClient();
+  ASSERT_TRUE(fresh->Put(KeyIn(0, "robust-end"), "yes").ok());
+  EXPECT_EQ(fresh->Get(KeyIn(0, "robust-end")).value(), "yes");
 }
 
 // Runs last (gtest runs tests in definition order): it kills LTC 2.

@@ -3,20 +3,37 @@
 // iterators in both directions, snapshots, properties) against 3 nova_stoc and 2 nova_ltc
 // processes serving 4 ranges (split at 0x40, 0x80, 0xc0; ranges 0-1 on one LTC, 2-3 on
 // the other), so that every multi-key behaviour crosses ranges and LTCs.
+//
+// Every test runs in two modes (the test name's suffix):
+//   Static     the LTCs own their ranges by static flags (--ranges, --ltc_ranges); the DB
+//              is opened with "nova://ltc=host:port,host:port".
+//   ZooKeeper  a real ZooKeeper server (tests/util/zk_server.h, one per suite, a cluster
+//              per test), nova_admin create-cluster, nova_coordinator, and StoCs and LTCs
+//              started with --zk/--cluster; the coordinator assigns the ranges and the DB
+//              is opened with "nova://127.0.0.1:PORT/cluster". Skipped when ZooKeeper is
+//              not installed.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "client/cluster_uri.h"
 #include "client/nova_db.h"
+#include "coordinator/config_store.h"
 #include "leveldb/comparator.h"
 #include "leveldb/write_batch.h"
 #include "tests/util/external_daemon.h"
 #include "tests/util/test_util.h"
+#include "tests/util/zk_server.h"
 
 namespace nova {
 namespace {
@@ -26,6 +43,9 @@ using namespace std::chrono_literals;
 constexpr int kStocs = 3;
 // Small iterator pages, so that iterators page within ranges as well as across them.
 constexpr size_t kIteratorPage = 7;
+// Bounds every wait of the ZooKeeper mode's set-up (a JVM and five daemons on a loaded
+// machine).
+constexpr auto kZkWait = 60s;
 
 // A key in range `range` (0..3): its first byte is inside the range.
 std::string KeyIn(int range, const std::string& suffix) {
@@ -33,14 +53,52 @@ std::string KeyIn(int range, const std::string& suffix) {
   return std::string(1, kFirst[range]) + suffix;
 }
 
-class NovaDbITest : public ::testing::Test {
+// The split points of the 4 ranges, as nova_admin create-cluster --split-points reads them
+// (hex, one per line): the same ranges as the static mode's --ranges=4, so KeyIn(r, ...)
+// lands in range r and the tests' other keys ("", 0x00.., 0xff.., random bytes) spread over
+// all four.
+constexpr char kSplitPoints[] = "40\n80\nc0\n";
+
+enum class Mode { kStatic, kZooKeeper };
+
+std::string ModeName(const ::testing::TestParamInfo<Mode>& info) {
+  return info.param == Mode::kStatic ? "Static" : "ZooKeeper";
+}
+
+std::string FileTail(const std::string& path, size_t bytes = 2000) {
+  std::ifstream in(path);
+  std::stringstream all;
+  all << in.rdbuf();
+  const std::string s = all.str();
+  return s.size() > bytes ? s.substr(s.size() - bytes) : s;
+}
+
+class NovaDbITest : public ::testing::TestWithParam<Mode> {
  protected:
-  // A fresh cluster per test (it starts in a fraction of a second): iterators see the whole
-  // key space, so tests must not share one.
+  static void TearDownTestSuite() {
+    delete zk_;
+    zk_ = nullptr;
+  }
+
+  bool zookeeper() const { return GetParam() == Mode::kZooKeeper; }
+
+  // A fresh cluster per test (it starts in a fraction of a second, a few seconds with
+  // ZooKeeper): iterators see the whole key space, so tests must not share one.
   void SetUp() override {
+    if (zookeeper()) {
+      std::string why;
+      if (!test::ZkServer::Available(&why)) {
+        GTEST_SKIP() << "ZooKeeper mode skipped: no ZooKeeper server on this machine (" << why
+                     << "); deploy/install_deps.sh installs Debian's zookeeper package";
+      }
+      ASSERT_NO_FATAL_FAILURE(StartZooKeeperOnce());
+    }
     dir_ = test::TestTempDir("nova_db_itest");
     auto secret = test::WriteClusterSecret(dir_);
     ASSERT_TRUE(secret.ok()) << secret.status().ToString();
+    if (zookeeper()) {
+      ASSERT_NO_FATAL_FAILURE(CreateCluster());
+    }
     std::string stoc_list;
     for (int id = 1; id <= kStocs; ++id) {
       test::ExternalDaemonOptions o;
@@ -51,11 +109,15 @@ class NovaDbITest : public ::testing::Test {
       o.cluster_secret_file = secret.value();
       o.extra_flags = {"--stoc_id=" + std::to_string(id), "--stoc_memory_region_mb=4",
                        "--stoc_memory_limit_mb=128", "--stoc_file_buffer_mb=32"};
+      AddZkFlags(&o.extra_flags);
       stocs_.push_back(std::make_unique<test::ExternalDaemon>(o));
       Status s = stocs_.back()->Start();
       ASSERT_TRUE(s.ok()) << s.ToString();
       stoc_list +=
           (stoc_list.empty() ? "" : ",") + std::to_string(id) + "@" + stocs_.back()->address();
+    }
+    if (zookeeper()) {
+      ASSERT_NO_FATAL_FAILURE(StartCoordinator());
     }
     for (int i = 0; i < 2; ++i) {
       test::ExternalDaemonOptions o;
@@ -64,27 +126,138 @@ class NovaDbITest : public ::testing::Test {
       o.data_dir = dir_ + "/" + o.id;
       o.data_dir_flag = "ltc_dir";
       o.cluster_secret_file = secret.value();
-      o.extra_flags = {"--engine=nova",
-                       "--ltc_id=" + std::to_string(i + 1),
-                       "--ranges=4",
-                       i == 0 ? "--ltc_ranges=0,1" : "--ltc_ranges=2,3",
-                       "--stoc=" + stoc_list,
-                       "--ltc_memtable_size_mb=1",
-                       "--ltc_sstable_size_mb=1"};
+      o.extra_flags = {"--engine=nova", "--ltc_id=" + std::to_string(i + 1),
+                       "--ltc_memtable_size_mb=1", "--ltc_sstable_size_mb=1"};
+      if (zookeeper()) {
+        AddZkFlags(&o.extra_flags);  // ranges and StoCs come from the configuration
+      } else {
+        o.extra_flags.insert(o.extra_flags.end(),
+                             {"--ranges=4", i == 0 ? "--ltc_ranges=0,1" : "--ltc_ranges=2,3",
+                              "--stoc=" + stoc_list});
+      }
       ltcs_[i] = std::make_unique<test::ExternalDaemon>(o);
       Status s = ltcs_[i]->Start();
       ASSERT_TRUE(s.ok()) << s.ToString();
     }
-    uri_ = "nova://ltc=" + ltcs_[0]->address() + "," + ltcs_[1]->address();
+    if (zookeeper()) {
+      ASSERT_NO_FATAL_FAILURE(WaitForAssignment());
+      uri_ = "nova://" + zk_->address() + "/" + cluster_;
+    } else {
+      uri_ = "nova://ltc=" + ltcs_[0]->address() + "," + ltcs_[1]->address();
+    }
     db_ = Open();
     ASSERT_NE(db_, nullptr);
+    // Every range answers (an LTC opens its ranges when it sees the configuration).
+    ASSERT_TRUE(test::WaitFor(
+        [&] {
+          for (int r = 0; r < 4; ++r) {
+            if (Get(KeyIn(r, "")) != "NOT_FOUND") return false;
+          }
+          return true;
+        },
+        kZkWait))
+        << "not every range answers: " << Get(KeyIn(3, ""));
   }
 
   void TearDown() override {
     db_.reset();
     for (auto& l : ltcs_) l.reset();
+    if (coordinator_ != nullptr) {
+      coordinator_->Signal(SIGTERM);
+      EXPECT_EQ(coordinator_->Wait(30s), 0) << FileTail(dir_ + "/coordinator.log");
+      coordinator_.reset();
+    }
     stocs_.clear();
   }
+
+  // ---- ZooKeeper mode -----------------------------------------------------------------
+
+  // One ZooKeeper server for the whole suite; each test creates its own cluster in it.
+  static void StartZooKeeperOnce() {
+    if (zk_ != nullptr) {
+      ASSERT_TRUE(zk_->IsRunning()) << "ZooKeeper died; its log: " << zk_->log_path();
+      return;
+    }
+    test::ZkServerOptions o;
+    o.data_dir = test::TestTempDir("nova_db_itest_zk");
+    zk_ = new test::ZkServer(o);
+    Status s = zk_->Start();
+    if (!s.ok()) {
+      delete zk_;
+      zk_ = nullptr;
+      FAIL() << s.ToString();
+    }
+  }
+
+  void AddZkFlags(std::vector<std::string>* flags) const {
+    if (!zookeeper()) return;
+    flags->push_back("--zk=" + zk_->address());
+    flags->push_back("--cluster=" + cluster_);
+  }
+
+  // nova_admin create-cluster with kSplitPoints, under a cluster name new in this process.
+  void CreateCluster() {
+    cluster_ = "db-" + std::to_string(++clusters_created_);
+    const std::string split_points = dir_ + "/split_points";
+    std::ofstream(split_points) << kSplitPoints;
+    const std::string err_path = dir_ + "/admin.err";
+    test::ChildProcessOptions o;
+    o.stderr_path = err_path;
+    test::ChildProcess admin;
+    ASSERT_TRUE(
+        admin.Start({test::BinDir() + "/nova_admin", "create-cluster", "--zk=" + zk_->address(),
+                     "--cluster=" + cluster_, "--split-points", split_points},
+                    o))
+        << "cannot start nova_admin";
+    std::string line;
+    while (admin.ReadLine(&line, 30s)) {
+    }
+    ASSERT_EQ(admin.Wait(30s), 0) << FileTail(err_path);
+  }
+
+  // nova_coordinator, which assigns the ranges once both LTCs have registered.
+  void StartCoordinator() {
+    test::ChildProcessOptions o;
+    o.stderr_path = dir_ + "/coordinator.log";
+    coordinator_ = std::make_unique<test::ChildProcess>();
+    ASSERT_TRUE(
+        coordinator_->Start({test::BinDir() + "/nova_coordinator", "--zk=" + zk_->address(),
+                             "--cluster=" + cluster_, "--coordinator_id=coord",
+                             "--coordinator_min_ltcs=2", "--coordinator_recheck_interval_ms=500"},
+                            o))
+        << "cannot start nova_coordinator";
+  }
+
+  // Waits until the configuration assigns every range, and checks the assignment is the
+  // static mode's: contiguous blocks in LTC id order, ranges 0-1 on LTC 1, 2-3 on LTC 2
+  // (docs/coordinator.md), so that tests may kill "the LTC of ranges 2 and 3".
+  void WaitForAssignment() {
+    coordinator::ConfigStoreOptions o;
+    o.zk_servers = zk_->address();
+    o.cluster = cluster_;
+    coordinator::ConfigStore store(o);
+    ASSERT_TRUE(store.Init().ok());
+    ASSERT_TRUE(store.WaitConnected(kZkWait));
+    std::optional<coordinator::ClusterConfig> config;
+    ASSERT_TRUE(test::WaitFor(
+        [&] {
+          auto c = store.ReadConfig();
+          if (!c.ok() || c->ranges.size() != 4 || !c->RangesOf("").empty()) return false;
+          config = c.value();
+          return true;
+        },
+        kZkWait))
+        << "the coordinator did not assign every range; its log:\n"
+        << FileTail(dir_ + "/coordinator.log");
+    EXPECT_EQ(config->RangesOf("1"), (std::vector<uint32_t>{0, 1}));
+    EXPECT_EQ(config->RangesOf("2"), (std::vector<uint32_t>{2, 3}));
+    EXPECT_EQ(config->ltcs.at("1"), ltcs_[0]->address());
+    EXPECT_EQ(config->ltcs.at("2"), ltcs_[1]->address());
+    EXPECT_EQ(config->stocs.size(), static_cast<size_t>(kStocs));
+    store.Shutdown();
+  }
+
+  // ---- helpers ------------------------------------------------------------------------
 
   std::unique_ptr<leveldb::DB> Open(std::chrono::milliseconds timeout = 10s) {
     client::NovaDBOptions o;
@@ -122,14 +295,21 @@ class NovaDbITest : public ::testing::Test {
     return out;
   }
 
+  static test::ZkServer* zk_;    // ZooKeeper mode: shared by the suite's tests
+  static int clusters_created_;  // names each test's cluster
   std::string dir_;
+  std::string cluster_;  // ZooKeeper mode
   std::vector<std::unique_ptr<test::ExternalDaemon>> stocs_;
+  std::unique_ptr<test::ChildProcess> coordinator_;  // ZooKeeper mode
   std::unique_ptr<test::ExternalDaemon> ltcs_[2];
   std::string uri_;
   std::unique_ptr<leveldb::DB> db_;
 };
 
-TEST_F(NovaDbITest, PutGetDeleteOverwrite) {
+test::ZkServer* NovaDbITest::zk_ = nullptr;
+int NovaDbITest::clusters_created_ = 0;
+
+TEST_P(NovaDbITest, PutGetDeleteOverwrite) {
   for (int r = 0; r < 4; ++r) {
     const std::string k = KeyIn(r, "foo");
     ASSERT_EQ(Get(k), "NOT_FOUND");
@@ -143,7 +323,7 @@ TEST_F(NovaDbITest, PutGetDeleteOverwrite) {
   }
 }
 
-TEST_F(NovaDbITest, EmptyAndBinaryKeysAndValues) {
+TEST_P(NovaDbITest, EmptyAndBinaryKeysAndValues) {
   ASSERT_TRUE(Put("", "empty key").ok());  // the smallest key, in range 0
   ASSERT_TRUE(Put(KeyIn(1, "e"), "").ok());
   const std::string binary_key("\x00\xff\x00", 3);
@@ -166,7 +346,7 @@ TEST_F(NovaDbITest, EmptyAndBinaryKeysAndValues) {
   EXPECT_EQ(it->key().ToString(), high_key);
 }
 
-TEST_F(NovaDbITest, WriteBatchAcrossRanges) {
+TEST_P(NovaDbITest, WriteBatchAcrossRanges) {
   ASSERT_TRUE(Put(KeyIn(2, "gone"), "x").ok());
   leveldb::WriteBatch b;
   for (int r = 0; r < 4; ++r) b.Put(KeyIn(r, "a"), "batch" + std::to_string(r));
@@ -184,7 +364,7 @@ TEST_F(NovaDbITest, WriteBatchAcrossRanges) {
   EXPECT_TRUE(db_->Write(leveldb::WriteOptions(), &empty).ok());
 }
 
-TEST_F(NovaDbITest, IteratorEdgesAndEmptyRanges) {
+TEST_P(NovaDbITest, IteratorEdgesAndEmptyRanges) {
   {
     std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
     it->SeekToFirst();
@@ -219,7 +399,7 @@ TEST_F(NovaDbITest, IteratorEdgesAndEmptyRanges) {
 
 // Random keys over all ranges, walked in random directions with small pages, compared with
 // a std::map (LevelDB db_test's ModelDB idea).
-TEST_F(NovaDbITest, IteratorMatchesModelAcrossRanges) {
+TEST_P(NovaDbITest, IteratorMatchesModelAcrossRanges) {
   const uint64_t seed = test::TestSeed("IteratorMatchesModelAcrossRanges");
   std::mt19937_64 rnd(seed);
   std::map<std::string, std::string> model;
@@ -276,7 +456,7 @@ TEST_F(NovaDbITest, IteratorMatchesModelAcrossRanges) {
   }
 }
 
-TEST_F(NovaDbITest, SnapshotsAcrossRanges) {
+TEST_P(NovaDbITest, SnapshotsAcrossRanges) {
   for (int r = 0; r < 4; ++r) ASSERT_TRUE(Put(KeyIn(r, "k"), "v1").ok());
   const leveldb::Snapshot* snap = db_->GetSnapshot();
   ASSERT_NE(snap, nullptr);
@@ -312,7 +492,7 @@ TEST_F(NovaDbITest, SnapshotsAcrossRanges) {
   EXPECT_NE(it->status().ToString().find("snapshot"), std::string::npos) << it->status().ToString();
 }
 
-TEST_F(NovaDbITest, SnapshotReadsFailWhenTheirLtcDies) {
+TEST_P(NovaDbITest, SnapshotReadsFailWhenTheirLtcDies) {
   ASSERT_TRUE(Put(KeyIn(0, "k"), "v1").ok());
   ASSERT_TRUE(Put(KeyIn(3, "k"), "v1").ok());
   auto db = Open(2s);  // short deadlines: the dead LTC is not coming back
@@ -337,7 +517,7 @@ TEST_F(NovaDbITest, SnapshotReadsFailWhenTheirLtcDies) {
   db->ReleaseSnapshot(snap);
 }
 
-TEST_F(NovaDbITest, PropertiesAndUnsupportedCalls) {
+TEST_P(NovaDbITest, PropertiesAndUnsupportedCalls) {
   std::string v;
   ASSERT_TRUE(db_->GetProperty("nova.num-ranges", &v));
   EXPECT_EQ(v, "4");
@@ -358,7 +538,7 @@ TEST_F(NovaDbITest, PropertiesAndUnsupportedCalls) {
   db_->CompactRange(nullptr, nullptr);  // a no-op
 }
 
-TEST_F(NovaDbITest, OpenErrors) {
+TEST_P(NovaDbITest, OpenErrors) {
   leveldb::DB* db = nullptr;
   leveldb::Status s = client::OpenDB(leveldb::Options(), "ltc=" + ltcs_[0]->address(), &db);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
@@ -390,13 +570,30 @@ TEST_F(NovaDbITest, OpenErrors) {
   s = client::OpenDB(leveldb::Options(), "nova://ltc=127.0.0.1:1", o, &db);
   EXPECT_TRUE(s.IsIOError()) << s.ToString();
   EXPECT_EQ(db, nullptr);
+  if (zookeeper()) {
+    // A live ZooKeeper, but no such cluster in it: a clear error at the deadline.
+    s = client::OpenDB(leveldb::Options(), "nova://" + zk_->address() + "/no-such-cluster", quick,
+                       &db);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.ToString().find("create-cluster"), std::string::npos) << s.ToString();
+    EXPECT_EQ(db, nullptr);
+  }
 }
 
-TEST_F(NovaDbITest, OpenWithARoutingSource) {
-  // How a configuration watcher plugs in: a RoutingSource instead of a URI.
-  client::StaticRoutingSource source({ltcs_[1]->address(), ltcs_[0]->address()}, 2s);
+TEST_P(NovaDbITest, OpenWithARoutingSource) {
+  // How a configuration watcher plugs in: a RoutingSource instead of a URI. Static mode:
+  // the LTCs describe their ranges; ZooKeeper mode: the cluster's configuration.
+  std::unique_ptr<client::RoutingSource> source;
+  if (zookeeper()) {
+    auto zk_source = client::NewZooKeeperRoutingSource(zk_->address(), cluster_, 10s);
+    ASSERT_TRUE(zk_source.ok()) << zk_source.status().ToString();
+    source = std::move(zk_source.value());
+  } else {
+    source = std::make_unique<client::StaticRoutingSource>(
+        std::vector<std::string>{ltcs_[1]->address(), ltcs_[0]->address()}, 2s);
+  }
   client::NovaDBOptions o;
-  o.client.routing_source = &source;
+  o.client.routing_source = source.get();
   leveldb::DB* raw = nullptr;
   leveldb::Status s = client::OpenDB(leveldb::Options(), "", o, &raw);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -405,7 +602,7 @@ TEST_F(NovaDbITest, OpenWithARoutingSource) {
   EXPECT_EQ(Get(KeyIn(2, "x")), "y");  // seen through the other DB handle
 }
 
-TEST_F(NovaDbITest, ConcurrentThreadsShareOneDb) {
+TEST_P(NovaDbITest, ConcurrentThreadsShareOneDb) {
   constexpr int kThreads = 4;
   constexpr int kKeysPerThread = 100;
   std::vector<std::thread> threads;
@@ -425,6 +622,9 @@ TEST_F(NovaDbITest, ConcurrentThreadsShareOneDb) {
   for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
   EXPECT_EQ(n, kThreads * kKeysPerThread);
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, NovaDbITest, ::testing::Values(Mode::kStatic, Mode::kZooKeeper),
+                         ModeName);
 
 }  // namespace
 }  // namespace nova
