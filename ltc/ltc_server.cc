@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <limits>
 
 #include <glog/logging.h>
 
@@ -225,6 +226,15 @@ void LtcServer::ReadLoop(std::shared_ptr<Conn> conn) {
       const uint64_t request_id = DecodeFixed64(avail.data() + 8);
       const uint16_t type = DecodeFixed16(avail.data() + 4);
       const uint32_t plen = DecodeFixed32(avail.data() + 16);
+      // A header that cannot start a message (bad magic, version, reserved bits) first:
+      // only then are its type, id and length worth answering about.
+      size_t need = 0;
+      Status s = wire::PeekMessageLength(avail, std::numeric_limits<uint32_t>::max(), &need);
+      if (!s.ok()) {
+        end = s.Prepend("malformed request");
+        SendError(conn.get(), kConnectionErrorType, 0, end);
+        goto done;
+      }
       if (plen + wire::kHeaderBytes > options_.limits.max_request_bytes) {
         end = Status::InvalidArgument("request of " + std::to_string(plen + wire::kHeaderBytes) +
                                       " bytes exceeds the limit of " +
@@ -233,9 +243,7 @@ void LtcServer::ReadLoop(std::shared_ptr<Conn> conn) {
         SendError(conn.get(), type, request_id, end);
         goto done;
       }
-      size_t need = 0;
-      Status s = wire::PeekMessageLength(avail, options_.limits.max_request_bytes, &need);
-      if (s.ok() && avail.size() < need) break;
+      if (avail.size() < need) break;
       wire::MessageHeader h;
       std::string_view payload;
       if (s.ok()) s = wire::DecodeMessage(avail.substr(0, need), &h, &payload, options_.limits.max_request_bytes);

@@ -5,9 +5,8 @@
 // YCSB's operations onto it with the embedded bindings' record encoding (record_codec.h).
 //
 // Where the cluster is: either a static list of LTCs (nova.ltc) or ZooKeeper (nova.zk +
-// nova.cluster). ZooKeeper routing comes from coordinator/ through
-// client::NewZooKeeperRoutingSource (client/cluster_uri.h); until that exists, nova.zk fails
-// with a "not yet available" error.
+// nova.cluster), whose routing comes from coordinator/ through
+// client::NewZooKeeperRoutingSource (client/cluster_uri.h).
 #pragma once
 
 #include <chrono>
@@ -23,7 +22,7 @@ namespace nova::ycsb {
 
 inline constexpr const char* kNovaBindingHelp =
     "Nova-LSM cluster: -p nova.ltc=HOST:PORT[,...] (LTCs, static routing), or "
-    "-p nova.zk=HOST:PORT[,...] -p nova.cluster=NAME (ZooKeeper; not yet available); "
+    "-p nova.zk=HOST:PORT[,...] -p nova.cluster=NAME (ZooKeeper); "
     "nova.timeout_ms (10000: per operation, retries included), nova.connections_per_ltc (2)";
 
 // An LTC accepts --ltc_max_connections (256 by default) clients' connections; a benchmark
@@ -45,7 +44,8 @@ struct NovaBindingOptions {
 Result<NovaBindingOptions> ParseNovaBindingOptions(const Properties& props);
 
 // Connects to the cluster (fetching its routing). The client's error on failure, e.g.
-// NetworkError when no LTC answers, NotSupported for nova.zk (not yet available).
+// NetworkError when no LTC answers; Unavailable (naming ZooKeeper) when nova.zk gives no
+// configuration within nova.timeout_ms.
 Result<std::unique_ptr<Binding>> OpenNovaBinding(const Properties& props);
 
 }  // namespace nova::ycsb
