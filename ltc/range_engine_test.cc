@@ -78,7 +78,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // without the lookup index (every Get searches its partition).
                       Case{"theta8_rho1_zipfian_no_range_index", 8, 1, true, false},
                       Case{"theta8_rho1_uniform_no_lookup_index", 8, 1, false, true, false},
-                      Case{"theta1_rho1_uniform_no_indexes", 1, 1, false, false, false}),
+                      Case{"theta1_rho1_uniform_no_indexes", 1, 1, false, false, false},
+                      // Many Dranges: duplicated hot keys, small memtables merged back.
+                      Case{"theta64_rho3_zipfian", 64, 3, true},
+                      Case{"theta64_rho1_uniform", 64, 1, false}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // ---- MANIFEST damage at Open ----------------------------------------------------------

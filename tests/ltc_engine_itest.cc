@@ -396,6 +396,7 @@ INSTANTIATE_TEST_SUITE_P(
     OptionSets, LtcEngineClusterTest,
     ::testing::Values(ClusterCase{{"theta8_rho3_zipfian", 8, 3, true}, 1, 1, false},
                       ClusterCase{{"theta1_rho1_uniform", 1, 1, false}, 1, 1, false},
+                      ClusterCase{{"theta64_rho3_zipfian", 64, 3, true}, 1, 1, false},
                       ClusterCase{{"theta8_rho3_uniform_no_range_index", 8, 3, false, false}, 1, 1, false},
                       ClusterCase{{"theta8_rho3_zipfian_R2_kill", 8, 3, true}, 2, 2, true},
                       // Compactions offloaded to the StoCs (docs/ltc.md "Compaction offload").
