@@ -88,15 +88,8 @@ class LtcEngineClusterTest : public ::testing::TestWithParam<ClusterCase> {
     auto secret = test::WriteClusterSecret(dir_);
     ASSERT_TRUE(secret.ok()) << secret.status().ToString();
     for (uint32_t id = 1; id <= kNumStocs; ++id) {
-      test::ExternalDaemonOptions o;
-      o.binary = "nova_stoc";
-      o.id = "stoc-" + std::to_string(id);
-      o.data_dir = dir_ + "/" + o.id;
-      o.data_dir_flag = "stoc_dir";
-      o.cluster_secret_file = secret.value();
-      o.extra_flags = {"--stoc_id=" + std::to_string(id), "--stoc_memory_region_mb=4",
-                       "--stoc_memory_limit_mb=256", "--stoc_file_buffer_mb=64"};
-      auto d = std::make_unique<test::ExternalDaemon>(o);
+      auto d = std::make_unique<test::ExternalDaemon>(test::StocDaemonOptions(
+          dir_, secret.value(), id, {"--stoc_memory_limit_mb=256", "--stoc_file_buffer_mb=64"}));
       Status s = d->Start();
       ASSERT_TRUE(s.ok()) << s.ToString();
       stocs_[id] = std::move(d);

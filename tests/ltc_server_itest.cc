@@ -135,15 +135,8 @@ class LtcServerITest : public ::testing::Test {
     secret_ = new std::string(secret.value());
     std::string stoc_list;
     for (int id = 1; id <= kStocs; ++id) {
-      test::ExternalDaemonOptions o;
-      o.binary = "nova_stoc";
-      o.id = "stoc-" + std::to_string(id);
-      o.data_dir = *dir_ + "/" + o.id;
-      o.data_dir_flag = "stoc_dir";
-      o.cluster_secret_file = *secret_;
-      o.extra_flags = {"--stoc_id=" + std::to_string(id), "--stoc_memory_region_mb=4",
-                       "--stoc_memory_limit_mb=128", "--stoc_file_buffer_mb=32"};
-      stocs_[id] = new test::ExternalDaemon(o);
+      stocs_[id] = new test::ExternalDaemon(test::StocDaemonOptions(
+          *dir_, *secret_, id, {"--stoc_memory_limit_mb=128", "--stoc_file_buffer_mb=32"}));
       Status s = stocs_[id]->Start();
       ASSERT_TRUE(s.ok()) << s.ToString();
       stoc_list += (stoc_list.empty() ? "" : ",") + std::to_string(id) + "@" + stocs_[id]->address();
@@ -163,14 +156,7 @@ class LtcServerITest : public ::testing::Test {
   }
 
   static test::ExternalDaemon* StartLtc(const std::string& id, std::vector<std::string> flags) {
-    test::ExternalDaemonOptions o;
-    o.binary = "nova_ltc";
-    o.id = id;
-    o.data_dir = *dir_ + "/" + id;
-    o.data_dir_flag = "ltc_dir";
-    o.cluster_secret_file = *secret_;
-    o.extra_flags = std::move(flags);
-    auto* d = new test::ExternalDaemon(o);
+    auto* d = new test::ExternalDaemon(test::LtcDaemonOptions(*dir_, *secret_, id, std::move(flags)));
     Status s = d->Start();
     EXPECT_TRUE(s.ok()) << s.ToString();
     return d;

@@ -101,14 +101,8 @@ class NovaDbITest : public ::testing::TestWithParam<Mode> {
     }
     std::string stoc_list;
     for (int id = 1; id <= kStocs; ++id) {
-      test::ExternalDaemonOptions o;
-      o.binary = "nova_stoc";
-      o.id = "stoc-" + std::to_string(id);
-      o.data_dir = dir_ + "/" + o.id;
-      o.data_dir_flag = "stoc_dir";
-      o.cluster_secret_file = secret.value();
-      o.extra_flags = {"--stoc_id=" + std::to_string(id), "--stoc_memory_region_mb=4",
-                       "--stoc_memory_limit_mb=128", "--stoc_file_buffer_mb=32"};
+      test::ExternalDaemonOptions o = test::StocDaemonOptions(
+          dir_, secret.value(), id, {"--stoc_memory_limit_mb=128", "--stoc_file_buffer_mb=32"});
       AddZkFlags(&o.extra_flags);
       stocs_.push_back(std::make_unique<test::ExternalDaemon>(o));
       Status s = stocs_.back()->Start();
@@ -120,14 +114,10 @@ class NovaDbITest : public ::testing::TestWithParam<Mode> {
       ASSERT_NO_FATAL_FAILURE(StartCoordinator());
     }
     for (int i = 0; i < 2; ++i) {
-      test::ExternalDaemonOptions o;
-      o.binary = "nova_ltc";
-      o.id = "ltc-" + std::to_string(i + 1);
-      o.data_dir = dir_ + "/" + o.id;
-      o.data_dir_flag = "ltc_dir";
-      o.cluster_secret_file = secret.value();
-      o.extra_flags = {"--engine=nova", "--ltc_id=" + std::to_string(i + 1),
-                       "--ltc_memtable_size_mb=1", "--ltc_sstable_size_mb=1"};
+      test::ExternalDaemonOptions o = test::LtcDaemonOptions(
+          dir_, secret.value(), "ltc-" + std::to_string(i + 1),
+          {"--engine=nova", "--ltc_id=" + std::to_string(i + 1), "--ltc_memtable_size_mb=1",
+           "--ltc_sstable_size_mb=1"});
       if (zookeeper()) {
         AddZkFlags(&o.extra_flags);  // ranges and StoCs come from the configuration
       } else {

@@ -100,15 +100,8 @@ class StocClusterTest : public ::testing::Test {
 
   test::ExternalDaemon* StartStoc(uint32_t id, std::vector<std::string> flags = {},
                                   std::optional<uint64_t> file_limit = std::nullopt) {
-    test::ExternalDaemonOptions o;
-    o.binary = "nova_stoc";
-    o.id = "stoc-" + std::to_string(id);
-    o.data_dir = dir_ + "/" + o.id;
-    o.data_dir_flag = "stoc_dir";
-    o.cluster_secret_file = secret_file_;
-    o.extra_flags = {"--stoc_id=" + std::to_string(id), "--stoc_memory_region_mb=4",
-                     "--stoc_memory_limit_mb=1024", "--stoc_file_buffer_mb=128"};
-    o.extra_flags.insert(o.extra_flags.end(), flags.begin(), flags.end());
+    flags.insert(flags.begin(), {"--stoc_memory_limit_mb=1024", "--stoc_file_buffer_mb=128"});
+    test::ExternalDaemonOptions o = test::StocDaemonOptions(dir_, secret_file_, id, flags);
     o.file_size_limit_bytes = file_limit;
     auto d = std::make_unique<test::ExternalDaemon>(o);
     Status s = d->Start();

@@ -236,15 +236,8 @@ class YcsbNovaItest : public ::testing::Test {
     ASSERT_TRUE(secret.ok()) << secret.status().ToString();
     std::string stoc_list;
     for (int id = 1; id <= kStocs; ++id) {
-      test::ExternalDaemonOptions o;
-      o.binary = "nova_stoc";
-      o.id = "stoc-" + std::to_string(id);
-      o.data_dir = dir_ + "/" + o.id;
-      o.data_dir_flag = "stoc_dir";
-      o.cluster_secret_file = secret.value();
-      o.extra_flags = {"--stoc_id=" + std::to_string(id), "--stoc_memory_region_mb=4",
-                       "--stoc_memory_limit_mb=128", "--stoc_file_buffer_mb=32"};
-      daemons_.push_back(std::make_unique<test::ExternalDaemon>(o));
+      daemons_.push_back(std::make_unique<test::ExternalDaemon>(test::StocDaemonOptions(
+          dir_, secret.value(), id, {"--stoc_memory_limit_mb=128", "--stoc_file_buffer_mb=32"})));
       Status s = daemons_.back()->Start();
       ASSERT_TRUE(s.ok()) << s.ToString();
       stoc_list += (stoc_list.empty() ? "" : ",") + std::to_string(id) + "@" +
@@ -253,16 +246,11 @@ class YcsbNovaItest : public ::testing::Test {
     // "user3" = 75 73 65 72 33, "user6" = ... 36.
     const char* kBounds = "--range_bounds=7573657233,7573657236";
     for (int i = 1; i <= 2; ++i) {
-      test::ExternalDaemonOptions o;
-      o.binary = "nova_ltc";
-      o.id = "ltc-" + std::to_string(i);
-      o.data_dir = dir_ + "/" + o.id;
-      o.data_dir_flag = "ltc_dir";
-      o.cluster_secret_file = secret.value();
-      o.extra_flags = {"--engine=nova", "--ltc_id=" + std::to_string(i), kBounds,
-                       i == 1 ? "--ltc_ranges=0,1" : "--ltc_ranges=2", "--stoc=" + stoc_list,
-                       "--ltc_memtable_size_mb=1", "--ltc_sstable_size_mb=1"};
-      daemons_.push_back(std::make_unique<test::ExternalDaemon>(o));
+      daemons_.push_back(std::make_unique<test::ExternalDaemon>(test::LtcDaemonOptions(
+          dir_, secret.value(), "ltc-" + std::to_string(i),
+          {"--engine=nova", "--ltc_id=" + std::to_string(i), kBounds,
+           i == 1 ? "--ltc_ranges=0,1" : "--ltc_ranges=2", "--stoc=" + stoc_list,
+           "--ltc_memtable_size_mb=1", "--ltc_sstable_size_mb=1"})));
       Status s = daemons_.back()->Start();
       ASSERT_TRUE(s.ok()) << s.ToString();
       ltcs_ += (ltcs_.empty() ? "" : ",") + daemons_.back()->address();

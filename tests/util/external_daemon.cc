@@ -262,4 +262,29 @@ Result<int> ExternalDaemon::WaitForExit(std::chrono::milliseconds timeout) {
   return code;
 }
 
+ExternalDaemonOptions StocDaemonOptions(const std::string& dir, const std::string& secret_file,
+                                        uint32_t id, std::vector<std::string> flags) {
+  ExternalDaemonOptions o;
+  o.binary = "nova_stoc";
+  o.id = "stoc-" + std::to_string(id);
+  o.data_dir = dir + "/" + o.id;
+  o.data_dir_flag = "stoc_dir";
+  o.cluster_secret_file = secret_file;
+  o.extra_flags = {"--stoc_id=" + std::to_string(id), "--stoc_memory_region_mb=4"};
+  o.extra_flags.insert(o.extra_flags.end(), flags.begin(), flags.end());
+  return o;
+}
+
+ExternalDaemonOptions LtcDaemonOptions(const std::string& dir, const std::string& secret_file,
+                                       const std::string& id, std::vector<std::string> flags) {
+  ExternalDaemonOptions o;
+  o.binary = "nova_ltc";
+  o.id = id;
+  o.data_dir = dir + "/" + id;
+  o.data_dir_flag = "ltc_dir";
+  o.cluster_secret_file = secret_file;
+  o.extra_flags = std::move(flags);
+  return o;
+}
+
 }  // namespace nova::test

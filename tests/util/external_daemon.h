@@ -161,4 +161,14 @@ class ExternalDaemon {
   std::string address_;
 };
 
+// The options of StoC `id` of a test cluster: nova_stoc named stoc-<id>, its data under
+// <dir>/stoc-<id>, the cluster secret, --stoc_id, 4 MiB in-memory regions, then `flags`
+// (e.g. the memory limits a test wants).
+ExternalDaemonOptions StocDaemonOptions(const std::string& dir, const std::string& secret_file,
+                                        uint32_t id, std::vector<std::string> flags = {});
+// The options of LTC `id` (e.g. "ltc-1"): nova_ltc with --ltc_dir=<dir>/<id>, the cluster
+// secret, then `flags` (its --ltc_id, ranges, StoCs...).
+ExternalDaemonOptions LtcDaemonOptions(const std::string& dir, const std::string& secret_file,
+                                       const std::string& id, std::vector<std::string> flags);
+
 }  // namespace nova::test
