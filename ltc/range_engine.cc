@@ -9,6 +9,7 @@
 #include "common/lsm/leveldb_glue.h"
 
 #include "common/clock.h"
+#include "common/fault_point.h"
 #include "common/lsm/compaction_merge.h"
 #include "common/lsm/merging_iterator.h"
 #include "common/lsm/user_iterator.h"
@@ -205,6 +206,8 @@ Status RangeEngine::WriteOps(const std::vector<Op>& ops) {
   std::vector<std::shared_ptr<MemTable>> mems;
   lsm::SequenceNumber first;
   NOVA_RETURN_NOT_OK(PrepareWrite(keys, &mems, &first));
+  // (Tests delay a write here: it holds its sequence but is not in its memtable yet.)
+  MAYBE_FAULT_VOID("ltc.write.before_add");
   for (size_t i = 0; i < ops.size(); ++i) {
     mems[i]->Add(first + i, ops[i].type, ops[i].key, ops[i].value);
     if (options_.lookup_index) index_.Update(ops[i].key, mems[i]->id(), first + i);
@@ -223,9 +226,9 @@ bool RangeEngine::RoomToRotateLocked(uint32_t d) const {
   return mine < per_drange && current_->LevelBytes(0) < options_.l0_stop_writes_bytes;
 }
 
-void RangeEngine::RotateLocked(uint32_t d, DrangeState* ds) {
+void RangeEngine::RotateLocked(uint32_t d, DrangeState* ds, bool no_merge) {
   DCHECK(dranges_[d].get() == ds);
-  immutables_.push_back(Immutable{ds->active, d, seq_.last_assigned(), dranges_[d]});
+  immutables_.push_back(Immutable{ds->active, d, seq_.last_assigned(), dranges_[d], no_merge});
   ds->active = NewMemTableLocked();
   RebuildRangeIndexLocked();
   ScheduleWork();
@@ -545,10 +548,11 @@ void RangeEngine::RotateForCompaction(std::unique_lock<std::mutex>* lock) {
     if (d >= states.size()) continue;
     std::lock_guard dl(states[d]->mu);
     std::lock_guard l(mu_);
-    // Past the memtable budget by one at most: this memtable is about to be flushed or
-    // merged, and not rotating it could stop Level 0 (and so writes) for good.
+    // Past the memtable budget by one at most: this memtable is about to be flushed, and
+    // not rotating it could stop Level 0 (and so writes) for good. Not merged: that would
+    // put the same old versions back into the active memtable.
     if (!states[d]->retired && states[d]->active->num_entries() > 0) {
-      RotateLocked(d, states[d].get());
+      RotateLocked(d, states[d].get(), /*no_merge=*/true);
     }
   }
   lock->lock();
@@ -647,31 +651,37 @@ Status RangeEngine::FlushOne(const Immutable& imm) {
                  << " still waits for writes up to sequence " << imm.sealed << " (visible "
                  << seq_.visible() << ")";
   }
-  if (MaybeMergeIntoActive(imm)) return Status::OK();
-  std::vector<TableMeta> outputs;
-  if (imm.mem->num_entries() > 0) {
-    lsm::TableBuildOptions opts;
-    opts.block_size = options_.block_bytes;
-    opts.num_data_fragments = options_.scatter_width;
-    opts.filter_policy = filter_policy_.get();
-    TableSink sink(&icmp_, opts, store_, [this] { return NewFileNumber(); }, imm.drange);
-    lsm::CompactionMergeOptions mo;
-    mo.icmp = &icmp_;
-    {
-      std::lock_guard lock(mu_);
-      mo.snapshots = LiveSnapshots();
-    }
-    mo.smallest_snapshot_or_max = mo.snapshots.empty() ? lsm::kMaxSequenceNumber : mo.snapshots.front();
-    mo.max_output_bytes = UINT64_MAX / 2;  // a memtable becomes one table
-    std::unique_ptr<leveldb::Iterator> it(imm.mem->NewIterator());
-    lsm::CompactionStats cs;
-    Status s = lsm::RunCompactionMerge(it.get(), mo, &sink, &cs);
-    if (!s.ok()) {
-      sink.Discard();
-      return s.Prepend("flushing memtable " + std::to_string(imm.mem->id()));
-    }
-    outputs = std::move(sink.outputs());
+  if (imm.mem->num_entries() == 0) {
+    // Nothing to write (e.g. a reorganization retired an empty memtable): just drop it.
+    std::lock_guard lock(mu_);
+    EraseImmutableLocked(imm.mem);
+    live_.erase(std::remove(live_.begin(), live_.end(), imm.mem), live_.end());
+    mid_to_table_.erase(imm.mem->id());
+    RebuildRangeIndexLocked();
+    return Status::OK();
   }
+  if (MaybeMergeIntoActive(imm)) return Status::OK();
+  lsm::TableBuildOptions opts;
+  opts.block_size = options_.block_bytes;
+  opts.num_data_fragments = options_.scatter_width;
+  opts.filter_policy = filter_policy_.get();
+  TableSink sink(&icmp_, opts, store_, [this] { return NewFileNumber(); }, imm.drange);
+  lsm::CompactionMergeOptions mo;
+  mo.icmp = &icmp_;
+  {
+    std::lock_guard lock(mu_);
+    mo.snapshots = LiveSnapshots();
+  }
+  mo.smallest_snapshot_or_max = mo.snapshots.empty() ? lsm::kMaxSequenceNumber : mo.snapshots.front();
+  mo.max_output_bytes = UINT64_MAX / 2;  // a memtable becomes one table
+  std::unique_ptr<leveldb::Iterator> it(imm.mem->NewIterator());
+  lsm::CompactionStats cs;
+  Status s = lsm::RunCompactionMerge(it.get(), mo, &sink, &cs);
+  if (!s.ok()) {
+    sink.Discard();
+    return s.Prepend("flushing memtable " + std::to_string(imm.mem->id()));
+  }
+  std::vector<TableMeta> outputs = std::move(sink.outputs());
   std::unique_lock lock(mu_);
   VersionEdit edit;
   lsm::SequenceNumber last = manifest_.last_sequence();
@@ -681,7 +691,7 @@ Status RangeEngine::FlushOne(const Immutable& imm) {
   }
   edit.last_sequence = last;
   edit.next_file_number = manifest_.next_file_number();
-  Status s = LogAndApplyLocked(&edit, &lock);
+  s = LogAndApplyLocked(&edit, &lock);
   if (!s.ok()) return s;
   // The memtable is now in a table: readers stop seeing it in the same step.
   EraseImmutableLocked(imm.mem);

@@ -152,6 +152,8 @@ class RangeEngine {
     // The Drange it came from (retired if a reorganization replaced it): its memtables
     // flush in order, and a merge may give the versions back to it.
     std::shared_ptr<DrangeState> state;
+    // Must become a table, not be merged back (a Level-0 compaction waits for it).
+    bool no_merge = false;
   };
 
   // Write path.
@@ -186,7 +188,7 @@ class RangeEngine {
                                          const std::shared_ptr<Version>& version);
   // Makes the active memtable of `d` immutable and starts a new one.
   // REQUIRES: ds->mu and mu_ held.
-  void RotateLocked(uint32_t d, DrangeState* ds);
+  void RotateLocked(uint32_t d, DrangeState* ds, bool no_merge = false);
   // True if Drange d may rotate now (a free memtable and Level 0 not over its limit).
   // REQUIRES: mu_ held.
   bool RoomToRotateLocked(uint32_t d) const;

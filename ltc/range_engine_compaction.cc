@@ -108,6 +108,10 @@ bool RangeEngine::PickCompaction(std::vector<TableRef>* inputs, int* level,
           for (uint32_t d = 0; d < dranges_.size(); ++d) {
             if (dranges_[d]->active == m) rotate_for_compaction_.insert(d);
           }
+          // An immutable one that merging keeps giving back to its Drange: flush it.
+          for (Immutable& imm : immutables_) {
+            if (imm.mem == m) imm.no_merge = true;
+          }
         }
       }
       if (older_in_memory) continue;
@@ -357,14 +361,11 @@ void RangeEngine::InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major
   // The active memtables of the old layout become immutable (a new generation starts).
   for (size_t d = 0; d < old.size(); ++d) {
     old[d]->retired = true;
-    if (old[d]->active->num_entries() > 0) {
-      // Its (now retired) Drange is kept: memtables of one Drange flush in order.
-      immutables_.push_back(
-          Immutable{old[d]->active, static_cast<uint32_t>(d), seq_.last_assigned(), old[d]});
-    } else {
-      live_.erase(std::remove(live_.begin(), live_.end(), old[d]->active), live_.end());
-      mid_to_table_.erase(old[d]->active->id());
-    }
+    // Even an empty one: a writer that took its sequence under the Drange's lock may not
+    // have added its entry yet (FlushOne waits for it, and drops a memtable that stays
+    // empty). Its (now retired) Drange is kept: memtables of one Drange flush in order.
+    immutables_.push_back(
+        Immutable{old[d]->active, static_cast<uint32_t>(d), seq_.last_assigned(), old[d]});
   }
   std::vector<std::shared_ptr<DrangeState>> states;
   for (int d = 0; d < layout->size(); ++d) {
@@ -375,7 +376,11 @@ void RangeEngine::InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major
   VersionEdit edit;
   edit.dranges = PersistLayout(*layout);
   Status s = LogAndApplyLocked(&edit, &lock);
-  if (!s.ok()) {
+  if (!s.ok() && bg_error_.ok()) {
+    // The failed record was dropped into a new MANIFEST: record the layout there.
+    s = LogAndApplyLocked(&edit, &lock);
+  }
+  if (!s.ok() && bg_error_.ok()) {
     LOG(ERROR) << "cannot record the Drange layout, writes stop: " << s.ToString();
     bg_error_ = s;
     writes_blocked_ = true;

@@ -44,7 +44,7 @@ class EntryCollector : public lsm::CompactionOutputSink {
 }  // namespace
 
 bool RangeEngine::MaybeMergeIntoActive(const Immutable& imm) {
-  if (imm.state == nullptr || options_.drange_merge_threshold_keys == 0 ||
+  if (imm.state == nullptr || imm.no_merge || options_.drange_merge_threshold_keys == 0 ||
       imm.mem->num_unique_keys() >= options_.drange_merge_threshold_keys ||
       forcing_flush_.load() > 0) {
     return false;

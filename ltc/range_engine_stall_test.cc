@@ -1,10 +1,14 @@
 // Write stalls and the Level-0 slow-down: both happen when they should and are counted.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
+#include <thread>
 
 #include "ltc/memory_table_store.h"
 #include "ltc/range_engine.h"
+#include "common/fault_point.h"
+#include "tests/util/test_util.h"
 
 namespace nova::ltc {
 namespace {
@@ -79,6 +83,44 @@ TEST(RangeEngineStallTest, WritesStallAtTheStopUntilCompactionCatchesUp) {
   std::string v;
   EXPECT_TRUE(engine.Get("key0", &v).ok());
   EXPECT_TRUE(engine.Get("key1999", &v).ok());
+}
+
+// A write that took its sequence number but has not reached its memtable yet when a
+// reorganization retires that (still empty) memtable: it must not be lost.
+TEST(RangeEngineStallTest, WriteInFlightDuringAReorganizationIsKept) {
+  MemoryTableStore store;
+  EngineOptions o;
+  o.dranges = 2;
+  o.reorganize_every_writes = 100;
+  o.drange_imbalance_threshold = 0;  // every check reorganizes
+  RangeEngine engine(o, &store);
+  ASSERT_TRUE(engine.Open().ok());
+  for (int i = 0; i < 100; ++i) {
+    char k[8];
+    std::snprintf(k, sizeof k, "a%03d", i);
+    ASSERT_TRUE(engine.Put(k, "v").ok());
+  }
+  const uint64_t reorgs = engine.GetStats().major_reorganizations;
+  ASSERT_GE(reorgs, 1u);  // two Dranges, with new, empty memtables
+  ASSERT_TRUE(FaultPoints::Arm("ltc.write.before_add=delay:300ms:once").ok());
+  std::thread late([&] { EXPECT_TRUE(engine.Put("a000", "late").ok()); });
+  ASSERT_TRUE(test::WaitFor([] { return FaultPoints::FireCount("ltc.write.before_add") == 1; },
+                            std::chrono::seconds(10)));
+  // Writes to the other Drange until the next reorganization retires a000's memtable.
+  for (int i = 0; i < 1000 && engine.GetStats().major_reorganizations == reorgs; ++i) {
+    char k[8];
+    std::snprintf(k, sizeof k, "z%03d", i);
+    ASSERT_TRUE(engine.Put(k, "v").ok());
+  }
+  EXPECT_GT(engine.GetStats().major_reorganizations, reorgs);
+  late.join();
+  FaultPoints::DisarmAll();
+  std::string v;
+  ASSERT_TRUE(engine.Get("a000", &v).ok());
+  EXPECT_EQ(v, "late");
+  ASSERT_TRUE(engine.FlushAll().ok());
+  ASSERT_TRUE(engine.Get("a000", &v).ok());
+  EXPECT_EQ(v, "late");
 }
 
 }  // namespace
