@@ -49,6 +49,8 @@ DEFINE_uint32(ltc_max_scan_count, 100000, "Most pairs one Scan request may ask f
 // Engine (RangeEngine) flags; the paper's symbols in the help text.
 DEFINE_uint64(ltc_memtable_size_mb, 4, "tau: a memtable becomes immutable at this size, MiB");
 DEFINE_int32(ltc_memtables_per_range, 16, "delta: memtables per range (active + immutable)");
+DEFINE_uint64(ltc_block_cache_mb, 8, "Block cache of each range, MiB (LevelDB's block cache "
+              "with --engine=leveldb)");
 DEFINE_int32(ltc_active_memtables_per_range, 0,
              "alpha: active memtables per range. The engine keeps one active memtable per "
              "Drange, so alpha = theta: 0 follows --ltc_dranges_per_range; another value "
@@ -152,13 +154,18 @@ int main(int argc, char** argv) {
   nova::ltc::BackendFactory factory;
   if (FLAGS_engine == "leveldb") {
     if (FLAGS_ltc_dir.empty()) return BadFlags("--engine=leveldb needs --ltc_dir");
-    factory = nova::ltc::LevelDbBackendFactory(FLAGS_ltc_dir, FLAGS_ltc_memtable_size_mb * kMiB);
+    nova::ltc::LevelDbBackendOptions lo;
+    lo.dir = FLAGS_ltc_dir;
+    lo.write_buffer_bytes = FLAGS_ltc_memtable_size_mb * kMiB;
+    lo.block_cache_bytes = FLAGS_ltc_block_cache_mb * kMiB;
+    factory = nova::ltc::LevelDbBackendFactory(lo);
   } else if (FLAGS_engine == "nova") {
     if (a.stocs.empty() && !zk) return BadFlags("--engine=nova needs --stoc=id@host:port,...");
     nova::ltc::NovaBackendOptions no;
     nova::ltc::EngineOptions& e = no.engine;
     e.memtable_bytes = FLAGS_ltc_memtable_size_mb * kMiB;
     e.memtables = FLAGS_ltc_memtables_per_range;
+    e.block_cache_bytes = FLAGS_ltc_block_cache_mb * kMiB;
     if (!DrangesFromFlags(&e.dranges)) {
       return BadFlags("--ltc_active_memtables_per_range (alpha) must equal "
                       "--ltc_dranges_per_range (theta): one active memtable per Drange");

@@ -129,11 +129,43 @@ Status LtcServer::Start() {
   listen_fd_ = fd.value();
   if (::pipe2(wake_pipe_, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
   acceptor_ = std::thread([this] { AcceptLoop(); });
+  applier_ = std::thread([this] { ApplyLoop(); });
   source_->Watch([this](const RangeAssignment& a) {
-    Status s = ApplyAssignment(a);
-    if (!s.ok()) LOG(ERROR) << "new range assignment not applied: " << s.ToString();
+    std::lock_guard<std::mutex> l(pending_mu_);
+    if (!pending_ || a.epoch > pending_->epoch) pending_ = a;
+    pending_cv_.notify_all();
   });
   return Status::OK();
+}
+
+void LtcServer::ApplyLoop() {
+  constexpr auto kFirstRetry = std::chrono::milliseconds(100);
+  constexpr auto kMaxRetry = std::chrono::seconds(5);
+  auto delay = kFirstRetry;
+  std::unique_lock<std::mutex> l(pending_mu_);
+  while (!stopping_) {
+    if (!pending_) {
+      pending_cv_.wait(l, [&] { return pending_.has_value() || stopping_.load(); });
+      continue;
+    }
+    const RangeAssignment a = *pending_;
+    l.unlock();
+    Status s = a.epoch <= CurrentTable()->epoch ? Status::OK() : ApplyAssignment(a);
+    l.lock();
+    if (s.ok()) {
+      if (pending_ && pending_->epoch == a.epoch) pending_.reset();
+      delay = kFirstRetry;
+      continue;
+    }
+    LOG(ERROR) << "range assignment of epoch " << a.epoch << " not applied (retried in "
+               << std::chrono::duration_cast<std::chrono::milliseconds>(delay).count()
+               << " ms): " << s.ToString();
+    // Woken early by a newer assignment or shutdown.
+    pending_cv_.wait_for(l, delay, [&] {
+      return stopping_.load() || (pending_ && pending_->epoch != a.epoch);
+    });
+    delay = std::min<std::chrono::milliseconds>(delay * 2, kMaxRetry);
+  }
 }
 
 void LtcServer::Shutdown() {
@@ -144,6 +176,11 @@ void LtcServer::Shutdown() {
   }
   source_->Unwatch();
   stopping_ = true;
+  {
+    std::lock_guard<std::mutex> l(pending_mu_);
+    pending_cv_.notify_all();
+  }
+  if (applier_.joinable()) applier_.join();
   if (acceptor_.joinable()) {
     const char b = 1;
     (void)!::write(wake_pipe_[1], &b, 1);

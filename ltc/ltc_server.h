@@ -22,10 +22,12 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -134,6 +136,14 @@ class LtcServer {
   std::atomic<uint64_t> next_snapshot_id_{1};
 
   std::mutex apply_mu_;  // serializes ApplyAssignment (opening engines may take a while)
+  // New assignments from the source are applied by applier_, not on the source's thread
+  // (opening and closing ranges takes a while), and retried with backoff if a range fails
+  // to open (e.g. a StoC is unreachable), until they apply or a newer one arrives.
+  void ApplyLoop();
+  std::thread applier_;
+  std::mutex pending_mu_;
+  std::condition_variable pending_cv_;
+  std::optional<RangeAssignment> pending_;  // newest not yet applied; protected by pending_mu_
   mutable std::mutex table_mu_;
   std::shared_ptr<const Table> table_;  // protected by table_mu_
 

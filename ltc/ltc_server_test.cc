@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include "client/nova_client.h"
 #include "tests/util/test_util.h"
 
@@ -21,7 +23,8 @@ TEST(LtcServerTest, NewAssignmentAddsAndRemovesRanges) {
   a.ranges = {all.value()[0], all.value()[1]};
   StaticAssignmentSource source(a);
   MetricsRegistry metrics;
-  LtcServer server(LtcServerOptions(), &source, LevelDbBackendFactory(dir, 1 << 20), &metrics);
+  LtcServer server(LtcServerOptions(), &source,
+                   LevelDbBackendFactory({.dir = dir, .write_buffer_bytes = 1 << 20}), &metrics);
   ASSERT_TRUE(server.Init().ok());
   ASSERT_TRUE(server.Start().ok());
 
@@ -40,7 +43,8 @@ TEST(LtcServerTest, NewAssignmentAddsAndRemovesRanges) {
   b.epoch = 2;
   b.ranges = {all.value()[1], all.value()[2]};
   ASSERT_TRUE(source.Update(b).ok());
-  EXPECT_EQ(server.epoch(), 2u);
+  // Applied by the server's applier thread.
+  ASSERT_TRUE(test::WaitFor([&] { return server.epoch() == 2u; }, 10s));
   // The client still routes with epoch 1: it is told WrongRange, refreshes, and succeeds.
   ASSERT_TRUE(c.Put("\x90k", "r2").ok());
   EXPECT_EQ(c.routing().epoch, 2u);
@@ -49,6 +53,36 @@ TEST(LtcServerTest, NewAssignmentAddsAndRemovesRanges) {
   EXPECT_TRUE(s.IsUnavailable()) << s.ToString();
   // An older or equal epoch is refused.
   EXPECT_FALSE(server.ApplyAssignment(a).ok());
+  server.Shutdown();
+}
+
+// A range that fails to open (its StoCs unreachable, say) does not lose the assignment:
+// the server retries it with backoff until it applies.
+TEST(LtcServerTest, FailedAssignmentIsRetried) {
+  const std::string dir = test::TestTempDir("ltc_server_test_retry");
+  auto all = EqualRanges(2);
+  ASSERT_TRUE(all.ok());
+  RangeAssignment a;
+  a.epoch = 1;
+  a.ranges = {all.value()[0]};
+  StaticAssignmentSource source(a);
+  MetricsRegistry metrics;
+  BackendFactory leveldb = LevelDbBackendFactory({.dir = dir, .write_buffer_bytes = 1 << 20});
+  std::atomic<int> failures_left{3};
+  BackendFactory flaky = [&](const RangeInfo& r, const RangeAssignment& as)
+      -> Result<std::unique_ptr<RangeBackend>> {
+    if (r.id == 1 && failures_left.fetch_sub(1) > 0) return Status::IOError("injected");
+    return leveldb(r, as);
+  };
+  LtcServer server(LtcServerOptions(), &source, flaky, &metrics);
+  ASSERT_TRUE(server.Init().ok());
+  ASSERT_TRUE(server.Start().ok());
+  RangeAssignment b = a;
+  b.epoch = 2;
+  b.ranges = {all.value()[0], all.value()[1]};
+  ASSERT_TRUE(source.Update(b).ok());
+  ASSERT_TRUE(test::WaitFor([&] { return server.epoch() == 2u; }, 20s));
+  EXPECT_LE(failures_left.load(), 0);
   server.Shutdown();
 }
 

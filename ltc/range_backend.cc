@@ -5,7 +5,9 @@
 #include <sstream>
 
 #include <glog/logging.h>
+#include <leveldb/cache.h>
 #include <leveldb/db.h>
+#include <leveldb/filter_policy.h>
 #include <leveldb/options.h>
 
 #include "common/rpc/rpc_endpoint.h"
@@ -28,7 +30,11 @@ Status FromLevelDb(const leveldb::Status& s) {
 
 class LevelDbBackend final : public RangeBackend {
  public:
-  explicit LevelDbBackend(std::unique_ptr<leveldb::DB> db) : db_(std::move(db)) {}
+  // `cache` and `filter` (either may be null) are the ones `db` was opened with.
+  LevelDbBackend(std::unique_ptr<leveldb::Cache> cache,
+                 std::unique_ptr<const leveldb::FilterPolicy> filter,
+                 std::unique_ptr<leveldb::DB> db)
+      : cache_(std::move(cache)), filter_(std::move(filter)), db_(std::move(db)) {}
 
   Status Put(const leveldb::Slice& key, const leveldb::Slice& value) override {
     return FromLevelDb(db_->Put(leveldb::WriteOptions(), key, value));
@@ -61,6 +67,9 @@ class LevelDbBackend final : public RangeBackend {
     ro.snapshot = static_cast<const leveldb::Snapshot*>(snapshot);
     return ro;
   }
+  // Declared before db_, so destroyed after it: the database uses them until it closes.
+  std::unique_ptr<leveldb::Cache> cache_;
+  std::unique_ptr<const leveldb::FilterPolicy> filter_;
   std::unique_ptr<leveldb::DB> db_;
 };
 
@@ -116,20 +125,30 @@ class NovaBackend final : public RangeBackend {
 
 }  // namespace
 
-BackendFactory LevelDbBackendFactory(std::string dir, uint64_t write_buffer_bytes) {
-  return [dir, write_buffer_bytes](const RangeInfo& range,
-                                   const RangeAssignment&) -> Result<std::unique_ptr<RangeBackend>> {
-    const std::string path = dir + "/range-" + std::to_string(range.id);
+BackendFactory LevelDbBackendFactory(LevelDbBackendOptions options) {
+  return [options](const RangeInfo& range,
+                   const RangeAssignment&) -> Result<std::unique_ptr<RangeBackend>> {
+    const std::string path = options.dir + "/range-" + std::to_string(range.id);
     std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return Status::IOError("cannot create " + dir + ": " + ec.message());
+    std::filesystem::create_directories(options.dir, ec);
+    if (ec) return Status::IOError("cannot create " + options.dir + ": " + ec.message());
+    std::unique_ptr<leveldb::Cache> cache(leveldb::NewLRUCache(options.block_cache_bytes));
+    std::unique_ptr<const leveldb::FilterPolicy> filter;
+    if (options.bloom_bits_per_key > 0) {
+      filter.reset(leveldb::NewBloomFilterPolicy(options.bloom_bits_per_key));
+    }
     leveldb::Options o;
     o.create_if_missing = true;
-    o.write_buffer_size = write_buffer_bytes;
+    o.write_buffer_size = options.write_buffer_bytes;
+    o.block_cache = cache.get();
+    o.filter_policy = filter.get();
+    o.compression =
+        options.snappy_compression ? leveldb::kSnappyCompression : leveldb::kNoCompression;
     leveldb::DB* db = nullptr;
     Status s = FromLevelDb(leveldb::DB::Open(o, path, &db));
     if (!s.ok()) return s.Prepend("opening LevelDB at " + path);
-    std::unique_ptr<RangeBackend> b = std::make_unique<LevelDbBackend>(std::unique_ptr<leveldb::DB>(db));
+    std::unique_ptr<RangeBackend> b = std::make_unique<LevelDbBackend>(
+        std::move(cache), std::move(filter), std::unique_ptr<leveldb::DB>(db));
     return b;
   };
 }

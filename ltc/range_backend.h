@@ -57,7 +57,19 @@ using BackendFactory = std::function<Result<std::unique_ptr<RangeBackend>>(
     const RangeInfo& range, const RangeAssignment& assignment)>;
 
 // --engine=leveldb: each range is a LevelDB database in <dir>/range-<id>.
-BackendFactory LevelDbBackendFactory(std::string dir, uint64_t write_buffer_bytes);
+struct LevelDbBackendOptions {
+  std::string dir;
+  // LevelDB's write buffer: its memtable, of which it keeps at most two (one active, one
+  // being flushed).
+  uint64_t write_buffer_bytes = 4ull << 20;
+  // Each range's own LRU block cache (LevelDB's default size).
+  uint64_t block_cache_bytes = 8ull << 20;
+  // Table settings. The defaults are the Nova engine's (EngineOptions: 10-bit bloom
+  // filters, uncompressed blocks), so the two engines compare on design, not on these.
+  int bloom_bits_per_key = 10;  // 0: no filter
+  bool snappy_compression = false;
+};
+BackendFactory LevelDbBackendFactory(LevelDbBackendOptions options);
 
 struct NovaBackendOptions {
   // Engine options of every range (range_id and the offloader are filled per range).
