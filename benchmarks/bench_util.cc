@@ -4,11 +4,13 @@
 #include <stdlib.h>
 #include <sys/vfs.h>
 
+#include <map>
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "tests/util/test_util.h"
@@ -158,27 +160,19 @@ void BenchStocCluster::Stop() {
 
 // ---- BenchStocConnection -----------------------------------------------------------------
 
-BenchStocConnection::~BenchStocConnection() {
-  if (transport_) transport_->Shutdown();  // no completion runs after this
-}
+BenchStocConnection::~BenchStocConnection() = default;  // conn_ shuts its transport down
 
 Status BenchStocConnection::Init(const BenchStocCluster& cluster) {
-  transport::TransportOptions o;
+  test::StocConnectionOptions o;
   o.node_name = Dashed(cluster.options().program);
   o.cluster_secret = cluster.secret();
   o.xchg_threads = cluster.options().xchg_threads;
-  auto t = transport::NewTransport(o, &endpoint_);
-  if (!t.ok()) return t.status();
-  transport_ = std::move(t.value());
-  endpoint_.Attach(transport_.get());
-  client_ = std::make_unique<stoc::StocClient>(&endpoint_);  // before the transport starts
-  NOVA_RETURN_NOT_OK(transport_->Init());
-  NOVA_RETURN_NOT_OK(transport_->Start());
+  std::map<uint32_t, std::string> addresses;
   for (uint32_t id = 1; id <= cluster.options().stocs; ++id) {
-    NOVA_RETURN_NOT_OK(client_->AddStoc(id, cluster.address(id)));
+    addresses[id] = cluster.address(id);
     stocs_.push_back(id);
   }
-  return Status::OK();
+  return conn_.Init(o, addresses);
 }
 
 bool StartAndConnect(BenchStocCluster* cluster, BenchStocConnection* conn) {

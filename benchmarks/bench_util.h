@@ -32,6 +32,7 @@
 #include "common/transport/transport.h"
 #include "stoc/stoc_client.h"
 #include "tests/util/external_daemon.h"
+#include "tests/util/stoc_connection.h"
 
 namespace nova::bench {
 
@@ -139,15 +140,13 @@ class BenchStocConnection {
   Status Init(const BenchStocCluster& cluster);
 
   // REQUIRES: Init() succeeded (for all three).
-  stoc::StocClient* client() { return client_.get(); }
-  transport::Transport* transport() { return transport_.get(); }
+  stoc::StocClient* client() { return conn_.client(); }
+  transport::Transport* transport() { return conn_.transport(); }
   // The StoC ids, 1..stocs.
   const std::vector<uint32_t>& stocs() const { return stocs_; }
 
  private:
-  rpc::RpcEndpoint endpoint_;  // outlives transport_ and client_
-  std::unique_ptr<transport::Transport> transport_;
-  std::unique_ptr<stoc::StocClient> client_;
+  test::StocConnection conn_;
   std::vector<uint32_t> stocs_;
 };
 

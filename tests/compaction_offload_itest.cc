@@ -27,6 +27,7 @@
 #include "stoc/stoc_client.h"
 #include "stoc/stoc_protocol.h"
 #include "tests/util/external_daemon.h"
+#include "tests/util/stoc_connection.h"
 #include "tests/util/test_util.h"
 
 namespace nova::ltc {
@@ -87,26 +88,23 @@ class CompactionOffloadTest : public ::testing::Test {
       ASSERT_TRUE(s.ok()) << s.ToString();
       stocs_[id] = std::move(d);
     }
-    transport::TransportOptions to;
-    to.node_name = "ltc-offload-itest";
-    to.cluster_secret = ReadWholeFile(secret.value());
-    to.reconnect_initial_backoff_ms = 20;
-    to.reconnect_max_backoff_ms = 200;
-    auto t = transport::NewTransport(to, &endpoint_);
-    ASSERT_TRUE(t.ok()) << t.status().ToString();
-    transport_ = std::move(t.value());
-    endpoint_.Attach(transport_.get());
-    client_ = std::make_unique<stoc::StocClient>(&endpoint_, stoc::StocClientOptions{kStocTimeout});
-    ASSERT_TRUE(transport_->Init().ok());
-    ASSERT_TRUE(transport_->Start().ok());
-    for (auto& [id, d] : stocs_) ASSERT_TRUE(client_->AddStoc(id, d->address()).ok());
+    test::StocConnectionOptions co;
+    co.node_name = "ltc-offload-itest";
+    co.cluster_secret = ReadWholeFile(secret.value());
+    co.stoc_timeout = kStocTimeout;
+    co.reconnect_initial_backoff_ms = 20;
+    co.reconnect_max_backoff_ms = 200;
+    std::map<uint32_t, std::string> addresses;
+    for (auto& [id, d] : stocs_) addresses[id] = d->address();
+    Status cs = conn_.Init(co, addresses);
+    ASSERT_TRUE(cs.ok()) << cs.ToString();
   }
 
   void TearDown() override {
     engine_.reset();
     offloader_.reset();
     store_.reset();
-    if (transport_) transport_->Shutdown();
+    conn_.Shutdown();
     stocs_.clear();
   }
 
@@ -122,7 +120,7 @@ class CompactionOffloadTest : public ::testing::Test {
     so.stocs = ids;
     so.fragment_replicas = replicas;
     so.seed = seed_;
-    store_ = std::make_unique<StocTableStore>(client_.get(), so);
+    store_ = std::make_unique<StocTableStore>(conn_.client(), so);
     Status s = store_->Init();
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
@@ -162,9 +160,7 @@ class CompactionOffloadTest : public ::testing::Test {
   std::string dir_;
   const lsm::InternalKeyComparator icmp_;
   std::map<uint32_t, std::unique_ptr<test::ExternalDaemon>> stocs_;
-  rpc::RpcEndpoint endpoint_;
-  std::unique_ptr<transport::Transport> transport_;
-  std::unique_ptr<stoc::StocClient> client_;
+  test::StocConnection conn_;
   // Destroyed in reverse: the engine, then the offloader and the store it uses.
   std::unique_ptr<StocTableStore> store_;
   std::unique_ptr<StocCompactionOffloader> offloader_;
@@ -203,7 +199,7 @@ TEST_F(CompactionOffloadTest, OffloadedJobEqualsLocalJob) {
   oo.policy = OffloadPolicy::kRoundRobin;
   oo.stocs = Addresses({1, 2, 3});
   oo.fragment_replicas = 2;
-  offloader_ = std::make_unique<StocCompactionOffloader>(client_.get(), oo);
+  offloader_ = std::make_unique<StocCompactionOffloader>(conn_.client(), oo);
   ASSERT_TRUE(offloader_->Init().ok());
   const uint32_t chosen = offloader_->ChooseStoc();
   CompactionJobResult there;
@@ -243,7 +239,7 @@ TEST_F(CompactionOffloadTest, OffloadedJobEqualsLocalJob) {
 }
 
 TEST_F(CompactionOffloadTest, BadJobsAreRefusedAndTheStocLivesOn) {
-  auto r = client_->Call(1, stoc::kCompact, "not a compaction job", kStocTimeout);
+  auto r = conn_.client()->Call(1, stoc::kCompact, "not a compaction job", kStocTimeout);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument) << r.status().ToString();
   // A well-formed job whose inputs do not exist fails cleanly too.
@@ -255,16 +251,16 @@ TEST_F(CompactionOffloadTest, BadJobsAreRefusedAndTheStocLivesOn) {
   ASSERT_TRUE(store_->DeleteTable(job.inputs[0].table).ok());
   job.output_numbers = {50};
   job.stocs = {{1, stocs_[1]->address()}, {2, stocs_[2]->address()}, {3, stocs_[3]->address()}};
-  r = client_->Call(2, stoc::kCompact, EncodeCompactionJob(job), kStocTimeout);
+  r = conn_.client()->Call(2, stoc::kCompact, EncodeCompactionJob(job), kStocTimeout);
   ASSERT_FALSE(r.ok());
   // An unknown comparator is not guessed at.
   job.comparator = "my.ReverseComparator";
-  r = client_->Call(3, stoc::kCompact, EncodeCompactionJob(job), kStocTimeout);
+  r = conn_.client()->Call(3, stoc::kCompact, EncodeCompactionJob(job), kStocTimeout);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Status::Code::kNotSupported) << r.status().ToString();
   for (uint32_t id = 1; id <= kNumStocs; ++id) {
     EXPECT_TRUE(stocs_[id]->IsRunning());
-    EXPECT_TRUE(client_->Stats(id).ok());
+    EXPECT_TRUE(conn_.client()->Stats(id).ok());
   }
 }
 
@@ -277,7 +273,7 @@ TEST_F(CompactionOffloadTest, EngineFallsBackWhenItsStocDies) {
   oo.stocs = Addresses({3});
   oo.storage_stocs = Addresses({1, 2});
   oo.timeout = 20s;
-  offloader_ = std::make_unique<StocCompactionOffloader>(client_.get(), oo);
+  offloader_ = std::make_unique<StocCompactionOffloader>(conn_.client(), oo);
   ASSERT_TRUE(offloader_->Init().ok());
   EngineOptions eo;
   eo.range_id = kRange;

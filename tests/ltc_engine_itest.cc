@@ -33,6 +33,7 @@
 #include "stoc/file_names.h"
 #include "stoc/stoc_client.h"
 #include "tests/util/external_daemon.h"
+#include "tests/util/stoc_connection.h"
 #include "tests/util/test_util.h"
 
 namespace nova::ltc {
@@ -94,26 +95,23 @@ class LtcEngineClusterTest : public ::testing::TestWithParam<ClusterCase> {
       ASSERT_TRUE(s.ok()) << s.ToString();
       stocs_[id] = std::move(d);
     }
-    transport::TransportOptions to;
-    to.node_name = "ltc-itest";
-    to.cluster_secret = ReadWholeFile(secret.value());
-    to.reconnect_initial_backoff_ms = 20;
-    to.reconnect_max_backoff_ms = 200;
-    auto t = transport::NewTransport(to, &endpoint_);
-    ASSERT_TRUE(t.ok()) << t.status().ToString();
-    transport_ = std::move(t.value());
-    endpoint_.Attach(transport_.get());
-    client_ = std::make_unique<stoc::StocClient>(&endpoint_, stoc::StocClientOptions{kStocTimeout});
-    ASSERT_TRUE(transport_->Init().ok());
-    ASSERT_TRUE(transport_->Start().ok());
-    for (auto& [id, d] : stocs_) ASSERT_TRUE(client_->AddStoc(id, d->address()).ok());
+    test::StocConnectionOptions co;
+    co.node_name = "ltc-itest";
+    co.cluster_secret = ReadWholeFile(secret.value());
+    co.stoc_timeout = kStocTimeout;
+    co.reconnect_initial_backoff_ms = 20;
+    co.reconnect_max_backoff_ms = 200;
+    std::map<uint32_t, std::string> addresses;
+    for (auto& [id, d] : stocs_) addresses[id] = d->address();
+    Status cs = conn_.Init(co, addresses);
+    ASSERT_TRUE(cs.ok()) << cs.ToString();
   }
 
   void TearDown() override {
     if (engine_ && driver_) driver_->ReleaseSnapshots();
     engine_.reset();
     store_.reset();
-    if (transport_) transport_->Shutdown();
+    conn_.Shutdown();
     stocs_.clear();  // kills the daemons
   }
 
@@ -133,7 +131,7 @@ class LtcEngineClusterTest : public ::testing::TestWithParam<ClusterCase> {
     so.fragment_replicas = GetParam().fragment_replicas;
     so.manifest_replicas = GetParam().manifest_replicas;
     so.seed = seed_ + ++opens_;  // placement replays with the seed too
-    store_ = std::make_unique<StocTableStore>(client_.get(), so);
+    store_ = std::make_unique<StocTableStore>(conn_.client(), so);
     Status s = store_->Init();
     ASSERT_TRUE(s.ok()) << s.ToString();
     if (GetParam().offload != OffloadPolicy::kNone && offloader_ == nullptr) {
@@ -142,7 +140,7 @@ class LtcEngineClusterTest : public ::testing::TestWithParam<ClusterCase> {
       for (const auto& [id, d] : stocs_) oo.stocs[id] = d->address();
       oo.fragment_replicas = static_cast<uint32_t>(GetParam().fragment_replicas);
       oo.timeout = 30s;
-      offloader_ = std::make_unique<StocCompactionOffloader>(client_.get(), oo);
+      offloader_ = std::make_unique<StocCompactionOffloader>(conn_.client(), oo);
       s = offloader_->Init();
       ASSERT_TRUE(s.ok()) << s.ToString();
     }
@@ -193,7 +191,7 @@ class LtcEngineClusterTest : public ::testing::TestWithParam<ClusterCase> {
   std::set<uint64_t> TablesOnStocs() {
     std::set<uint64_t> tables;
     for (const auto& [id, d] : stocs_) {
-      auto list = client_->List(id);
+      auto list = conn_.client()->List(id);
       EXPECT_TRUE(list.ok()) << list.status().ToString();
       if (!list.ok()) continue;
       for (const stoc::FileState& f : list.value()) {
@@ -224,9 +222,7 @@ class LtcEngineClusterTest : public ::testing::TestWithParam<ClusterCase> {
   uint64_t seed_ = 0;
   std::string dir_;
   std::map<uint32_t, std::unique_ptr<test::ExternalDaemon>> stocs_;
-  rpc::RpcEndpoint endpoint_;
-  std::unique_ptr<transport::Transport> transport_;
-  std::unique_ptr<stoc::StocClient> client_;
+  test::StocConnection conn_;
   // Declared after the client they use: destroyed first.
   std::unique_ptr<StocTableStore> store_;
   std::unique_ptr<StocCompactionOffloader> offloader_;  // outlives the engine
@@ -276,7 +272,7 @@ TEST_P(LtcEngineClusterTest, RandomOperationsMatchTheModel) {
       Status s = stocs_[victim]->Restart();
       ASSERT_TRUE(s.ok()) << s.ToString();
       // The client's transport reconnects to the same address by itself.
-      ASSERT_TRUE(test::WaitFor([&] { return client_->Stats(victim).ok(); }, 30s))
+      ASSERT_TRUE(test::WaitFor([&] { return conn_.client()->Stats(victim).ok(); }, 30s))
           << "stoc-" << victim << " did not come back";
       driver_->CheckLatest("after restarting stoc-" + std::to_string(victim));
       if (HasFatalFailure()) return;
@@ -365,7 +361,7 @@ TEST_P(LtcEngineStocRestartTest, WritesGoOnAfterAStocRestart) {
   ASSERT_TRUE(engine_->WaitForCompactions().ok());
   uint32_t victim = 0;
   for (const auto& [id, d] : stocs_) {
-    auto list = client_->List(id);
+    auto list = conn_.client()->List(id);
     ASSERT_TRUE(list.ok()) << list.status().ToString();
     for (const stoc::FileState& f : list.value()) {
       const stoc::ParsedFileName p = stoc::ParseStocFileName(f.name);
@@ -377,7 +373,7 @@ TEST_P(LtcEngineStocRestartTest, WritesGoOnAfterAStocRestart) {
   stoc_failed_since_open_ = true;
   Status s = stocs_[victim]->Restart();
   ASSERT_TRUE(s.ok()) << s.ToString();
-  ASSERT_TRUE(test::WaitFor([&] { return client_->Stats(victim).ok(); }, 30s));
+  ASSERT_TRUE(test::WaitFor([&] { return conn_.client()->Stats(victim).ok(); }, 30s));
   // Enough writes for several flushes; each must succeed.
   // (RunOps may reopen the range, so compare outcomes, not per-instance counters.)
   ASSERT_TRUE(RunOps(&i, kOpsBefore + kOps / 10, MonoNow() + kOpsBudget));
