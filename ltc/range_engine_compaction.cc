@@ -272,9 +272,11 @@ Status RangeEngine::FlushAll() {
     ~Unforce() { n->fetch_sub(1); }
   } unforce{&forcing_flush_};
   std::vector<std::shared_ptr<DrangeState>> states;
+  uint64_t failures;  // flush failures before this call: a new one is reported
   {
     std::lock_guard lock(mu_);
     states = dranges_;
+    failures = stats_.flush_failures;
   }
   for (size_t d = 0; d < states.size(); ++d) {
     std::lock_guard dl(states[d]->mu);
@@ -284,7 +286,6 @@ Status RangeEngine::FlushAll() {
     }
   }
   std::unique_lock lock(mu_);
-  const uint64_t failures = stats_.flush_failures;
   ScheduleWork();
   cv_.wait(lock, [&] {
     return immutables_.empty() || !bg_error_.ok() || shutting_down_ ||
