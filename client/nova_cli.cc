@@ -16,6 +16,7 @@
 #include <glog/logging.h>
 
 #include "client/nova_client.h"
+#include "common/hex.h"
 #include "coordinator/config_store.h"
 #include "coordinator/zk_sources.h"
 #include "ltc/range_assignment.h"
@@ -52,7 +53,7 @@ bool Input(const std::string& arg, bool hex, std::string* out, std::string* err)
     *out = arg;
     return true;
   }
-  auto r = nova::ltc::FromHex(arg);
+  auto r = nova::HexDecode(arg);
   if (!r.ok()) {
     *err = r.status().ToString();
     return false;
@@ -62,7 +63,7 @@ bool Input(const std::string& arg, bool hex, std::string* out, std::string* err)
 }
 
 std::string Output(const std::string& bytes, bool hex) {
-  return hex ? nova::ltc::ToHex(bytes) : bytes;
+  return hex ? nova::HexEncode(bytes) : bytes;
 }
 
 std::vector<std::string> SplitList(const std::string& s) {

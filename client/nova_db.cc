@@ -8,6 +8,7 @@
 
 #include "client/cluster_iterator.h"
 #include "client/cluster_uri.h"
+#include "common/hex.h"
 #include "leveldb/comparator.h"
 #include "leveldb/write_batch.h"
 
@@ -23,20 +24,7 @@ constexpr int kSnapshotAttempts = 3;
 // with its connection). Distinguished from a missing key, also NotFound, by its text.
 constexpr std::string_view kUnknownSnapshotPrefix = "no snapshot ";
 
-std::string Printable(std::string_view key) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : key) {
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    }
-  }
-  return out;
-}
+std::string Printable(std::string_view key) { return EscapeBytes(key); }
 
 // A snapshot of the cluster: one LTC snapshot per range (see nova_db.h for what that
 // guarantees). Immutable after GetSnapshot returns it, so readers need no lock.

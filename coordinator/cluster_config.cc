@@ -6,6 +6,8 @@
 #include <set>
 #include <utility>
 
+#include "common/hex.h"
+
 namespace nova::coordinator {
 
 namespace {
@@ -55,20 +57,21 @@ Status ReadRange(const json& r, size_t index, RangeAssignment* out) {
   }
   out->id = static_cast<uint32_t>(id->get<uint64_t>());
   auto start = r.find(kStartField);
-  if (start == r.end() || !start->is_string() ||
-      !HexDecode(start->get_ref<const std::string&>(), &out->start)) {
-    return Status::Corruption(where + ".start: want a hex string");
+  Result<std::string> start_bytes = Status::Corruption("missing");
+  if (start != r.end() && start->is_string()) {
+    start_bytes = HexDecode(start->get_ref<const std::string&>());
   }
+  if (!start_bytes.ok()) return Status::Corruption(where + ".start: want a hex string");
+  out->start = std::move(start_bytes.value());
   auto end = r.find(kEndField);
   if (end == r.end()) return Status::Corruption(where + ".end: missing (null = unbounded)");
   if (end->is_null()) {
     out->end.reset();
   } else {
-    std::string bytes;
-    if (!end->is_string() || !HexDecode(end->get_ref<const std::string&>(), &bytes)) {
-      return Status::Corruption(where + ".end: want a hex string or null");
-    }
-    out->end = std::move(bytes);
+    Result<std::string> bytes = Status::Corruption("not a string");
+    if (end->is_string()) bytes = HexDecode(end->get_ref<const std::string&>());
+    if (!bytes.ok()) return Status::Corruption(where + ".end: want a hex string or null");
+    out->end = std::move(bytes.value());
   }
   auto ltc = r.find(kLtcField);
   if (ltc != r.end() && !ltc->is_null()) {
@@ -267,36 +270,6 @@ const std::map<std::string, std::string>* ClusterConfig::Members(MemberKind kind
   return const_cast<ClusterConfig*>(this)->Members(kind);
 }
 
-std::string HexEncode(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 0xf]);
-  }
-  return out;
-}
-
-bool HexDecode(std::string_view hex, std::string* bytes) {
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  if (hex.size() % 2 != 0) return false;
-  std::string out;
-  out.reserve(hex.size() / 2);
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    const int hi = nibble(hex[i]);
-    const int lo = nibble(hex[i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out.push_back(static_cast<char>(hi << 4 | lo));
-  }
-  *bytes = std::move(out);
-  return true;
-}
 
 Result<std::vector<std::string>> EvenSplitPoints(int n) {
   if (n < 1 || n > kMaxEvenRanges) {
@@ -327,10 +300,11 @@ Result<std::vector<std::string>> ParseSplitPoints(std::string_view text) {
     }
     if (line.empty() || line.front() == '#') continue;
     const std::string where = "split points line " + std::to_string(line_no) + ": ";
-    std::string key;
-    if (!HexDecode(line, &key)) {
+    Result<std::string> decoded = HexDecode(line);
+    if (!decoded.ok()) {
       return Status::InvalidArgument(where + "'" + std::string(line) + "' is not hex");
     }
+    std::string key = std::move(decoded.value());
     if (key.empty()) return Status::InvalidArgument(where + "empty key");
     if (!points.empty() && key <= points.back()) {
       return Status::InvalidArgument(where + "not greater than the previous split point");

@@ -91,10 +91,6 @@ struct ClusterConfig {
   bool operator==(const ClusterConfig& o) const = default;
 };
 
-// Lower-case hex of any bytes, and back. HexDecode returns false on odd length or a
-// non-hex digit (either case accepted).
-std::string HexEncode(std::string_view bytes);
-bool HexDecode(std::string_view hex, std::string* bytes);
 
 // `n - 1` split points spreading n ranges evenly over the first key byte: point i is the
 // single byte floor(256 * i / n). Returns InvalidArgument unless 1 <= n <= 256.

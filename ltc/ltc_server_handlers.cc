@@ -5,6 +5,8 @@
 #include <leveldb/write_batch.h>
 
 #include "ltc/ltc_server.h"
+
+#include "common/hex.h"
 #include "ltc/ltc_server_conn.h"
 
 namespace nova::ltc {
@@ -45,8 +47,8 @@ Result<std::string> LtcServer::Handle(Conn* conn, const ClientRequest& r) {
       out << "ltc " << t->ltc_id << " epoch " << t->epoch << " ranges " << t->ranges.size()
           << "\n";
       for (const Hosted& h : t->ranges) {
-        out << "range " << h.info.id << " [" << ToHex(h.info.start) << ", "
-            << (h.info.end.empty() ? std::string("end") : ToHex(h.info.end)) << "): "
+        out << "range " << h.info.id << " [" << HexEncode(h.info.start) << ", "
+            << (h.info.end.empty() ? std::string("end") : HexEncode(h.info.end)) << "): "
             << h.backend->StatsText();
         if (out.str().back() != '\n') out << "\n";
       }

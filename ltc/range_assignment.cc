@@ -4,6 +4,8 @@
 #include <set>
 #include <sstream>
 
+#include "common/hex.h"
+
 namespace nova::ltc {
 namespace {
 
@@ -92,7 +94,7 @@ Result<std::vector<RangeInfo>> EqualRanges(int n) {
 Result<std::vector<RangeInfo>> RangesFromBounds(const std::string& hex_list) {
   std::vector<std::string> bounds;
   for (const std::string& h : Split(hex_list, ',')) {
-    auto b = FromHex(h);
+    auto b = HexDecode(h);
     if (!b.ok()) return b.status().Prepend("--range_bounds");
     if (b.value().empty()) return Status::InvalidArgument("--range_bounds: empty split point");
     if (!bounds.empty() && bounds.back() >= b.value()) {
@@ -142,37 +144,6 @@ Result<std::map<uint32_t, std::string>> ParseStocList(const std::string& list) {
     if (!out.emplace(id, item.substr(at + 1)).second) {
       return Status::InvalidArgument("--stoc: StoC id " + std::to_string(id) + " appears twice");
     }
-  }
-  return out;
-}
-
-std::string ToHex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 0xf]);
-  }
-  return out;
-}
-
-Result<std::string> FromHex(std::string_view hex) {
-  if (hex.size() % 2 != 0) return Status::InvalidArgument("hex string of odd length");
-  auto digit = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string out;
-  out.reserve(hex.size() / 2);
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    const int hi = digit(hex[i]), lo = digit(hex[i + 1]);
-    if (hi < 0 || lo < 0) {
-      return Status::InvalidArgument("not a hex digit in '" + std::string(hex) + "'");
-    }
-    out.push_back(static_cast<char>(hi * 16 + lo));
   }
   return out;
 }

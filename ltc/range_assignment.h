@@ -85,9 +85,5 @@ Result<std::vector<RangeInfo>> SelectRanges(const std::vector<RangeInfo>& all,
 // Parses "id@host:port,id@host:port".
 Result<std::map<uint32_t, std::string>> ParseStocList(const std::string& list);
 
-// Hex helpers shared with the client tools. FromHex: InvalidArgument on odd length or a
-// non-hex digit.
-std::string ToHex(std::string_view bytes);
-Result<std::string> FromHex(std::string_view hex);
 
 }  // namespace nova::ltc

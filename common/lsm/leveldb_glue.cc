@@ -1,5 +1,7 @@
 #include "common/lsm/leveldb_glue.h"
 
+#include "common/hex.h"
+
 namespace nova::lsm {
 
 namespace {
@@ -21,20 +23,7 @@ Status FromLevelDbStatus(const leveldb::Status& s) {
 }
 
 std::string EscapeKeyForMessage(const leveldb::Slice& k) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < k.size() && i < kMaxKeyBytesInMessage; ++i) {
-    const unsigned char c = static_cast<unsigned char>(k[i]);
-    if (c >= ' ' && c <= '~' && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += "\\x";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-    }
-  }
-  if (k.size() > kMaxKeyBytesInMessage) out += "...";
-  return out;
+  return EscapeBytes(std::string_view(k.data(), k.size()), kMaxKeyBytesInMessage);
 }
 
 }  // namespace nova::lsm

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/hex.h"
+
 namespace nova::test {
 
 namespace {
@@ -72,13 +74,8 @@ Result<std::string> WriteClusterSecret(const std::string& dir) {
     if (n < 0) return Status::FromErrno("getrandom", errno);
     got += static_cast<size_t>(n);
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string secret;
-  for (unsigned char b : raw) {
-    secret += kHex[b >> 4];
-    secret += kHex[b & 0xf];
-  }
-  secret += '\n';
+  std::string secret =
+      HexEncode(std::string_view(reinterpret_cast<const char*>(raw), sizeof(raw))) + "\n";
 
   const std::string path = dir + "/cluster_secret";
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
