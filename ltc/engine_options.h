@@ -9,6 +9,7 @@
 namespace nova::ltc {
 
 class CompactionOffloader;
+class MemtableLog;
 
 struct EngineOptions {
   uint32_t range_id = 0;
@@ -67,6 +68,12 @@ struct EngineOptions {
   // than this is merged into its Drange's active memtable instead of being flushed as a
   // table. 0 turns the rule off.
   uint64_t drange_merge_threshold_keys = 100;
+
+  // Where writes are logged before they are acknowledged (ltc/memtable_log.h); null: no
+  // log (log_mode=none: memtable contents die with the process). Must outlive the engine.
+  MemtableLog* log = nullptr;
+  // Threads that rebuild memtables from their logs at Open (--ltc_recovery_threads).
+  int recovery_threads = 2;
 };
 
 }  // namespace nova::ltc

@@ -27,6 +27,15 @@ void LookupIndex::Update(const leveldb::Slice& key, uint64_t memtable_id,
   }
 }
 
+void LookupIndex::InsertIfAbsent(const leveldb::Slice& key, uint64_t memtable_id,
+                                 lsm::SequenceNumber sequence) {
+  Stripe& s = StripeOf(key);
+  std::lock_guard lock(s.mu);
+  if (s.entries.find(View(key)) == s.entries.end()) {
+    s.entries.emplace(key.ToString(), Entry{memtable_id, sequence});
+  }
+}
+
 std::optional<LookupIndex::Entry> LookupIndex::Lookup(const leveldb::Slice& key) const {
   Stripe& s = StripeOf(key);
   std::lock_guard lock(s.mu);

@@ -35,6 +35,9 @@ class LookupIndex {
   // Records that `key` got a version with `sequence` in memtable `memtable_id`, unless a
   // newer version is already recorded (concurrent writers may finish out of order).
   void Update(const leveldb::Slice& key, uint64_t memtable_id, lsm::SequenceNumber sequence);
+  // Records the entry only if `key` has none (a Get that missed fills the index in).
+  void InsertIfAbsent(const leveldb::Slice& key, uint64_t memtable_id,
+                      lsm::SequenceNumber sequence);
   std::optional<Entry> Lookup(const leveldb::Slice& key) const;
   // Makes the entry of `key` point at memtable `to` if it points at memtable `from` (its
   // versions moved there with their sequence numbers).

@@ -1,5 +1,7 @@
 #include "ltc/manifest.h"
 
+#include <algorithm>
+
 #include "common/coding.h"
 #include "common/crc32c.h"
 
@@ -77,6 +79,15 @@ Status ManifestState::Apply(const VersionEdit& edit) {
     if (table.number >= next.next_file_number_) next.next_file_number_ = table.number + 1;
   }
   if (edit.dranges) next.dranges_ = edit.dranges;
+  // Memtable ids and the log floor only grow: an edit can never bring an obsolete log back.
+  if (edit.next_memtable_id) {
+    next.next_memtable_id_ = std::max(next.next_memtable_id_, *edit.next_memtable_id);
+  }
+  if (edit.log_floor) next.log_floor_ = std::max(next.log_floor_, *edit.log_floor);
+  for (uint64_t m : edit.obsolete_logs) next.obsolete_logs_.insert(m);
+  next.obsolete_logs_.erase(next.obsolete_logs_.begin(),
+                            next.obsolete_logs_.lower_bound(next.log_floor_));
+  if (next.next_memtable_id_ <= next.log_floor_) next.next_memtable_id_ = next.log_floor_;
   *this = std::move(next);
   return Status::OK();
 }
@@ -90,6 +101,9 @@ VersionEdit ManifestState::Snapshot() const {
     for (const auto& [number, table] : levels_[l]) e.new_tables.emplace_back(l, table);
   }
   e.dranges = dranges_;
+  e.next_memtable_id = next_memtable_id_;
+  e.log_floor = log_floor_;
+  e.obsolete_logs.assign(obsolete_logs_.begin(), obsolete_logs_.end());
   return e;
 }
 

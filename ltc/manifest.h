@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +58,12 @@ class ManifestState {
   uint64_t next_file_number() const { return next_file_number_; }
   uint64_t last_sequence() const { return last_sequence_; }
   const std::optional<PersistedDrangeLayout>& dranges() const { return dranges_; }
+  uint64_t next_memtable_id() const { return next_memtable_id_; }
+  uint64_t log_floor() const { return log_floor_; }
+  // True if memtable `id`'s log must not be replayed: its contents are in tables.
+  bool LogIsObsolete(uint64_t id) const {
+    return id < log_floor_ || obsolete_logs_.count(id) != 0;
+  }
   bool operator==(const ManifestState&) const = default;
 
  private:
@@ -64,6 +71,9 @@ class ManifestState {
   uint64_t next_file_number_ = 1;
   uint64_t last_sequence_ = 0;
   std::optional<PersistedDrangeLayout> dranges_;
+  uint64_t next_memtable_id_ = 1;
+  uint64_t log_floor_ = 0;
+  std::set<uint64_t> obsolete_logs_;  // ids >= log_floor_ only
 };
 
 }  // namespace nova::ltc

@@ -73,6 +73,11 @@ std::pair<std::string, ManifestState> RandomManifest(uint64_t seed, int edits) {
     }
     e.last_sequence = 100 * (i + 1);
     if (rng() % 5 == 0) e.dranges = SomeDranges();
+    if (rng() % 2 == 0) {  // log bookkeeping (docs/durability.md)
+      e.next_memtable_id = 10 * (i + 1);
+      e.log_floor = 10 * i - rng() % 10;
+      for (int n = 0; n < static_cast<int>(rng() % 3); ++n) e.obsolete_logs.push_back(10 * i + rng() % 10);
+    }
     EXPECT_TRUE(state.Apply(e).ok());
     log += EncodeManifestRecord(e);
   }
@@ -98,6 +103,36 @@ TEST(ManifestTest, EditsRoundTripAndReplayToTheSameState) {
   EXPECT_TRUE(again == state);
   ASSERT_TRUE(state.dranges().has_value());
   EXPECT_EQ(*state.dranges(), SomeDranges());
+}
+
+TEST(ManifestTest, ObsoleteLogsOnlyGrow) {
+  ManifestState s;
+  VersionEdit e;
+  e.log_floor = 10;
+  e.obsolete_logs = {12, 15};
+  e.next_memtable_id = 20;
+  ASSERT_TRUE(s.Apply(e).ok());
+  EXPECT_TRUE(s.LogIsObsolete(9));
+  EXPECT_FALSE(s.LogIsObsolete(10));
+  EXPECT_TRUE(s.LogIsObsolete(12));
+  EXPECT_FALSE(s.LogIsObsolete(13));
+  VersionEdit older;  // a lower floor or next id never takes anything back
+  older.log_floor = 5;
+  older.next_memtable_id = 3;
+  older.obsolete_logs = {17};
+  ASSERT_TRUE(s.Apply(older).ok());
+  EXPECT_TRUE(s.LogIsObsolete(9));
+  EXPECT_TRUE(s.LogIsObsolete(15));
+  EXPECT_TRUE(s.LogIsObsolete(17));
+  EXPECT_EQ(s.next_memtable_id(), 20u);
+  VersionEdit up;
+  up.log_floor = 16;
+  ASSERT_TRUE(s.Apply(up).ok());
+  EXPECT_TRUE(s.LogIsObsolete(12));
+  EXPECT_TRUE(s.LogIsObsolete(17));
+  ManifestState again;  // the snapshot carries it all
+  ASSERT_TRUE(again.Apply(s.Snapshot()).ok());
+  EXPECT_TRUE(again == s);
 }
 
 TEST(ManifestTest, TornTailIsIgnoredAtEveryCut) {

@@ -13,6 +13,8 @@
 #include "common/lsm/compaction_merge.h"
 #include "common/lsm/merging_iterator.h"
 #include "common/lsm/user_iterator.h"
+#include "logc/log_record.h"
+#include "ltc/memtable_log.h"
 #include "ltc/table_sink.h"
 
 namespace nova::ltc {
@@ -114,7 +116,15 @@ Status RangeEngine::Open() {
   // The version from the MANIFEST's tables.
   VersionEdit all = manifest_.Snapshot();
   current_ = BuildVersion(std::make_shared<Version>(), all);
-  seq_.Reset(manifest_.last_sequence());
+  next_memtable_id_ = std::max(next_memtable_id_, manifest_.next_memtable_id());
+  // The memtables of the logs (range_engine_recovery.cc). Their ids are older than any new
+  // memtable's: RebuildFromLogsLocked moves next_memtable_id_ past them.
+  std::vector<std::shared_ptr<MemTable>> rebuilt;
+  lsm::SequenceNumber replayed = 0;
+  if (options_.log != nullptr) {
+    NOVA_RETURN_NOT_OK(RebuildFromLogsLocked(&rebuilt, &absorbed_logs_, &replayed));
+  }
+  seq_.Reset(std::max<lsm::SequenceNumber>(manifest_.last_sequence(), replayed));
   layout_ = manifest_.dranges() ? RestoreLayout(*manifest_.dranges())
                                 : std::make_unique<DrangeLayout>(options_.comparator, 0);
   for (int d = 0; d < layout_->size(); ++d) {
@@ -122,15 +132,33 @@ Status RangeEngine::Open() {
     ds->active = NewMemTableLocked();
     dranges_.push_back(std::move(ds));
   }
+  for (auto& mem : rebuilt) {
+    // The oldest memtables of the Drange of their smallest key: they flush before anything
+    // newer of it, and are never merged (nor merged into).
+    uint32_t d = 0;
+    std::unique_ptr<leveldb::Iterator> it(mem->NewIterator());
+    it->SeekToFirst();
+    if (it->Valid()) {
+      const leveldb::Slice smallest = lsm::ExtractUserKey(it->key());
+      d = static_cast<uint32_t>(layout_->Find(smallest).first);
+      it->SeekToLast();
+      memtable_intervals_[mem->id()] =
+          KeyInterval::Closed(smallest, lsm::ExtractUserKey(it->key()));
+    }
+    live_.push_back(mem);
+    mid_to_table_[mem->id()] = MidLocation{mem, 0};
+    immutables_.push_back(Immutable{mem, d, mem->largest_sequence(), dranges_[d], /*no_merge=*/true});
+  }
   CollectOrphansLocked();
   PublishRoutingLocked();
   RebuildRangeIndexLocked();
   l0_bytes_ = current_->LevelBytes(0);
   opened_ = true;
   writes_blocked_ = false;
+  if (!immutables_.empty()) ScheduleWork();
   LOG(INFO) << "range " << options_.range_id << " opened: " << current_->levels[0].size()
-            << " L0 tables, last sequence " << seq_.last_assigned() << ", " << layout_->size()
-            << " Dranges";
+            << " L0 tables, " << rebuilt.size() << " memtables rebuilt from logs, last sequence "
+            << seq_.last_assigned() << ", " << layout_->size() << " Dranges";
   return Status::OK();
 }
 
@@ -208,6 +236,17 @@ Status RangeEngine::WriteOps(const std::vector<Op>& ops) {
   NOVA_RETURN_NOT_OK(PrepareWrite(keys, &mems, &first));
   // (Tests delay a write here: it holds its sequence but is not in its memtable yet.)
   MAYBE_FAULT_VOID("ltc.write.before_add");
+  if (options_.log != nullptr) {
+    Status logged = LogWrite(ops, mems, first);
+    if (!logged.ok()) {
+      // Not acknowledged, so not applied: its sequence numbers become a gap readers skip.
+      // (The record may have reached some log replica; recovery may then bring it back,
+      // as for any write whose outcome the client did not learn.)
+      FinishWrite(first, ops.size());
+      log_failures_.fetch_add(1, std::memory_order_relaxed);
+      return logged.Prepend("logging the write");
+    }
+  }
   for (size_t i = 0; i < ops.size(); ++i) {
     mems[i]->Add(first + i, ops[i].type, ops[i].key, ops[i].value);
     if (options_.lookup_index) index_.Update(ops[i].key, mems[i]->id(), first + i);
@@ -215,6 +254,29 @@ Status RangeEngine::WriteOps(const std::vector<Op>& ops) {
   FinishWrite(first, ops.size());
   if (writes_since_reorg_.fetch_add(ops.size()) + ops.size() >= options_.reorganize_every_writes) {
     MaybeReorganize();
+  }
+  return Status::OK();
+}
+
+Status RangeEngine::LogWrite(const std::vector<Op>& ops,
+                             const std::vector<std::shared_ptr<MemTable>>& mems,
+                             lsm::SequenceNumber first) {
+  std::vector<logc::LogEntry> entries;
+  entries.reserve(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    entries.push_back(logc::LogEntry{mems[i]->id(), first + i, static_cast<uint8_t>(ops[i].type),
+                                     std::string_view(ops[i].key.data(), ops[i].key.size()),
+                                     std::string_view(ops[i].value.data(), ops[i].value.size())});
+  }
+  std::string record;
+  logc::AppendLogRecord(&record, entries);
+  // The whole record goes to the log of each memtable the write touches (a batch may span
+  // Dranges): recovery then finds all of an acknowledged batch in any of them.
+  std::vector<uint64_t> logged;
+  for (const auto& m : mems) {
+    if (std::find(logged.begin(), logged.end(), m->id()) != logged.end()) continue;
+    NOVA_RETURN_NOT_OK(options_.log->Append(m->id(), record));
+    logged.push_back(m->id());
   }
   return Status::OK();
 }
@@ -418,16 +480,23 @@ Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
   }
   // Memtables and Level 0 may overlap: the newest version by sequence wins. With the range
   // index, only the memtables and tables of the partition holding the key can hold it.
+  std::shared_ptr<MemTable> best_mem;  // the memtable `best` came from, if any
   auto search_mem = [&](const std::shared_ptr<MemTable>& m) -> Status {
     std::unique_ptr<leveldb::Iterator> it(m->NewIterator());
     NOVA_RETURN_NOT_OK(SeekNewest(it.get(), &icmp_, key, seq, &hit));
-    if (hit.found && (!best.found || hit.sequence > best.sequence)) best = std::move(hit);
+    if (hit.found && (!best.found || hit.sequence > best.sequence)) {
+      best = std::move(hit);
+      best_mem = m;
+    }
     return Status::OK();
   };
   auto search_table = [&](const TableRef& t) -> Status {
     if (!t->Overlaps(key, key)) return Status::OK();
     NOVA_RETURN_NOT_OK(t->Get(key, seq, &hit));
-    if (hit.found && (!best.found || hit.sequence > best.sequence)) best = std::move(hit);
+    if (hit.found && (!best.found || hit.sequence > best.sequence)) {
+      best = std::move(hit);
+      best_mem = nullptr;
+    }
     return Status::OK();
   };
   if (rindex != nullptr) {
@@ -437,6 +506,17 @@ Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
   } else {
     for (const auto& m : mems) NOVA_RETURN_NOT_OK(search_mem(m));
     for (const TableRef& t : version->levels[0]) NOVA_RETURN_NOT_OK(search_table(t));
+  }
+  if (best_mem != nullptr && !indexed && options_.lookup_index && snapshot == nullptr) {
+    // A miss in the lookup index (it starts empty after recovery, paper 4.4.5): record
+    // where the newest version is. Safe while that memtable is live: a newer version of the
+    // key would have its own entry, which only a compaction of its flushed table erases,
+    // and that waits for every memtable holding older versions of its keys (this one).
+    std::lock_guard lock(mu_);
+    if (mid_to_table_.count(best_mem->id()) != 0 &&
+        std::find(live_.begin(), live_.end(), best_mem) != live_.end()) {
+      index_.InsertIfAbsent(key, best_mem->id(), best.sequence);
+    }
   }
   if (!best.found) {
     // Levels 1..6 hold older data, non-overlapping per level: the first hit is the newest.
@@ -658,6 +738,11 @@ Status RangeEngine::FlushOne(const Immutable& imm) {
     live_.erase(std::remove(live_.begin(), live_.end(), imm.mem), live_.end());
     mid_to_table_.erase(imm.mem->id());
     RebuildRangeIndexLocked();
+    if (options_.log != nullptr) {
+      // Its log can hold only records of writes that failed: never replay them.
+      unrecorded_obsolete_logs_.push_back(imm.mem->id());
+      options_.log->Drop({imm.mem->id()});
+    }
     return Status::OK();
   }
   if (MaybeMergeIntoActive(imm)) return Status::OK();
@@ -691,8 +776,18 @@ Status RangeEngine::FlushOne(const Immutable& imm) {
   }
   edit.last_sequence = last;
   edit.next_file_number = manifest_.next_file_number();
+  if (options_.log != nullptr) {
+    // The memtable's log (and those of memtables merged into it) become obsolete with it.
+    edit.obsolete_logs.push_back(imm.mem->id());
+    auto absorbed = absorbed_logs_.find(imm.mem->id());
+    if (absorbed != absorbed_logs_.end()) {
+      edit.obsolete_logs.insert(edit.obsolete_logs.end(), absorbed->second.begin(),
+                                absorbed->second.end());
+    }
+  }
   s = LogAndApplyLocked(&edit, &lock);
   if (!s.ok()) return s;
+  absorbed_logs_.erase(imm.mem->id());
   // The memtable is now in a table: readers stop seeing it in the same step.
   EraseImmutableLocked(imm.mem);
   live_.erase(std::remove(live_.begin(), live_.end(), imm.mem), live_.end());
@@ -708,6 +803,7 @@ Status RangeEngine::FlushOne(const Immutable& imm) {
 
 Status RangeEngine::LogAndApplyLocked(VersionEdit* edit, std::unique_lock<std::mutex>* lock) {
   (void)lock;
+  if (options_.log != nullptr) AddLogBookkeepingLocked(edit);
   std::string record = EncodeManifestRecord(*edit);
   Status appended;
   for (int attempt = 0; attempt < kManifestAppendAttempts; ++attempt) {
@@ -720,6 +816,7 @@ Status RangeEngine::LogAndApplyLocked(VersionEdit* edit, std::unique_lock<std::m
   }
   if (!appended.ok()) return RecoverFromFailedAppendLocked(*edit, appended);
   NOVA_RETURN_NOT_OK(manifest_.Apply(*edit));
+  if (options_.log != nullptr) DropLogsLocked(*edit);
   current_ = BuildVersion(current_, *edit);
   RebuildRangeIndexLocked();  // Level 0 may have changed
   l0_bytes_.store(current_->LevelBytes(0), std::memory_order_relaxed);

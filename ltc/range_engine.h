@@ -16,8 +16,11 @@
 // narrows the memtables and Level-0 tables a scan merges, or a Get that misses the lookup
 // index searches, to those of the partition holding the position or key.
 //
-// Not yet: logs (memtable contents are lost on a crash until LogC exists), the small-memtable
-// merge rule. Compactions may be offloaded to StoCs
+// Logs (EngineOptions::log, docs/durability.md): each write's record is appended to the log
+// of every memtable it goes to before it is added there and acknowledged; a memtable's log
+// is dropped once its table is in the MANIFEST (whose edits also mark such logs obsolete,
+// so a log that outlives its memtable is never replayed); Open rebuilds the memtables of
+// the live logs (range_engine_recovery.cc). Compactions may be offloaded to StoCs
 // (EngineOptions::compaction_offloader, range_engine_offload.cc).
 //
 // Thread safety: all public methods are thread-safe. Lock order: a Drange's mu, then mu_;
@@ -89,6 +92,12 @@ struct EngineStats {
   // time they were delayed.
   uint64_t slowdowns = 0, slowdown_micros = 0;
   uint64_t major_reorganizations = 0, minor_reorganizations = 0;
+  // Writes refused because their log append failed.
+  uint64_t log_failures = 0;
+  // The last Open's recovery: logs replayed, entries rebuilt into memtables, bytes of log
+  // read, bytes ignored past torn or damaged tails, obsolete logs dropped, and its duration.
+  uint64_t recovered_logs = 0, recovered_entries = 0, recovered_log_bytes = 0;
+  uint64_t recovery_ignored_bytes = 0, recovery_obsolete_logs = 0, recovery_micros = 0;
   double drange_imbalance = 0;   // of the last measured window
   uint64_t lookup_index_hits = 0;   // Gets answered from the one indexed memtable or table
   uint64_t lookup_index_entries = 0;
@@ -162,6 +171,22 @@ class RangeEngine {
     leveldb::Slice key, value;
   };
   Status WriteOps(const std::vector<Op>& ops);
+  // Appends the write's log record to the log of each memtable in `mems` (one per op).
+  Status LogWrite(const std::vector<Op>& ops, const std::vector<std::shared_ptr<MemTable>>& mems,
+                  lsm::SequenceNumber first);
+  // Recovery (range_engine_recovery.cc): reads the range's logs, drops the obsolete ones and
+  // rebuilds a memtable per live log (same id) with --ltc_recovery_threads threads. Fills
+  // *rebuilt (ascending id), *absorbed (rebuilt id -> ids of logless memtables whose
+  // entries it took) and *max_sequence. REQUIRES: mu_ held, during Open.
+  Status RebuildFromLogsLocked(std::vector<std::shared_ptr<MemTable>>* rebuilt,
+                               std::unordered_map<uint64_t, std::vector<uint64_t>>* absorbed,
+                               lsm::SequenceNumber* max_sequence);
+  // Adds the log bookkeeping to an edit: logs dropped since the last edit (merged or empty
+  // memtables) join its obsolete_logs, and it records the log floor (every memtable below
+  // the oldest live one) and the next memtable id. REQUIRES: mu_ held.
+  void AddLogBookkeepingLocked(VersionEdit* edit);
+  // After the edit is in the MANIFEST: drops the logs it made obsolete. REQUIRES: mu_ held.
+  void DropLogsLocked(const VersionEdit& edit);
   // Returns the active memtable of `d` with room, rotating (and stalling) as needed;
   // *seq gets `count` fresh sequence numbers (the first). REQUIRES: not holding mu_.
   // Locks the Dranges of `keys` (routing them), makes sure each has an active memtable with
@@ -279,6 +304,11 @@ class RangeEngine {
   std::shared_ptr<Version> current_;
   ManifestState manifest_;
   uint64_t next_memtable_id_ = 1;
+  // Memtable id -> ids of memtables merged into it (their entries were re-logged into its
+  // log): its flush makes their logs obsolete too.
+  std::unordered_map<uint64_t, std::vector<uint64_t>> absorbed_logs_;
+  // Logs dropped without an edit (memtables merged or empty): the next edit marks them.
+  std::vector<uint64_t> unrecorded_obsolete_logs_;
   // MIDToTable (paper 4.4.1.1): memtable id -> the memtable, or the Level-0 table it became.
   struct MidLocation {
     std::shared_ptr<MemTable> mem;
@@ -309,6 +339,7 @@ class RangeEngine {
   std::atomic<bool> reorganizing_{false};
   std::atomic<uint64_t> puts_{0}, deletes_{0}, gets_{0}, index_hits_{0};
   std::atomic<uint64_t> slowdowns_{0}, slowdown_micros_{0};
+  std::atomic<uint64_t> log_failures_{0};
   // FlushAll calls in progress: while any runs, immutables are flushed, never merged.
   std::atomic<int> forcing_flush_{0};
   LookupIndex index_;

@@ -432,6 +432,7 @@ EngineStats RangeEngine::GetStats() const {
   s.gets = gets_.load();
   s.slowdowns = slowdowns_.load();
   s.slowdown_micros = slowdown_micros_.load();
+  s.log_failures = log_failures_.load();
   s.lookup_index_hits = index_hits_.load();
   s.lookup_index_entries = index_.size();
   s.dranges = layout_->size();

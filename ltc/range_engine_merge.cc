@@ -17,6 +17,8 @@
 #include <glog/logging.h>
 
 #include "common/lsm/compaction_merge.h"
+#include "logc/log_record.h"
+#include "ltc/memtable_log.h"
 #include "ltc/range_engine.h"
 
 namespace nova::ltc {
@@ -97,6 +99,27 @@ bool RangeEngine::MaybeMergeIntoActive(const Immutable& imm) {
     } else {
       dl.unlock();
     }
+    if (options_.log != nullptr) {
+      // The versions get a log in their new memtable first (paper 4.4.2: the merged
+      // memtable gets a fresh log): only then may this memtable's log go.
+      std::vector<logc::LogEntry> entries;
+      for (const auto& [ikey, value] : kept.entries()) {
+        lsm::ParsedInternalKey p;
+        if (!lsm::ParseInternalKey(ikey, &p)) continue;
+        entries.push_back(logc::LogEntry{target->id(), p.sequence, static_cast<uint8_t>(p.type),
+                                         std::string_view(p.user_key.data(), p.user_key.size()),
+                                         value});
+      }
+      std::string record;
+      logc::AppendLogRecord(&record, entries);
+      Status logged = options_.log->Append(target->id(), record);
+      if (!logged.ok()) {
+        LOG(WARNING) << "range " << options_.range_id << ": re-logging memtable "
+                     << imm.mem->id() << " into " << target->id()
+                     << " failed, flushing it instead: " << logged.ToString();
+        return false;
+      }
+    }
     for (const auto& [ikey, value] : kept.entries()) {
       lsm::ParsedInternalKey p;
       if (!lsm::ParseInternalKey(ikey, &p)) {
@@ -115,6 +138,18 @@ bool RangeEngine::MaybeMergeIntoActive(const Immutable& imm) {
   live_.erase(std::remove(live_.begin(), live_.end(), imm.mem), live_.end());
   RebuildRangeIndexLocked();  // the range index lets go of it too
   mid_to_table_.erase(imm.mem->id());
+  if (options_.log != nullptr) {
+    // Its versions are logged in the target's log now.
+    std::vector<uint64_t>& into = absorbed_logs_[target->id()];
+    into.push_back(imm.mem->id());
+    auto own = absorbed_logs_.find(imm.mem->id());
+    if (own != absorbed_logs_.end()) {
+      into.insert(into.end(), own->second.begin(), own->second.end());
+      absorbed_logs_.erase(own);
+    }
+    unrecorded_obsolete_logs_.push_back(imm.mem->id());
+    options_.log->Drop({imm.mem->id()});
+  }
   ++stats_.memtable_merges;
   stats_.merged_entries += kept.entries().size();
   return true;

@@ -14,6 +14,9 @@ enum Tag : uint32_t {
   kDeletedTable = 4,
   kNewTable = 5,
   kDranges = 6,
+  kNextMemtableId = 7,
+  kLogFloor = 8,
+  kObsoleteLog = 9,
 };
 
 // Bounds on counts read from disk, so a damaged record cannot make us allocate much.
@@ -168,6 +171,18 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutVarint32(dst, kDranges);
     PutDranges(dst, *dranges);
   }
+  if (next_memtable_id) {
+    PutVarint32(dst, kNextMemtableId);
+    PutVarint64(dst, *next_memtable_id);
+  }
+  if (log_floor) {
+    PutVarint32(dst, kLogFloor);
+    PutVarint64(dst, *log_floor);
+  }
+  for (uint64_t m : obsolete_logs) {
+    PutVarint32(dst, kObsoleteLog);
+    PutVarint64(dst, m);
+  }
 }
 
 Status VersionEdit::DecodeFrom(std::string_view in) {
@@ -219,6 +234,27 @@ Status VersionEdit::DecodeFrom(std::string_view in) {
           field = "dranges";
         } else {
           e.dranges = std::move(l);
+        }
+        break;
+      }
+      case kNextMemtableId: {
+        uint64_t v;
+        if (!GetVarint64(&in, &v)) field = "next memtable id";
+        e.next_memtable_id = v;
+        break;
+      }
+      case kLogFloor: {
+        uint64_t v;
+        if (!GetVarint64(&in, &v)) field = "log floor";
+        e.log_floor = v;
+        break;
+      }
+      case kObsoleteLog: {
+        uint64_t v;
+        if (!GetVarint64(&in, &v)) {
+          field = "obsolete log";
+        } else {
+          e.obsolete_logs.push_back(v);
         }
         break;
       }

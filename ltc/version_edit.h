@@ -85,6 +85,12 @@ struct VersionEdit {
   std::vector<std::pair<int, uint64_t>> deleted_tables;  // (level, table number)
   std::vector<std::pair<int, TableMeta>> new_tables;     // (level, table)
   std::optional<PersistedDrangeLayout> dranges;
+  // Memtable logs (docs/durability.md): memtable ids are never reused, so the next one is
+  // persisted; every log of a memtable id below log_floor, and of those listed in
+  // obsolete_logs, is obsolete (its contents are in tables): recovery must not replay it.
+  std::optional<uint64_t> next_memtable_id;
+  std::optional<uint64_t> log_floor;
+  std::vector<uint64_t> obsolete_logs;
 
   void EncodeTo(std::string* dst) const;
   // Corruption (naming the field) on malformed input; never reads past `in`.
