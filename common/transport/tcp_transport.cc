@@ -358,6 +358,14 @@ void TcpTransport::InstallLanes(PeerId peer, LaneSet set) {
 
 Result<PeerId> TcpTransport::Connect(const std::string& address) {
   if (!started_ || shutting_down_) return Status::IllegalState("transport is not running");
+  std::shared_ptr<std::mutex> dialing;
+  {
+    std::lock_guard lock(connect_mu_);
+    auto& m = connecting_[address];
+    if (m == nullptr) m = std::make_shared<std::mutex>();
+    dialing = m;
+  }
+  std::lock_guard dial_lock(*dialing);  // a racing Connect finds the peer up below
   {
     std::lock_guard lock(peers_mu_);
     for (auto& [id, p] : peers_) {

@@ -156,6 +156,10 @@ class TcpTransport final : public Transport {
   std::atomic<bool> started_{false};
   std::atomic<bool> shutting_down_{false};
   std::mutex lifecycle_mu_;  // serializes Start/Shutdown
+  // One Connect per address at a time: two racing dials to one peer would each install a
+  // lane set, closing the other's, and both ends' reconnects would then fight forever.
+  std::mutex connect_mu_;
+  std::map<std::string, std::shared_ptr<std::mutex>> connecting_;  // protected by connect_mu_
 
   mutable std::mutex peers_mu_;
   std::condition_variable peers_cv_;  // lanes closed / reconnect due / shutdown

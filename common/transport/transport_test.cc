@@ -227,6 +227,32 @@ TEST_P(TransportTest, PeersSeeEachOtherUpWithNames) {
   EXPECT_EQ(again.value(), peer_b_);
 }
 
+// Several threads connecting to one new peer at once get one connection: racing dials
+// used to install two lane sets that closed each other forever.
+TEST_P(TransportTest, ConcurrentConnectsMakeOneStableConnection) {
+  RecordingHandler hc;
+  auto c = Make(Options("node-c"), &hc);
+  ASSERT_NE(c, nullptr);
+  std::vector<std::thread> threads;
+  std::vector<Result<PeerId>> got(6, Status::Aborted("not run"));
+  for (size_t i = 0; i < got.size(); ++i) {
+    threads.emplace_back([&, i] { got[i] = a_->Connect(c->listen_address()); });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& g : got) {
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_EQ(g.value(), got[0].value());
+  }
+  // Stable: messages keep flowing and the peer saw one connection, not a flapping series.
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(a_->Send(got[0].value(), "ping", [](const Status&) {}).ok());
+  }
+  ASSERT_TRUE(WaitFor([&] { return hc.NumMessages() >= 20; }));
+  EXPECT_EQ(hc.NumUps(), 1u);
+  EXPECT_EQ(hc.NumDowns(), 0u);
+  c->Shutdown();
+}
+
 TEST_P(TransportTest, SendAndReceiveBothWays) {
   ASSERT_TRUE(Sync([&](Completion d) { return a_->Send(peer_b_, "hello b", d); }).ok());
   ASSERT_TRUE(WaitFor([&] { return hb_.NumMessages() == 1; }));
