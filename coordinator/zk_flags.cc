@@ -1,6 +1,7 @@
 #include "coordinator/zk_flags.h"
 
 #include <gflags/gflags.h>
+#include <glog/logging.h>
 
 DEFINE_string(zk, "",
               "ZooKeeper servers, host:port[,host:port...]. Required by nova_coordinator and "
@@ -33,6 +34,23 @@ Result<ConfigStoreOptions> ConfigStoreOptionsFromFlags() {
   o.session_timeout = std::chrono::milliseconds(FLAGS_zk_session_timeout_ms);
   o.op_timeout = std::chrono::milliseconds(FLAGS_zk_op_timeout_ms);
   return o;
+}
+
+Result<std::unique_ptr<ConfigStore>> RegisterDaemonFromFlags(MemberKind kind, const std::string& id,
+                                                             const std::string& address,
+                                                             const std::string& metrics_address) {
+  if (FLAGS_zk.empty()) return std::unique_ptr<ConfigStore>();
+  auto zo = ConfigStoreOptionsFromFlags();
+  if (!zo.ok()) return zo.status();
+  auto store = std::make_unique<ConfigStore>(zo.value());
+  Status s = store->Init();
+  MemberInfo info;
+  info.addresses["client"] = address;
+  if (!metrics_address.empty()) info.addresses["metrics"] = metrics_address;
+  if (s.ok()) s = store->Register(kind, id, info);
+  LOG_IF(WARNING, !s.ok()) << "registering in ZooKeeper (retried in the background): "
+                           << s.ToString();
+  return store;
 }
 
 }  // namespace nova::coordinator

@@ -6,6 +6,9 @@
 // Only daemons link this (nova_zk_flags); libraries take ConfigStoreOptions (STYLE.md).
 #pragma once
 
+#include <memory>
+#include <string>
+
 #include "common/status.h"
 #include "coordinator/config_store.h"
 
@@ -15,5 +18,13 @@ namespace nova::coordinator {
 // --zk or --cluster is empty or malformed, or a timeout is not positive.
 // REQUIRES: gflags were parsed (InitDaemon()).
 Result<ConfigStoreOptions> ConfigStoreOptionsFromFlags();
+
+// For a component daemon once it serves: with --zk, connects to ZooKeeper and registers it
+// as member `id` of `kind`, reachable at `address` (its "client" address) and, if not
+// empty, `metrics_address`. A failed registration is logged and retried in the background
+// (the store keeps trying). Returns null without --zk, InvalidArgument for bad flags.
+Result<std::unique_ptr<ConfigStore>> RegisterDaemonFromFlags(MemberKind kind, const std::string& id,
+                                                             const std::string& address,
+                                                             const std::string& metrics_address);
 
 }  // namespace nova::coordinator

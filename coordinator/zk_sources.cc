@@ -44,6 +44,8 @@ ltc::RangeAssignment ToAssignment(const ClusterConfig& config, uint32_t ltc_id) 
     }
     a.stocs[*n] = address;
   }
+  a.logcs = config.logcs;
+  a.settings = config.settings;
   return a;
 }
 

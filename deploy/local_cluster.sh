@@ -3,10 +3,11 @@
 # coordinator, StoCs and LTCs, with their data, logs and pid files under one directory.
 #
 #   deploy/local_cluster.sh start   --dir DIR [--ltcs N] [--stocs N] [--logcs N] [--ranges N]
+#                                   [--log-mode MODE] [--log-replicas N]
 #                                   [--cluster NAME] [--flag=value ...]
 #   deploy/local_cluster.sh stop    --dir DIR
 #   deploy/local_cluster.sh status  --dir DIR
-#   deploy/local_cluster.sh kill    --dir DIR ID      # kill -9 one component: ltc-0, stoc-2, ...
+#   deploy/local_cluster.sh kill    --dir DIR ID      # kill -9 one component: ltc-0, logc-1, ...
 #   deploy/local_cluster.sh restart --dir DIR ID      # start it again: same id, data and port
 #
 # start prints one line `NOVA_ZK=host:port NOVA_CLUSTER=name` once every range is served,
@@ -15,7 +16,9 @@
 # Binaries come from $NOVA_BUILD_DIR if set, else build/. Logs: DIR/logs/<id>.log; pids:
 # DIR/pids/<id>.pid; how each component was started: DIR/cmd/<id>.
 #
-# LogC is not built yet (docs/architecture.md): --logcs other than 0 is refused.
+# --log-mode (none, memory, disk, memory+disk; default none, or memory when --logcs > 0)
+# becomes the cluster's log_mode setting, and --log-replicas (default: min(2, LogCs)) its
+# log_replicas (docs/durability.md). LogCs persist to DIR/data/logc-N in the disk modes.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,12 +35,12 @@ die() {
   fi
   exit 1
 }
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 cmd=${1:-}
 [[ -n "$cmd" ]] || usage
 shift
-dir="" ltcs=1 stocs=3 logcs=0 ranges=4 cluster=local id=""
+dir="" ltcs=1 stocs=3 logcs=0 ranges=4 cluster=local id="" log_mode="" log_replicas=""
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -49,6 +52,10 @@ while [[ $# -gt 0 ]]; do
     --stocs=*) stocs=${1#--stocs=}; shift ;;
     --logcs) logcs=$2; shift 2 ;;
     --logcs=*) logcs=${1#--logcs=}; shift ;;
+    --log-mode) log_mode=$2; shift 2 ;;
+    --log-mode=*) log_mode=${1#--log-mode=}; shift ;;
+    --log-replicas) log_replicas=$2; shift 2 ;;
+    --log-replicas=*) log_replicas=${1#--log-replicas=}; shift ;;
     --ranges) ranges=$2; shift 2 ;;
     --ranges=*) ranges=${1#--ranges=}; shift ;;
     --cluster) cluster=$2; shift 2 ;;
@@ -166,6 +173,16 @@ start_stoc() {
   launch "$id"
 }
 
+start_logc() {
+  local i=$1 id="logc-$1" args persist=()
+  mkdir -p "$dir/data/$id"
+  [[ "$log_mode" != disk && "$log_mode" != memory+disk ]] || persist=(--logc_persist)
+  mapfile -t args < <(common_flags transport)
+  save_cmd "$id" "$bin/nova_logc" "--logc_id=$i" "--logc_dir=$dir/data/$id" \
+    "${persist[@]+"${persist[@]}"}" --listen_port=0 "${args[@]}"
+  launch "$id"
+}
+
 start_ltc() {
   local i=$1 id="ltc-$1" args
   mkdir -p "$dir/data/$id"
@@ -208,9 +225,17 @@ stop_all() {
 
 case "$cmd" in
   start)
-    ((logcs == 0)) || die "--logcs=$logcs: LogC is not built yet (crash recovery arrives with it)"
     ((ltcs >= 1 && stocs >= 1 && ranges >= 1)) || die "need at least 1 LTC, 1 StoC and 1 range"
-    for b in nova_stoc nova_ltc nova_coordinator nova_admin nova_cli; do
+    [[ -n "$log_mode" ]] || { if ((logcs > 0)); then log_mode=memory; else log_mode=none; fi; }
+    case "$log_mode" in
+      none) ;;
+      memory|disk|memory+disk) ((logcs > 0)) || die "--log-mode=$log_mode needs --logcs >= 1" ;;
+      *) die "--log-mode must be none, memory, disk or memory+disk, got '$log_mode'" ;;
+    esac
+    [[ -n "$log_replicas" ]] || log_replicas=$((logcs < 2 ? (logcs < 1 ? 1 : logcs) : 2))
+    [[ "$log_replicas" =~ ^[0-9]+$ ]] && ((log_replicas >= 1)) ||
+      die "--log-replicas wants a positive number, got '$log_replicas'"
+    for b in nova_stoc nova_logc nova_ltc nova_coordinator nova_admin nova_cli; do
       [[ -x "$bin/$b" ]] || die "$bin/$b not found: build first (or set NOVA_BUILD_DIR)"
     done
     if [[ -n "$(ls "$dir/pids" 2>/dev/null)" ]]; then
@@ -230,11 +255,14 @@ case "$cmd" in
     u=$(undefok)
     if ! "$bin/nova_admin" show-config "--zk=$zk" "--cluster=$cluster" >/dev/null 2>&1; then
       "$bin/nova_admin" create-cluster "--zk=$zk" "--cluster=$cluster" "--ranges=$ranges" \
+        "--setting=log_mode=$log_mode" "--setting=log_replicas=$log_replicas" \
         ${u:+"--undefok=$u"} "${extra[@]+"${extra[@]}"}" >&2
     fi
-    echo "starting $stocs StoCs, $ltcs LTCs and a coordinator" >&2
+    echo "starting $stocs StoCs, $logcs LogCs (log_mode=$log_mode), $ltcs LTCs and a coordinator" >&2
     for ((i = 0; i < stocs; i++)); do start_stoc "$i"; done
+    for ((i = 0; i < logcs; i++)); do start_logc "$i"; done
     for ((i = 0; i < stocs; i++)); do pin_port "stoc-$i" "$(wait_listen "stoc-$i")"; done
+    for ((i = 0; i < logcs; i++)); do pin_port "logc-$i" "$(wait_listen "logc-$i")"; done
     start_coordinator
     for ((i = 0; i < ltcs; i++)); do start_ltc "$i"; done
     for ((i = 0; i < ltcs; i++)); do pin_port "ltc-$i" "$(wait_listen "ltc-$i")"; done

@@ -5,7 +5,9 @@
 // --ltc_transport_port.
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include <gflags/gflags.h>
 #include <glog/logging.h>
@@ -16,6 +18,7 @@
 #include "coordinator/config_store.h"
 #include "coordinator/zk_flags.h"
 #include "coordinator/zk_sources.h"
+#include "logc/log_mode.h"
 #include "ltc/compaction_offloader.h"
 #include "ltc/ltc_server.h"
 #include "ltc/range_assignment.h"
@@ -75,6 +78,24 @@ DEFINE_int32(ltc_fragment_replicas, 1, "R: replicas of each table fragment on St
 DEFINE_bool(ltc_lookup_index, true, "Lookup index (key -> memtable or L0 table)");
 DEFINE_bool(ltc_range_index, true, "Range index (partitions -> memtables and L0 tables)");
 
+// Logging and recovery (docs/durability.md).
+DEFINE_string(log_mode, "none",
+              "How writes are logged before they are acknowledged: none (memtables die with "
+              "the LTC), memory (in the memory of --log_replicas LogCs), disk (fdatasync'd "
+              "at every replica) or memory+disk. With --zk the cluster's log_mode setting, "
+              "if any, takes precedence");
+DEFINE_int32(log_replicas, 2, "LogCs each memtable's log is replicated on (with --zk the "
+             "cluster's log_replicas setting takes precedence)");
+DEFINE_string(logc, "", "LogCs: id@host:port,... (static mode; with --zk they come from the "
+              "cluster configuration)");
+DEFINE_int32(log_timeout_ms, 5000, "A log replica that does not acknowledge a write within "
+             "this long is failed over");
+DEFINE_int32(ltc_recovery_threads, 2,
+             "Threads rebuilding a range's memtables from its logs when the range opens");
+DEFINE_int32(ltc_recovery_wait_ms, 100,
+             "A request for a range still being recovered waits this long before it is "
+             "answered Unavailable (the client retries)");
+
 namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
@@ -133,12 +154,46 @@ int main(int argc, char** argv) {
   auto stocs = nova::ltc::ParseStocList(FLAGS_stoc);
   if (!stocs.ok()) return BadFlags(stocs.status().ToString());
   a.stocs = stocs.value();
+  auto logcs = nova::ltc::ParseMemberList(FLAGS_logc);
+  if (!logcs.ok()) return BadFlags("--logc: " + logcs.status().ToString());
+  a.logcs = logcs.value();
+  // The log mode and replication: the cluster's settings if ZooKeeper has them, else flags.
+  std::string log_mode = FLAGS_log_mode;
+  int log_replicas = FLAGS_log_replicas;
+  if (zk) {
+    auto config = config_store->ReadConfig();
+    if (config.ok()) {
+      const auto& settings = config.value().settings;
+      if (auto it = settings.find("log_mode"); it != settings.end()) log_mode = it->second;
+      if (auto it = settings.find("log_replicas"); it != settings.end()) {
+        try {
+          log_replicas = std::stoi(it->second);
+        } catch (...) {
+          return BadFlags("the cluster's log_replicas setting is not a number: " + it->second);
+        }
+      }
+    } else {
+      LOG(WARNING) << "cannot read the cluster configuration (" << config.status().ToString()
+                   << "): using --log_mode=" << log_mode;
+    }
+  }
+  nova::logc::LogMode mode;
+  if (nova::Status ms = nova::logc::ParseLogMode(log_mode, &mode); !ms.ok()) {
+    return BadFlags("log mode: " + ms.ToString());
+  }
+  if (log_replicas < 1 || log_replicas > 16) return BadFlags("--log_replicas must be 1..16");
+  if (mode != nova::logc::LogMode::kNone && a.logcs.empty() && !zk) {
+    return BadFlags("--log_mode=" + log_mode + " needs --logc=id@host:port,...");
+  }
+  if (FLAGS_ltc_recovery_threads < 1) return BadFlags("--ltc_recovery_threads must be >= 1");
+  if (FLAGS_log_timeout_ms < 1) return BadFlags("--log_timeout_ms must be positive");
 
   nova::ltc::LtcServerOptions so;
   so.host = FLAGS_listen_host;
   if (FLAGS_listen_port < 0 || FLAGS_listen_port > 65535) return BadFlags("bad --listen_port");
   so.port = static_cast<uint16_t>(FLAGS_listen_port);
   so.client_threads = FLAGS_ltc_client_threads;
+  so.recovery_wait = std::chrono::milliseconds(std::max(0, FLAGS_ltc_recovery_wait_ms));
   so.max_connections = FLAGS_ltc_max_connections;
   so.limits.max_key_bytes = FLAGS_ltc_max_key_bytes;
   so.limits.max_value_bytes = FLAGS_ltc_max_value_bytes;
@@ -190,6 +245,12 @@ int main(int argc, char** argv) {
     if (!s.ok()) return BadFlags("--ltc_compaction_offload: " + s.ToString());
     no.offload_policy = FLAGS_ltc_compaction_offload;
     no.fragment_replicas = FLAGS_ltc_fragment_replicas;
+    no.log.mode = mode;
+    no.log.replicas = log_replicas;
+    no.log.timeout = std::chrono::milliseconds(FLAGS_log_timeout_ms);
+    // A memtable's log holds a little more than the memtable's payload (record headers).
+    no.log.segment_bytes = e.memtable_bytes + e.memtable_bytes / 4 + (64 << 10);
+    no.recovery_threads = FLAGS_ltc_recovery_threads;
     no.manifest_replicas = FLAGS_ltc_manifest_replicas;
     auto to = nova::TransportOptionsFromFlags("ltc-" + std::to_string(FLAGS_ltc_id));
     if (!to.ok()) return BadFlags(to.status().ToString());

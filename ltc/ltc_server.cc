@@ -57,23 +57,102 @@ LtcServer::LtcServer(LtcServerOptions options, AssignmentSource* source, Backend
 
 LtcServer::~LtcServer() { Shutdown(); }
 
+std::shared_ptr<RangeSlot> RangeSlot::Ready(uint32_t range_id, std::shared_ptr<RangeBackend> b) {
+  auto slot = std::make_shared<RangeSlot>(range_id);
+  slot->Set(std::move(b));
+  return slot;
+}
+
+void RangeSlot::Set(std::shared_ptr<RangeBackend> backend) {
+  std::lock_guard<std::mutex> l(mu_);
+  backend_ = std::move(backend);
+  last_error_ = Status::OK();
+  cv_.notify_all();
+}
+
+void RangeSlot::SetError(const Status& error) {
+  std::lock_guard<std::mutex> l(mu_);
+  last_error_ = error;
+}
+
+Result<std::shared_ptr<RangeBackend>> RangeSlot::Wait(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> l(mu_);
+  if (backend_ == nullptr && timeout.count() > 0) {
+    cv_.wait_for(l, timeout, [&] { return backend_ != nullptr; });
+  }
+  if (backend_ != nullptr) return backend_;
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(MonoNow() - since_);
+  std::string why = "range " + std::to_string(range_id_) + " is being recovered (for " +
+                    std::to_string(waited.count()) + " ms)";
+  if (!last_error_.ok()) why += "; its last open attempt failed: " + last_error_.ToString();
+  return Status::Unavailable(why);
+}
+
+std::shared_ptr<RangeBackend> RangeSlot::TryGet() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return backend_;
+}
+
+std::string RangeSlot::StateText() const {
+  auto b = Wait(std::chrono::milliseconds(0));
+  return b.ok() ? b.value()->StatsText() : b.status().message();
+}
+
 Status LtcServer::Init() {
   auto a = source_->Current();
   if (!a.ok()) return a.status().Prepend("reading the range assignment");
   NOVA_RETURN_NOT_OK(a.value().Validate());
   // The first assignment may carry epoch 0 (a static one); ApplyAssignment wants newer.
+  // Its ranges are published at once and opened in the background (recovering their
+  // memtables from the logs may take a while): requests for a range wait for it, others
+  // are served meanwhile.
   std::lock_guard<std::mutex> l(apply_mu_);
   auto t = std::make_shared<Table>();
   t->epoch = a.value().epoch;
   t->ltc_id = a.value().ltc_id;
   for (const RangeInfo& r : a.value().ranges) {
-    auto b = factory_(r, a.value());
-    if (!b.ok()) return b.status().Prepend("range " + std::to_string(r.id));
-    t->ranges.push_back(Hosted{r, std::shared_ptr<RangeBackend>(std::move(b.value()))});
+    auto slot = std::make_shared<RangeSlot>(r.id);
+    t->ranges.push_back(Hosted{r, slot});
+    OpenInBackground(r, a.value(), slot);
   }
   std::lock_guard<std::mutex> tl(table_mu_);
   table_ = std::move(t);
   return Status::OK();
+}
+
+void LtcServer::OpenInBackground(const RangeInfo& r, const RangeAssignment& a,
+                                 std::shared_ptr<RangeSlot> slot) {
+  std::lock_guard<std::mutex> l(openers_mu_);
+  openers_.emplace_back([this, r, a, slot] {
+    auto delay = std::chrono::milliseconds(100);
+    const MonoTime start = MonoNow();
+    while (!stopping_) {
+      auto b = factory_(r, a);
+      if (b.ok()) {
+        slot->Set(std::shared_ptr<RangeBackend>(std::move(b.value())));
+        LOG(INFO) << "range " << r.id << " open after "
+                  << std::chrono::duration_cast<std::chrono::milliseconds>(MonoNow() - start).count()
+                  << " ms";
+        return;
+      }
+      slot->SetError(b.status());
+      LOG(ERROR) << "opening range " << r.id << " failed (retried in " << delay.count()
+                 << " ms): " << b.status().ToString();
+      std::unique_lock<std::mutex> pl(pending_mu_);
+      pending_cv_.wait_for(pl, delay, [&] { return stopping_.load(); });
+      delay = std::min<std::chrono::milliseconds>(delay * 2, std::chrono::seconds(5));
+    }
+  });
+}
+
+Result<std::shared_ptr<RangeBackend>> LtcServer::BackendOf(const Hosted& h) {
+  if (auto b = h.slot->TryGet()) return b;
+  // Wait for the range only while most workers stay free for other ranges.
+  const int waiting = waiting_for_recovery_.fetch_add(1) + 1;
+  const bool may_wait = waiting * 2 <= options_.client_threads;
+  auto b = h.slot->Wait(may_wait ? options_.recovery_wait : std::chrono::milliseconds(0));
+  waiting_for_recovery_.fetch_sub(1);
+  return b;
 }
 
 Status LtcServer::ApplyAssignment(const RangeAssignment& a) {
@@ -84,8 +163,8 @@ Status LtcServer::ApplyAssignment(const RangeAssignment& a) {
     return Status::InvalidArgument("assignment epoch " + std::to_string(a.epoch) +
                                    " is not newer than " + std::to_string(old->epoch));
   }
-  std::map<uint32_t, std::shared_ptr<RangeBackend>> kept;
-  for (const Hosted& h : old->ranges) kept[h.info.id] = h.backend;
+  std::map<uint32_t, std::shared_ptr<RangeSlot>> kept;
+  for (const Hosted& h : old->ranges) kept[h.info.id] = h.slot;
   auto t = std::make_shared<Table>();
   t->epoch = a.epoch;
   t->ltc_id = a.ltc_id;
@@ -98,7 +177,8 @@ Status LtcServer::ApplyAssignment(const RangeAssignment& a) {
     auto b = factory_(r, a);
     if (!b.ok()) return b.status().Prepend("opening range " + std::to_string(r.id));
     LOG(INFO) << "epoch " << a.epoch << ": opened range " << r.id;
-    t->ranges.push_back(Hosted{r, std::shared_ptr<RangeBackend>(std::move(b.value()))});
+    t->ranges.push_back(
+        Hosted{r, RangeSlot::Ready(r.id, std::shared_ptr<RangeBackend>(std::move(b.value())))});
   }
   {
     std::lock_guard<std::mutex> tl(table_mu_);
@@ -181,6 +261,12 @@ void LtcServer::Shutdown() {
     pending_cv_.notify_all();
   }
   if (applier_.joinable()) applier_.join();
+  std::vector<std::thread> openers;
+  {
+    std::lock_guard<std::mutex> l(openers_mu_);
+    openers.swap(openers_);
+  }
+  for (auto& t : openers) t.join();  // an open in progress finishes first
   if (acceptor_.joinable()) {
     const char b = 1;
     (void)!::write(wake_pipe_[1], &b, 1);

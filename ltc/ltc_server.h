@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/metrics.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
@@ -56,6 +57,36 @@ struct LtcServerOptions {
   uint64_t max_scan_reply_bytes = 4ull << 20;
   // A client that does not take a response within this long is disconnected.
   std::chrono::milliseconds write_timeout{10000};
+  // A request for a range still being opened (recovering from its MANIFEST and logs) waits
+  // up to this long for it, then gets Unavailable (clients retry until their deadline).
+  // At most half the worker threads wait at once, so other ranges are always served.
+  std::chrono::milliseconds recovery_wait{100};
+};
+
+// A hosted range's backend, or the state of its opening: the server publishes a range as
+// soon as it is assigned and opens it in the background, so requests for other ranges are
+// served meanwhile. Thread-safe.
+class RangeSlot {
+ public:
+  explicit RangeSlot(uint32_t range_id) : range_id_(range_id), since_(MonoNow()) {}
+  static std::shared_ptr<RangeSlot> Ready(uint32_t range_id, std::shared_ptr<RangeBackend> b);
+  void Set(std::shared_ptr<RangeBackend> backend);
+  // The last attempt to open failed (another follows).
+  void SetError(const Status& error);
+  // The backend, waiting up to `timeout` for it; else Unavailable saying why.
+  Result<std::shared_ptr<RangeBackend>> Wait(std::chrono::milliseconds timeout) const;
+  // The backend if open, else null.
+  std::shared_ptr<RangeBackend> TryGet() const;
+  // "recovering for N ms" / "opening failed: ..." (for stats).
+  std::string StateText() const;
+
+ private:
+  const uint32_t range_id_;
+  const MonoTime since_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::shared_ptr<RangeBackend> backend_;  // protected by mu_
+  Status last_error_;                      // protected by mu_
 };
 
 class LtcServer {
@@ -88,7 +119,7 @@ class LtcServer {
   struct Conn;
   struct Hosted {
     RangeInfo info;
-    std::shared_ptr<RangeBackend> backend;
+    std::shared_ptr<RangeSlot> slot;
   };
   struct Table {
     uint64_t epoch = 0;
@@ -110,6 +141,11 @@ class LtcServer {
   Result<std::string> HandleSnapshotOp(Conn* conn, const Table& t, const ClientRequest& r);
   // The hosted range owning `key` at the request's epoch, or WrongRange / Unavailable.
   Result<const Hosted*> Route(const Table& t, uint64_t epoch, std::string_view key) const;
+  // The range's backend once it is open (see LtcServerOptions::recovery_wait).
+  Result<std::shared_ptr<RangeBackend>> BackendOf(const Hosted& h);
+  // Opens `r` on its own thread, retrying with backoff until it opens or we stop.
+  void OpenInBackground(const RangeInfo& r, const RangeAssignment& a,
+                        std::shared_ptr<RangeSlot> slot);
   std::shared_ptr<const Table> CurrentTable() const;
   // Writes one message to the connection (serialized with other writers). A failed write
   // closes the connection.
@@ -141,6 +177,9 @@ class LtcServer {
   // to open (e.g. a StoC is unreachable), until they apply or a newer one arrives.
   void ApplyLoop();
   std::thread applier_;
+  std::mutex openers_mu_;
+  std::vector<std::thread> openers_;  // protected by openers_mu_; joined at Shutdown
+  std::atomic<int> waiting_for_recovery_{0};
   std::mutex pending_mu_;
   std::condition_variable pending_cv_;
   std::optional<RangeAssignment> pending_;  // newest not yet applied; protected by pending_mu_

@@ -49,7 +49,7 @@ Result<std::string> LtcServer::Handle(Conn* conn, const ClientRequest& r) {
       for (const Hosted& h : t->ranges) {
         out << "range " << h.info.id << " [" << HexEncode(h.info.start) << ", "
             << (h.info.end.empty() ? std::string("end") : HexEncode(h.info.end)) << "): "
-            << h.backend->StatsText();
+            << h.slot->StateText();
         if (out.str().back() != '\n') out << "\n";
       }
       return EncodeBytes(out.str());
@@ -58,8 +58,10 @@ Result<std::string> LtcServer::Handle(Conn* conn, const ClientRequest& r) {
     case ClientMsg::kDelete: {
       auto h = Route(*t, r.key.epoch, r.key.key);
       if (!h.ok()) return h.status();
-      Status s = r.type == ClientMsg::kPut ? h.value()->backend->Put(r.key.key, r.key.value)
-                                           : h.value()->backend->Delete(r.key.key);
+      auto b = BackendOf(*h.value());
+      if (!b.ok()) return b.status();
+      Status s = r.type == ClientMsg::kPut ? b.value()->Put(r.key.key, r.key.value)
+                                           : b.value()->Delete(r.key.key);
       if (!s.ok()) return s;
       return std::string();
     }
@@ -67,8 +69,10 @@ Result<std::string> LtcServer::Handle(Conn* conn, const ClientRequest& r) {
       if (r.key.snapshot != 0) return HandleSnapshotOp(conn, *t, r);
       auto h = Route(*t, r.key.epoch, r.key.key);
       if (!h.ok()) return h.status();
+      auto b = BackendOf(*h.value());
+      if (!b.ok()) return b.status();
       std::string value;
-      Status s = h.value()->backend->Get(r.key.key, &value, nullptr);
+      Status s = b.value()->Get(r.key.key, &value, nullptr);
       if (!s.ok()) return s;
       return EncodeBytes(value);
     }
@@ -102,7 +106,9 @@ Result<std::string> LtcServer::HandleWrite(const Table& t, const ClientRequest& 
       batch.Delete(e.key);
     }
   }
-  NOVA_RETURN_NOT_OK(h->backend->Write(&batch));
+  auto b = BackendOf(*h);
+  if (!b.ok()) return b.status();
+  NOVA_RETURN_NOT_OK(b.value()->Write(&batch));
   return std::string();
 }
 
@@ -131,7 +137,9 @@ Result<std::string> LtcServer::HandleScan(Conn* conn, const Table& t, const Clie
   } else {
     auto h = Route(t, q.epoch, q.start);
     if (!h.ok()) return h.status();
-    backend = h.value()->backend;
+    auto b = BackendOf(*h.value());
+    if (!b.ok()) return b.status();
+    backend = b.value();
     info = h.value()->info;
   }
   ScanResponse resp;
@@ -167,7 +175,9 @@ Result<std::string> LtcServer::HandleScan(Conn* conn, const Table& t, const Clie
     // Go on into the next range if this LTC owns it too.
     const Hosted* next = t.Find(info.end);
     if (next == nullptr || next->info.start != info.end) break;
-    backend = next->backend;
+    auto b = next->slot->TryGet();
+    if (b == nullptr) break;  // still recovering: the client continues there later
+    backend = b;
     info = next->info;
     start = info.start;
   }
@@ -192,8 +202,9 @@ Result<std::string> LtcServer::HandleSnapshotOp(Conn* conn, const Table& t, cons
   if (r.type == ClientMsg::kGetSnapshot) {
     auto h = Route(t, r.key.epoch, r.key.key);
     if (!h.ok()) return h.status();
-    Conn::Snap snap{h.value()->info.id, h.value()->info, h.value()->backend,
-                    h.value()->backend->GetSnapshot()};
+    auto b = BackendOf(*h.value());
+    if (!b.ok()) return b.status();
+    Conn::Snap snap{h.value()->info.id, h.value()->info, b.value(), b.value()->GetSnapshot()};
     const uint64_t id = next_snapshot_id_++;
     std::lock_guard<std::mutex> l(conn->mu);
     conn->snapshots[id] = snap;

@@ -148,4 +148,18 @@ Result<std::map<uint32_t, std::string>> ParseStocList(const std::string& list) {
   return out;
 }
 
+Result<std::map<std::string, std::string>> ParseMemberList(const std::string& list) {
+  std::map<std::string, std::string> out;
+  for (const std::string& item : Split(list, ',')) {
+    const size_t at = item.find('@');
+    if (at == std::string::npos || at == 0 || item.find(':', at) == std::string::npos) {
+      return Status::InvalidArgument("expected id@host:port, got '" + item + "'");
+    }
+    if (!out.emplace(item.substr(0, at), item.substr(at + 1)).second) {
+      return Status::InvalidArgument("id " + item.substr(0, at) + " appears twice");
+    }
+  }
+  return out;
+}
+
 }  // namespace nova::ltc

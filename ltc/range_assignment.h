@@ -30,6 +30,10 @@ struct RangeAssignment {
   std::vector<RangeInfo> ranges;
   // Every StoC of the cluster: id -> exchange-transport address.
   std::map<uint32_t, std::string> stocs;
+  // Every LogC of the cluster: id -> exchange-transport address (docs/durability.md).
+  std::map<std::string, std::string> logcs;
+  // Cluster-wide settings of the configuration (e.g. "log_mode"); empty when static.
+  std::map<std::string, std::string> settings;
 
   // InvalidArgument if ranges overlap, are out of order, have start >= end, or repeat an id.
   Status Validate() const;
@@ -84,6 +88,8 @@ Result<std::vector<RangeInfo>> SelectRanges(const std::vector<RangeInfo>& all,
                                             const std::string& ids);
 // Parses "id@host:port,id@host:port".
 Result<std::map<uint32_t, std::string>> ParseStocList(const std::string& list);
+// Parses "id@host:port,..." where ids are member ids (e.g. LogC "1" or "logc-a").
+Result<std::map<std::string, std::string>> ParseMemberList(const std::string& list);
 
 
 }  // namespace nova::ltc

@@ -13,6 +13,7 @@
 #include "common/rpc/rpc_endpoint.h"
 #include "ltc/compaction_offloader.h"
 #include "ltc/engine_metrics.h"
+#include "ltc/logc_memtable_log.h"
 #include "ltc/range_engine.h"
 #include "ltc/stoc_table_store.h"
 #include "stoc/stoc_client.h"
@@ -81,12 +82,13 @@ class NovaBackend final : public RangeBackend {
   ~NovaBackend() override {
     metrics_.reset();
     if (engine_ != nullptr) {
-      // Without logs (LogC), memtables live only here: flush them so the range's next
-      // owner (or this LTC after a restart) finds every acknowledged write.
+      // Flush the memtables: without logs they live only here, and with logs the range's
+      // next owner (or this LTC after a restart) then has nothing to replay.
       Status s = engine_->FlushAll();
       if (!s.ok()) LOG(WARNING) << "closing a range: flush failed: " << s.ToString();
     }
     engine_.reset();
+    log_.reset();
     store_.reset();
   }
 
@@ -119,6 +121,7 @@ class NovaBackend final : public RangeBackend {
   }
 
   std::unique_ptr<StocTableStore> store_;
+  std::unique_ptr<LogcMemtableLog> log_;  // null with log mode none
   std::unique_ptr<RangeEngine> engine_;
   std::unique_ptr<EngineMetrics> metrics_;
 };
@@ -161,6 +164,7 @@ struct NovaBackends::Impl {
   rpc::RpcEndpoint endpoint;
   std::unique_ptr<transport::Transport> transport;
   std::unique_ptr<stoc::StocClient> client;
+  std::unique_ptr<logc::LogClient> log_client;  // null with log mode none
   OffloadPolicy policy = OffloadPolicy::kNone;
 
   std::mutex mu;
@@ -192,6 +196,30 @@ struct NovaBackends::Impl {
       }
       offloader_ptr = offloader.get();
     }
+    // The log mode is cluster-wide: a configuration naming another one than this LTC
+    // runs with is refused, never silently weakened.
+    const logc::LogMode mode = options.log.mode;
+    auto setting = a.settings.find("log_mode");
+    if (setting != a.settings.end()) {
+      logc::LogMode wanted;
+      NOVA_RETURN_NOT_OK_PREPEND(logc::ParseLogMode(setting->second, &wanted),
+                                 "the cluster's log_mode setting");
+      if (wanted != mode) {
+        return Status::InvalidArgument(
+            std::string("the cluster's log_mode is ") + logc::LogModeName(wanted) +
+            " but this LTC runs with " + logc::LogModeName(mode) +
+            ": restart it (nova_ltc reads log_mode from the configuration at start, or "
+            "--log_mode)");
+      }
+    }
+    if (log_client != nullptr) {
+      if (a.logcs.empty()) {
+        return Status::InvalidArgument(std::string("log_mode=") + logc::LogModeName(mode) +
+                                       " needs LogCs (--logc=id@host:port,... or LogCs "
+                                       "registered in the cluster)");
+      }
+      log_client->SetLogcs(a.logcs);
+    }
     auto b = std::make_unique<NovaBackend>();
     StocTableStoreOptions so;
     so.range_id = range.id;
@@ -204,6 +232,11 @@ struct NovaBackends::Impl {
     EngineOptions eo = options.engine;
     eo.range_id = range.id;
     eo.compaction_offloader = offloader_ptr;
+    if (log_client != nullptr) {
+      b->log_ = std::make_unique<LogcMemtableLog>(log_client.get(), range.id);
+      eo.log = b->log_.get();
+      eo.recovery_threads = options.recovery_threads;
+    }
     b->engine_ = std::make_unique<RangeEngine>(eo, b->store_.get());
     NOVA_RETURN_NOT_OK_PREPEND(b->engine_->Open(), "opening range " + std::to_string(range.id));
     b->metrics_ = std::make_unique<EngineMetrics>(metrics, b->engine_.get(), range.id);
@@ -225,6 +258,11 @@ Status NovaBackends::Init() {
   impl_->endpoint.Attach(impl_->transport.get());
   impl_->client = std::make_unique<stoc::StocClient>(
       &impl_->endpoint, stoc::StocClientOptions{impl_->options.stoc_timeout});
+  if (impl_->options.log.mode != logc::LogMode::kNone) {
+    // Before the transport starts: it registers for the LogCs' persist acknowledgments.
+    impl_->log_client =
+        std::make_unique<logc::LogClient>(impl_->options.log, &impl_->endpoint, impl_->metrics);
+  }
   NOVA_RETURN_NOT_OK(impl_->transport->Init());
   return impl_->transport->Start();
 }

@@ -21,6 +21,7 @@
 #include "common/metrics.h"
 #include "common/status.h"
 #include "common/transport/transport.h"
+#include "logc/log_client.h"
 #include "ltc/engine_options.h"
 #include "ltc/range_assignment.h"
 #include "stoc/placement.h"
@@ -33,7 +34,7 @@ class RangeBackend {
   using Snapshot = const void*;
 
   // Closing a backend makes its data durable where it can (the Nova engine flushes its
-  // memtables to StoCs, since there are no logs yet) and waits for background work.
+  // memtables to StoCs, so a clean restart replays no log) and waits for background work.
   virtual ~RangeBackend() = default;
   virtual Status Put(const leveldb::Slice& key, const leveldb::Slice& value) = 0;
   virtual Status Delete(const leveldb::Slice& key) = 0;
@@ -80,6 +81,11 @@ struct NovaBackendOptions {
   stoc::PlacementPolicy placement = stoc::PlacementPolicy::kPowerOfD;
   std::string offload_policy = "none";  // --ltc_compaction_offload
   std::chrono::milliseconds stoc_timeout{30000};
+  // Logging (docs/durability.md): mode none runs without a log. An assignment whose
+  // settings name another log_mode is refused (the mode is fixed when the LTC starts).
+  logc::LogClientOptions log{logc::LogMode::kNone};
+  // Threads rebuilding a range's memtables from its logs when it opens.
+  int recovery_threads = 2;
 };
 
 // --engine=nova. Thread-safe.

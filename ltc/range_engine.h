@@ -98,6 +98,7 @@ struct EngineStats {
   // read, bytes ignored past torn or damaged tails, obsolete logs dropped, and its duration.
   uint64_t recovered_logs = 0, recovered_entries = 0, recovered_log_bytes = 0;
   uint64_t recovery_ignored_bytes = 0, recovery_obsolete_logs = 0, recovery_micros = 0;
+  uint64_t recovery_read_micros = 0;  // of recovery_micros, reading the logs
   double drange_imbalance = 0;   // of the last measured window
   uint64_t lookup_index_hits = 0;   // Gets answered from the one indexed memtable or table
   uint64_t lookup_index_entries = 0;

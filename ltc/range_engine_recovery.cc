@@ -60,6 +60,8 @@ Status RangeEngine::RebuildFromLogsLocked(
   const int threads = std::max(1, options_.recovery_threads);
   std::vector<MemtableLog::Recovered> logs;
   NOVA_RETURN_NOT_OK_PREPEND(options_.log->ReadAll(threads, &logs), "reading the range's logs");
+  stats_.recovery_read_micros = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count());
 
   // Obsolete logs go; the rest are replayed.
   std::vector<uint64_t> obsolete;

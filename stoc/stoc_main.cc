@@ -96,26 +96,13 @@ int main(int argc, char** argv) {
   }
   // With --zk the StoC registers itself; the coordinator adds it to the configuration, where
   // LTCs find it.
-  std::unique_ptr<nova::coordinator::ConfigStore> config_store;
-  if (!FLAGS_zk.empty()) {
-    auto zo = nova::coordinator::ConfigStoreOptionsFromFlags();
-    if (!zo.ok()) {
-      std::fprintf(stderr, "nova_stoc: %s\n", zo.status().ToString().c_str());
-      return nova::kBadFlagsExitCode;
-    }
-    config_store = std::make_unique<nova::coordinator::ConfigStore>(zo.value());
-    s = config_store->Init();
-    nova::coordinator::MemberInfo info;
-    info.addresses["client"] = server.address();
-    if (http.value()) {
-      info.addresses["metrics"] = FLAGS_metrics_host + ":" + std::to_string(http.value()->port());
-    }
-    if (s.ok()) {
-      s = config_store->Register(nova::coordinator::MemberKind::kStoc,
-                                 std::to_string(options.stoc_id), info);
-    }
-    LOG_IF(WARNING, !s.ok()) << "registering in ZooKeeper (retried in the background): "
-                             << s.ToString();
+  const std::string metrics_address =
+      http.value() ? FLAGS_metrics_host + ":" + std::to_string(http.value()->port()) : "";
+  auto config_store = nova::coordinator::RegisterDaemonFromFlags(
+      nova::coordinator::MemberKind::kStoc, std::to_string(options.stoc_id), server.address(), metrics_address);
+  if (!config_store.ok()) {
+    std::fprintf(stderr, "nova_stoc: %s\n", config_store.status().ToString().c_str());
+    return nova::kBadFlagsExitCode;
   }
   // The line harnesses and scripts wait for (see docs/operations.md).
   std::printf("LISTEN %s\n", server.address().c_str());
@@ -128,6 +115,6 @@ int main(int argc, char** argv) {
   if (http.value()) http.value()->Shutdown();
   compactions.Shutdown();  // running jobs fail fast instead of holding up the server
   server.Shutdown();
-  if (config_store) config_store->Shutdown();
+  if (config_store.value()) config_store.value()->Shutdown();
   return 0;
 }

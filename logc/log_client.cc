@@ -1,0 +1,986 @@
+#include "logc/log_client.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <future>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include <glog/logging.h>
+
+namespace nova::logc {
+
+namespace {
+
+// Largest segment the client asks for (a LogC's default --logc max): bigger batches are
+// split over several segments.
+constexpr uint64_t kMaxSegmentBytes = 1ull << 30;
+// Staging buffers at least this big are kept between turns; bigger ones are freed when a
+// turn ends, so an idle log holds little memory.
+constexpr uint64_t kKeptStagingBytes = 1ull << 20;
+// Background deletes queued at most (beyond that Delete runs them inline).
+constexpr size_t kMaxQueuedDeletes = 1024;
+
+std::string LogName(uint32_t range, uint64_t memtable) {
+  return "log r" + std::to_string(range) + " m" + std::to_string(memtable);
+}
+
+}  // namespace
+
+// A registered local buffer that the transport reads from (WRITE) or writes into (READ).
+// Shared with the completions of the ops using it, so a late completion (after a timeout)
+// never finds it freed.
+struct LogClient::Staging {
+  transport::Transport* transport = nullptr;
+  std::unique_ptr<char[]> mem;
+  transport::MemoryRegion mr;
+  uint64_t size = 0;
+  std::atomic<int> inflight{0};  // ops posted whose completion has not run
+  ~Staging() {
+    if (transport != nullptr) transport->DeregisterMemory(mr).IgnoreError();
+  }
+};
+
+// One LogC holding a copy of a log. Fields are protected by the log's mu.
+struct LogClient::Replica {
+  struct Segment {
+    uint32_t handle = 0;
+    transport::RemoteAddr addr;
+    uint64_t persisted = 0;  // acknowledged by kLogPersisted
+    Status ack_error;        // a kLogPersisted that reported a failure
+  };
+  std::string logc_id;
+  transport::PeerId peer = transport::kInvalidPeer;
+  std::vector<Segment> segments;  // parallel to Log::capacity
+  bool failed = false;
+  Status why;  // when failed
+  // The WRITE of the current piece.
+  uint64_t op_seq = 0;
+  bool op_done = true;
+  Status op_status;
+};
+
+struct LogClient::Log {
+  // Constant after creation.
+  uint32_t range = 0;
+  uint64_t memtable = 0;
+
+  std::mutex mu;
+  std::condition_variable cv;  // turn ended, op completed, ack arrived, replica failed
+  // Protected by mu:
+  std::string pending;        // appended, not yet taken by a turn
+  uint64_t queued_end = 0;    // logical end of every byte appended
+  uint64_t durable_end = 0;   // bytes [0, durable_end) hold the mode's guarantee
+  bool turn = false;          // a thread is writing a batch
+  Status dead;                // set once no replica is left, or deleted
+  std::vector<uint64_t> capacity;  // per segment
+  uint64_t written = 0;            // bytes in the last segment
+  std::vector<std::shared_ptr<Replica>> replicas;
+  // Owned by the thread holding the turn.
+  std::shared_ptr<Staging> staging;
+};
+
+// One segment of a recovered log and where it can be read.
+struct LogClient::SegmentToRead {
+  struct Source {
+    std::string logc_id;
+    transport::PeerId peer;
+    LogFileInfo info;
+  };
+  uint32_t range = 0;
+  uint64_t memtable = 0;
+  uint32_t segment = 0;
+  std::vector<Source> sources;  // best first
+};
+
+LogClient::LogClient(LogClientOptions options, rpc::RpcEndpoint* endpoint,
+                     MetricsRegistry* metrics)
+    : options_(std::move(options)),
+      endpoint_(endpoint),
+      delete_pool_("log-delete", 1, kMaxQueuedDeletes) {
+  if (metrics == nullptr) {
+    own_metrics_ = std::make_unique<MetricsRegistry>();
+    metrics = own_metrics_.get();
+  }
+  appends_ = metrics->GetCounter("log_client_appends_total", "Log appends");
+  writes_ = metrics->GetCounter("log_client_writes_total",
+                                "Group-commit rounds (one WRITE per replica each)");
+  bytes_ = metrics->GetCounter("log_client_bytes_total", "Bytes appended to logs");
+  replica_failures_ = metrics->GetCounter("log_client_replica_failures_total",
+                                          "Log replicas dropped after an error or timeout");
+  rereplications_ = metrics->GetCounter("log_client_rereplications_total",
+                                        "Log replicas re-created on a spare LogC");
+  errors_ = metrics->GetCounter("log_client_errors_total",
+                                "Failed opens, re-replications and deletes");
+  append_latency_us_ = metrics->GetHistogram("log_client_append_latency_us",
+                                             "Append latency (until the mode's guarantee holds)");
+  endpoint_->RegisterService(wire::TypeRange{kLogPersisted, kLogPersisted}, this, nullptr);
+  endpoint_->AddObserver(this);
+}
+
+LogClient::~LogClient() { delete_pool_.Shutdown(); }
+
+void LogClient::SetLogcs(std::map<std::string, std::string> logcs) {
+  std::lock_guard lock(mu_);
+  for (auto it = logcs_.begin(); it != logcs_.end();) {
+    if (logcs.count(it->first) == 0 && it->second.open_logs == 0) {
+      it = logcs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [id, address] : logcs) {
+    LogcState& s = logcs_[id];
+    if (s.address != address) {
+      s.address = address;
+      s.peer = transport::kInvalidPeer;
+    }
+  }
+}
+
+LogClient::Stats LogClient::GetStats() const {
+  Stats s;
+  s.appends = appends_->value();
+  s.writes = writes_->value();
+  s.bytes = bytes_->value();
+  s.replica_failures = replica_failures_->value();
+  s.rereplications = rereplications_->value();
+  return s;
+}
+
+// ---- LogCs ------------------------------------------------------------------------
+
+Result<transport::PeerId> LogClient::PeerFor(const std::string& logc_id) {
+  std::string address;
+  auto connected = [&]() -> Result<transport::PeerId> {
+    std::lock_guard lock(mu_);
+    auto it = logcs_.find(logc_id);
+    if (it == logcs_.end()) return Status::NotFound("unknown LogC " + logc_id);
+    if (it->second.peer != transport::kInvalidPeer &&
+        endpoint_->transport()->IsUp(it->second.peer)) {
+      return it->second.peer;
+    }
+    address = it->second.address;
+    return Status::Unavailable("not connected");
+  };
+  auto known = connected();
+  if (known.ok() || known.status().IsNotFound()) return known;
+  // Concurrent connects to one address would replace each other's connection: one at a
+  // time, and the second finds the first's.
+  std::lock_guard connect_lock(connect_mu_);
+  known = connected();
+  if (known.ok() || known.status().IsNotFound()) return known;
+  auto peer = endpoint_->transport()->Connect(address);
+  if (!peer.ok()) return peer.status().Prepend("connecting to LogC " + logc_id);
+  std::lock_guard lock(mu_);
+  auto it = logcs_.find(logc_id);
+  if (it != logcs_.end() && it->second.address == address) it->second.peer = peer.value();
+  return peer.value();
+}
+
+void LogClient::MarkFailed(const std::string& logc_id) {
+  std::lock_guard lock(mu_);
+  auto it = logcs_.find(logc_id);
+  if (it != logcs_.end()) it->second.failed_until = MonoNow() + options_.failed_cooldown;
+}
+
+std::optional<std::string> LogClient::ReserveLogc(std::vector<std::string>* exclude) {
+  std::lock_guard lock(mu_);
+  const MonoTime now = MonoNow();
+  LogcState* best = nullptr;
+  const std::string* best_id = nullptr;
+  for (auto& [id, s] : logcs_) {
+    if (s.failed_until > now || s.address.empty()) continue;
+    if (std::find(exclude->begin(), exclude->end(), id) != exclude->end()) continue;
+    if (best == nullptr || s.open_logs < best->open_logs) {  // ties: the first id
+      best = &s;
+      best_id = &id;
+    }
+  }
+  if (best == nullptr) return std::nullopt;
+  ++best->open_logs;  // counted now, so concurrent choices spread
+  exclude->push_back(*best_id);
+  return *best_id;
+}
+
+void LogClient::ReleaseLogc(const std::string& logc_id) {
+  std::lock_guard lock(mu_);
+  auto it = logcs_.find(logc_id);
+  if (it != logcs_.end()) --it->second.open_logs;
+}
+
+void LogClient::OnPeerDown(transport::PeerId peer, const Status& why) {
+  std::vector<std::shared_ptr<Log>> logs;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, s] : logcs_) {
+      if (s.peer == peer) s.failed_until = MonoNow() + options_.failed_cooldown;
+    }
+    for (auto& [key, log] : logs_) logs.push_back(log);
+  }
+  for (auto& log : logs) {
+    std::lock_guard lock(log->mu);
+    bool changed = false;
+    for (auto& rep : log->replicas) {
+      if (rep->peer == peer && !rep->failed) {
+        rep->failed = true;
+        rep->why = Status::NetworkError("LogC down: " + why.ToString());
+        changed = true;
+      }
+    }
+    if (changed) log->cv.notify_all();
+  }
+}
+
+void LogClient::HandleRequest(transport::PeerId peer, uint16_t type, std::string payload,
+                              rpc::Responder responder) {
+  (void)responder;  // a notification: nothing to answer
+  if (type != kLogPersisted) return;
+  LogPersisted m;
+  Status s = Decode(payload, &m);
+  if (!s.ok()) {
+    LOG_EVERY_N(WARNING, 100) << "malformed kLogPersisted from peer " << peer << ": "
+                              << s.ToString();
+    return;
+  }
+  AckRoute route;
+  {
+    std::lock_guard lock(acks_mu_);
+    auto it = acks_.find({peer, m.handle});
+    if (it == acks_.end()) return;  // a deleted or dropped replica
+    route = it->second;
+  }
+  auto log = route.log.lock();
+  if (log == nullptr) return;
+  std::lock_guard lock(log->mu);
+  if (route.segment >= route.replica->segments.size()) return;
+  Replica::Segment& seg = route.replica->segments[route.segment];
+  if (!m.status.ok()) {
+    seg.ack_error = m.status;
+  } else {
+    seg.persisted = std::max(seg.persisted, m.persisted_length);
+  }
+  log->cv.notify_all();
+}
+
+// ---- Appends ----------------------------------------------------------------------
+
+std::shared_ptr<LogClient::Log> LogClient::GetLog(uint32_t range, uint64_t memtable, bool create) {
+  std::lock_guard lock(mu_);
+  auto& log = logs_[{range, memtable}];
+  if (log == nullptr) {
+    if (!create) {
+      logs_.erase({range, memtable});
+      return nullptr;
+    }
+    log = std::make_shared<Log>();
+    log->range = range;
+    log->memtable = memtable;
+  }
+  return log;
+}
+
+Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view bytes) {
+  if (options_.mode == LogMode::kNone) {
+    return Status::InvalidArgument("log mode none: nothing is logged");
+  }
+  if (bytes.empty()) return Status::OK();
+  const MonoTime start = MonoNow();
+  std::shared_ptr<Log> log = GetLog(range, memtable, true);
+  std::unique_lock lock(log->mu);
+  if (!log->dead.ok()) return log->dead;
+  log->pending.append(bytes.data(), bytes.size());
+  log->queued_end += bytes.size();
+  const uint64_t my_end = log->queued_end;
+  while (log->durable_end < my_end && log->dead.ok()) {
+    if (log->turn) {
+      log->cv.wait(lock);
+      continue;
+    }
+    // This thread takes the turn and writes everything queued so far.
+    log->turn = true;
+    std::string batch;
+    batch.swap(log->pending);
+    const uint64_t batch_end = log->queued_end;
+    lock.unlock();
+    Status s = RunTurn(log, batch);
+    lock.lock();
+    log->turn = false;
+    if (s.ok()) {
+      log->durable_end = batch_end;
+    } else if (log->dead.ok()) {
+      log->dead = s.Prepend(LogName(range, memtable));
+      LOG(ERROR) << log->dead.ToString();
+    }
+    if (log->staging && log->staging->size > kKeptStagingBytes) log->staging.reset();
+    log->cv.notify_all();
+  }
+  if (!log->dead.ok()) return log->dead;
+  lock.unlock();
+  appends_->Increment();
+  bytes_->Increment(bytes.size());
+  append_latency_us_->Record(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count()));
+  return Status::OK();
+}
+
+Status LogClient::RunTurn(const std::shared_ptr<Log>& log, std::string_view batch) {
+  MaybeRereplicate(log);  // replicas lost while the log was idle
+  uint64_t done = 0;
+  while (done < batch.size()) {
+    const uint64_t remaining = batch.size() - done;
+    bool need_segment;
+    {
+      std::lock_guard lock(log->mu);
+      if (!log->dead.ok()) return log->dead;
+      need_segment = log->capacity.empty() || log->written == log->capacity.back();
+    }
+    if (need_segment) {
+      // A segment of its own size for a batch that would not fit an ordinary one.
+      const uint64_t capacity =
+          std::min(std::max(options_.segment_bytes, remaining), kMaxSegmentBytes);
+      NOVA_RETURN_NOT_OK(OpenSegment(log, capacity));
+    }
+    size_t segment;
+    uint64_t offset, n;
+    {
+      std::lock_guard lock(log->mu);
+      segment = log->capacity.size() - 1;
+      offset = log->written;
+      n = std::min(remaining, log->capacity.back() - offset);
+    }
+    NOVA_RETURN_NOT_OK(WritePiece(log, segment, offset, batch.data() + done, n));
+    {
+      std::lock_guard lock(log->mu);
+      log->written += n;
+    }
+    done += n;
+    MaybeRereplicate(log);
+  }
+  return Status::OK();
+}
+
+Status LogClient::OpenAt(const std::shared_ptr<Log>& log, const std::shared_ptr<Replica>& rep,
+                         uint32_t segment, uint64_t capacity) {
+  OpenLogRequest req;
+  req.range = log->range;
+  req.memtable = log->memtable;
+  req.segment = segment;
+  req.capacity = capacity;
+  req.persist = Persists(options_.mode);
+  auto reply = endpoint_->CallSync(rep->peer, kOpenLog, Encode(req), options_.timeout);
+  if (!reply.ok()) return reply.status().Prepend("opening at LogC " + rep->logc_id);
+  OpenLogResponse resp;
+  NOVA_RETURN_NOT_OK(Decode(reply.value(), &resp));
+  if (resp.capacity != capacity) {
+    return Status::IllegalState(
+        "LogC " + rep->logc_id + " holds segment " + std::to_string(segment) + " with capacity " +
+        std::to_string(resp.capacity) + ", not " + std::to_string(capacity));
+  }
+  Replica::Segment seg;
+  seg.handle = resp.handle;
+  seg.addr = resp.addr;
+  seg.persisted = resp.persisted_length;
+  {
+    std::lock_guard lock(log->mu);
+    if (rep->segments.size() != segment) return Status::IllegalState("segment opened out of order");
+    rep->segments.push_back(seg);
+  }
+  if (req.persist) {
+    std::lock_guard lock(acks_mu_);
+    acks_[{rep->peer, resp.handle}] = AckRoute{log, rep, segment};
+  }
+  // Persisted files tell how much they hold; CopyTo continues after it. New segments of a
+  // log being written must be empty (memory files cannot tell: they are overwritten).
+  if (req.persist && resp.length != resp.persisted_length) {
+    return Status::IllegalState("LogC " + rep->logc_id + " is still persisting segment " +
+                                std::to_string(segment));
+  }
+  return Status::OK();
+}
+
+Status LogClient::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity) {
+  std::vector<std::shared_ptr<Replica>> replicas;
+  uint32_t segment;
+  {
+    std::lock_guard lock(log->mu);
+    segment = static_cast<uint32_t>(log->capacity.size());
+    for (auto& r : log->replicas) {
+      if (!r->failed) replicas.push_back(r);
+    }
+  }
+  auto open_one = [&](const std::shared_ptr<Replica>& rep) -> Status {
+    Status s = OpenAt(log, rep, segment, capacity);
+    if (s.ok()) {
+      std::lock_guard lock(log->mu);
+      if (rep->segments.back().persisted != 0) {
+        s = Status::IllegalState("LogC " + rep->logc_id + " already holds bytes of new segment " +
+                                 std::to_string(segment));
+      }
+    }
+    return s;
+  };
+  std::vector<std::shared_ptr<Replica>> opened;
+  if (segment == 0 && replicas.empty()) {
+    // A new log: choose its replicas.
+    std::vector<std::string> tried;
+    while (static_cast<int>(opened.size()) < options_.replicas) {
+      auto chosen = ReserveLogc(&tried);
+      if (!chosen) break;
+      const std::string& id = *chosen;
+      auto peer = PeerFor(id);
+      Status s = peer.status();
+      auto rep = std::make_shared<Replica>();
+      rep->logc_id = id;
+      if (s.ok()) {
+        rep->peer = peer.value();
+        s = open_one(rep);
+      }
+      if (!s.ok()) {
+        errors_->Increment();
+        ReleaseLogc(id);
+        DropAckRoutes(*rep);
+        MarkFailed(id);
+        LOG(WARNING) << LogName(log->range, log->memtable) << ": " << s.ToString();
+        continue;
+      }
+      opened.push_back(rep);
+    }
+    if (opened.empty()) {
+      return Status::Unavailable("no LogC could open " + LogName(log->range, log->memtable));
+    }
+    std::lock_guard lock(log->mu);
+    log->replicas = opened;
+    log->capacity.push_back(capacity);
+    log->written = 0;
+    LOG_IF(WARNING, static_cast<int>(opened.size()) < options_.replicas)
+        << LogName(log->range, log->memtable) << " opened at " << opened.size() << " of "
+        << options_.replicas << " replicas";
+    return Status::OK();
+  }
+  // The next segment, at the log's replicas.
+  bool any = false;
+  for (auto& rep : replicas) {
+    Status s = open_one(rep);
+    std::lock_guard lock(log->mu);
+    if (s.ok()) {
+      any = true;
+    } else if (!rep->failed) {
+      rep->failed = true;
+      rep->why = s;
+    }
+  }
+  std::vector<std::shared_ptr<Replica>> reaped;
+  {
+    std::lock_guard lock(log->mu);
+    ReapFailedLocked(log.get(), &reaped);
+    if (any) {
+      log->capacity.push_back(capacity);
+      log->written = 0;
+    }
+  }
+  Forget(reaped, true);
+  if (!any) {
+    return Status::Unavailable("no replica could open segment " + std::to_string(segment) +
+                               " of " + LogName(log->range, log->memtable));
+  }
+  return Status::OK();
+}
+
+std::shared_ptr<LogClient::Staging> LogClient::NewStaging(uint64_t bytes, Status* error) {
+  auto st = std::make_shared<Staging>();
+  st->mem.reset(new char[bytes]);
+  auto mr = endpoint_->transport()->RegisterMemory(st->mem.get(), bytes, transport::kLocalOnly);
+  if (!mr.ok()) {
+    *error = mr.status().Prepend("registering a log staging buffer");
+    return nullptr;
+  }
+  st->transport = endpoint_->transport();
+  st->mr = mr.value();
+  st->size = bytes;
+  return st;
+}
+
+Status LogClient::WritePiece(const std::shared_ptr<Log>& log, size_t segment, uint64_t offset,
+                             const char* data, uint64_t n) {
+  const bool persist = Persists(options_.mode);
+  // The staging buffer is reused unless a timed-out op may still read it.
+  std::shared_ptr<Staging> st = log->staging;
+  if (st == nullptr || st->inflight.load() != 0 || st->size < n) {
+    Status error;
+    st = NewStaging(std::max(n, uint64_t{4096}), &error);
+    if (st == nullptr) return error;
+    log->staging = st;
+  }
+  std::memcpy(st->mem.get(), data, n);
+
+  struct Target {
+    std::shared_ptr<Replica> rep;
+    uint64_t seq;
+    transport::RemoteAddr addr;
+    uint32_t handle;
+  };
+  std::vector<Target> targets;
+  {
+    std::lock_guard lock(log->mu);
+    for (auto& rep : log->replicas) {
+      if (rep->failed || rep->segments.size() <= segment) continue;
+      rep->op_seq++;
+      rep->op_done = false;
+      rep->op_status = Status::OK();
+      const auto& seg = rep->segments[segment];
+      targets.push_back(Target{rep, rep->op_seq,
+                               transport::RemoteAddr{seg.addr.addr + offset, seg.addr.rkey},
+                               seg.handle});
+    }
+  }
+  for (auto& t : targets) {
+    st->inflight.fetch_add(1);
+    std::weak_ptr<Log> weak = log;
+    Status s = endpoint_->transport()->Write(
+        t.rep->peer, st->mr, 0, n, t.addr,
+        persist ? std::optional<uint32_t>(t.handle) : std::nullopt,
+        [weak, rep = t.rep, seq = t.seq, st](const Status& done) {
+          st->inflight.fetch_sub(1);
+          auto log = weak.lock();
+          if (log == nullptr) return;
+          std::lock_guard lock(log->mu);
+          if (rep->op_seq != seq) return;
+          rep->op_done = true;
+          rep->op_status = done;
+          log->cv.notify_all();
+        });
+    if (!s.ok()) {
+      st->inflight.fetch_sub(1);
+      std::lock_guard lock(log->mu);
+      t.rep->op_done = true;
+      t.rep->op_status = s;
+    }
+  }
+  const uint64_t end = offset + n;
+  // A replica holds the piece when its WRITE completed and (persisted modes) the LogC
+  // reported it durable; it has failed when anything went wrong.
+  auto held = [&](const Replica& r) {
+    return !r.failed && r.op_done && r.op_status.ok() &&
+           (!persist || r.segments[segment].persisted >= end);
+  };
+  auto settled = [&](const Replica& r) {
+    return r.failed || (r.op_done && !r.op_status.ok()) || held(r) ||
+           !r.segments[segment].ack_error.ok();
+  };
+  std::vector<std::shared_ptr<Replica>> reaped;
+  bool any = false;
+  {
+    std::unique_lock lock(log->mu);
+    const MonoTime deadline = MonoNow() + options_.timeout;
+    log->cv.wait_until(lock, deadline, [&] {
+      return std::all_of(targets.begin(), targets.end(),
+                         [&](const Target& t) { return settled(*t.rep); });
+    });
+    for (auto& t : targets) {
+      Replica& r = *t.rep;
+      if (held(r)) {
+        any = true;
+        continue;
+      }
+      if (r.failed) continue;
+      r.failed = true;
+      if (r.op_done && !r.op_status.ok()) {
+        r.why = r.op_status;
+      } else if (!r.segments[segment].ack_error.ok()) {
+        r.why = r.segments[segment].ack_error;
+      } else {
+        r.why = Status::TimedOut(std::string(r.op_done ? "persist acknowledgment" : "WRITE") +
+                                 " not done within the timeout");
+      }
+    }
+    ReapFailedLocked(log.get(), &reaped);
+  }
+  Forget(reaped, true);
+  writes_->Increment();
+  if (!any) {
+    return Status::Unavailable(
+        "every replica failed" +
+        (reaped.empty() ? std::string() : ": " + reaped.back()->why.ToString()));
+  }
+  return Status::OK();
+}
+
+void LogClient::ReapFailedLocked(Log* log, std::vector<std::shared_ptr<Replica>>* reaped) {
+  auto& reps = log->replicas;
+  for (auto it = reps.begin(); it != reps.end();) {
+    if ((*it)->failed) {
+      LOG(WARNING) << LogName(log->range, log->memtable) << ": dropping replica at LogC "
+                   << (*it)->logc_id << ": " << (*it)->why.ToString();
+      reaped->push_back(*it);
+      it = reps.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void LogClient::Forget(const std::vector<std::shared_ptr<Replica>>& reaped, bool failed) {
+  if (reaped.empty()) return;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& rep : reaped) {
+      auto it = logcs_.find(rep->logc_id);
+      if (it == logcs_.end()) continue;
+      --it->second.open_logs;
+      if (failed) it->second.failed_until = MonoNow() + options_.failed_cooldown;
+    }
+  }
+  for (auto& rep : reaped) DropAckRoutes(*rep);
+  if (failed) replica_failures_->Increment(reaped.size());
+}
+
+void LogClient::DropAckRoutes(const Replica& rep) {
+  // By scanning the routes rather than rep.segments, which a turn may still be extending.
+  std::lock_guard lock(acks_mu_);
+  for (auto it = acks_.begin(); it != acks_.end();) {
+    if (it->second.replica.get() == &rep) {
+      it = acks_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// ---- Re-replication ---------------------------------------------------------------
+
+void LogClient::MaybeRereplicate(const std::shared_ptr<Log>& log) {
+  std::vector<std::string> current;
+  std::vector<std::shared_ptr<Replica>> reaped;
+  {
+    std::lock_guard lock(log->mu);
+    ReapFailedLocked(log.get(), &reaped);
+    for (auto& r : log->replicas) current.push_back(r->logc_id);
+  }
+  Forget(reaped, true);
+  if (current.empty() || static_cast<int>(current.size()) >= options_.replicas) return;
+  {
+    std::lock_guard lock(log->mu);
+    if (log->capacity.empty()) return;  // nothing opened yet
+  }
+  int live = static_cast<int>(current.size());
+  std::vector<std::string> tried = current;
+  while (live < options_.replicas) {
+    auto chosen = ReserveLogc(&tried);
+    if (!chosen) break;
+    const std::string& id = *chosen;
+    Status s = CopyTo(log, id);
+    if (!s.ok()) ReleaseLogc(id);
+    if (s.ok()) {
+      ++live;
+      rereplications_->Increment();
+      LOG(INFO) << LogName(log->range, log->memtable) << " re-replicated to LogC " << id;
+    } else {
+      errors_->Increment();
+      MarkFailed(id);
+      LOG(WARNING) << LogName(log->range, log->memtable) << ": re-replication to LogC " << id
+                   << " failed: " << s.ToString();
+    }
+  }
+}
+
+Status LogClient::WaitOp(const std::shared_ptr<Staging>& staging,
+                         const std::function<Status(transport::Completion)>& post) {
+  auto done = std::make_shared<std::promise<Status>>();
+  auto future = done->get_future();
+  staging->inflight.fetch_add(1);
+  Status s = post([done, staging](const Status& result) {
+    staging->inflight.fetch_sub(1);
+    done->set_value(result);
+  });
+  if (!s.ok()) {
+    staging->inflight.fetch_sub(1);
+    return s;
+  }
+  if (future.wait_for(options_.timeout) != std::future_status::ready) {
+    return Status::TimedOut("one-sided op not done within the timeout");
+  }
+  return future.get();
+}
+
+Status LogClient::CopyTo(const std::shared_ptr<Log>& log, const std::string& logc_id) {
+  auto peer = PeerFor(logc_id);
+  if (!peer.ok()) return peer.status();
+  const bool persist = Persists(options_.mode);
+  auto rep = std::make_shared<Replica>();
+  rep->logc_id = logc_id;
+  rep->peer = peer.value();
+  std::vector<uint64_t> capacity;
+  uint64_t written;
+  std::vector<std::shared_ptr<Replica>> sources;
+  {
+    std::lock_guard lock(log->mu);
+    capacity = log->capacity;
+    written = log->written;
+    for (auto& r : log->replicas) {
+      if (!r->failed) sources.push_back(r);
+    }
+  }
+  Status result;
+  for (size_t k = 0; k < capacity.size() && result.ok(); ++k) {
+    const uint64_t length = k + 1 == capacity.size() ? written : capacity[k];
+    result = OpenAt(log, rep, static_cast<uint32_t>(k), capacity[k]);
+    if (!result.ok()) break;
+    uint64_t from;
+    transport::RemoteAddr dst;
+    uint32_t handle;
+    {
+      std::lock_guard lock(log->mu);
+      // A persisted file already holding a prefix (a LogC that kept it) continues after it.
+      from = persist ? rep->segments[k].persisted : 0;
+      dst = rep->segments[k].addr;
+      handle = rep->segments[k].handle;
+    }
+    if (from > length) {
+      result = Status::IllegalState("LogC " + logc_id + " holds more of segment " +
+                                    std::to_string(k) + " than the log");
+      break;
+    }
+    if (from == length) continue;
+    const uint64_t n = length - from;
+    Status error;
+    auto st = NewStaging(n, &error);
+    if (st == nullptr) {
+      result = error;
+      break;
+    }
+    // READ from a surviving replica (the next one if it fails)...
+    Status read = Status::Unavailable("no surviving replica to copy from");
+    for (auto& src : sources) {
+      transport::RemoteAddr from_addr;
+      {
+        std::lock_guard lock(log->mu);
+        if (src->failed || src->segments.size() <= k) continue;
+        from_addr = src->segments[k].addr;
+      }
+      from_addr.addr += from;
+      read = WaitOp(st, [&](transport::Completion done) {
+        return endpoint_->transport()->Read(src->peer, from_addr, n, st->mr, 0, std::move(done));
+      });
+      if (read.ok()) break;
+      LOG(WARNING) << "reading " << LogName(log->range, log->memtable) << " from LogC "
+                   << src->logc_id << ": " << read.ToString();
+    }
+    if (!read.ok()) {
+      result = read;
+      break;
+    }
+    // ...and WRITE it to the new one.
+    dst.addr += from;
+    result = WaitOp(st, [&](transport::Completion done) {
+      return endpoint_->transport()->Write(rep->peer, st->mr, 0, n, dst,
+                                           persist ? std::optional<uint32_t>(handle) : std::nullopt,
+                                           std::move(done));
+    });
+    if (!result.ok()) break;
+    if (persist) {
+      std::unique_lock lock(log->mu);
+      const bool acked = log->cv.wait_for(lock, options_.timeout, [&] {
+        return rep->segments[k].persisted >= length || !rep->segments[k].ack_error.ok();
+      });
+      if (!rep->segments[k].ack_error.ok()) {
+        result = rep->segments[k].ack_error;
+      } else if (!acked) {
+        result = Status::TimedOut("persist acknowledgment of the copy");
+      }
+    }
+  }
+  if (!result.ok()) {
+    DropAckRoutes(*rep);
+    return result;
+  }
+  std::lock_guard lock(log->mu);
+  log->replicas.push_back(rep);
+  return Status::OK();
+}
+
+// ---- Delete -----------------------------------------------------------------------
+
+void LogClient::Delete(uint32_t range, std::vector<uint64_t> memtables) {
+  std::vector<std::shared_ptr<Log>> logs;
+  std::vector<std::string> logc_ids;
+  {
+    std::lock_guard lock(mu_);
+    for (uint64_t m : memtables) {
+      auto it = logs_.find({range, m});
+      if (it == logs_.end()) continue;
+      logs.push_back(it->second);
+      logs_.erase(it);
+    }
+    for (auto& [id, s] : logcs_) logc_ids.push_back(id);
+  }
+  for (auto& log : logs) {
+    std::vector<std::shared_ptr<Replica>> dropped;
+    {
+      std::lock_guard lock(log->mu);
+      if (log->dead.ok())
+        log->dead = Status::Aborted(LogName(range, log->memtable) + " was deleted");
+      dropped = log->replicas;
+      log->replicas.clear();
+      log->cv.notify_all();
+    }
+    Forget(dropped, false);
+  }
+  auto task = [this, range, memtables = std::move(memtables), logc_ids] {
+    DeleteLogsRequest req{range, memtables};
+    const std::string payload = Encode(req);
+    for (const std::string& id : logc_ids) {
+      auto peer = PeerFor(id);
+      Status s = peer.status();
+      if (s.ok())
+        s = endpoint_->CallSync(peer.value(), kDeleteLogs, payload, options_.timeout).status();
+      if (!s.ok()) {
+        errors_->Increment();
+        LOG(WARNING) << "deleting logs of range " << range << " at LogC " << id << ": "
+                     << s.ToString();
+      }
+    }
+  };
+  Status queued = delete_pool_.Submit(task);
+  if (!queued.ok()) task();
+}
+
+// ---- Recovery ---------------------------------------------------------------------
+
+Status LogClient::ReadSegment(const SegmentToRead& seg, std::string* out) {
+  Status last = Status::Unavailable("no replica");
+  for (const auto& src : seg.sources) {
+    out->clear();
+    const LogFileInfo& f = src.info;
+    if (options_.mode == LogMode::kDisk && f.persisted) {
+      // From the LogC's disk, page by page.
+      ReadLogRequest req{seg.range, seg.memtable, seg.segment, 0, f.persisted_length};
+      last = Status::OK();
+      while (true) {
+        req.offset = out->size();
+        req.length = UINT64_MAX;
+        auto reply = endpoint_->CallSync(src.peer, kReadLog, Encode(req), options_.timeout);
+        if (!reply.ok()) {
+          last = reply.status();
+          break;
+        }
+        ReadLogResponse resp;
+        last = Decode(reply.value(), &resp);
+        if (!last.ok()) break;
+        out->append(resp.data);
+        if (resp.data.empty() || out->size() >= resp.persisted_length) break;
+      }
+    } else {
+      // One one-sided READ: what the LogC received of a persisted file, a memory file whole.
+      const uint64_t n = f.persisted ? f.length : f.capacity;
+      if (n == 0) return Status::OK();
+      Status error;
+      auto st = NewStaging(n, &error);
+      if (st == nullptr) return error;
+      last = WaitOp(st, [&](transport::Completion done) {
+        return endpoint_->transport()->Read(src.peer, f.addr, n, st->mr, 0, std::move(done));
+      });
+      if (last.ok()) out->assign(st->mem.get(), n);
+    }
+    if (last.ok()) return last;
+    LOG(WARNING) << "reading " << LogName(seg.range, seg.memtable) << " segment " << seg.segment
+                 << " from LogC " << src.logc_id << ": " << last.ToString();
+  }
+  return last;
+}
+
+Status LogClient::ReadAll(uint32_t range, int threads, std::vector<RecoveredLog>* logs,
+                          std::vector<uint64_t>* missing) {
+  logs->clear();
+  missing->clear();
+  if (options_.mode == LogMode::kNone) {
+    return Status::InvalidArgument("log mode none: there are no logs to read");
+  }
+  std::vector<std::string> ids;
+  std::set<uint64_t> expected;  // memtables this client wrote
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, s] : logcs_) ids.push_back(id);
+    for (auto& [key, log] : logs_) {
+      if (key.first != range) continue;
+      std::lock_guard log_lock(log->mu);  // order: mu_, then a log's mu
+      if (log->durable_end > 0) expected.insert(key.second);
+    }
+  }
+  // memtable -> segment -> sources
+  std::map<uint64_t, std::map<uint32_t, SegmentToRead>> found;
+  for (const std::string& id : ids) {
+    auto peer = PeerFor(id);
+    Status s = peer.status();
+    ListLogsResponse list;
+    if (s.ok()) {
+      auto reply = endpoint_->CallSync(peer.value(), kListLogs, Encode(ListLogsRequest{range}),
+                                       options_.timeout);
+      s = reply.ok() ? Decode(reply.value(), &list) : reply.status();
+    }
+    if (!s.ok()) {
+      LOG(WARNING) << "listing logs of range " << range << " at LogC " << id << ": "
+                   << s.ToString();
+      continue;
+    }
+    for (const LogFileInfo& f : list.files) {
+      SegmentToRead& seg = found[f.memtable][f.segment];
+      seg.range = range;
+      seg.memtable = f.memtable;
+      seg.segment = f.segment;
+      seg.sources.push_back(SegmentToRead::Source{id, peer.value(), f});
+    }
+  }
+  // Best source first: the one that received (or persisted) the most.
+  std::vector<SegmentToRead*> work;
+  for (auto& [memtable, segments] : found) {
+    for (auto& [number, seg] : segments) {
+      std::stable_sort(seg.sources.begin(), seg.sources.end(), [](const auto& a, const auto& b) {
+        return a.info.length > b.info.length;
+      });
+      work.push_back(&seg);
+    }
+  }
+  std::vector<std::string> bytes(work.size());
+  std::vector<Status> status(work.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < work.size(); i = next++)
+      status[i] = ReadSegment(*work[i], &bytes[i]);
+  };
+  std::vector<std::thread> pool;
+  const size_t n_threads = std::min<size_t>(std::max(1, threads), work.size());
+  for (size_t t = 0; t < n_threads; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+
+  size_t i = 0;
+  for (auto& [memtable, segments] : found) {
+    RecoveredLog log;
+    log.memtable = memtable;
+    bool complete = true;
+    uint32_t expect_segment = 0;
+    std::set<std::string> holders;
+    for (auto& [number, seg] : segments) {
+      if (number != expect_segment++) complete = false;  // a segment no replica lists
+      if (!status[i].ok()) complete = false;
+      log.bytes += bytes[i];
+      for (auto& src : seg.sources) holders.insert(src.logc_id);
+      ++i;
+    }
+    expected.erase(memtable);
+    if (!complete) {
+      missing->push_back(memtable);
+      continue;
+    }
+    log.replicas.assign(holders.begin(), holders.end());
+    logs->push_back(std::move(log));
+  }
+  for (uint64_t m : expected) missing->push_back(m);
+  std::sort(missing->begin(), missing->end());
+  return Status::OK();
+}
+
+}  // namespace nova::logc

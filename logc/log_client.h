@@ -1,0 +1,191 @@
+// LogClient: the LTC's side of the log (DESIGN.md section 6, docs/logc.md). Appends opaque
+// bytes to one log per (range, memtable), replicated at `replicas` LogCs:
+//  - each log is a sequence of segments (LogC files of a fixed capacity), filled completely
+//    before the next one is opened, so a log's bytes are the concatenation of its segments;
+//  - appends are one-sided WRITEs into the segment's region at every replica; in the
+//    persisted modes they carry the segment's handle as immediate and complete when the
+//    LogC reports them fdatasync'd (kLogPersisted);
+//  - concurrent appends to one log are group-committed: while one WRITE per replica is in
+//    flight new appends queue, and the next turn writes all of them at once;
+//  - a replica that fails (error, timeout, peer down) is dropped from the log and the append
+//    completes on the survivors; then the log is re-replicated to a spare LogC (its contents
+//    READ from a survivor and WRITTEN to the spare) within the log's group-commit turn.
+//
+// Thread safety: all public methods are thread-safe. Lock order: connect_mu_, mu_, a log's mu,
+// then acks_mu_ (a log's mu is never held while taking mu_).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/metrics.h"
+#include "common/rpc/rpc_endpoint.h"
+#include "common/thread_pool.h"
+#include "common/transport/transport.h"
+#include "logc/log_mode.h"
+#include "logc/logc_protocol.h"
+
+namespace nova::logc {
+
+struct LogClientOptions {
+  LogMode mode = LogMode::kMemory;
+  int replicas = 2;                      // --log_replicas
+  uint64_t segment_bytes = 16ull << 20;  // capacity of a segment (~ memtable size + slack)
+  // Per WRITE, persist acknowledgment, READ and control request: a replica that misses it
+  // is failed.
+  std::chrono::milliseconds timeout{5000};
+  // A LogC that failed is not chosen for new logs or re-replication for this long.
+  std::chrono::milliseconds failed_cooldown{10000};
+};
+
+class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
+ public:
+  // `endpoint` is the process's RpcEndpoint (attached to its transport); the constructor
+  // registers a service for kLogPersisted and an observer on it.
+  // REQUIRES: constructed before the endpoint's transport starts. `endpoint` and `metrics`
+  // (may be null) must outlive this.
+  LogClient(LogClientOptions options, rpc::RpcEndpoint* endpoint, MetricsRegistry* metrics);
+  // Waits for queued deletes. REQUIRES: no Append or ReadAll is running, and the endpoint's
+  // transport is shut down (its events reach this object as an observer).
+  ~LogClient() override;
+  LogClient(const LogClient&) = delete;
+  LogClient& operator=(const LogClient&) = delete;
+
+  // The LogCs to choose replicas from: id -> exchange-transport address. Replaces the set
+  // (logs keep replicas on LogCs that left it until those fail). Connects lazily.
+  void SetLogcs(std::map<std::string, std::string> logcs);
+
+  // Appends `bytes` to the log of (range, memtable), opening it (at `replicas` LogCs with the
+  // fewest open logs of this client, ties by id, skipping failed ones) on first use. Blocks
+  // until the mode's guarantee holds at every live replica: memory = the WRITE completed
+  // there; disk, memory+disk = the LogC reported the bytes fdatasync'd. Returns OK then;
+  // InvalidArgument in mode none; Unavailable/NetworkError/TimedOut when no replica of the
+  // log is left (the log is then dead: every later Append to it fails too); Aborted if the
+  // log was deleted while the append waited.
+  Status Append(uint32_t range, uint64_t memtable, std::string_view bytes);
+
+  // Deletes the logs of these memtables at every LogC this client knows (their replicas
+  // included), in the background: returns at once; failures are logged and counted.
+  // Appends to them still waiting fail with Aborted.
+  // REQUIRES: no later Append to these memtables (it would start a new log, which the
+  // background delete may remove).
+  void Delete(uint32_t range, std::vector<uint64_t> memtables);
+
+  // A recovered log: its bytes (segments concatenated in order; memory logs are read whole,
+  // so they may end in zero bytes) and the LogCs holding a replica of it.
+  struct RecoveredLog {
+    uint64_t memtable = 0;
+    std::string bytes;
+    std::vector<std::string> replicas;
+  };
+  // Reads every log of `range` found at the LogCs of SetLogcs, each segment from one replica
+  // (another on failure): one-sided READs, or kReadLog pages in mode disk. Up to `threads`
+  // segments are read in parallel. *logs gets the logs read completely, by memtable id;
+  // *missing the memtables of which a segment could be read from no replica (or that this
+  // client wrote but no reachable LogC lists). Returns OK, or InvalidArgument in mode none.
+  Status ReadAll(uint32_t range, int threads, std::vector<RecoveredLog>* logs,
+                 std::vector<uint64_t>* missing);
+
+  struct Stats {
+    uint64_t appends = 0;           // Append calls that wrote bytes
+    uint64_t writes = 0;            // group-commit rounds (one WRITE per live replica each)
+    uint64_t bytes = 0;             // bytes appended
+    uint64_t replica_failures = 0;  // replicas dropped from logs
+    uint64_t rereplications = 0;    // replicas added to logs by copying
+  };
+  Stats GetStats() const;
+
+  // rpc::RpcService: kLogPersisted notifications.
+  void HandleRequest(transport::PeerId peer, uint16_t type, std::string payload,
+                     rpc::Responder responder) override;
+  // rpc::EndpointObserver: fails the replicas on a LogC that went down.
+  void OnPeerDown(transport::PeerId peer, const Status& why) override;
+
+ private:
+  struct Staging;
+  struct Replica;
+  struct Log;
+  struct LogcState {
+    std::string address;
+    transport::PeerId peer = transport::kInvalidPeer;
+    MonoTime failed_until{};
+    int open_logs = 0;  // logs of this client with a replica here
+  };
+  struct AckRoute {
+    std::weak_ptr<Log> log;
+    std::shared_ptr<Replica> replica;
+    size_t segment = 0;
+  };
+  struct SegmentToRead;
+
+  std::shared_ptr<Log> GetLog(uint32_t range, uint64_t memtable, bool create);
+  // Writes `batch` to the log (opening segments as needed). REQUIRES: the caller holds the
+  // log's turn, not its mu.
+  Status RunTurn(const std::shared_ptr<Log>& log, std::string_view batch);
+  Status OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity);
+  // Opens segment `segment` at `logc`; checks its capacity and emptiness. On success fills
+  // the replica's segment entry (and its ack route).
+  Status OpenAt(const std::shared_ptr<Log>& log, const std::shared_ptr<Replica>& rep,
+                uint32_t segment, uint64_t capacity);
+  Status WritePiece(const std::shared_ptr<Log>& log, size_t segment, uint64_t offset,
+                    const char* data, uint64_t n);
+  // Drops failed replicas from the log. REQUIRES: the log's mu held, not mu_.
+  void ReapFailedLocked(Log* log, std::vector<std::shared_ptr<Replica>>* reaped);
+  // Bookkeeping of replicas that left their log: open counts, ack routes, and (failed) the
+  // LogC's cool-down and the failure count.
+  void Forget(const std::vector<std::shared_ptr<Replica>>& reaped, bool failed);
+  void DropAckRoutes(const Replica& rep);
+  void MaybeRereplicate(const std::shared_ptr<Log>& log);
+  Status CopyTo(const std::shared_ptr<Log>& log, const std::string& logc_id);
+
+  Result<transport::PeerId> PeerFor(const std::string& logc_id);
+  void MarkFailed(const std::string& logc_id);
+  // Chooses the LogC for a new replica: not failed, not in *exclude, fewest open logs of
+  // this client (ties by id). Counts the log there at once (ReleaseLogc undoes it if the
+  // replica is not made) and adds it to *exclude. nullopt when none is left.
+  std::optional<std::string> ReserveLogc(std::vector<std::string>* exclude);
+  void ReleaseLogc(const std::string& logc_id);
+  std::shared_ptr<Staging> NewStaging(uint64_t bytes, Status* error);
+  // Posts a one-sided op and waits up to the timeout for its completion.
+  Status WaitOp(const std::shared_ptr<Staging>& staging,
+                const std::function<Status(transport::Completion)>& post);
+  Status ReadSegment(const SegmentToRead& seg, std::string* out);
+
+  const LogClientOptions options_;
+  rpc::RpcEndpoint* const endpoint_;  // must outlive this
+
+  std::mutex connect_mu_;  // held while connecting; taken before mu_
+  mutable std::mutex mu_;
+  // Protected by mu_:
+  std::map<std::string, LogcState> logcs_;
+  std::map<std::pair<uint32_t, uint64_t>, std::shared_ptr<Log>> logs_;
+
+  std::mutex acks_mu_;
+  // Protected by acks_mu_: where kLogPersisted of (LogC peer, handle) goes.
+  std::map<std::pair<transport::PeerId, uint32_t>, AckRoute> acks_;
+
+  // Metrics: this client's own counters, mirrored into the registry when there is one.
+  std::unique_ptr<MetricsRegistry> own_metrics_;  // when none was given
+  Counter* appends_;
+  Counter* writes_;
+  Counter* bytes_;
+  Counter* replica_failures_;
+  Counter* rereplications_;
+  Counter* errors_;
+  Histogram* append_latency_us_;
+
+  ThreadPool delete_pool_;  // background deletes; last member: drained first
+};
+
+}  // namespace nova::logc
