@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README command one: installs what is missing, builds, starts a local Nova-LSM cluster
-# (ZooKeeper, a coordinator, 3 StoCs, 1 LTC, 4 ranges, all on loopback), loads 100,000
+# (ZooKeeper, a coordinator, 3 StoCs, 2 LogCs with log_mode=memory, 1 LTC, 4 ranges, all on
+# loopback), loads 100,000
 # records and runs YCSB workloada against it for about 30 s with nova_ycsb (a progress line
 # every 10 s, every read verified), prints YCSB's summary, then stops the cluster.
 #
@@ -21,7 +22,7 @@ export NOVA_BUILD_DIR=$(cd "$root" && mkdir -p "$build_dir" && cd "$build_dir" &
 echo "== configure and build ($NOVA_BUILD_DIR)"
 cmake -S . -B "$NOVA_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$NOVA_BUILD_DIR" -j "$(nproc)" \
-  --target nova_stoc nova_ltc_daemon nova_coordinator nova_admin nova_cli nova_ycsb
+  --target nova_stoc nova_logc nova_ltc_daemon nova_coordinator nova_admin nova_cli nova_ycsb
 
 dir=${NOVA_CLUSTER_DIR:-$(mktemp -d /tmp/nova-quickstart.XXXXXX)}
 mkdir -p "$dir"
@@ -39,7 +40,7 @@ stop() {
 trap stop EXIT
 
 echo "== start a local cluster in $dir"
-deploy/local_cluster.sh start --dir "$dir" --ltcs 1 --stocs 3 --ranges 4 \
+deploy/local_cluster.sh start --dir "$dir" --ltcs 1 --stocs 3 --logcs 2 --log-mode memory --ranges 4 \
   "--split_points=$dir/split_points"
 source "$dir/cluster.env"
 deploy/local_cluster.sh status --dir "$dir" 2>/dev/null | sed -n '/^cluster/,$p'

@@ -99,6 +99,8 @@ struct LogClient::SegmentToRead {
 LogClient::LogClient(LogClientOptions options, rpc::RpcEndpoint* endpoint,
                      MetricsRegistry* metrics)
     : options_(std::move(options)),
+      mode_(options_.mode),
+      replicas_(options_.replicas),
       endpoint_(endpoint),
       delete_pool_("log-delete", 1, kMaxQueuedDeletes) {
   if (metrics == nullptr) {
@@ -283,8 +285,19 @@ std::shared_ptr<LogClient::Log> LogClient::GetLog(uint32_t range, uint64_t memta
   return log;
 }
 
+Status LogClient::Configure(LogMode mode, int replicas) {
+  if (replicas < 1) return Status::InvalidArgument("log replicas must be at least 1");
+  std::lock_guard lock(mu_);
+  if (!logs_.empty() && (mode != mode_.load() || replicas != replicas_.load())) {
+    return Status::IllegalState("the log client already has open logs");
+  }
+  mode_ = mode;
+  replicas_ = replicas;
+  return Status::OK();
+}
+
 Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view bytes) {
-  if (options_.mode == LogMode::kNone) {
+  if (mode_.load() == LogMode::kNone) {
     return Status::InvalidArgument("log mode none: nothing is logged");
   }
   if (bytes.empty()) return Status::OK();
@@ -370,7 +383,7 @@ Status LogClient::OpenAt(const std::shared_ptr<Log>& log, const std::shared_ptr<
   req.memtable = log->memtable;
   req.segment = segment;
   req.capacity = capacity;
-  req.persist = Persists(options_.mode);
+  req.persist = Persists(mode_.load());
   auto reply = endpoint_->CallSync(rep->peer, kOpenLog, Encode(req), options_.timeout);
   if (!reply.ok()) return reply.status().Prepend("opening at LogC " + rep->logc_id);
   OpenLogResponse resp;
@@ -427,7 +440,7 @@ Status LogClient::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity
   if (segment == 0 && replicas.empty()) {
     // A new log: choose its replicas.
     std::vector<std::string> tried;
-    while (static_cast<int>(opened.size()) < options_.replicas) {
+    while (static_cast<int>(opened.size()) < replicas_.load()) {
       auto chosen = ReserveLogc(&tried);
       if (!chosen) break;
       const std::string& id = *chosen;
@@ -456,9 +469,9 @@ Status LogClient::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity
     log->replicas = opened;
     log->capacity.push_back(capacity);
     log->written = 0;
-    LOG_IF(WARNING, static_cast<int>(opened.size()) < options_.replicas)
+    LOG_IF(WARNING, static_cast<int>(opened.size()) < replicas_.load())
         << LogName(log->range, log->memtable) << " opened at " << opened.size() << " of "
-        << options_.replicas << " replicas";
+        << replicas_.load() << " replicas";
     return Status::OK();
   }
   // The next segment, at the log's replicas.
@@ -506,7 +519,7 @@ std::shared_ptr<LogClient::Staging> LogClient::NewStaging(uint64_t bytes, Status
 
 Status LogClient::WritePiece(const std::shared_ptr<Log>& log, size_t segment, uint64_t offset,
                              const char* data, uint64_t n) {
-  const bool persist = Persists(options_.mode);
+  const bool persist = Persists(mode_.load());
   // The staging buffer is reused unless a timed-out op may still read it.
   std::shared_ptr<Staging> st = log->staging;
   if (st == nullptr || st->inflight.load() != 0 || st->size < n) {
@@ -661,14 +674,14 @@ void LogClient::MaybeRereplicate(const std::shared_ptr<Log>& log) {
     for (auto& r : log->replicas) current.push_back(r->logc_id);
   }
   Forget(reaped, true);
-  if (current.empty() || static_cast<int>(current.size()) >= options_.replicas) return;
+  if (current.empty() || static_cast<int>(current.size()) >= replicas_.load()) return;
   {
     std::lock_guard lock(log->mu);
     if (log->capacity.empty()) return;  // nothing opened yet
   }
   int live = static_cast<int>(current.size());
   std::vector<std::string> tried = current;
-  while (live < options_.replicas) {
+  while (live < replicas_.load()) {
     auto chosen = ReserveLogc(&tried);
     if (!chosen) break;
     const std::string& id = *chosen;
@@ -709,7 +722,7 @@ Status LogClient::WaitOp(const std::shared_ptr<Staging>& staging,
 Status LogClient::CopyTo(const std::shared_ptr<Log>& log, const std::string& logc_id) {
   auto peer = PeerFor(logc_id);
   if (!peer.ok()) return peer.status();
-  const bool persist = Persists(options_.mode);
+  const bool persist = Persists(mode_.load());
   auto rep = std::make_shared<Replica>();
   rep->logc_id = logc_id;
   rep->peer = peer.value();
@@ -855,7 +868,7 @@ Status LogClient::ReadSegment(const SegmentToRead& seg, std::string* out) {
   for (const auto& src : seg.sources) {
     out->clear();
     const LogFileInfo& f = src.info;
-    if (options_.mode == LogMode::kDisk && f.persisted) {
+    if (mode_.load() == LogMode::kDisk && f.persisted) {
       // From the LogC's disk, page by page.
       ReadLogRequest req{seg.range, seg.memtable, seg.segment, 0, f.persisted_length};
       last = Status::OK();
@@ -896,7 +909,7 @@ Status LogClient::ReadAll(uint32_t range, int threads, std::vector<RecoveredLog>
                           std::vector<uint64_t>* missing) {
   logs->clear();
   missing->clear();
-  if (options_.mode == LogMode::kNone) {
+  if (mode_.load() == LogMode::kNone) {
     return Status::InvalidArgument("log mode none: there are no logs to read");
   }
   std::vector<std::string> ids;

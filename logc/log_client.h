@@ -15,6 +15,7 @@
 // then acks_mu_ (a log's mu is never held while taking mu_).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <condition_variable>
@@ -61,6 +62,13 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   ~LogClient() override;
   LogClient(const LogClient&) = delete;
   LogClient& operator=(const LogClient&) = delete;
+
+  // Sets the mode and replica count after construction: an LTC learns the cluster's
+  // log_mode and log_replicas settings from its first configuration, after its transport
+  // started. IllegalState once any log was opened (logs keep the mode they started with).
+  // REQUIRES: no Append or ReadAll runs concurrently.
+  Status Configure(LogMode mode, int replicas);
+  LogMode mode() const { return mode_.load(); }
 
   // The LogCs to choose replicas from: id -> exchange-transport address. Replaces the set
   // (logs keep replicas on LogCs that left it until those fail). Connects lazily.
@@ -163,6 +171,9 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   Status ReadSegment(const SegmentToRead& seg, std::string* out);
 
   const LogClientOptions options_;
+  // options_.mode and options_.replicas, until Configure changes them.
+  std::atomic<LogMode> mode_;
+  std::atomic<int> replicas_;
   rpc::RpcEndpoint* const endpoint_;  // must outlive this
 
   std::mutex connect_mu_;  // held while connecting; taken before mu_

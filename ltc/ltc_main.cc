@@ -83,7 +83,7 @@ DEFINE_string(log_mode, "none",
               "How writes are logged before they are acknowledged: none (memtables die with "
               "the LTC), memory (in the memory of --log_replicas LogCs), disk (fdatasync'd "
               "at every replica) or memory+disk. With --zk the cluster's log_mode setting, "
-              "if any, takes precedence");
+              "if any, takes precedence (read when the first range opens)");
 DEFINE_int32(log_replicas, 2, "LogCs each memtable's log is replicated on (with --zk the "
              "cluster's log_replicas setting takes precedence)");
 DEFINE_string(logc, "", "LogCs: id@host:port,... (static mode; with --zk they come from the "
@@ -157,26 +157,10 @@ int main(int argc, char** argv) {
   auto logcs = nova::ltc::ParseMemberList(FLAGS_logc);
   if (!logcs.ok()) return BadFlags("--logc: " + logcs.status().ToString());
   a.logcs = logcs.value();
-  // The log mode and replication: the cluster's settings if ZooKeeper has them, else flags.
-  std::string log_mode = FLAGS_log_mode;
-  int log_replicas = FLAGS_log_replicas;
-  if (zk) {
-    auto config = config_store->ReadConfig();
-    if (config.ok()) {
-      const auto& settings = config.value().settings;
-      if (auto it = settings.find("log_mode"); it != settings.end()) log_mode = it->second;
-      if (auto it = settings.find("log_replicas"); it != settings.end()) {
-        try {
-          log_replicas = std::stoi(it->second);
-        } catch (...) {
-          return BadFlags("the cluster's log_replicas setting is not a number: " + it->second);
-        }
-      }
-    } else {
-      LOG(WARNING) << "cannot read the cluster configuration (" << config.status().ToString()
-                   << "): using --log_mode=" << log_mode;
-    }
-  }
+  // The log mode and replication: these flags, unless the cluster configuration (--zk) has
+  // log_mode / log_replicas settings, which win when the first range opens.
+  const std::string log_mode = FLAGS_log_mode;
+  const int log_replicas = FLAGS_log_replicas;
   nova::logc::LogMode mode;
   if (nova::Status ms = nova::logc::ParseLogMode(log_mode, &mode); !ms.ok()) {
     return BadFlags("log mode: " + ms.ToString());

@@ -1,5 +1,6 @@
 #include "ltc/range_backend.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <sstream>
@@ -164,7 +165,8 @@ struct NovaBackends::Impl {
   rpc::RpcEndpoint endpoint;
   std::unique_ptr<transport::Transport> transport;
   std::unique_ptr<stoc::StocClient> client;
-  std::unique_ptr<logc::LogClient> log_client;  // null with log mode none
+  std::unique_ptr<logc::LogClient> log_client;
+  bool log_configured = false;  // protected by mu: the mode is fixed
   OffloadPolicy policy = OffloadPolicy::kNone;
 
   std::mutex mu;
@@ -196,23 +198,39 @@ struct NovaBackends::Impl {
       }
       offloader_ptr = offloader.get();
     }
-    // The log mode is cluster-wide: a configuration naming another one than this LTC
-    // runs with is refused, never silently weakened.
-    const logc::LogMode mode = options.log.mode;
-    auto setting = a.settings.find("log_mode");
-    if (setting != a.settings.end()) {
-      logc::LogMode wanted;
-      NOVA_RETURN_NOT_OK_PREPEND(logc::ParseLogMode(setting->second, &wanted),
+    // The log mode is cluster-wide: the configuration's log_mode and log_replicas settings
+    // (else the LTC's flags) fix it with the first range opened; a later configuration
+    // naming another mode is refused, never silently weakened.
+    logc::LogMode mode = options.log.mode;
+    int replicas = options.log.replicas;
+    if (auto it = a.settings.find("log_mode"); it != a.settings.end()) {
+      NOVA_RETURN_NOT_OK_PREPEND(logc::ParseLogMode(it->second, &mode),
                                  "the cluster's log_mode setting");
-      if (wanted != mode) {
+    }
+    if (auto it = a.settings.find("log_replicas"); it != a.settings.end()) {
+      char* end = nullptr;
+      const long r = std::strtol(it->second.c_str(), &end, 10);
+      if (end == it->second.c_str() || *end != '\0' || r < 1 || r > 16) {
+        return Status::InvalidArgument("the cluster's log_replicas setting '" + it->second +
+                                       "' is not a number from 1 to 16");
+      }
+      replicas = static_cast<int>(r);
+    }
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (!log_configured) {
+        NOVA_RETURN_NOT_OK(log_client->Configure(mode, replicas));
+        log_configured = true;
+        LOG(INFO) << "log mode " << logc::LogModeName(mode) << ", " << replicas << " replicas";
+      } else if (mode != log_client->mode()) {
         return Status::InvalidArgument(
-            std::string("the cluster's log_mode is ") + logc::LogModeName(wanted) +
-            " but this LTC runs with " + logc::LogModeName(mode) +
-            ": restart it (nova_ltc reads log_mode from the configuration at start, or "
-            "--log_mode)");
+            std::string("the cluster's log_mode is ") + logc::LogModeName(mode) +
+            " but this LTC runs with " + logc::LogModeName(log_client->mode()) +
+            " (fixed when its first range opened): restart it");
       }
     }
-    if (log_client != nullptr) {
+    const bool logged = mode != logc::LogMode::kNone;
+    if (logged) {
       if (a.logcs.empty()) {
         return Status::InvalidArgument(std::string("log_mode=") + logc::LogModeName(mode) +
                                        " needs LogCs (--logc=id@host:port,... or LogCs "
@@ -232,7 +250,7 @@ struct NovaBackends::Impl {
     EngineOptions eo = options.engine;
     eo.range_id = range.id;
     eo.compaction_offloader = offloader_ptr;
-    if (log_client != nullptr) {
+    if (logged) {
       b->log_ = std::make_unique<LogcMemtableLog>(log_client.get(), range.id);
       eo.log = b->log_.get();
       eo.recovery_threads = options.recovery_threads;
@@ -258,11 +276,10 @@ Status NovaBackends::Init() {
   impl_->endpoint.Attach(impl_->transport.get());
   impl_->client = std::make_unique<stoc::StocClient>(
       &impl_->endpoint, stoc::StocClientOptions{impl_->options.stoc_timeout});
-  if (impl_->options.log.mode != logc::LogMode::kNone) {
-    // Before the transport starts: it registers for the LogCs' persist acknowledgments.
-    impl_->log_client =
-        std::make_unique<logc::LogClient>(impl_->options.log, &impl_->endpoint, impl_->metrics);
-  }
+  // Before the transport starts: it registers for the LogCs' persist acknowledgments. (Made
+  // whatever the mode: the configuration may ask for logs.)
+  impl_->log_client =
+      std::make_unique<logc::LogClient>(impl_->options.log, &impl_->endpoint, impl_->metrics);
   NOVA_RETURN_NOT_OK(impl_->transport->Init());
   return impl_->transport->Start();
 }

@@ -81,8 +81,9 @@ struct NovaBackendOptions {
   stoc::PlacementPolicy placement = stoc::PlacementPolicy::kPowerOfD;
   std::string offload_policy = "none";  // --ltc_compaction_offload
   std::chrono::milliseconds stoc_timeout{30000};
-  // Logging (docs/durability.md): mode none runs without a log. An assignment whose
-  // settings name another log_mode is refused (the mode is fixed when the LTC starts).
+  // Logging (docs/durability.md): the default mode and replicas; the first assignment's
+  // log_mode and log_replicas settings override them, and fix the mode for good (a later
+  // assignment naming another mode is refused: restart the LTC).
   logc::LogClientOptions log{logc::LogMode::kNone};
   // Threads rebuilding a range's memtables from its logs when it opens.
   int recovery_threads = 2;

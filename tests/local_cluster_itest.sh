@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End to end through ZooKeeper: deploy/local_cluster.sh starts a real cluster (ZooKeeper, a
-# coordinator, 3 StoCs, 2 LTCs); nova_cli and nova_ycsb -db nova find it through ZooKeeper;
-# a StoC and an LTC are killed -9 and restarted; stop leaves no process behind.
+# coordinator, 3 StoCs, 2 LogCs with log_mode=memory, 2 LTCs); nova_cli and nova_ycsb -db nova find it through ZooKeeper;
+# a StoC, a LogC and an LTC are killed -9 (the LTC's acknowledged writes come back from the
+# LogCs) and restarted; stop leaves no process behind.
 #
 #   NOVA_BUILD_DIR=build tests/local_cluster_itest.sh
 set -euo pipefail
@@ -27,8 +28,8 @@ fail() {
 }
 expect_eq() { [[ "$1" == "$2" ]] || fail "$3: expected '$2', got '$1'"; }
 
-"$root/deploy/local_cluster.sh" start --dir "$dir" --ltcs 2 --stocs 3 --ranges 4 \
-  --ltc_memtable_size_mb=1 > "$dir/start.out" || fail "start"
+"$root/deploy/local_cluster.sh" start --dir "$dir" --ltcs 2 --stocs 3 --logcs 2 --ranges 4 \
+  --log-mode memory --ltc_memtable_size_mb=1 > "$dir/start.out" || fail "start"
 line=$(tail -n 1 "$dir/start.out")
 [[ "$line" =~ ^NOVA_ZK=127\.0\.0\.1:[0-9]+\ NOVA_CLUSTER=local$ ]] || fail "start printed '$line'"
 expect_eq "$(cat "$dir/cluster.env")" "$line" "cluster.env"
@@ -94,11 +95,23 @@ echo "== a StoC killed -9 and restarted"
 expect_eq "$("${cli[@]}" get after-stoc-restart)" "yes" "get after StoC restart"
 
 echo "== an LTC killed -9 and restarted (same id, data and port)"
+for k in 90 a0 c0 f0; do
+  "${cli[@]}" --hex --hex_values put "${k}aa" "$k" || fail "put hex key ${k}aa into ltc-1"
+done
 "$root/deploy/local_cluster.sh" kill --dir "$dir" ltc-1
 "$root/deploy/local_cluster.sh" restart --dir "$dir" ltc-1
-# Without LogC the killed LTC's memtables are gone; the ranges it serves must work again.
+# Its memtables come back from the LogCs (log_mode=memory): nothing acknowledged is lost.
+for k in 90 a0 c0 f0; do
+  expect_eq "$("${cli[@]}" --hex --hex_values get "${k}aa")" "$k" "hex key ${k}aa after the LTC's crash"
+done
+expect_eq "$("${cli[@]}" --hex --hex_values get 80)" "8080" "hex key 80 after the LTC's crash"
 for k in a m z 0 ~; do "${cli[@]}" put "again-$k" "v2-$k" || fail "put again-$k after LTC restart"; done
 expect_eq "$("${cli[@]}" get again-z)" "v2-z" "get after LTC restart"
+
+echo "== a LogC killed -9: writes go on at the other replica"
+"$root/deploy/local_cluster.sh" kill --dir "$dir" logc-0
+for k in a m z 0 ~; do "${cli[@]}" put "logc-down-$k" "v-$k" || fail "put logc-down-$k with a LogC down"; done
+"$root/deploy/local_cluster.sh" restart --dir "$dir" logc-0
 
 echo "== ZooKeeper killed: the LTCs keep serving from the last configuration"
 "$root/deploy/local_cluster.sh" kill --dir "$dir" zookeeper
@@ -117,6 +130,9 @@ echo "== an LTC started while ZooKeeper is down serves once it is back"
 # once ltc-0 got the configuration.
 "${cli[@]}" put key-late late || fail "put into ltc-0's range after the outage"
 expect_eq "$("${cli[@]}" get key-late)" "late" "get from ltc-0's range after the outage"
+# What ltc-0 held in memtables when it was killed came back from the logs.
+expect_eq "$("${cli[@]}" get logc-down-m)" "v-m" "a write logged while a LogC was down, after ltc-0's crash"
+expect_eq "$("${cli[@]}" get again-m)" "v2-m" "a write from before ltc-0's crash"
 
 echo "== stop"
 pids=$(cat "$dir"/pids/*.pid)
