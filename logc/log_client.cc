@@ -857,8 +857,15 @@ void LogClient::Delete(uint32_t range, std::vector<uint64_t> memtables) {
       }
     }
   };
+  // Never inline: callers may hold locks (the engine drops logs under its mutex). A delete
+  // that cannot be queued leaves the files behind; the LTC's MANIFEST marks them obsolete,
+  // so they are never replayed and the next recovery deletes them.
   Status queued = delete_pool_.Submit(task);
-  if (!queued.ok()) task();
+  if (!queued.ok()) {
+    errors_->Increment();
+    LOG(WARNING) << "deleting logs of range " << range << " not queued (" << queued.ToString()
+                 << "); recovery collects them";
+  }
 }
 
 // ---- Recovery ---------------------------------------------------------------------
@@ -925,6 +932,7 @@ Status LogClient::ReadAll(uint32_t range, int threads, std::vector<RecoveredLog>
   }
   // memtable -> segment -> sources
   std::map<uint64_t, std::map<uint32_t, SegmentToRead>> found;
+  std::vector<std::string> unlisted;  // LogCs whose logs we could not list
   for (const std::string& id : ids) {
     auto peer = PeerFor(id);
     Status s = peer.status();
@@ -937,6 +945,7 @@ Status LogClient::ReadAll(uint32_t range, int threads, std::vector<RecoveredLog>
     if (!s.ok()) {
       LOG(WARNING) << "listing logs of range " << range << " at LogC " << id << ": "
                    << s.ToString();
+      unlisted.push_back(id + " (" + s.ToString() + ")");
       continue;
     }
     for (const LogFileInfo& f : list.files) {
@@ -946,6 +955,17 @@ Status LogClient::ReadAll(uint32_t range, int threads, std::vector<RecoveredLog>
       seg.segment = f.segment;
       seg.sources.push_back(SegmentToRead::Source{id, peer.value(), f});
     }
+  }
+  // A log lives on `replicas` LogCs: if that many could not be listed, some log may be on
+  // none of the others, and recovering without it would lose acknowledged writes (and a
+  // later MANIFEST edit would mark it obsolete for good). The caller retries.
+  if (!unlisted.empty() && static_cast<int>(unlisted.size()) >= replicas_.load()) {
+    std::string who;
+    for (const auto& u : unlisted) who += (who.empty() ? "" : ", ") + u;
+    return Status::Unavailable("cannot list the logs of range " + std::to_string(range) + " at " +
+                               std::to_string(unlisted.size()) + " LogC(s) (" + who + "), and " +
+                               "each log has " + std::to_string(replicas_.load()) +
+                               " replica(s): one may hold a log no other has");
   }
   // Best source first: the one that received (or persisted) the most.
   std::vector<SegmentToRead*> work;

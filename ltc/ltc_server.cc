@@ -126,8 +126,13 @@ void LtcServer::OpenInBackground(const RangeInfo& r, const RangeAssignment& a,
   openers_.emplace_back([this, r, a, slot] {
     auto delay = std::chrono::milliseconds(100);
     const MonoTime start = MonoNow();
-    while (!stopping_) {
+    while (!stopping_ && !slot->abandoned()) {
       auto b = factory_(r, a);
+      if (b.ok() && slot->abandoned()) {
+        // Removed while it opened: close it again (as a removed range closes).
+        LOG(INFO) << "range " << r.id << " opened after it left the assignment; closing it";
+        return;
+      }
       if (b.ok()) {
         slot->Set(std::shared_ptr<RangeBackend>(std::move(b.value())));
         LOG(INFO) << "range " << r.id << " open after "
@@ -183,6 +188,11 @@ Status LtcServer::ApplyAssignment(const RangeAssignment& a) {
   {
     std::lock_guard<std::mutex> tl(table_mu_);
     table_ = t;
+  }
+  for (const Hosted& h : old->ranges) {
+    const bool kept_now = std::any_of(t->ranges.begin(), t->ranges.end(),
+                                      [&](const Hosted& n) { return n.slot == h.slot; });
+    if (!kept_now) h.slot->Abandon();  // stops a background open still retrying
   }
   // Ranges no longer assigned close when `old` and the last request using them let go.
   LOG(INFO) << "installed assignment epoch " << a.epoch << " with " << a.ranges.size()

@@ -79,6 +79,9 @@ class RangeSlot {
   std::shared_ptr<RangeBackend> TryGet() const;
   // "recovering for N ms" / "opening failed: ..." (for stats).
   std::string StateText() const;
+  // The range left this LTC's assignment: a background open stops trying.
+  void Abandon() { abandoned_ = true; }
+  bool abandoned() const { return abandoned_.load(); }
 
  private:
   const uint32_t range_id_;
@@ -87,6 +90,7 @@ class RangeSlot {
   mutable std::condition_variable cv_;
   std::shared_ptr<RangeBackend> backend_;  // protected by mu_
   Status last_error_;                      // protected by mu_
+  std::atomic<bool> abandoned_{false};
 };
 
 class LtcServer {

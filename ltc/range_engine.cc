@@ -236,31 +236,48 @@ Status RangeEngine::WriteOps(const std::vector<Op>& ops) {
   NOVA_RETURN_NOT_OK(PrepareWrite(keys, &mems, &first));
   // (Tests delay a write here: it holds its sequence but is not in its memtable yet.)
   MAYBE_FAULT_VOID("ltc.write.before_add");
-  if (options_.log != nullptr) {
-    Status logged = LogWrite(ops, mems, first);
-    if (!logged.ok()) {
-      // Not acknowledged, so not applied: its sequence numbers become a gap readers skip.
-      // (The record may have reached some log replica; recovery may then bring it back,
-      // as for any write whose outcome the client did not learn.)
-      FinishWrite(first, ops.size());
-      log_failures_.fetch_add(1, std::memory_order_relaxed);
-      return logged.Prepend("logging the write");
-    }
-  }
+  Status logged;
+  std::shared_ptr<MemTable> log_failed;  // the memtable whose log append failed
+  if (options_.log != nullptr) logged = LogWrite(ops, mems, first, &log_failed);
+  // Applied even if logging failed: the record may be in some log already (a replica, or
+  // another memtable's log for a batch), and what a log holds must be in its memtable, or
+  // a replay could bring back a version older than ones compacted below the memtables.
+  // The client gets the error: the write's outcome is unknown to it, as after a timeout.
   for (size_t i = 0; i < ops.size(); ++i) {
     mems[i]->Add(first + i, ops[i].type, ops[i].key, ops[i].value);
     if (options_.lookup_index) index_.Update(ops[i].key, mems[i]->id(), first + i);
   }
   FinishWrite(first, ops.size());
+  if (!logged.ok()) {
+    log_failures_.fetch_add(1, std::memory_order_relaxed);
+    // The memtable's log is dead (no replica left): retire the memtable so the next writes
+    // get a new one, with a new log on the LogCs still alive.
+    RetireActive(log_failed);
+    return logged.Prepend("logging the write");
+  }
   if (writes_since_reorg_.fetch_add(ops.size()) + ops.size() >= options_.reorganize_every_writes) {
     MaybeReorganize();
   }
   return Status::OK();
 }
 
+void RangeEngine::RetireActive(const std::shared_ptr<MemTable>& mem) {
+  if (mem == nullptr) return;
+  const std::shared_ptr<const Routing> routing = CurrentRouting();
+  for (uint32_t d = 0; d < routing->states.size(); ++d) {
+    DrangeState* ds = routing->states[d].get();
+    std::lock_guard dl(ds->mu);
+    if (ds->retired || ds->active != mem) continue;
+    std::lock_guard lock(mu_);
+    // Past the memtable budget by one at most: the retired one is flushed next.
+    RotateLocked(d, ds);
+    return;
+  }
+}
+
 Status RangeEngine::LogWrite(const std::vector<Op>& ops,
                              const std::vector<std::shared_ptr<MemTable>>& mems,
-                             lsm::SequenceNumber first) {
+                             lsm::SequenceNumber first, std::shared_ptr<MemTable>* failed) {
   std::vector<logc::LogEntry> entries;
   entries.reserve(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -275,7 +292,11 @@ Status RangeEngine::LogWrite(const std::vector<Op>& ops,
   std::vector<uint64_t> logged;
   for (const auto& m : mems) {
     if (std::find(logged.begin(), logged.end(), m->id()) != logged.end()) continue;
-    NOVA_RETURN_NOT_OK(options_.log->Append(m->id(), record));
+    Status s = options_.log->Append(m->id(), record);
+    if (!s.ok()) {
+      *failed = m;
+      return s;
+    }
     logged.push_back(m->id());
   }
   return Status::OK();

@@ -1,12 +1,15 @@
-// Writers, readers, scanners, flushes, compactions and Drange reorganizations at once.
+// Writers, readers, scanners, flushes, compactions and Drange reorganizations at once, with
+// and without a log (then the engine is also "crashed" and reopened from its log and tables).
 // Run it under ThreadSanitizer too (NOVA_SANITIZE=thread).
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include "ltc/memory_table_store.h"
+#include "ltc/memtable_log.h"
 #include "ltc/range_engine.h"
 #include "tests/util/test_util.h"
 
@@ -15,7 +18,11 @@ namespace {
 
 std::string Key(int writer, int k) { return "w" + std::to_string(writer) + "-" + std::to_string(k); }
 
-TEST(RangeEngineConcurrencyTest, WritersReadersScannersAndBackgroundWork) {
+class RangeEngineConcurrencyTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RangeEngineConcurrencyTest, WritersReadersScannersAndBackgroundWork) {
+  const bool logged = GetParam();
+  InMemoryMemtableLog log;
   EngineOptions o;
   o.memtable_bytes = 32 << 10;
   o.memtables = 16;
@@ -26,8 +33,10 @@ TEST(RangeEngineConcurrencyTest, WritersReadersScannersAndBackgroundWork) {
   o.l0_compaction_trigger = 2;
   o.level1_bytes = 128 << 10;
   o.compaction_threads = 2;
+  if (logged) o.log = &log;
   MemoryTableStore store;
-  RangeEngine engine(o, &store);
+  auto owned = std::make_unique<RangeEngine>(o, &store);
+  RangeEngine& engine = *owned;
   ASSERT_TRUE(engine.Open().ok());
 
   constexpr int kWriters = 4, kKeysPerWriter = 50, kRounds = 300;
@@ -95,27 +104,40 @@ TEST(RangeEngineConcurrencyTest, WritersReadersScannersAndBackgroundWork) {
   scanner.join();
   EXPECT_EQ(errors.load(), 0);
 
-  ASSERT_TRUE(engine.FlushAll().ok());
-  ASSERT_TRUE(engine.WaitForCompactions().ok());
-  for (int w = 0; w < kWriters; ++w) {
-    for (int k = 0; k < kKeysPerWriter; ++k) {
-      std::string v;
-      Status s = engine.Get(Key(w, k), &v);
-      const bool deleted_last = ((kRounds - 1) % 7 == 6 && k % 5 == 0);
-      if (deleted_last) {
-        EXPECT_TRUE(s.IsNotFound()) << Key(w, k);
-      } else {
-        ASSERT_TRUE(s.ok()) << Key(w, k) << ": " << s.ToString();
-        EXPECT_EQ(v, std::to_string(kRounds - 1)) << Key(w, k);
+  auto check_final = [&](RangeEngine* e, const char* when) {
+    for (int w = 0; w < kWriters; ++w) {
+      for (int k = 0; k < kKeysPerWriter; ++k) {
+        std::string v;
+        Status s = e->Get(Key(w, k), &v);
+        const bool deleted_last = ((kRounds - 1) % 7 == 6 && k % 5 == 0);
+        if (deleted_last) {
+          EXPECT_TRUE(s.IsNotFound()) << Key(w, k) << " " << when;
+        } else {
+          ASSERT_TRUE(s.ok()) << Key(w, k) << " " << when << ": " << s.ToString();
+          EXPECT_EQ(v, std::to_string(kRounds - 1)) << Key(w, k) << " " << when;
+        }
       }
     }
+  };
+  EngineStats st = engine.GetStats();
+  if (logged) {
+    owned.reset();  // a crash: the memtables are not flushed
+    owned = std::make_unique<RangeEngine>(o, &store);
+    ASSERT_TRUE(owned->Open().ok());
+    check_final(owned.get(), "after the crash");
+    EXPECT_GT(owned->GetStats().recovered_logs, 0u);
   }
-  const EngineStats st = engine.GetStats();
+  ASSERT_TRUE(owned->FlushAll().ok());
+  ASSERT_TRUE(owned->WaitForCompactions().ok());
+  check_final(owned.get(), "after flushing everything");
   std::fprintf(stderr, "%llu flushes, %llu compactions, %llu stalls, %d Dranges\n",
                (unsigned long long)st.flushes, (unsigned long long)st.compactions,
                (unsigned long long)st.stalls, st.dranges);
   EXPECT_GT(st.flushes, 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Log, RangeEngineConcurrencyTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "logged" : "unlogged"; });
 
 }  // namespace
 }  // namespace nova::ltc

@@ -75,6 +75,7 @@ bool RangeEngine::MaybeMergeIntoActive(const Immutable& imm) {
   if (bytes > options_.memtable_bytes / 2) return false;
 
   std::shared_ptr<MemTable> target;
+  Status relogged;
   {
     // Under the Drange's lock: its active memtable cannot rotate meanwhile, and FlushAll
     // (which rotates under this lock after raising forcing_flush_) either sees the moved
@@ -112,13 +113,13 @@ bool RangeEngine::MaybeMergeIntoActive(const Immutable& imm) {
       }
       std::string record;
       logc::AppendLogRecord(&record, entries);
-      Status logged = options_.log->Append(target->id(), record);
-      if (!logged.ok()) {
-        LOG(WARNING) << "range " << options_.range_id << ": re-logging memtable "
-                     << imm.mem->id() << " into " << target->id()
-                     << " failed, flushing it instead: " << logged.ToString();
-        return false;
-      }
+      relogged = options_.log->Append(target->id(), record);
+      // On failure the merge goes on (part of the record may be in the target's log, and
+      // what a log holds must be in its memtable), but this memtable's log stays until the
+      // target is flushed: it still holds the versions.
+      LOG_IF(WARNING, !relogged.ok())
+          << "range " << options_.range_id << ": re-logging memtable " << imm.mem->id()
+          << " into " << target->id() << " failed; its log is kept: " << relogged.ToString();
     }
     for (const auto& [ikey, value] : kept.entries()) {
       lsm::ParsedInternalKey p;
@@ -133,25 +134,31 @@ bool RangeEngine::MaybeMergeIntoActive(const Immutable& imm) {
     }
   }
   // The versions are readable in their new memtable: readers may stop seeing this one.
-  std::lock_guard lock(mu_);
-  EraseImmutableLocked(imm.mem);
-  live_.erase(std::remove(live_.begin(), live_.end(), imm.mem), live_.end());
-  RebuildRangeIndexLocked();  // the range index lets go of it too
-  mid_to_table_.erase(imm.mem->id());
-  if (options_.log != nullptr) {
-    // Its versions are logged in the target's log now.
-    std::vector<uint64_t>& into = absorbed_logs_[target->id()];
-    into.push_back(imm.mem->id());
-    auto own = absorbed_logs_.find(imm.mem->id());
-    if (own != absorbed_logs_.end()) {
-      into.insert(into.end(), own->second.begin(), own->second.end());
-      absorbed_logs_.erase(own);
+  {
+    std::lock_guard lock(mu_);
+    EraseImmutableLocked(imm.mem);
+    live_.erase(std::remove(live_.begin(), live_.end(), imm.mem), live_.end());
+    RebuildRangeIndexLocked();  // the range index lets go of it too
+    mid_to_table_.erase(imm.mem->id());
+    if (options_.log != nullptr) {
+      // Its versions are logged in the target's log now.
+      std::vector<uint64_t>& into = absorbed_logs_[target->id()];
+      into.push_back(imm.mem->id());
+      auto own = absorbed_logs_.find(imm.mem->id());
+      if (own != absorbed_logs_.end()) {
+        into.insert(into.end(), own->second.begin(), own->second.end());
+        absorbed_logs_.erase(own);
+      }
+      if (relogged.ok()) {
+        unrecorded_obsolete_logs_.push_back(imm.mem->id());
+        options_.log->Drop({imm.mem->id()});
+      }
     }
-    unrecorded_obsolete_logs_.push_back(imm.mem->id());
-    options_.log->Drop({imm.mem->id()});
+    ++stats_.memtable_merges;
+    stats_.merged_entries += kept.entries().size();
   }
-  ++stats_.memtable_merges;
-  stats_.merged_entries += kept.entries().size();
+  // The target's log died: its Drange must move on to a memtable with a live log.
+  if (!relogged.ok()) RetireActive(target);
   return true;
 }
 

@@ -101,6 +101,9 @@ Status RangeEngine::RebuildFromLogsLocked(
         << " bytes), ignored " << results[i].ignored_bytes << " bytes after "
         << results[i].stop_reason;
     for (const logc::LogEntry& e : parsed[i]) {
+      // An id named by an entry may belong to a memtable whose own log was never created
+      // (or is lost): it must not be handed out again either.
+      next_memtable_id_ = std::max(next_memtable_id_, e.memtable + 1);
       if (manifest_.LogIsObsolete(e.memtable)) continue;
       auto own = index_of.find(e.memtable);
       size_t t = i;
@@ -158,8 +161,13 @@ Status RangeEngine::RebuildFromLogsLocked(
 void RangeEngine::AddLogBookkeepingLocked(VersionEdit* edit) {
   edit->obsolete_logs.insert(edit->obsolete_logs.end(), unrecorded_obsolete_logs_.begin(),
                              unrecorded_obsolete_logs_.end());
+  // Below every live memtable, and below every memtable merged into a live one whose log
+  // is kept until that one flushes (its re-logging failed).
   uint64_t floor = next_memtable_id_;
   for (const auto& m : live_) floor = std::min(floor, m->id());
+  for (const auto& [into, ids] : absorbed_logs_) {
+    for (uint64_t id : ids) floor = std::min(floor, id);
+  }
   edit->log_floor = floor;
   edit->next_memtable_id = next_memtable_id_;
 }

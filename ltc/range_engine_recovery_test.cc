@@ -190,22 +190,54 @@ TEST(RecoveryTest, ObsoleteLogIsNotReplayed) {
   EXPECT_TRUE(log.Snapshot().empty()) << "the obsolete log is dropped at Open";
 }
 
-// A write whose log append fails is refused and not applied; the range keeps working.
-TEST(RecoveryTest, FailedLogAppendRefusesTheWrite) {
+// A write whose log append fails gets the error (its outcome is unknown to the client: it
+// is applied, since its record may be in a log), and its memtable is retired: the next
+// writes go to a new memtable with a new log.
+TEST(RecoveryTest, FailedLogAppendRetiresTheMemtable) {
   MemoryTableStore store;
   InMemoryMemtableLog log;
   RangeEngine engine(BigMemtables(&log), &store);
   ASSERT_TRUE(engine.Open().ok());
   ASSERT_TRUE(engine.Put("a", "1").ok());
+  ASSERT_EQ(log.Snapshot().size(), 1u);
+  const uint64_t first = log.Snapshot().begin()->first;
   log.SetFailAppends(true);
   Status s = engine.Put("b", "2");
   EXPECT_EQ(s.code(), Status::Code::kIOError) << s.ToString();
   std::string v;
-  EXPECT_TRUE(engine.Get("b", &v).IsNotFound());
+  ASSERT_TRUE(engine.Get("b", &v).ok());
+  EXPECT_EQ(v, "2");
   log.SetFailAppends(false);
   ASSERT_TRUE(engine.Put("c", "3").ok());
-  ASSERT_TRUE(engine.Get("c", &v).ok());  // later writes become visible past the gap
+  ASSERT_TRUE(engine.Get("c", &v).ok());
+  auto logs = log.Snapshot();
+  ASSERT_EQ(logs.size(), 2u) << "the next write went to a new memtable and log";
+  EXPECT_GT(logs.rbegin()->first, first);
   EXPECT_EQ(engine.GetStats().log_failures, 1u);
+}
+
+// An entry may name a memtable that has no log of its own (a batch's copy reached one log
+// before the crash, the other memtable's log never got created): that memtable id must not
+// be handed out again, or its new log would be dropped when the adopting memtable flushes.
+TEST(RecoveryTest, MemtableIdsNamedOnlyByEntriesAreNotReused) {
+  MemoryTableStore store;
+  InMemoryMemtableLog log;
+  std::string record;
+  logc::AppendLogRecord(&record, {logc::LogEntry{5, 1, 1, "a", "1"}, logc::LogEntry{9, 2, 1, "b", "2"}});
+  ASSERT_TRUE(log.Append(5, record).ok());
+  RangeEngine engine(BigMemtables(&log), &store);
+  ASSERT_TRUE(engine.Open().ok());
+  std::string v;
+  ASSERT_TRUE(engine.Get("a", &v).ok());
+  ASSERT_TRUE(engine.Get("b", &v).ok());
+  EXPECT_EQ(v, "2");
+  ASSERT_TRUE(engine.Put("c", "3").ok());
+  for (const auto& [mem, bytes] : log.Snapshot()) {
+    EXPECT_TRUE(mem == 5 || mem > 9) << "memtable id " << mem << " handed out again";
+  }
+  ASSERT_TRUE(engine.FlushAll().ok());
+  EXPECT_TRUE(log.Snapshot().empty());
+  ASSERT_TRUE(engine.Get("c", &v).ok());
 }
 
 // A batch spanning Dranges is appended whole to each memtable's log; if one copy is torn,
