@@ -1,10 +1,14 @@
 // LtcServer in process (--engine=leveldb backends): a new assignment opens added ranges,
-// closes removed ones, and makes requests with the old epoch WrongRange.
+// closes removed ones, and makes requests with the old epoch WrongRange; a range that is
+// still opening blocks only its own requests.
 #include "ltc/ltc_server.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <future>
+#include <mutex>
 
 #include "client/nova_client.h"
 #include "tests/util/test_util.h"
@@ -83,6 +87,71 @@ TEST(LtcServerTest, FailedAssignmentIsRetried) {
   ASSERT_TRUE(source.Update(b).ok());
   ASSERT_TRUE(test::WaitFor([&] { return server.epoch() == 2u; }, 20s));
   EXPECT_LE(failures_left.load(), 0);
+  server.Shutdown();
+}
+
+// A range still being opened (recovering its memtables) makes its requests wait, then
+// answers Unavailable, while the other ranges are served; once open, it serves. The client
+// library retries Unavailable until its deadline, so its calls block until the range is back.
+TEST(LtcServerTest, RecoveringRangeBlocksItsRequestsOnly) {
+  const std::string dir = test::TestTempDir("ltc_server_test_recovering");
+  auto all = EqualRanges(2);
+  ASSERT_TRUE(all.ok());
+  RangeAssignment a;
+  a.epoch = 1;
+  a.ranges = all.value();
+  StaticAssignmentSource source(a);
+  MetricsRegistry metrics;
+  BackendFactory leveldb = LevelDbBackendFactory({.dir = dir, .write_buffer_bytes = 1 << 20});
+  std::mutex gate_mu;
+  std::condition_variable gate_cv;
+  bool open_range_1 = false;
+  BackendFactory gated = [&](const RangeInfo& r, const RangeAssignment& as)
+      -> Result<std::unique_ptr<RangeBackend>> {
+    if (r.id == 1) {  // range 1 "recovers" until the test lets it go
+      std::unique_lock<std::mutex> l(gate_mu);
+      gate_cv.wait(l, [&] { return open_range_1; });
+    }
+    return leveldb(r, as);
+  };
+  LtcServerOptions so;
+  so.recovery_wait = 50ms;
+  LtcServer server(so, &source, gated, &metrics);
+  ASSERT_TRUE(server.Init().ok());
+  ASSERT_TRUE(server.Start().ok());
+
+  client::ClientOptions co;
+  co.ltcs = {server.address()};
+  co.timeout = 400ms;
+  client::NovaClient c(co);
+  ASSERT_TRUE(c.Init().ok());
+  // Range 0 serves at once.
+  ASSERT_TRUE(c.Put("\x10k", "r0").ok());
+  // Range 1 does not: the call keeps being retried until its deadline.
+  const MonoTime start = MonoNow();
+  Status s = c.Put("\x90k", "r1");
+  EXPECT_FALSE(s.ok());
+  EXPECT_GE(MonoNow() - start, 300ms) << "the call returned before its deadline: " << s.ToString();
+  // Meanwhile range 0 keeps serving.
+  ASSERT_TRUE(c.Get("\x10k").ok());
+  auto stats = c.Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_NE(stats.value().find("being recovered"), std::string::npos) << stats.value();
+  // A call in flight when the range opens completes.
+  client::ClientOptions patient = co;
+  patient.timeout = 10s;
+  client::NovaClient c2(patient);
+  ASSERT_TRUE(c2.Init().ok());
+  auto put = std::async(std::launch::async, [&] { return c2.Put("\x90k", "r1"); });
+  EXPECT_EQ(put.wait_for(200ms), std::future_status::timeout) << "served before the range opened";
+  {
+    std::lock_guard<std::mutex> l(gate_mu);
+    open_range_1 = true;
+  }
+  gate_cv.notify_all();
+  s = put.get();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(c.Get("\x90k").value(), "r1");
   server.Shutdown();
 }
 
