@@ -269,8 +269,9 @@ void RangeEngine::RetireActive(const std::shared_ptr<MemTable>& mem) {
     std::lock_guard dl(ds->mu);
     if (ds->retired || ds->active != mem) continue;
     std::lock_guard lock(mu_);
-    // Past the memtable budget by one at most: the retired one is flushed next.
-    RotateLocked(d, ds);
+    // Within the memtable budget only: while every LogC is down each write would otherwise
+    // leave a memtable behind. A later failing write retires it once there is room.
+    if (RoomToRotateLocked(d)) RotateLocked(d, ds);
     return;
   }
 }

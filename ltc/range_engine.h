@@ -176,8 +176,8 @@ class RangeEngine {
   // failure *failed is the memtable whose append failed.
   Status LogWrite(const std::vector<Op>& ops, const std::vector<std::shared_ptr<MemTable>>& mems,
                   lsm::SequenceNumber first, std::shared_ptr<MemTable>* failed);
-  // Rotates `mem` out if it is still a Drange's active memtable (its log died).
-  // REQUIRES: no Drange lock or mu_ held.
+  // Rotates `mem` out if it is still a Drange's active memtable (its log died) and the
+  // Drange has room for another memtable. REQUIRES: no Drange lock or mu_ held.
   void RetireActive(const std::shared_ptr<MemTable>& mem);
   // Recovery (range_engine_recovery.cc): reads the range's logs, drops the obsolete ones and
   // rebuilds a memtable per live log (same id) with --ltc_recovery_threads threads. Fills

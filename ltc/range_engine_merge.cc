@@ -157,8 +157,7 @@ bool RangeEngine::MaybeMergeIntoActive(const Immutable& imm) {
     ++stats_.memtable_merges;
     stats_.merged_entries += kept.entries().size();
   }
-  // The target's log died: its Drange must move on to a memtable with a live log.
-  if (!relogged.ok()) RetireActive(target);
+  // (If the target's log died, the next write to it fails and retires it.)
   return true;
 }
 

@@ -216,6 +216,27 @@ TEST(RecoveryTest, FailedLogAppendRetiresTheMemtable) {
   EXPECT_EQ(engine.GetStats().log_failures, 1u);
 }
 
+// Every LogC down for a while: each write fails, the memtables do not pile up past the
+// budget (a failing write retires its memtable only when there is room), and writes work
+// again once the log is back.
+TEST(RecoveryTest, LogDownForManyWritesKeepsTheMemtableBudget) {
+  MemoryTableStore store;
+  InMemoryMemtableLog log;
+  EngineOptions o = BigMemtables(&log);
+  RangeEngine engine(o, &store);
+  ASSERT_TRUE(engine.Open().ok());
+  log.SetFailAppends(true);
+  for (int i = 0; i < 500; ++i) {
+    EXPECT_FALSE(engine.Put("k" + std::to_string(i), "v").ok());
+    ASSERT_LE(engine.GetStats().immutable_memtables, o.memtables) << "after " << i << " writes";
+  }
+  log.SetFailAppends(false);
+  ASSERT_TRUE(test::WaitFor([&] { return engine.Put("after", "ok").ok(); }));
+  std::string v;
+  ASSERT_TRUE(engine.Get("after", &v).ok());
+  EXPECT_EQ(engine.GetStats().log_failures, 500u);
+}
+
 // An entry may name a memtable that has no log of its own (a batch's copy reached one log
 // before the crash, the other memtable's log never got created): that memtable id must not
 // be handed out again, or its new log would be dropped when the adopting memtable flushes.
