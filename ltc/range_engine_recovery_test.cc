@@ -210,9 +210,10 @@ TEST(RecoveryTest, FailedLogAppendRetiresTheMemtable) {
   log.SetFailAppends(false);
   ASSERT_TRUE(engine.Put("c", "3").ok());
   ASSERT_TRUE(engine.Get("c", &v).ok());
+  // (The retired memtable may be flushed, and its log dropped, at any moment.)
   auto logs = log.Snapshot();
-  ASSERT_EQ(logs.size(), 2u) << "the next write went to a new memtable and log";
-  EXPECT_GT(logs.rbegin()->first, first);
+  ASSERT_FALSE(logs.empty());
+  EXPECT_GT(logs.rbegin()->first, first) << "the next write went to a new memtable and log";
   EXPECT_EQ(engine.GetStats().log_failures, 1u);
 }
 
