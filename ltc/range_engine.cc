@@ -761,7 +761,8 @@ Status RangeEngine::FlushOne(const Immutable& imm) {
     mid_to_table_.erase(imm.mem->id());
     RebuildRangeIndexLocked();
     if (options_.log != nullptr) {
-      // Its log can hold only records of writes that failed: never replay them.
+      // Every logged write is added to its memtable, so an empty one has no log records;
+      // its id is marked obsolete all the same (a log may have been opened).
       unrecorded_obsolete_logs_.push_back(imm.mem->id());
       options_.log->Drop({imm.mem->id()});
     }

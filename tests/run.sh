@@ -27,6 +27,7 @@ if [[ -n "$sanitize" ]]; then
   ctest_args+=(-L unit)
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$root/tests/tsan.supp:halt_on_error=1}
 else
   build_dir=${NOVA_BUILD_DIR:-build}
 fi
