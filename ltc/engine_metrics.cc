@@ -61,6 +61,16 @@ std::vector<StatGauge> StatGauges() {
        u(&EngineStats::lookup_index_hits)},
       {"lookup_index_entries", "Keys in the lookup index", u(&EngineStats::lookup_index_entries)},
       {"last_sequence", "Last visible sequence number", u(&EngineStats::last_sequence)},
+      {"log_failures_total", "Writes whose log append failed (answered with the error)",
+       u(&EngineStats::log_failures)},
+      {"recovered_logs", "Memtables rebuilt from their logs when the range opened",
+       u(&EngineStats::recovered_logs)},
+      {"recovered_entries", "Entries replayed into them", u(&EngineStats::recovered_entries)},
+      {"recovered_log_bytes", "Log bytes replayed", u(&EngineStats::recovered_log_bytes)},
+      {"recovery_ignored_bytes", "Log bytes ignored after torn or damaged records",
+       u(&EngineStats::recovery_ignored_bytes)},
+      {"recovery_us", "Time the range's recovery took (READs included)",
+       u(&EngineStats::recovery_micros)},
   };
   for (int l = 0; l < kNumLevels; ++l) {
     static const std::string kTables[] = {"l0_tables", "l1_tables", "l2_tables", "l3_tables",
