@@ -125,7 +125,12 @@ bool RangeEngine::PickCompaction(std::vector<TableRef>* inputs, int* level,
   double best_score = 1.0;
   int best = -1;
   for (int l = 1; l + 1 < kNumLevels; ++l) {
-    const double target = static_cast<double>(options_.level1_bytes) * std::pow(kLevelMultiplier, l - 1);
+    // Level 1 holds at least a table's worth per Drange: each Drange compacts its Level-0
+    // tables into its own slice of Level 1, and a slice smaller than one table would push
+    // every such compaction straight on into Level 2.
+    const uint64_t level1 = std::max<uint64_t>(
+        options_.level1_bytes, static_cast<uint64_t>(layout_->size()) * options_.sstable_bytes);
+    const double target = static_cast<double>(level1) * std::pow(kLevelMultiplier, l - 1);
     const double score = static_cast<double>(v.LevelBytes(l)) / target;
     if (score > best_score) {
       best_score = score;
