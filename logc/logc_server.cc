@@ -348,14 +348,6 @@ LogFileInfo LogcServer::InfoOf(const LogFile& f) const {
 
 // ---- Requests ---------------------------------------------------------------------
 
-#define LOGC_REPLY_IF_ERROR(r, expr) \
-  do {                               \
-    Status _s = (expr);              \
-    if (!_s.ok()) {                  \
-      errors_->Increment();          \
-      return (r)->ReplyError(_s);    \
-    }                                \
-  } while (0)
 
 void LogcServer::HandleRequest(transport::PeerId peer, uint16_t type, std::string payload,
                                rpc::Responder responder) {
@@ -374,14 +366,14 @@ void LogcServer::HandleRequest(transport::PeerId peer, uint16_t type, std::strin
 
 void LogcServer::HandleOpen(std::string_view payload, rpc::Responder* r) {
   OpenLogRequest req;
-  LOGC_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)));
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
   if (req.capacity == 0 || req.capacity > options_.max_segment_bytes) {
-    LOGC_REPLY_IF_ERROR(r, Status::InvalidArgument(
+    NOVA_REPLY_IF_ERROR(r, Status::InvalidArgument(
                                "log segment capacity " + std::to_string(req.capacity) +
-                               " outside [1, " + std::to_string(options_.max_segment_bytes) + "]"));
+                               " outside [1, " + std::to_string(options_.max_segment_bytes) + "]"), errors_);
   }
   if (req.persist && !options_.persist) {
-    LOGC_REPLY_IF_ERROR(r, Status::InvalidArgument("LogC started without --logc_persist"));
+    NOVA_REPLY_IF_ERROR(r, Status::InvalidArgument("LogC started without --logc_persist"), errors_);
   }
   const Key key{req.range, req.memtable, req.segment};
   // One open at a time: the check for an existing file and the creation of its disk file
@@ -405,7 +397,7 @@ void LogcServer::HandleOpen(std::string_view payload, rpc::Responder* r) {
     if (it != files_.end()) f = it->second;
     if (f == nullptr) {
       auto created = NewFileLocked(key, req.capacity, req.persist, /*enforce_limit=*/true);
-      LOGC_REPLY_IF_ERROR(r, created.status());
+      NOVA_REPLY_IF_ERROR(r, created.status(), errors_);
       f = created.value();
       if (!req.persist) {
         files_[key] = f;
@@ -414,9 +406,9 @@ void LogcServer::HandleOpen(std::string_view payload, rpc::Responder* r) {
       }
     } else {
       if (f->persist != req.persist) {
-        LOGC_REPLY_IF_ERROR(r, Status::InvalidArgument(
+        NOVA_REPLY_IF_ERROR(r, Status::InvalidArgument(
                                    KeyName(req.range, req.memtable, req.segment) + " exists " +
-                                   (f->persist ? "persisted" : "in memory only")));
+                                   (f->persist ? "persisted" : "in memory only")), errors_);
       }
       return reply(*f);
     }
@@ -430,7 +422,7 @@ void LogcServer::HandleOpen(std::string_view payload, rpc::Responder* r) {
   if (s.ok()) s = SyncDir(LogsDir());
   if (!s.ok()) {
     DestroyFile(f);
-    LOGC_REPLY_IF_ERROR(r, s);
+    NOVA_REPLY_IF_ERROR(r, s, errors_);
   }
   {
     std::lock_guard lock(mu_);
@@ -442,7 +434,7 @@ void LogcServer::HandleOpen(std::string_view payload, rpc::Responder* r) {
 
 void LogcServer::HandleList(std::string_view payload, rpc::Responder* r) {
   ListLogsRequest req;
-  LOGC_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)));
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
   std::vector<std::shared_ptr<LogFile>> files;
   {
     std::lock_guard lock(mu_);
@@ -458,7 +450,7 @@ void LogcServer::HandleList(std::string_view payload, rpc::Responder* r) {
 
 void LogcServer::HandleRead(std::string_view payload, rpc::Responder* r) {
   ReadLogRequest req;
-  LOGC_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)));
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
   std::shared_ptr<LogFile> f;
   {
     std::lock_guard lock(mu_);
@@ -466,11 +458,11 @@ void LogcServer::HandleRead(std::string_view payload, rpc::Responder* r) {
     if (it != files_.end()) f = it->second;
   }
   if (f == nullptr) {
-    LOGC_REPLY_IF_ERROR(r, Status::NotFound("no " + KeyName(req.range, req.memtable, req.segment)));
+    NOVA_REPLY_IF_ERROR(r, Status::NotFound("no " + KeyName(req.range, req.memtable, req.segment)), errors_);
   }
   if (!f->persist) {
-    LOGC_REPLY_IF_ERROR(r, Status::InvalidArgument(
-                               "in-memory log: read it with one-sided READs, not kReadLog"));
+    NOVA_REPLY_IF_ERROR(r, Status::InvalidArgument(
+                               "in-memory log: read it with one-sided READs, not kReadLog"), errors_);
   }
   uint64_t persisted;
   {
@@ -478,9 +470,9 @@ void LogcServer::HandleRead(std::string_view payload, rpc::Responder* r) {
     persisted = f->persisted;
   }
   if (req.offset > persisted) {
-    LOGC_REPLY_IF_ERROR(r, Status::OutOfRange("read at " + std::to_string(req.offset) +
+    NOVA_REPLY_IF_ERROR(r, Status::OutOfRange("read at " + std::to_string(req.offset) +
                                               " past the persisted length " +
-                                              std::to_string(persisted)));
+                                              std::to_string(persisted)), errors_);
   }
   const uint64_t max_reply = options_.transport.max_message_bytes > kReadReplySlackBytes
                                  ? options_.transport.max_message_bytes - kReadReplySlackBytes
@@ -489,13 +481,13 @@ void LogcServer::HandleRead(std::string_view payload, rpc::Responder* r) {
   ReadLogResponse resp;
   resp.persisted_length = persisted;
   resp.data.resize(n);
-  LOGC_REPLY_IF_ERROR(r, PreadAll(f->fd, resp.data.data(), n, req.offset));
+  NOVA_REPLY_IF_ERROR(r, PreadAll(f->fd, resp.data.data(), n, req.offset), errors_);
   r->Reply(Encode(resp));
 }
 
 void LogcServer::HandleDelete(std::string_view payload, rpc::Responder* r) {
   DeleteLogsRequest req;
-  LOGC_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)));
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
   std::vector<std::shared_ptr<LogFile>> doomed;
   {
     std::lock_guard lock(mu_);

@@ -666,11 +666,14 @@ TEST_F(StocTableStoreTest, FailedManifestAppendNeverReappears) {
       const uint64_t seq = kFailed + attempt;
       ASSERT_TRUE(FaultPoints::Arm("stoc.storage=error:once").ok());
       if (store->AppendManifest(Record(false, seq)).ok()) {
+        // Acknowledged: the fault hit an operation the store retried, or none yet (a StoC's
+        // drain that passed the fault point before it was armed can take this append too).
         acked += Record(false, seq);
+        EXPECT_LE(FaultPoints::FireCount("stoc.storage"), 1u);
       } else {
         failed = seq;
+        EXPECT_EQ(FaultPoints::FireCount("stoc.storage"), 1u);
       }
-      EXPECT_EQ(FaultPoints::FireCount("stoc.storage"), 1u);
       FaultPoints::DisarmAll();
     }
     ASSERT_NE(failed, 0u) << "no append failed in 5 tries";

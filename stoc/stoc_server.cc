@@ -192,50 +192,42 @@ Result<FileState> StocServer::StateOf(const FileEntry& e, bool with_blocks) cons
   return st;
 }
 
-#define STOC_REPLY_IF_ERROR(r, expr)          \
-  do {                                        \
-    Status _s = (expr);                       \
-    if (!_s.ok()) {                           \
-      errors_->Increment();                   \
-      return (r)->ReplyError(_s);             \
-    }                                         \
-  } while (0)
 
 void StocServer::HandleOpen(transport::PeerId peer, std::string_view payload, rpc::Responder* r) {
   OpenRequest req;
-  STOC_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)));
-  STOC_REPLY_IF_ERROR(r, ValidateFileName(req.name));
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
+  NOVA_REPLY_IF_ERROR(r, ValidateFileName(req.name), errors_);
   auto entry = catalog_->Lookup(req.name);
   if (!entry) {
-    if (!req.create) STOC_REPLY_IF_ERROR(r, Status::NotFound("no StoC file named " + req.name));
+    if (!req.create) NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file named " + req.name), errors_);
     auto id = catalog_->AddFile(req.name, req.kind);
     if (!id.ok() && id.status().code() == Status::Code::kAlreadyExists) {
       entry = catalog_->Lookup(req.name);  // created concurrently
     } else {
-      STOC_REPLY_IF_ERROR(r, id.status());
+      NOVA_REPLY_IF_ERROR(r, id.status(), errors_);
       Status created = req.kind == FileKind::kDisk ? disk_->Create(id.value())
                                                    : memory_->Create(id.value(), req.name);
       if (!created.ok()) {
         catalog_->RemoveFile(id.value()).IgnoreError();
-        STOC_REPLY_IF_ERROR(r, created);
+        NOVA_REPLY_IF_ERROR(r, created, errors_);
       }
       entry = catalog_->Get(id.value());
     }
-    if (!entry) STOC_REPLY_IF_ERROR(r, Status::NotFound("StoC file vanished: " + req.name));
+    if (!entry) NOVA_REPLY_IF_ERROR(r, Status::NotFound("StoC file vanished: " + req.name), errors_);
   }
   if (entry->kind != req.kind) {
-    STOC_REPLY_IF_ERROR(r, Status::InvalidArgument("StoC file " + req.name + " is a " +
-                                                   FileKindName(entry->kind) + " file"));
+    NOVA_REPLY_IF_ERROR(r, Status::InvalidArgument("StoC file " + req.name + " is a " +
+                                                   FileKindName(entry->kind) + " file"), errors_);
   }
   OpenResponse resp;
   auto st = StateOf(*entry);
-  STOC_REPLY_IF_ERROR(r, st.status());
+  NOVA_REPLY_IF_ERROR(r, st.status(), errors_);
   resp.file = std::move(st.value());
   if (entry->kind == FileKind::kDisk && req.for_append) {
     auto file = disk_->Get(entry->file_id);
-    STOC_REPLY_IF_ERROR(r, file->health());
+    NOVA_REPLY_IF_ERROR(r, file->health(), errors_);
     auto slot = ReserveSlot(peer, entry->file_id, req.slot_bytes ? req.slot_bytes : kDefaultSlotBytes);
-    STOC_REPLY_IF_ERROR(r, slot.status());
+    NOVA_REPLY_IF_ERROR(r, slot.status(), errors_);
     resp.slot = slot.value();
   }
   resp.load = CurrentLoad();
@@ -244,45 +236,45 @@ void StocServer::HandleOpen(transport::PeerId peer, std::string_view payload, rp
 
 void StocServer::HandleNewRegion(std::string_view payload, rpc::Responder* r) {
   NewRegionRequest req;
-  STOC_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)));
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
   auto region = memory_->NewRegion(req.file_id, req.min_bytes);
-  STOC_REPLY_IF_ERROR(r, region.status());
+  NOVA_REPLY_IF_ERROR(r, region.status(), errors_);
   r->Reply(Encode(NewRegionResponse{CurrentLoad(), region.value()}));
 }
 
 void StocServer::HandleReserveSlot(transport::PeerId peer, std::string_view payload,
                                    rpc::Responder* r) {
   ReserveSlotRequest req;
-  STOC_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)));
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
   if (disk_->Get(req.file_id) == nullptr) {
-    STOC_REPLY_IF_ERROR(r, Status::NotFound("no disk file " + std::to_string(req.file_id)));
+    NOVA_REPLY_IF_ERROR(r, Status::NotFound("no disk file " + std::to_string(req.file_id)), errors_);
   }
   if (req.release_slot_id != 0) ReleaseSlot(req.release_slot_id);
   auto slot = ReserveSlot(peer, req.file_id, req.bytes);
-  STOC_REPLY_IF_ERROR(r, slot.status());
+  NOVA_REPLY_IF_ERROR(r, slot.status(), errors_);
   r->Reply(Encode(ReserveSlotResponse{CurrentLoad(), slot.value()}));
 }
 
 void StocServer::HandleRead(transport::PeerId peer, std::string_view payload, rpc::Responder r) {
   const MonoTime start = MonoNow();
   ReadRequest req;
-  STOC_REPLY_IF_ERROR(&r, Malformed(Decode(payload, &req)));
+  NOVA_REPLY_IF_ERROR(&r, Malformed(Decode(payload, &req)), errors_);
   if (req.size > options_.max_block_bytes) {
-    STOC_REPLY_IF_ERROR(&r, Status::InvalidArgument("read of " + std::to_string(req.size) +
-                                                    " bytes exceeds the maximum block size"));
+    NOVA_REPLY_IF_ERROR(&r, Status::InvalidArgument("read of " + std::to_string(req.size) +
+                                                    " bytes exceeds the maximum block size"), errors_);
   }
   auto entry = catalog_->Get(req.file_id);
-  if (!entry) STOC_REPLY_IF_ERROR(&r, Status::NotFound("no StoC file " + std::to_string(req.file_id)));
+  if (!entry) NOVA_REPLY_IF_ERROR(&r, Status::NotFound("no StoC file " + std::to_string(req.file_id)), errors_);
   if (entry->kind != FileKind::kDisk) {
-    STOC_REPLY_IF_ERROR(&r, Status::InvalidArgument(
-                                "in-memory files are read with one-sided READs, not requests"));
+    NOVA_REPLY_IF_ERROR(&r, Status::InvalidArgument(
+                                "in-memory files are read with one-sided READs, not requests"), errors_);
   }
-  STOC_REPLY_IF_ERROR(&r, MAYBE_FAULT(kReadFault));
+  NOVA_REPLY_IF_ERROR(&r, MAYBE_FAULT(kReadFault), errors_);
   if (req.size == 0) return r.Reply(Encode(LoadOnlyResponse{CurrentLoad()}));
   auto file = disk_->Get(req.file_id);
-  if (file == nullptr) STOC_REPLY_IF_ERROR(&r, Status::NotFound("StoC file was deleted"));
+  if (file == nullptr) NOVA_REPLY_IF_ERROR(&r, Status::NotFound("StoC file was deleted"), errors_);
   auto buf = file_buffer_->Allocate(req.size);
-  STOC_REPLY_IF_ERROR(&r, buf.status().Prepend("StoC read staging buffer"));
+  NOVA_REPLY_IF_ERROR(&r, buf.status().Prepend("StoC read staging buffer"), errors_);
   queue_depth_.fetch_add(1);
   pending_bytes_.fetch_add(req.size);
   auto finish = [this, size = req.size](const transport::Buffer& b) {
@@ -293,7 +285,7 @@ void StocServer::HandleRead(transport::PeerId peer, std::string_view payload, rp
   Status s = file->Read(req.offset, req.size, buf->data);
   if (!s.ok()) {
     finish(buf.value());
-    STOC_REPLY_IF_ERROR(&r, s);
+    NOVA_REPLY_IF_ERROR(&r, s, errors_);
   }
   auto responder = std::make_shared<rpc::Responder>(std::move(r));
   const transport::Buffer b = buf.value();
@@ -322,22 +314,22 @@ void StocServer::HandleRead(transport::PeerId peer, std::string_view payload, rp
 
 void StocServer::HandleClose(std::string_view payload, rpc::Responder* r) {
   CloseRequest req;
-  STOC_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)));
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
   auto entry = catalog_->Get(req.file_id);
-  if (!entry) STOC_REPLY_IF_ERROR(r, Status::NotFound("no StoC file " + std::to_string(req.file_id)));
+  if (!entry) NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file " + std::to_string(req.file_id)), errors_);
   if (req.slot_id != 0) ReleaseSlot(req.slot_id);
-  if (entry->kind == FileKind::kMemory) STOC_REPLY_IF_ERROR(r, memory_->SetLength(req.file_id, req.length));
+  if (entry->kind == FileKind::kMemory) NOVA_REPLY_IF_ERROR(r, memory_->SetLength(req.file_id, req.length), errors_);
   r->Reply(Encode(LoadOnlyResponse{CurrentLoad()}));
 }
 
 void StocServer::HandleDelete(std::string_view payload, rpc::Responder* r) {
   NameRequest req;
-  STOC_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)));
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
   auto entry = catalog_->Lookup(req.name);
-  if (!entry) STOC_REPLY_IF_ERROR(r, Status::NotFound("no StoC file named " + req.name));
+  if (!entry) NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file named " + req.name), errors_);
   const uint64_t file_id = entry->file_id;
   ReleaseSlotsWhere([file_id](const Slot& slot) { return slot.file_id == file_id; });
-  STOC_REPLY_IF_ERROR(r, catalog_->RemoveFile(entry->file_id));
+  NOVA_REPLY_IF_ERROR(r, catalog_->RemoveFile(entry->file_id), errors_);
   Status s = entry->kind == FileKind::kDisk ? disk_->Delete(entry->file_id)
                                             : memory_->Delete(entry->file_id);
   LOG_IF(WARNING, !s.ok()) << "deleting the data of " << req.name << ": " << s.ToString();
@@ -375,11 +367,11 @@ void StocServer::HandleStats(rpc::Responder* r) {
 
 void StocServer::HandleStatFile(std::string_view payload, rpc::Responder* r) {
   FileIdRequest req;
-  STOC_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)));
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
   auto entry = catalog_->Get(req.file_id);
-  if (!entry) STOC_REPLY_IF_ERROR(r, Status::NotFound("no StoC file " + std::to_string(req.file_id)));
+  if (!entry) NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file " + std::to_string(req.file_id)), errors_);
   auto st = StateOf(*entry, /*with_blocks=*/true);
-  STOC_REPLY_IF_ERROR(r, st.status());
+  NOVA_REPLY_IF_ERROR(r, st.status(), errors_);
   r->Reply(Encode(StatFileResponse{CurrentLoad(), std::move(st.value())}));
 }
 
