@@ -22,7 +22,6 @@
 #include <filesystem>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +34,7 @@
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "common/rpc/rpc_endpoint.h"
+#include "common/split.h"
 #include "common/transport/transport.h"
 #include "logc/log_client.h"
 #include "logc/log_record.h"
@@ -62,25 +62,22 @@ namespace {
 constexpr char kSecret[] = "recovery-bench-secret";
 constexpr uint64_t kMiB = 1ull << 20;
 
+// A comma-separated list of numbers; exits with the reason on a bad one.
 std::vector<uint64_t> ParseList(const std::string& s) {
   std::vector<uint64_t> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(std::stoull(item));
+  for (const std::string& item : SplitNonEmpty(s, ',')) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(item.c_str(), &end, 10);
+    if (end == item.c_str() || *end != '\0') {
+      std::fprintf(stderr, "recovery_bench: '%s' is not a number\n", item.c_str());
+      std::exit(2);
+    }
+    out.push_back(v);
   }
   return out;
 }
 
-std::vector<std::string> ParseNames(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
+std::vector<std::string> ParseNames(const std::string& s) { return SplitNonEmpty(s, ','); }
 
 // LogCs in this process and a client process's side (transport, endpoint, LogClient).
 class LogRig {

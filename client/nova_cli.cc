@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +16,7 @@
 
 #include "client/nova_client.h"
 #include "common/hex.h"
+#include "common/split.h"
 #include "coordinator/config_store.h"
 #include "coordinator/zk_sources.h"
 #include "ltc/range_assignment.h"
@@ -66,16 +66,6 @@ std::string Output(const std::string& bytes, bool hex) {
   return hex ? nova::HexEncode(bytes) : bytes;
 }
 
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -100,7 +90,7 @@ int main(int argc, char** argv) {
   const std::string cmd = args[0];
 
   nova::client::ClientOptions o;
-  o.ltcs = SplitList(FLAGS_ltc);
+  o.ltcs = nova::SplitNonEmpty(FLAGS_ltc, ',');
   std::unique_ptr<nova::coordinator::ConfigStore> store;
   std::unique_ptr<nova::coordinator::ZkRoutingSource> zk_routing;
   if (!FLAGS_zk.empty()) {

@@ -348,7 +348,6 @@ LogFileInfo LogcServer::InfoOf(const LogFile& f) const {
 
 // ---- Requests ---------------------------------------------------------------------
 
-
 void LogcServer::HandleRequest(transport::PeerId peer, uint16_t type, std::string payload,
                                rpc::Responder responder) {
   (void)peer;
@@ -368,9 +367,11 @@ void LogcServer::HandleOpen(std::string_view payload, rpc::Responder* r) {
   OpenLogRequest req;
   NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
   if (req.capacity == 0 || req.capacity > options_.max_segment_bytes) {
-    NOVA_REPLY_IF_ERROR(r, Status::InvalidArgument(
-                               "log segment capacity " + std::to_string(req.capacity) +
-                               " outside [1, " + std::to_string(options_.max_segment_bytes) + "]"), errors_);
+    NOVA_REPLY_IF_ERROR(
+        r,
+        Status::InvalidArgument("log segment capacity " + std::to_string(req.capacity) +
+                                " outside [1, " + std::to_string(options_.max_segment_bytes) + "]"),
+        errors_);
   }
   if (req.persist && !options_.persist) {
     NOVA_REPLY_IF_ERROR(r, Status::InvalidArgument("LogC started without --logc_persist"), errors_);
@@ -406,9 +407,11 @@ void LogcServer::HandleOpen(std::string_view payload, rpc::Responder* r) {
       }
     } else {
       if (f->persist != req.persist) {
-        NOVA_REPLY_IF_ERROR(r, Status::InvalidArgument(
-                                   KeyName(req.range, req.memtable, req.segment) + " exists " +
-                                   (f->persist ? "persisted" : "in memory only")), errors_);
+        NOVA_REPLY_IF_ERROR(
+            r,
+            Status::InvalidArgument(KeyName(req.range, req.memtable, req.segment) + " exists " +
+                                    (f->persist ? "persisted" : "in memory only")),
+            errors_);
       }
       return reply(*f);
     }
@@ -458,11 +461,13 @@ void LogcServer::HandleRead(std::string_view payload, rpc::Responder* r) {
     if (it != files_.end()) f = it->second;
   }
   if (f == nullptr) {
-    NOVA_REPLY_IF_ERROR(r, Status::NotFound("no " + KeyName(req.range, req.memtable, req.segment)), errors_);
+    NOVA_REPLY_IF_ERROR(r, Status::NotFound("no " + KeyName(req.range, req.memtable, req.segment)),
+                        errors_);
   }
   if (!f->persist) {
-    NOVA_REPLY_IF_ERROR(r, Status::InvalidArgument(
-                               "in-memory log: read it with one-sided READs, not kReadLog"), errors_);
+    NOVA_REPLY_IF_ERROR(
+        r, Status::InvalidArgument("in-memory log: read it with one-sided READs, not kReadLog"),
+        errors_);
   }
   uint64_t persisted;
   {
@@ -470,9 +475,11 @@ void LogcServer::HandleRead(std::string_view payload, rpc::Responder* r) {
     persisted = f->persisted;
   }
   if (req.offset > persisted) {
-    NOVA_REPLY_IF_ERROR(r, Status::OutOfRange("read at " + std::to_string(req.offset) +
-                                              " past the persisted length " +
-                                              std::to_string(persisted)), errors_);
+    NOVA_REPLY_IF_ERROR(
+        r,
+        Status::OutOfRange("read at " + std::to_string(req.offset) + " past the persisted length " +
+                           std::to_string(persisted)),
+        errors_);
   }
   const uint64_t max_reply = options_.transport.max_message_bytes > kReadReplySlackBytes
                                  ? options_.transport.max_message_bytes - kReadReplySlackBytes

@@ -2,24 +2,14 @@
 
 #include <charconv>
 #include <set>
-#include <sstream>
 
 #include "common/hex.h"
+#include "common/split.h"
 
 namespace nova::ltc {
 namespace {
 
 constexpr int kKeyBytes = 256;  // values of a key's first byte
-
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  std::istringstream in(s);
-  while (std::getline(in, cur, sep)) {
-    if (!cur.empty()) out.push_back(cur);
-  }
-  return out;
-}
 
 bool ParseU32(std::string_view s, uint32_t* v) {
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
@@ -93,7 +83,7 @@ Result<std::vector<RangeInfo>> EqualRanges(int n) {
 
 Result<std::vector<RangeInfo>> RangesFromBounds(const std::string& hex_list) {
   std::vector<std::string> bounds;
-  for (const std::string& h : Split(hex_list, ',')) {
+  for (const std::string& h : SplitNonEmpty(hex_list, ',')) {
     auto b = HexDecode(h);
     if (!b.ok()) return b.status().Prepend("--range_bounds");
     if (b.value().empty()) return Status::InvalidArgument("--range_bounds: empty split point");
@@ -118,7 +108,7 @@ Result<std::vector<RangeInfo>> SelectRanges(const std::vector<RangeInfo>& all,
   if (ids.empty() || ids == "all") return all;
   std::vector<RangeInfo> out;
   std::set<uint32_t> want;
-  for (const std::string& s : Split(ids, ',')) {
+  for (const std::string& s : SplitNonEmpty(ids, ',')) {
     uint32_t id = 0;
     if (!ParseU32(s, &id)) return Status::InvalidArgument("bad range id '" + s + "'");
     want.insert(id);
@@ -134,7 +124,7 @@ Result<std::vector<RangeInfo>> SelectRanges(const std::vector<RangeInfo>& all,
 
 Result<std::map<uint32_t, std::string>> ParseStocList(const std::string& list) {
   std::map<uint32_t, std::string> out;
-  for (const std::string& item : Split(list, ',')) {
+  for (const std::string& item : SplitNonEmpty(list, ',')) {
     const size_t at = item.find('@');
     uint32_t id = 0;
     if (at == std::string::npos || !ParseU32(std::string_view(item).substr(0, at), &id) ||
@@ -150,7 +140,7 @@ Result<std::map<uint32_t, std::string>> ParseStocList(const std::string& list) {
 
 Result<std::map<std::string, std::string>> ParseMemberList(const std::string& list) {
   std::map<std::string, std::string> out;
-  for (const std::string& item : Split(list, ',')) {
+  for (const std::string& item : SplitNonEmpty(list, ',')) {
     const size_t at = item.find('@');
     if (at == std::string::npos || at == 0 || item.find(':', at) == std::string::npos) {
       return Status::InvalidArgument("expected id@host:port, got '" + item + "'");

@@ -192,14 +192,14 @@ Result<FileState> StocServer::StateOf(const FileEntry& e, bool with_blocks) cons
   return st;
 }
 
-
 void StocServer::HandleOpen(transport::PeerId peer, std::string_view payload, rpc::Responder* r) {
   OpenRequest req;
   NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
   NOVA_REPLY_IF_ERROR(r, ValidateFileName(req.name), errors_);
   auto entry = catalog_->Lookup(req.name);
   if (!entry) {
-    if (!req.create) NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file named " + req.name), errors_);
+    if (!req.create)
+      NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file named " + req.name), errors_);
     auto id = catalog_->AddFile(req.name, req.kind);
     if (!id.ok() && id.status().code() == Status::Code::kAlreadyExists) {
       entry = catalog_->Lookup(req.name);  // created concurrently
@@ -213,11 +213,14 @@ void StocServer::HandleOpen(transport::PeerId peer, std::string_view payload, rp
       }
       entry = catalog_->Get(id.value());
     }
-    if (!entry) NOVA_REPLY_IF_ERROR(r, Status::NotFound("StoC file vanished: " + req.name), errors_);
+    if (!entry)
+      NOVA_REPLY_IF_ERROR(r, Status::NotFound("StoC file vanished: " + req.name), errors_);
   }
   if (entry->kind != req.kind) {
-    NOVA_REPLY_IF_ERROR(r, Status::InvalidArgument("StoC file " + req.name + " is a " +
-                                                   FileKindName(entry->kind) + " file"), errors_);
+    NOVA_REPLY_IF_ERROR(r,
+                        Status::InvalidArgument("StoC file " + req.name + " is a " +
+                                                FileKindName(entry->kind) + " file"),
+                        errors_);
   }
   OpenResponse resp;
   auto st = StateOf(*entry);
@@ -247,7 +250,8 @@ void StocServer::HandleReserveSlot(transport::PeerId peer, std::string_view payl
   ReserveSlotRequest req;
   NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
   if (disk_->Get(req.file_id) == nullptr) {
-    NOVA_REPLY_IF_ERROR(r, Status::NotFound("no disk file " + std::to_string(req.file_id)), errors_);
+    NOVA_REPLY_IF_ERROR(r, Status::NotFound("no disk file " + std::to_string(req.file_id)),
+                        errors_);
   }
   if (req.release_slot_id != 0) ReleaseSlot(req.release_slot_id);
   auto slot = ReserveSlot(peer, req.file_id, req.bytes);
@@ -260,14 +264,19 @@ void StocServer::HandleRead(transport::PeerId peer, std::string_view payload, rp
   ReadRequest req;
   NOVA_REPLY_IF_ERROR(&r, Malformed(Decode(payload, &req)), errors_);
   if (req.size > options_.max_block_bytes) {
-    NOVA_REPLY_IF_ERROR(&r, Status::InvalidArgument("read of " + std::to_string(req.size) +
-                                                    " bytes exceeds the maximum block size"), errors_);
+    NOVA_REPLY_IF_ERROR(&r,
+                        Status::InvalidArgument("read of " + std::to_string(req.size) +
+                                                " bytes exceeds the maximum block size"),
+                        errors_);
   }
   auto entry = catalog_->Get(req.file_id);
-  if (!entry) NOVA_REPLY_IF_ERROR(&r, Status::NotFound("no StoC file " + std::to_string(req.file_id)), errors_);
+  if (!entry)
+    NOVA_REPLY_IF_ERROR(&r, Status::NotFound("no StoC file " + std::to_string(req.file_id)),
+                        errors_);
   if (entry->kind != FileKind::kDisk) {
-    NOVA_REPLY_IF_ERROR(&r, Status::InvalidArgument(
-                                "in-memory files are read with one-sided READs, not requests"), errors_);
+    NOVA_REPLY_IF_ERROR(
+        &r, Status::InvalidArgument("in-memory files are read with one-sided READs, not requests"),
+        errors_);
   }
   NOVA_REPLY_IF_ERROR(&r, MAYBE_FAULT(kReadFault), errors_);
   if (req.size == 0) return r.Reply(Encode(LoadOnlyResponse{CurrentLoad()}));
@@ -316,9 +325,12 @@ void StocServer::HandleClose(std::string_view payload, rpc::Responder* r) {
   CloseRequest req;
   NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
   auto entry = catalog_->Get(req.file_id);
-  if (!entry) NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file " + std::to_string(req.file_id)), errors_);
+  if (!entry)
+    NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file " + std::to_string(req.file_id)),
+                        errors_);
   if (req.slot_id != 0) ReleaseSlot(req.slot_id);
-  if (entry->kind == FileKind::kMemory) NOVA_REPLY_IF_ERROR(r, memory_->SetLength(req.file_id, req.length), errors_);
+  if (entry->kind == FileKind::kMemory)
+    NOVA_REPLY_IF_ERROR(r, memory_->SetLength(req.file_id, req.length), errors_);
   r->Reply(Encode(LoadOnlyResponse{CurrentLoad()}));
 }
 
@@ -369,7 +381,9 @@ void StocServer::HandleStatFile(std::string_view payload, rpc::Responder* r) {
   FileIdRequest req;
   NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
   auto entry = catalog_->Get(req.file_id);
-  if (!entry) NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file " + std::to_string(req.file_id)), errors_);
+  if (!entry)
+    NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file " + std::to_string(req.file_id)),
+                        errors_);
   auto st = StateOf(*entry, /*with_blocks=*/true);
   NOVA_REPLY_IF_ERROR(r, st.status(), errors_);
   r->Reply(Encode(StatFileResponse{CurrentLoad(), std::move(st.value())}));

@@ -66,6 +66,18 @@ class Responder {
   bool done_ = false;
 };
 
+// In a service's handler: if `expr` (a Status) fails, counts it in `error_counter` (a
+// Counter*), answers the request with the error through `responder` (a Responder*) and
+// returns.
+#define NOVA_REPLY_IF_ERROR(responder, expr, error_counter) \
+  do {                                                       \
+    Status _nova_reply_status = (expr);                      \
+    if (!_nova_reply_status.ok()) {                          \
+      (error_counter)->Increment();                          \
+      return (responder)->ReplyError(_nova_reply_status);    \
+    }                                                        \
+  } while (0)
+
 class RpcService {
  public:
   virtual ~RpcService() = default;
