@@ -12,7 +12,6 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/zk_flags.h"
 
-DECLARE_string(metrics_host);  // common/daemon/daemon_init.cc
 
 DEFINE_string(coordinator_id, "",
               "This coordinator's id: its member and election candidate name, "
@@ -66,10 +65,7 @@ int main(int argc, char** argv) {
     LOG(ERROR) << http.status().ToString();
     return 1;
   }
-  if (http.value()) {
-    options.info.addresses["metrics"] =
-        FLAGS_metrics_host + ":" + std::to_string(http.value()->port());
-  }
+  if (http.value()) options.info.addresses["metrics"] = nova::MetricsAddress(http.value().get());
 
   nova::coordinator::Coordinator coordinator(options);
   nova::Status s = coordinator.Init();

@@ -15,7 +15,6 @@
 #include "logc/logc_server.h"
 
 DECLARE_string(zk);
-DECLARE_string(metrics_host);
 
 DEFINE_string(logc_id, "0", "This LogC's id in the cluster (its node name is logc-<id>)");
 DEFINE_string(logc_dir, "",
@@ -92,10 +91,9 @@ int main(int argc, char** argv) {
   }
   // With --zk the LogC registers itself; the coordinator adds it to the configuration, where
   // LTCs find it.
-  const std::string metrics_address =
-      http.value() ? FLAGS_metrics_host + ":" + std::to_string(http.value()->port()) : "";
   auto config_store = nova::coordinator::RegisterDaemonFromFlags(
-      nova::coordinator::MemberKind::kLogc, options.logc_id, server.address(), metrics_address);
+      nova::coordinator::MemberKind::kLogc, options.logc_id, server.address(),
+      nova::MetricsAddress(http.value().get()));
   if (!config_store.ok()) {
     std::fprintf(stderr, "nova_logc: %s\n", config_store.status().ToString().c_str());
     return nova::kBadFlagsExitCode;

@@ -28,7 +28,6 @@ DECLARE_string(listen_host);
 DECLARE_int32(listen_port);
 DECLARE_string(zk);
 DECLARE_string(cluster);
-DECLARE_string(metrics_host);
 
 DEFINE_uint32(ltc_id, 0, "This LTC's id in the cluster (its node name is ltc-<id>)");
 DEFINE_string(ltc_dir, "", "Data directory (--engine=leveldb keeps its ranges here)");
@@ -276,9 +275,7 @@ int main(int argc, char** argv) {
     // Registered once it serves: the coordinator then assigns it ranges.
     nova::coordinator::MemberInfo info;
     info.addresses["client"] = server.address();
-    if (http.value()) {
-      info.addresses["metrics"] = FLAGS_metrics_host + ":" + std::to_string(http.value()->port());
-    }
+    if (http.value()) info.addresses["metrics"] = nova::MetricsAddress(http.value().get());
     s = config_store->Register(nova::coordinator::MemberKind::kLtc, std::to_string(FLAGS_ltc_id),
                                info);
     LOG_IF(WARNING, !s.ok()) << "registering in ZooKeeper (retried in the background): "

@@ -15,7 +15,6 @@
 #include "stoc/stoc_server.h"
 
 DECLARE_string(zk);
-DECLARE_string(metrics_host);
 
 DEFINE_uint32(stoc_id, 0, "This StoC's id in the cluster (its node name is stoc-<id>)");
 DEFINE_string(stoc_dir, "", "Data directory (catalog and persistent files). Required");
@@ -96,10 +95,9 @@ int main(int argc, char** argv) {
   }
   // With --zk the StoC registers itself; the coordinator adds it to the configuration, where
   // LTCs find it.
-  const std::string metrics_address =
-      http.value() ? FLAGS_metrics_host + ":" + std::to_string(http.value()->port()) : "";
   auto config_store = nova::coordinator::RegisterDaemonFromFlags(
-      nova::coordinator::MemberKind::kStoc, std::to_string(options.stoc_id), server.address(), metrics_address);
+      nova::coordinator::MemberKind::kStoc, std::to_string(options.stoc_id), server.address(),
+      nova::MetricsAddress(http.value().get()));
   if (!config_store.ok()) {
     std::fprintf(stderr, "nova_stoc: %s\n", config_store.status().ToString().c_str());
     return nova::kBadFlagsExitCode;

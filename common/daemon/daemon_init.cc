@@ -72,4 +72,8 @@ Result<std::unique_ptr<MetricsHttpServer>> StartMetricsServer(MetricsRegistry* r
   return server;
 }
 
+std::string MetricsAddress(const MetricsHttpServer* server) {
+  return server != nullptr ? FLAGS_metrics_host + ":" + std::to_string(server->port()) : "";
+}
+
 }  // namespace nova

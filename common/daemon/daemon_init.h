@@ -16,6 +16,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "common/metrics.h"
 #include "common/metrics_http.h"
@@ -43,5 +44,9 @@ void InitDaemon(int* argc, char*** argv, const char* usage);
 // a port outside [-1, 65535], or the IOError of a failed bind.
 // REQUIRES: InitDaemon() was called.
 Result<std::unique_ptr<MetricsHttpServer>> StartMetricsServer(MetricsRegistry* registry);
+
+// "host:port" of a server StartMetricsServer() returned (what a daemon publishes as its
+// member's "metrics" address), or "" for none (disabled).
+std::string MetricsAddress(const MetricsHttpServer* server);
 
 }  // namespace nova
