@@ -8,6 +8,7 @@
 #include "common/lsm/merging_iterator.h"
 #include "common/wire/message.h"
 #include "ltc/table_sink.h"
+#include "ltc/version.h"
 
 namespace nova::ltc {
 
@@ -231,26 +232,19 @@ Status RunCompactionJob(const CompactionJob& job, const lsm::InternalKeyComparat
   mo.max_output_bytes = job.max_output_bytes;
   mo.split_user_keys = job.split_user_keys;
 
-  // Inputs: each table read through the store (any replica). Tables are declared before
-  // the merged iterator so they outlive it.
-  std::vector<std::unique_ptr<lsm::FragmentSource>> sources;
-  std::vector<std::unique_ptr<lsm::FragmentedTable>> tables;
+  // Inputs: each table read through the store (any replica) in read-ahead windows
+  // (ScanTable). Tables are declared before the merged iterator so they outlive it.
+  std::vector<std::unique_ptr<ScanTable>> tables;
   std::vector<leveldb::Iterator*> children;
-  lsm::TableReadOptions ro;
-  ro.comparator = icmp;  // no block cache: a compaction reads each block once
   for (const CompactionJobInput& input : job.inputs) {
-    const std::string table = "input table " + std::to_string(input.table.number);
-    auto source = store->OpenTable(input.table);
-    Status s = source.status();
-    std::unique_ptr<lsm::FragmentedTable> t;
-    if (s.ok()) s = lsm::OpenTable(ro, input.table.layout, source.value().get(), &t);
-    if (!s.ok()) {
+    auto t = ScanTable::Open(store, input.table, icmp);
+    if (!t.ok()) {
       for (auto* c : children) delete c;
-      return s.Prepend(what + ": opening " + table);
+      return t.status().Prepend(what + ": opening input table " +
+                                std::to_string(input.table.number));
     }
-    sources.push_back(std::move(source.value()));
-    children.push_back(t->NewIterator(leveldb::ReadOptions()).release());
-    tables.push_back(std::move(t));
+    tables.push_back(std::move(t.value()));
+    children.push_back(tables.back()->NewIterator().release());
   }
   std::unique_ptr<leveldb::Iterator> merged(lsm::NewMergingIterator(icmp, std::move(children)));
 

@@ -197,14 +197,19 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
     }
   }
   if (!offloaded) {
+    // Inputs are read front to back in read-ahead windows (ScanTable); the tables are
+    // declared before the merged iterator so they outlive it.
+    std::vector<std::unique_ptr<ScanTable>> tables;
     std::vector<leveldb::Iterator*> children;
     for (const TableRef& t : all) {
-      auto it = t->NewIterator();
-      if (!it.ok()) {
+      auto opened = ScanTable::Open(store_, t->meta(), &icmp_);
+      if (!opened.ok()) {
         for (auto* c : children) delete c;
-        return it.status().Prepend("opening a compaction input");
+        return opened.status().Prepend("opening compaction input " +
+                                       std::to_string(t->meta().number));
       }
-      children.push_back(it.value());
+      tables.push_back(std::move(opened.value()));
+      children.push_back(tables.back()->NewIterator().release());
     }
     std::unique_ptr<leveldb::Iterator> merged(lsm::NewMergingIterator(&icmp_, std::move(children)));
     lsm::TableBuildOptions opts;
@@ -251,9 +256,10 @@ void RangeEngine::ForgetCompactedLevel0(const std::vector<TableRef>& tables) {
       }
     }
     if (mids.empty()) continue;
-    auto it = t->NewIterator();  // the table is obsolete but still readable while we hold it
-    if (it.ok()) {
-      std::unique_ptr<leveldb::Iterator> iter(it.value());
+    // The table is obsolete but still readable while we hold it.
+    auto scan = ScanTable::Open(store_, t->meta(), &icmp_);
+    if (scan.ok()) {
+      std::unique_ptr<leveldb::Iterator> iter = scan.value()->NewIterator();
       for (iter->SeekToFirst(); iter->Valid(); iter->Next()) {
         for (uint64_t mid : mids) index_.EraseIf(lsm::ExtractUserKey(iter->key()), mid);
       }

@@ -3,13 +3,9 @@
 #include <glog/logging.h>
 
 #include "common/lsm/leveldb_glue.h"
+#include "common/lsm/readahead_source.h"
 
 namespace nova::ltc {
-
-namespace {
-
-
-}  // namespace
 
 Status SeekNewest(leveldb::Iterator* it, const lsm::InternalKeyComparator* icmp,
                   const leveldb::Slice& user_key, lsm::SequenceNumber snapshot, LookupHit* hit) {
@@ -28,6 +24,25 @@ Status SeekNewest(leveldb::Iterator* it, const lsm::InternalKeyComparator* icmp,
     }
   }
   return lsm::FromLevelDbStatus(it->status());
+}
+
+Result<std::unique_ptr<ScanTable>> ScanTable::Open(TableStore* store, const TableMeta& meta,
+                                                   const lsm::InternalKeyComparator* icmp) {
+  auto base = store->OpenTable(meta);
+  if (!base.ok()) return base.status();
+  std::unique_ptr<ScanTable> t(new ScanTable());
+  t->source_ = std::make_unique<lsm::ReadaheadSource>(std::move(base.value()), meta.layout,
+                                                      kScanReadaheadBytes);
+  lsm::TableReadOptions ro;
+  ro.comparator = icmp;  // no block cache: each block is read once
+  NOVA_RETURN_NOT_OK(lsm::OpenTable(ro, meta.layout, t->source_.get(), &t->table_));
+  return t;
+}
+
+std::unique_ptr<leveldb::Iterator> ScanTable::NewIterator() const {
+  leveldb::ReadOptions ro;
+  ro.fill_cache = false;
+  return table_->NewIterator(ro);
 }
 
 TableHandle::~TableHandle() {

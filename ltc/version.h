@@ -47,6 +47,29 @@ struct TableContext {
   const leveldb::FilterPolicy* filter_policy = nullptr;
 };
 
+// A table opened for one pass front to back, as a compaction reads its inputs: its
+// fragments are read in windows of kScanReadaheadBytes (lsm::ReadaheadSource) instead of
+// one round trip per data block, and its blocks bypass the block cache (each is read
+// once). Separate from the TableHandle that Gets and scans use.
+//
+// Thread safety: as lsm::FragmentedTable.
+class ScanTable {
+ public:
+  static constexpr size_t kScanReadaheadBytes = 256 << 10;
+
+  // Opens `meta` through `store` (both must outlive this): reads its footer and index.
+  static Result<std::unique_ptr<ScanTable>> Open(TableStore* store, const TableMeta& meta,
+                                                 const lsm::InternalKeyComparator* icmp);
+
+  // An iterator over the table's internal keys. REQUIRES: destroyed before this.
+  std::unique_ptr<leveldb::Iterator> NewIterator() const;
+
+ private:
+  ScanTable() = default;
+  std::unique_ptr<lsm::FragmentSource> source_;  // declared before table_: outlives it
+  std::unique_ptr<lsm::FragmentedTable> table_;
+};
+
 class TableHandle {
  public:
   TableHandle(TableMeta meta, const TableContext* ctx) : meta_(std::move(meta)), ctx_(ctx) {}
