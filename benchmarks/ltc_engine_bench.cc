@@ -2,7 +2,8 @@
 // StocTableStore whose StoCs are kStocs real nova_stoc processes (loopback, data directories
 // on a real disk, as stoc_bench does). It measures:
 //  - W100 put throughput: 16 B keys ("user" + 12 digits), 1 KiB values, kWriterThreads
-//    writers, keys uniform or scrambled zipfian 0.99 over --keyspace_keys, for theta = 1 and
+//    writers, keys uniform, zipfian 0.99 in popularity order (as the paper's evaluation) or
+//    scrambled zipfian 0.99 over --keyspace_keys (--w100_keys), for theta = 1 and
 //    theta = 64 Dranges; memtables small enough that flushes to the StoCs run all the time
 //    (--w100_memtable_kib, --w100_memtables_theta1/64); rho = 3, power-of-d placement;
 //  - the write-stall percentage of each W100 case: the time writers waited for a free
@@ -60,8 +61,13 @@ DEFINE_bool(json, false, "Print one JSON object instead of a table");
 DEFINE_double(seconds_per_case, 5.0,
               "Measuring time of each case, seconds (its warm-up and settling come on top)");
 DEFINE_uint64(keyspace_keys, 1000000,
-              "Distinct keys the W100 and in-memory cases choose from (uniformly, or scrambled "
-              "zipfian with constant 0.99), keys. At most 10^12 (12 digits in a 16 B key)");
+              "Distinct keys the W100 and in-memory cases choose from (as --w100_keys says; "
+              "the in-memory case uniformly), keys. At most 10^12 (12 digits in a 16 B key)");
+DEFINE_string(w100_keys, "uniform,zipf,szipf",
+              "Comma-separated key distributions of the W100 cases: uniform; zipf (zipfian "
+              "0.99, key i the i-th most popular, so hot keys are neighbours, as in the "
+              "paper's evaluation); szipf (the same popularities scattered over the key space "
+              "by a hash, as YCSB's scrambled zipfian)");
 DEFINE_uint64(max_puts_per_case, 10000000,
               "Bound on the puts measured in one W100 or in-memory case besides "
               "--seconds_per_case, puts (all writer threads together)");
@@ -367,13 +373,15 @@ int Run() {
       FLAGS_w100_memtable_kib < 1 || FLAGS_w100_memtables_theta1 < 2 ||
       FLAGS_w100_memtables_theta64 < 1 || FLAGS_w100_l0_stop_writes_mib < 1 || FLAGS_get_keys < 1 ||
       FLAGS_get_keys > kMaxKeyspaceKeys || FLAGS_scan_keys < 1 ||
-      FLAGS_scan_keys > kMaxKeyspaceKeys || FLAGS_scan_memtable_kib < 1) {
+      FLAGS_scan_keys > kMaxKeyspaceKeys || FLAGS_scan_memtable_kib < 1 ||
+      !ParseW100Keys(FLAGS_w100_keys).ok()) {
     std::fprintf(stderr,
                  "ltc_engine_bench: need --seconds_per_case > 0, 1 <= --keyspace_keys <= 10^12, "
                  "--max_puts_per_case >= 1, --w100_memtable_kib >= 1, "
                  "--w100_memtables_theta1 >= 2, --w100_memtables_theta64 >= 1, "
                  "--w100_l0_stop_writes_mib >= 1, 1 <= --get_keys <= 10^12, "
-                 "1 <= --scan_keys <= 10^12, --scan_memtable_kib >= 1\n");
+                 "1 <= --scan_keys <= 10^12, --scan_memtable_kib >= 1, --w100_keys a "
+                 "non-empty list of uniform, zipf, szipf\n");
     return 2;
   }
   BenchStocClusterOptions co;
@@ -395,6 +403,7 @@ int Run() {
   out["seconds_per_case"] = FLAGS_seconds_per_case;
   out["writer_threads"] = kWriterThreads;
   out["keyspace_keys"] = FLAGS_keyspace_keys;
+  out["w100_keys"] = FLAGS_w100_keys;
   out["w100_memtable_kib"] = FLAGS_w100_memtable_kib;
   out["w100_memtables_theta1"] = FLAGS_w100_memtables_theta1;
   out["w100_memtables_theta64"] = FLAGS_w100_memtables_theta64;
@@ -432,7 +441,8 @@ int Run() {
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "Measures the LTC engine (one RangeEngine in process) over 3 nova_stoc processes: W100 "
-      "put throughput and write stalls (uniform and zipfian keys, theta 1 and 64), the "
+      "put throughput and write stalls (uniform, zipfian and scrambled zipfian keys, theta 1 and "
+      "64), the "
       "in-memory put path, gets with the lookup index on and off, and scans and gets with the "
       "range index on and off.\nUsage: "
       "ltc_engine_bench [--json] [--seconds_per_case=S] [--stoc_dir_base=DIR]");

@@ -53,15 +53,28 @@ void ValuePool::Fill(uint64_t key, uint64_t salt, size_t n, char* out) const {
   std::memcpy(out, &key, sizeof(key));
 }
 
-const char* DistName(KeyDist d) { return d == KeyDist::kUniform ? "uniform" : "zipf"; }
+const char* DistName(KeyDist d) {
+  switch (d) {
+    case KeyDist::kUniform:
+      return "uniform";
+    case KeyDist::kZipfian:
+      return "zipf";
+    case KeyDist::kScrambledZipfian:
+      return "szipf";
+  }
+  return "?";
+}
 
 KeyChooser::KeyChooser(KeyDist dist, uint64_t keys)
     : keys_(keys),
-      zipf_(dist == KeyDist::kZipfian ? std::make_unique<ScrambledZipfianGenerator>(keys)
-                                      : nullptr) {}
+      scramble_(dist == KeyDist::kScrambledZipfian),
+      zipf_(dist == KeyDist::kUniform ? nullptr : std::make_unique<ZipfianGenerator>(keys)) {}
 
 uint64_t KeyChooser::Next(std::mt19937_64* rng) const {
-  if (zipf_) return zipf_->Next(rng);
+  if (zipf_) {
+    const uint64_t rank = zipf_->Next(rng);
+    return scramble_ ? FnvHash64(rank) % keys_ : rank;
+  }
   return (*rng)() % keys_;  // the modulo bias is below 10^-7 for keys <= 10^12
 }
 

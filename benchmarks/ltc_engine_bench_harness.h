@@ -25,6 +25,7 @@
 // Defined in ltc_engine_bench.cc (see their help there).
 DECLARE_double(seconds_per_case);
 DECLARE_uint64(keyspace_keys);
+DECLARE_string(w100_keys);
 DECLARE_uint64(max_puts_per_case);
 DECLARE_uint64(w100_memtable_kib);
 DECLARE_int32(w100_memtables_theta1);
@@ -67,12 +68,16 @@ class ValuePool {
   std::string bytes_;
 };
 
-enum class KeyDist { kUniform, kZipfian };
+// kZipfian is zipfian 0.99 with key number i the i-th most popular key, as in the paper's
+// evaluation (its Drange [0,0] holds key 0, the most popular): the hot keys are neighbours in
+// key order. kScrambledZipfian has the same popularities spread over the key space by a hash
+// (YCSB's ScrambledZipfianGenerator), so hot keys have cold neighbours.
+enum class KeyDist { kUniform, kZipfian, kScrambledZipfian };
 
-// "uniform" or "zipf".
+// "uniform", "zipf" or "szipf".
 const char* DistName(KeyDist d);
 
-// Chooses key numbers in [0, keys): uniformly or scrambled zipfian 0.99.
+// Chooses key numbers in [0, keys) as `dist` says.
 // Thread-safe: immutable; Next() uses the caller's rng.
 class KeyChooser {
  public:
@@ -81,7 +86,8 @@ class KeyChooser {
 
  private:
   const uint64_t keys_;
-  const std::unique_ptr<ScrambledZipfianGenerator> zipf_;  // null for uniform
+  const bool scramble_;
+  const std::unique_ptr<ZipfianGenerator> zipf_;  // null for uniform
 };
 
 // One case's engine: a StocTableStore for a fresh range id over every StoC and a

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/split.h"
 #include "common/status.h"
 
 namespace nova::ltc_bench {
@@ -63,10 +64,27 @@ Result<W100Result> MeasureW100(Bench* b, KeyDist dist, int theta) {
 
 }  // namespace
 
+Result<std::vector<KeyDist>> ParseW100Keys(const std::string& list) {
+  std::vector<KeyDist> dists;
+  for (const std::string& name : SplitNonEmpty(list, ',')) {
+    bool known = false;
+    for (KeyDist d : {KeyDist::kUniform, KeyDist::kZipfian, KeyDist::kScrambledZipfian}) {
+      if (name == DistName(d)) {
+        dists.push_back(d);
+        known = true;
+      }
+    }
+    if (!known) return Status::InvalidArgument("unknown W100 key distribution: " + name);
+  }
+  if (dists.empty()) return Status::InvalidArgument("no W100 key distribution named");
+  return dists;
+}
+
 void RunW100Cases(Bench* b, bench::CaseFailures* failures) {
   nlohmann::ordered_json& out = b->report->out();
+  const auto dists = ParseW100Keys(FLAGS_w100_keys);  // checked at start-up
   for (int theta : kThetaValues) {
-    for (KeyDist dist : {KeyDist::kUniform, KeyDist::kZipfian}) {
+    for (KeyDist dist : dists.value()) {
       if (failures->stop()) return;
       const std::string name = W100Name(dist, theta);
       auto r = MeasureW100(b, dist, theta);
@@ -93,7 +111,8 @@ void PrintW100Table(const bench::Report& report) {
       FLAGS_w100_memtables_theta64, static_cast<unsigned long long>(FLAGS_w100_l0_stop_writes_mib));
   std::printf("%-8s %6s %10s %8s %9s %8s %7s %12s %7s %10s\n", "keys", "theta", "puts/s",
               "stall %", "slowdn %", "flushes", "merges", "compactions", "stalls", "L0 tables");
-  for (KeyDist dist : {KeyDist::kUniform, KeyDist::kZipfian}) {
+  const auto dists = ParseW100Keys(FLAGS_w100_keys);  // checked at start-up
+  for (KeyDist dist : dists.value()) {
     for (int theta : kThetaValues) {
       const std::string n = W100Name(dist, theta);
       std::printf("%-8s %6d %10s %8s %9s %8s %7s %12s %7s %10s\n", DistName(dist), theta,

@@ -2,12 +2,20 @@
 // Dranges; see ltc_engine_bench.cc): running them into the report, and their table.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "benchmarks/bench_util.h"
 #include "benchmarks/ltc_engine_bench_harness.h"
+#include "common/status.h"
 
 namespace nova::ltc_bench {
 
-// Runs the four W100 cases, theta 1 first, adding per case <name> (e.g. "zipf_theta64")
+// The distributions a --w100_keys list names ("uniform", "zipf", "szipf"), in its order;
+// InvalidArgument for an empty list or an unknown name.
+Result<std::vector<KeyDist>> ParseW100Keys(const std::string& list);
+
+// Runs the W100 cases: theta 1 and 64 for each distribution of --w100_keys, theta 1 first, adding per case <name> (e.g. "zipf_theta64")
 // the figures w100_<name>_ops (puts/s), stall_pct_<name>, slowdown_pct_<name>,
 // w100_<name>_flushes, _merges, _compactions, _stalls and _l0_tables to b->report.
 // A failed case goes to `failures`; none starts once failures->stop().
