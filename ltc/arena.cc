@@ -2,6 +2,7 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <atomic>
 
 namespace nova::ltc {
@@ -13,16 +14,22 @@ static_assert(Arena::kAlignment >= alignof(void*) && Arena::kAlignment >= aligno
 // operator new[] aligns every block for max_align_t, so a fresh block is kAlignment-aligned.
 static_assert(Arena::kAlignment <= alignof(std::max_align_t));
 
+size_t Arena::NextBlockBytes() const {
+  return std::clamp(MemoryUsage() / 8, kMinBlockBytes, kMaxBlockBytes);
+}
+
 char* Arena::AllocateSlow(size_t bytes) {
   CHECK_GT(bytes, 0u) << "Arena: zero-byte allocation";
-  if (bytes > kOwnBlockThresholdBytes) {
+  const size_t block_bytes = NextBlockBytes();
+  if (bytes > block_bytes / 4) {
     // The current block keeps its free tail for the small allocations that follow.
     return NewBlock(bytes);
   }
-  // Abandon the (at most kOwnBlockThresholdBytes) tail of the current block.
-  char* block = NewBlock(kBlockBytes);
+  // Abandon the tail of the current block: less than bytes, so under a quarter of the new
+  // block.
+  char* block = NewBlock(block_bytes);
   next_ = block + bytes;
-  remaining_ = kBlockBytes - bytes;
+  remaining_ = block_bytes - bytes;
   return block;
 }
 

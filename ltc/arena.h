@@ -1,12 +1,14 @@
 // Arena: bump-pointer allocation for one memtable's entries and skip list nodes.
 //
-// Memory comes from blocks of kBlockBytes (4 KiB), carved front to back. An allocation that
-// does not fit in the rest of the current block either starts a new block, abandoning that
-// rest, or, if larger than kOwnBlockThresholdBytes, gets a block of its own sized exactly
-// for it while the current block stays in use: so at most kOwnBlockThresholdBytes of a block
-// is ever abandoned, and a 4 MiB value costs 4 MiB. Nothing is freed until the Arena is
-// destroyed, which frees every block at once: a memtable is dropped as a whole after its
-// flush.
+// Memory comes from ordinary blocks carved front to back. Their size grows with the arena:
+// an eighth of what it holds, between kMinBlockBytes (4 KiB, so an almost empty memtable
+// stays small) and kMaxBlockBytes (64 KiB, so a full one is a few hundred blocks, not one
+// allocation per entry). An allocation that does not fit in the rest of the current block
+// either starts a new ordinary block, abandoning that rest, or, if larger than a quarter of
+// the next ordinary block, gets a block of its own sized exactly for it while the current
+// block stays in use: so the bytes abandoned stay below a quarter of the ordinary blocks'
+// bytes, and a 4 MiB value costs 4 MiB. Nothing is freed until the Arena is destroyed,
+// which frees every block at once: a memtable is dropped as a whole after its flush.
 //
 //   Arena arena;
 //   char* p = arena.Allocate(n);          // any alignment
@@ -26,11 +28,9 @@ namespace nova::ltc {
 
 class Arena {
  public:
-  // Size of an ordinary block: small enough that an almost empty memtable stays small.
-  static constexpr size_t kBlockBytes = 4096;
-  // Allocations above this that do not fit in the current block get their own block, so
-  // at most a quarter of a block is ever abandoned.
-  static constexpr size_t kOwnBlockThresholdBytes = kBlockBytes / 4;
+  // Bounds of an ordinary block's size (see the class comment).
+  static constexpr size_t kMinBlockBytes = 4096;
+  static constexpr size_t kMaxBlockBytes = 64 << 10;
   // Alignment of AllocateAligned: enough for pointers, 64-bit integers and their atomics.
   static constexpr size_t kAlignment = 8;
 
@@ -52,6 +52,11 @@ class Arena {
 
   // Bytes of memory held by the arena (blocks plus their bookkeeping). Never decreases.
   size_t MemoryUsage() const { return memory_usage_.load(std::memory_order_relaxed); }
+
+  // Size of the next ordinary block: MemoryUsage() / 8 within [kMinBlockBytes,
+  // kMaxBlockBytes]. An allocation above a quarter of it that does not fit in the current
+  // block gets a block of its own.
+  size_t NextBlockBytes() const;
 
  private:
   // Serves an allocation the current block has no room for (alignment included).

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -28,36 +29,59 @@ TEST(ArenaTest, SmallAllocationsShareABlock) {
   char* a = arena.Allocate(10);
   char* b = arena.Allocate(20);
   EXPECT_EQ(b, a + 10);
-  EXPECT_GE(arena.MemoryUsage(), Arena::kBlockBytes);
-  EXPECT_LT(arena.MemoryUsage(), 2 * Arena::kBlockBytes);
+  EXPECT_GE(arena.MemoryUsage(), Arena::kMinBlockBytes);
+  EXPECT_LT(arena.MemoryUsage(), 2 * Arena::kMinBlockBytes);
 }
 
 TEST(ArenaTest, LargeAllocationGetsItsOwnBlock) {
+  constexpr size_t kBookkeeping = sizeof(std::unique_ptr<char[]>);
   Arena arena;
   char* small = arena.Allocate(10);
-  const size_t before = arena.MemoryUsage();
-  constexpr size_t kLarge = 4 << 20;  // a 4 MiB value
-  char* large = arena.Allocate(kLarge);
-  std::memset(large, 'x', kLarge);
-  EXPECT_GE(arena.MemoryUsage(), before + kLarge);
-  // The current block kept its free tail.
-  EXPECT_EQ(arena.Allocate(5), small + 10);
+  ASSERT_EQ(arena.NextBlockBytes(), Arena::kMinBlockBytes);  // the arena is still small
+  const size_t threshold = Arena::kMinBlockBytes / 4;
   // Above the threshold but fitting in the current block: served from it.
-  char* fits = arena.Allocate(Arena::kOwnBlockThresholdBytes + 1);
-  EXPECT_EQ(fits, small + 15);
+  char* fits = arena.Allocate(threshold + 1);
+  EXPECT_EQ(fits, small + 10);
   // Not fitting any more: a block of its own, and the current block keeps its tail.
-  const size_t used = 15 + Arena::kOwnBlockThresholdBytes + 1;
-  arena.Allocate(Arena::kBlockBytes - used - 100);
+  const size_t used = 10 + threshold + 1;
+  arena.Allocate(Arena::kMinBlockBytes - used - 100);
   const size_t before_own = arena.MemoryUsage();
-  arena.Allocate(Arena::kOwnBlockThresholdBytes + 1);
-  EXPECT_EQ(arena.MemoryUsage() - before_own,
-            Arena::kOwnBlockThresholdBytes + 1 + sizeof(std::unique_ptr<char[]>));
-  EXPECT_EQ(arena.Allocate(100), small + Arena::kBlockBytes - 100);
+  arena.Allocate(threshold + 1);
+  EXPECT_EQ(arena.MemoryUsage() - before_own, threshold + 1 + kBookkeeping);
+  EXPECT_EQ(arena.Allocate(100), small + Arena::kMinBlockBytes - 100);
   // A small allocation that does not fit starts a new ordinary block.
   const size_t before_block = arena.MemoryUsage();
+  ASSERT_EQ(arena.NextBlockBytes(), Arena::kMinBlockBytes);
   arena.Allocate(1);
-  EXPECT_EQ(arena.MemoryUsage() - before_block,
-            Arena::kBlockBytes + sizeof(std::unique_ptr<char[]>));
+  EXPECT_EQ(arena.MemoryUsage() - before_block, Arena::kMinBlockBytes + kBookkeeping);
+  // A 4 MiB value costs 4 MiB.
+  constexpr size_t kLarge = 4 << 20;
+  const size_t before_large = arena.MemoryUsage();
+  char* large = arena.Allocate(kLarge);
+  std::memset(large, 'x', kLarge);
+  EXPECT_EQ(arena.MemoryUsage() - before_large, kLarge + kBookkeeping);
+}
+
+TEST(ArenaTest, BlocksGrowSoEntriesOfAKibibyteShareThem) {
+  // 1 KiB values make entries just above a quarter of a 4 KiB block: with fixed 4 KiB
+  // blocks each would get a block (one malloc) of its own.
+  constexpr size_t kEntry = 16 + 1024 + 24;
+  Arena arena;
+  EXPECT_EQ(arena.NextBlockBytes(), Arena::kMinBlockBytes);
+  size_t adjacent = 0;
+  char* prev = nullptr;
+  constexpr int kEntries = 4000;  // about a 4 MiB memtable
+  for (int i = 0; i < kEntries; ++i) {
+    char* p = arena.Allocate(kEntry);
+    std::memset(p, static_cast<char>(i), kEntry);
+    if (prev != nullptr && p == prev + kEntry) ++adjacent;
+    prev = p;
+  }
+  EXPECT_EQ(arena.NextBlockBytes(), Arena::kMaxBlockBytes);
+  // Past the first ~32 KiB, entries follow each other in 64 KiB blocks (60 per block).
+  EXPECT_GE(adjacent, static_cast<size_t>(kEntries * 9 / 10));
+  const size_t bytes = static_cast<size_t>(kEntries) * kEntry;
+  EXPECT_LE(arena.MemoryUsage(), bytes + bytes / 4 + Arena::kMaxBlockBytes);
 }
 
 TEST(ArenaTest, AlignedAllocationsAreAligned) {
@@ -84,7 +108,7 @@ TEST(ArenaTest, RandomizedAllocationsKeepTheirContents) {
     if (kind == 0) {
       bytes = 1 + rng() % (1 << 20);
     } else if (kind < 4) {
-      bytes = 1 + rng() % (2 * Arena::kBlockBytes);
+      bytes = 1 + rng() % (2 * Arena::kMaxBlockBytes);
     }
     const bool aligned = rng() % 2 == 0;
     char* p = aligned ? arena.AllocateAligned(bytes) : arena.Allocate(bytes);
@@ -105,9 +129,9 @@ TEST(ArenaTest, RandomizedAllocationsKeepTheirContents) {
       ASSERT_EQ(p[i], PatternByte(n, i)) << "allocation " << n << " byte " << i;
     }
   }
-  // At most a quarter of each ordinary block is abandoned, plus per-block bookkeeping.
+  // Less than a quarter of the ordinary blocks is abandoned, plus per-block bookkeeping.
   EXPECT_GE(arena.MemoryUsage(), bytes_total);
-  EXPECT_LE(arena.MemoryUsage(), 2 * requested + Arena::kBlockBytes);
+  EXPECT_LE(arena.MemoryUsage(), 2 * requested + Arena::kMaxBlockBytes);
 }
 
 TEST(ArenaTest, MemoryUsageIsReadableWhileAllocating) {
