@@ -245,7 +245,15 @@ class RangeEngine {
   // its Drange's active memtable instead of writing a table, and drops it. Returns false
   // (nothing changed) when the rule does not apply. range_engine_merge.cc.
   bool MaybeMergeIntoActive(const Immutable& imm);
+  // Picks the next compaction: the due level with the highest actual/expected size (see
+  // range_engine_compaction.cc), falling back to the next due level while a level's
+  // candidates are busy. Returns false if nothing can run now. REQUIRES: mu_ held.
   bool PickCompaction(std::vector<TableRef>* inputs, int* level, std::vector<TableRef>* next);
+  // True if a memtable may hold a version, older than `cluster`'s newest, of a key in
+  // [lo, hi] (user keys): the cluster must not move below Level 0 yet. Asks for the
+  // rotation or flush of such memtables. REQUIRES: mu_ held.
+  bool OlderVersionsInMemory(const std::vector<TableRef>& cluster, const std::string& lo,
+                             const std::string& hi);
   // Memtables that may hold a version older than one already flushed. REQUIRES: mu_ held.
   std::vector<std::shared_ptr<MemTable>> MemtablesThatMayHoldOlderVersions() const;
   Status RunCompaction(int level, const std::vector<TableRef>& inputs,

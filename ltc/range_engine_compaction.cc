@@ -2,6 +2,7 @@
 // statistics. (range_engine.cc has the read and write paths and flushes.)
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <glog/logging.h>
 
@@ -60,13 +61,12 @@ bool RangeEngine::PickCompaction(std::vector<TableRef>* inputs, int* level,
     }
     return out;
   };
-  // Level 0: clusters of overlapping tables (Dranges keep them apart, so clusters of
-  // different Dranges are compacted in parallel).
-  // Level 0 is compacted at the trigger's table count, and also once it holds the bytes at
-  // which writes slow down or stop: else a stop below the trigger would never be lifted.
-  const uint64_t l0_full = std::min(options_.l0_slowdown_writes_bytes, options_.l0_stop_writes_bytes);
-  if (static_cast<int>(v.levels[0].size()) >= options_.l0_compaction_trigger ||
-      (!v.levels[0].empty() && v.LevelBytes(0) >= l0_full)) {
+
+  // Level 0: clusters of overlapping tables. Dranges keep them apart, so each Drange's
+  // Level-0 tables form their own cluster, compacted independently and in parallel.
+  std::vector<std::vector<TableRef>> clusters;
+  std::vector<std::pair<std::string, std::string>> cluster_ranges;
+  {
     std::vector<TableRef> rest = v.levels[0];
     while (!rest.empty()) {
       std::vector<TableRef> cluster = {rest.front()};
@@ -85,71 +85,109 @@ bool RangeEngine::PickCompaction(std::vector<TableRef>* inputs, int* level,
           }
         }
       }
-      if (std::any_of(cluster.begin(), cluster.end(), busy)) continue;
-      std::vector<TableRef> below = overlapping(1, lo, hi);
-      if (std::any_of(below.begin(), below.end(), busy)) continue;
-      // Move data down only if no memtable still holds older versions of these keys.
-      lsm::SequenceNumber newest = 0;
-      for (const auto& t : cluster) newest = std::max(newest, t->meta().largest_sequence);
-      bool older_in_memory = false;
-      for (const auto& m : MemtablesThatMayHoldOlderVersions()) {
-        if (m->num_entries() == 0 || m->smallest_sequence() > newest) continue;
-        std::unique_ptr<leveldb::Iterator> it(m->NewIterator());
-        it->SeekToFirst();
-        const std::string first = lsm::ExtractUserKey(it->key()).ToString();
-        it->SeekToLast();
-        const leveldb::Slice last = lsm::ExtractUserKey(it->key());
-        const leveldb::Comparator* ucmp = options_.comparator;
-        if (ucmp->Compare(last, lo) >= 0 && ucmp->Compare(first, hi) <= 0) {
-          older_in_memory = true;
-          // An active memtable (of a duplicated point Drange) may never fill up if its key
-          // goes cold, or may not rotate while writes are stopped: ask for a rotation, so
-          // it gets flushed or merged and the cluster can move down.
-          for (uint32_t d = 0; d < dranges_.size(); ++d) {
-            if (dranges_[d]->active == m) rotate_for_compaction_.insert(d);
-          }
-          // An immutable one that merging keeps giving back to its Drange: flush it.
-          for (Immutable& imm : immutables_) {
-            if (imm.mem == m) imm.no_merge = true;
-          }
+      clusters.push_back(std::move(cluster));
+      cluster_ranges.emplace_back(std::move(lo), std::move(hi));
+    }
+  }
+
+  // Scores (paper 4.4.3): each level's actual size over its expected size; the highest
+  // goes first, and a level whose candidates are all busy yields to the next.
+  //  - Level 0: a cluster is due at l0_compaction_trigger tables (LevelDB's Level-0 rule,
+  //    per Drange); all of Level 0 is due at half the bytes at which writes slow down (or
+  //    stop), so compaction starts well before the slow-down and a stop is always lifted;
+  //    from the slow-down mark on, Level 0 goes before every other level.
+  //  - Level 1: level1_bytes, but at least a table's worth per Drange, since each Drange
+  //    compacts its Level-0 tables into its own slice of Level 1 and a slice smaller than
+  //    one table would push every such compaction straight on into Level 2; each further
+  //    level 10x more.
+  // Without the comparison, a steady stream of Level-0 work starved Level 1: it grew to 50x
+  // its target and every Level-0 compaction rewrote all of it.
+  const uint64_t l0_full = std::max<uint64_t>(
+      1, std::min(options_.l0_slowdown_writes_bytes, options_.l0_stop_writes_bytes));
+  const double l0_bytes_score = 2.0 * static_cast<double>(v.LevelBytes(0)) / l0_full;
+  size_t largest_cluster = 0;
+  for (const auto& c : clusters) largest_cluster = std::max(largest_cluster, c.size());
+  double l0_score = std::max(l0_bytes_score, static_cast<double>(largest_cluster) /
+                                                std::max(1, options_.l0_compaction_trigger));
+  // Once writes are being slowed down, Level 0 goes first whatever the other levels say.
+  if (l0_bytes_score >= 2.0) l0_score = std::numeric_limits<double>::infinity();
+  std::vector<std::pair<double, int>> due;  // (score, level)
+  if (l0_score >= 1.0) due.emplace_back(l0_score, 0);
+  const uint64_t level1 = std::max<uint64_t>(
+      options_.level1_bytes, static_cast<uint64_t>(layout_->size()) * options_.sstable_bytes);
+  for (int l = 1; l + 1 < kNumLevels; ++l) {
+    const double target = static_cast<double>(level1) * std::pow(kLevelMultiplier, l - 1);
+    const double score = static_cast<double>(v.LevelBytes(l)) / target;
+    if (score > 1.0) due.emplace_back(score, l);
+  }
+  std::stable_sort(due.begin(), due.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+
+  for (const auto& [score, lvl] : due) {
+    if (lvl == 0) {
+      for (size_t c = 0; c < clusters.size(); ++c) {
+        std::vector<TableRef>& cluster = clusters[c];
+        const auto& [lo, hi] = cluster_ranges[c];
+        // Below its trigger, a cluster goes only when Level 0 as a whole is due by bytes.
+        if (static_cast<int>(cluster.size()) < options_.l0_compaction_trigger &&
+            l0_bytes_score < 1.0) {
+          continue;
         }
+        if (std::any_of(cluster.begin(), cluster.end(), busy)) continue;
+        std::vector<TableRef> below = overlapping(1, lo, hi);
+        if (std::any_of(below.begin(), below.end(), busy)) continue;
+        if (OlderVersionsInMemory(cluster, lo, hi)) continue;
+        *inputs = std::move(cluster);
+        *next = std::move(below);
+        *level = 0;
+        return true;
       }
-      if (older_in_memory) continue;
-      *inputs = std::move(cluster);
+      continue;
+    }
+    for (const TableRef& t : v.levels[lvl]) {
+      if (busy(t)) continue;
+      const std::string lo = lsm::ExtractUserKey(t->meta().smallest).ToString();
+      const std::string hi = lsm::ExtractUserKey(t->meta().largest).ToString();
+      std::vector<TableRef> below = overlapping(lvl + 1, lo, hi);
+      if (std::any_of(below.begin(), below.end(), busy)) continue;
+      *inputs = {t};
       *next = std::move(below);
-      *level = 0;
+      *level = lvl;
       return true;
     }
   }
-  // Levels >= 1: the level furthest over its target.
-  double best_score = 1.0;
-  int best = -1;
-  for (int l = 1; l + 1 < kNumLevels; ++l) {
-    // Level 1 holds at least a table's worth per Drange: each Drange compacts its Level-0
-    // tables into its own slice of Level 1, and a slice smaller than one table would push
-    // every such compaction straight on into Level 2.
-    const uint64_t level1 = std::max<uint64_t>(
-        options_.level1_bytes, static_cast<uint64_t>(layout_->size()) * options_.sstable_bytes);
-    const double target = static_cast<double>(level1) * std::pow(kLevelMultiplier, l - 1);
-    const double score = static_cast<double>(v.LevelBytes(l)) / target;
-    if (score > best_score) {
-      best_score = score;
-      best = l;
+  return false;
+}
+
+bool RangeEngine::OlderVersionsInMemory(const std::vector<TableRef>& cluster,
+                                        const std::string& lo, const std::string& hi) {
+  // Move data down only if no memtable still holds older versions of these keys.
+  lsm::SequenceNumber newest = 0;
+  for (const auto& t : cluster) newest = std::max(newest, t->meta().largest_sequence);
+  bool older_in_memory = false;
+  for (const auto& m : MemtablesThatMayHoldOlderVersions()) {
+    if (m->num_entries() == 0 || m->smallest_sequence() > newest) continue;
+    std::unique_ptr<leveldb::Iterator> it(m->NewIterator());
+    it->SeekToFirst();
+    const std::string first = lsm::ExtractUserKey(it->key()).ToString();
+    it->SeekToLast();
+    const leveldb::Slice last = lsm::ExtractUserKey(it->key());
+    const leveldb::Comparator* ucmp = options_.comparator;
+    if (ucmp->Compare(last, lo) >= 0 && ucmp->Compare(first, hi) <= 0) {
+      older_in_memory = true;
+      // An active memtable (of a duplicated point Drange) may never fill up if its key
+      // goes cold, or may not rotate while writes are stopped: ask for a rotation, so
+      // it gets flushed or merged and the cluster can move down.
+      for (uint32_t d = 0; d < dranges_.size(); ++d) {
+        if (dranges_[d]->active == m) rotate_for_compaction_.insert(d);
+      }
+      // An immutable one that merging keeps giving back to its Drange: flush it.
+      for (Immutable& imm : immutables_) {
+        if (imm.mem == m) imm.no_merge = true;
+      }
     }
   }
-  if (best < 0) return false;
-  for (const TableRef& t : v.levels[best]) {
-    if (busy(t)) continue;
-    const std::string lo = lsm::ExtractUserKey(t->meta().smallest).ToString();
-    const std::string hi = lsm::ExtractUserKey(t->meta().largest).ToString();
-    std::vector<TableRef> below = overlapping(best + 1, lo, hi);
-    if (std::any_of(below.begin(), below.end(), busy)) continue;
-    *inputs = {t};
-    *next = std::move(below);
-    *level = best;
-    return true;
-  }
-  return false;
+  return older_in_memory;
 }
 
 Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs,
