@@ -4,7 +4,7 @@
 //  - W100 put throughput: 16 B keys ("user" + 12 digits), 1 KiB values, kWriterThreads
 //    writers, keys uniform, zipfian 0.99 in popularity order (as the paper's evaluation) or
 //    scrambled zipfian 0.99 over --keyspace_keys (--w100_keys), for theta = 1 and
-//    theta = 64 Dranges; memtables small enough that flushes to the StoCs run all the time
+//    theta = 64 Dranges (--w100_thetas); memtables small enough that flushes to the StoCs run all the time
 //    (--w100_memtable_kib, --w100_memtables_theta1/64); rho = 3, power-of-d placement;
 //  - the write-stall percentage of each W100 case: the time writers waited for a free
 //    memtable or for Level 0 (EngineStats::stall_micros) over writers x elapsed time; the
@@ -68,6 +68,10 @@ DEFINE_string(w100_keys, "uniform,zipf,szipf",
               "0.99, key i the i-th most popular, so hot keys are neighbours, as in the "
               "paper's evaluation); szipf (the same popularities scattered over the key space "
               "by a hash, as YCSB's scrambled zipfian)");
+DEFINE_string(w100_thetas, "1,64",
+              "Comma-separated Drange counts (theta, 1..1024) of the W100 cases, run in this "
+              "order; theta 1 gets --w100_memtables_theta1 memtables, any other "
+              "--w100_memtables_theta64 (which must be at least the largest such theta)");
 DEFINE_uint64(max_puts_per_case, 10000000,
               "Bound on the puts measured in one W100 or in-memory case besides "
               "--seconds_per_case, puts (all writer threads together)");
@@ -78,7 +82,8 @@ DEFINE_int32(w100_memtables_theta1, 16,
              "theta = 1 Drange");
 DEFINE_int32(w100_memtables_theta64, 64,
              "delta: memtables of the range (active + immutable) in the W100 cases with "
-             "theta = 64 Dranges, and in the get cases");
+             "theta = 64 Dranges (and any other theta of --w100_thetas but 1), and in the get "
+             "cases");
 DEFINE_uint64(w100_l0_stop_writes_mib, 256,
               "Level-0 size at which writes stop until compaction catches up, in the W100 and "
               "get cases (EngineOptions::l0_stop_writes_bytes, whose default is 256 MiB), MiB");
@@ -367,6 +372,16 @@ int RunCases(Bench* b) {
   return failures.count();
 }
 
+// --w100_thetas parses, and every theta but 1 has a memtable per Drange at least.
+bool W100ThetasFit() {
+  const auto thetas = ParseW100Thetas(FLAGS_w100_thetas);
+  if (!thetas.ok()) return false;
+  for (int theta : thetas.value()) {
+    if (theta != 1 && theta > FLAGS_w100_memtables_theta64) return false;
+  }
+  return true;
+}
+
 int Run() {
   if (FLAGS_seconds_per_case <= 0 || FLAGS_keyspace_keys < 1 ||
       FLAGS_keyspace_keys > kMaxKeyspaceKeys || FLAGS_max_puts_per_case < 1 ||
@@ -374,14 +389,15 @@ int Run() {
       FLAGS_w100_memtables_theta64 < 1 || FLAGS_w100_l0_stop_writes_mib < 1 || FLAGS_get_keys < 1 ||
       FLAGS_get_keys > kMaxKeyspaceKeys || FLAGS_scan_keys < 1 ||
       FLAGS_scan_keys > kMaxKeyspaceKeys || FLAGS_scan_memtable_kib < 1 ||
-      !ParseW100Keys(FLAGS_w100_keys).ok()) {
+      !ParseW100Keys(FLAGS_w100_keys).ok() || !W100ThetasFit()) {
     std::fprintf(stderr,
                  "ltc_engine_bench: need --seconds_per_case > 0, 1 <= --keyspace_keys <= 10^12, "
                  "--max_puts_per_case >= 1, --w100_memtable_kib >= 1, "
                  "--w100_memtables_theta1 >= 2, --w100_memtables_theta64 >= 1, "
                  "--w100_l0_stop_writes_mib >= 1, 1 <= --get_keys <= 10^12, "
                  "1 <= --scan_keys <= 10^12, --scan_memtable_kib >= 1, --w100_keys a "
-                 "non-empty list of uniform, zipf, szipf\n");
+                 "non-empty list of uniform, zipf, szipf, --w100_thetas a non-empty list of "
+                 "1..1024 none above --w100_memtables_theta64 but 1\n");
     return 2;
   }
   BenchStocClusterOptions co;
@@ -404,6 +420,7 @@ int Run() {
   out["writer_threads"] = kWriterThreads;
   out["keyspace_keys"] = FLAGS_keyspace_keys;
   out["w100_keys"] = FLAGS_w100_keys;
+  out["w100_thetas"] = FLAGS_w100_thetas;
   out["w100_memtable_kib"] = FLAGS_w100_memtable_kib;
   out["w100_memtables_theta1"] = FLAGS_w100_memtables_theta1;
   out["w100_memtables_theta64"] = FLAGS_w100_memtables_theta64;

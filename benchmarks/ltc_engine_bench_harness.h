@@ -26,6 +26,7 @@
 DECLARE_double(seconds_per_case);
 DECLARE_uint64(keyspace_keys);
 DECLARE_string(w100_keys);
+DECLARE_string(w100_thetas);
 DECLARE_uint64(max_puts_per_case);
 DECLARE_uint64(w100_memtable_kib);
 DECLARE_int32(w100_memtables_theta1);

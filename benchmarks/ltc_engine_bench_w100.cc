@@ -1,6 +1,7 @@
 #include "benchmarks/ltc_engine_bench_w100.h"
 
 #include <cstdio>
+#include <exception>
 #include <string>
 
 #include "common/split.h"
@@ -10,7 +11,7 @@ namespace nova::ltc_bench {
 
 namespace {
 
-constexpr int kThetaValues[] = {1, 64};
+constexpr int kMaxW100Theta = 1024;
 
 std::string W100Name(KeyDist dist, int theta) {
   return std::string(DistName(dist)) + "_theta" + std::to_string(theta);
@@ -80,10 +81,31 @@ Result<std::vector<KeyDist>> ParseW100Keys(const std::string& list) {
   return dists;
 }
 
+Result<std::vector<int>> ParseW100Thetas(const std::string& list) {
+  std::vector<int> thetas;
+  for (const std::string& item : SplitNonEmpty(list, ',')) {
+    int theta = 0;
+    size_t used = 0;
+    try {
+      theta = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || theta < 1 || theta > kMaxW100Theta) {
+      return Status::InvalidArgument("W100 theta not in 1.." + std::to_string(kMaxW100Theta) +
+                                     ": " + item);
+    }
+    thetas.push_back(theta);
+  }
+  if (thetas.empty()) return Status::InvalidArgument("no W100 theta named");
+  return thetas;
+}
+
 void RunW100Cases(Bench* b, bench::CaseFailures* failures) {
   nlohmann::ordered_json& out = b->report->out();
-  const auto dists = ParseW100Keys(FLAGS_w100_keys);  // checked at start-up
-  for (int theta : kThetaValues) {
+  const auto dists = ParseW100Keys(FLAGS_w100_keys);     // checked at start-up
+  const auto thetas = ParseW100Thetas(FLAGS_w100_thetas);  // checked at start-up
+  for (int theta : thetas.value()) {
     for (KeyDist dist : dists.value()) {
       if (failures->stop()) return;
       const std::string name = W100Name(dist, theta);
@@ -104,16 +126,17 @@ void RunW100Cases(Bench* b, bench::CaseFailures* failures) {
 void PrintW100Table(const bench::Report& report) {
   std::printf(
       "W100: %zu B keys, %zu B values, %d writer threads, %llu keys, memtables %llu KiB "
-      "(delta %d at theta 1, %d at theta 64), writes stop at %llu MiB in L0\n",
+      "(delta %d at theta 1, %d at other thetas), writes stop at %llu MiB in L0\n",
       kKeyBytes, kW100ValueBytes, kWriterThreads,
       static_cast<unsigned long long>(FLAGS_keyspace_keys),
       static_cast<unsigned long long>(FLAGS_w100_memtable_kib), FLAGS_w100_memtables_theta1,
       FLAGS_w100_memtables_theta64, static_cast<unsigned long long>(FLAGS_w100_l0_stop_writes_mib));
   std::printf("%-8s %6s %10s %8s %9s %8s %7s %12s %7s %10s\n", "keys", "theta", "puts/s",
               "stall %", "slowdn %", "flushes", "merges", "compactions", "stalls", "L0 tables");
-  const auto dists = ParseW100Keys(FLAGS_w100_keys);  // checked at start-up
+  const auto dists = ParseW100Keys(FLAGS_w100_keys);     // checked at start-up
+  const auto thetas = ParseW100Thetas(FLAGS_w100_thetas);  // checked at start-up
   for (KeyDist dist : dists.value()) {
-    for (int theta : kThetaValues) {
+    for (int theta : thetas.value()) {
       const std::string n = W100Name(dist, theta);
       std::printf("%-8s %6d %10s %8s %9s %8s %7s %12s %7s %10s\n", DistName(dist), theta,
                   report.Cell("w100_" + n + "_ops", "%.0f").c_str(),
