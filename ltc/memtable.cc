@@ -94,19 +94,21 @@ void MemTable::Add(lsm::SequenceNumber seq, lsm::ValueType type, const leveldb::
       VarintLength(ikey_size) + ikey_size + VarintLength(stored_value.size()) + stored_value.size();
 
   std::lock_guard<std::mutex> lock(write_mu_);
-  // The arena is not thread-safe, so even the copy happens under the mutex.
-  char* const entry = arena_.Allocate(entry_size);
-  char* p = entry;
-  p += EncodeVarint64(p, ikey_size);
-  std::memcpy(p, user_key.data(), user_key.size());
-  p += user_key.size();
-  EncodeFixed64(p, lsm::PackSequenceAndType(seq, type));
-  p += lsm::kInternalKeyTrailerBytes;
-  p += EncodeVarint64(p, stored_value.size());
-  std::memcpy(p, stored_value.data(), stored_value.size());
-  DCHECK_EQ(p + stored_value.size(), entry + entry_size);
-
-  const Table::Neighbors around = table_.Insert(entry);
+  // The arena is not thread-safe, so even the copy happens under the mutex. The entry goes
+  // right after its index node (skiplist.h InsertWithData): searches compare keys in the
+  // cache lines they load for the links.
+  const Table::Neighbors around = table_.InsertWithData(entry_size, [&](char* entry) {
+    char* p = entry;
+    p += EncodeVarint64(p, ikey_size);
+    std::memcpy(p, user_key.data(), user_key.size());
+    p += user_key.size();
+    EncodeFixed64(p, lsm::PackSequenceAndType(seq, type));
+    p += lsm::kInternalKeyTrailerBytes;
+    p += EncodeVarint64(p, stored_value.size());
+    std::memcpy(p, stored_value.data(), stored_value.size());
+    DCHECK_EQ(p + stored_value.size(), entry + entry_size);
+    return static_cast<const char*>(entry);
+  });
 
   // All versions of a user key are adjacent in the index, whatever order their sequences
   // arrived in, so the entry brings a new user key iff neither neighbour shares it.

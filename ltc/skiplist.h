@@ -78,6 +78,15 @@ class SkipList {
   // REQUIRES: no concurrent Insert() (invariant 1).
   Neighbors Insert(const Key& key);
 
+  // Like Insert, but the key's data lives in the node's own allocation, right after its
+  // links: `fill(char* data)` writes `data_bytes` bytes there and returns the Key for them
+  // (e.g. `data` itself for a `const char*` key). A search that reaches the node then finds
+  // the key's first bytes in the cache lines it already loaded for the links, instead of
+  // taking one more cache miss per node (with 1 KiB values that was most of the put path).
+  // `data` is aligned to Arena::kAlignment. REQUIRES: no concurrent Insert() (invariant 1).
+  template <typename Fill>
+  Neighbors InsertWithData(size_t data_bytes, Fill fill);
+
   // True if a key comparing equal to `key` is in the list.
   bool Contains(const Key& key) const;
 
@@ -142,6 +151,14 @@ class SkipList {
   static_assert(sizeof(Node) % alignof(std::atomic<Node*>) == 0);
 
   Node* NewNode(const Key& key, int height);
+  // Bytes of a node of `height` links (the data of InsertWithData follows them).
+  static size_t NodeBytes(int height) {
+    return sizeof(Node) + sizeof(std::atomic<Node*>) * static_cast<size_t>(height);
+  }
+  // Builds a node of `height` with `key` at mem (NodeBytes(height) bytes, aligned).
+  static Node* BuildNode(char* mem, const Key& key, int height);
+  // Links `node` (of `height`, built but unreachable) in place; returns its neighbours.
+  Neighbors Link(Node* node, int height);
   int RandomHeight();
   int max_height() const { return max_height_.load(std::memory_order_relaxed); }
   // True if `n` is a node (not the end of a level) whose key is < key.
@@ -174,7 +191,13 @@ SkipList<Key, Comparator>::SkipList(Comparator cmp, Arena* arena, uint64_t seed)
 template <typename Key, class Comparator>
 typename SkipList<Key, Comparator>::Node* SkipList<Key, Comparator>::NewNode(const Key& key,
                                                                              int height) {
-  char* mem = arena_->AllocateAligned(sizeof(Node) + sizeof(std::atomic<Node*>) * height);
+  return BuildNode(arena_->AllocateAligned(NodeBytes(height)), key, height);
+}
+
+template <typename Key, class Comparator>
+typename SkipList<Key, Comparator>::Node* SkipList<Key, Comparator>::BuildNode(char* mem,
+                                                                               const Key& key,
+                                                                               int height) {
   Node* node = new (mem) Node(key);
   auto* links = reinterpret_cast<std::atomic<Node*>*>(mem + sizeof(Node));
   for (int i = 0; i < height; ++i) new (&links[i]) std::atomic<Node*>(nullptr);
@@ -226,10 +249,29 @@ typename SkipList<Key, Comparator>::Node* SkipList<Key, Comparator>::FindLast(
 
 template <typename Key, class Comparator>
 typename SkipList<Key, Comparator>::Neighbors SkipList<Key, Comparator>::Insert(const Key& key) {
-  Node* prev[kMaxHeight];
-  Node* next = FindGreaterOrEqual(key, prev);
-
   const int height = RandomHeight();
+  return Link(NewNode(key, height), height);
+}
+
+template <typename Key, class Comparator>
+template <typename Fill>
+typename SkipList<Key, Comparator>::Neighbors SkipList<Key, Comparator>::InsertWithData(
+    size_t data_bytes, Fill fill) {
+  // NodeBytes is a multiple of the pointer size, so the data is as aligned as the node.
+  static_assert(sizeof(Node) % Arena::kAlignment == 0 &&
+                sizeof(std::atomic<Node*>) % Arena::kAlignment == 0);
+  const int height = RandomHeight();
+  char* const mem = arena_->AllocateAligned(NodeBytes(height) + data_bytes);
+  const Key key = fill(mem + NodeBytes(height));
+  return Link(BuildNode(mem, key, height), height);
+}
+
+template <typename Key, class Comparator>
+typename SkipList<Key, Comparator>::Neighbors SkipList<Key, Comparator>::Link(Node* node,
+                                                                           int height) {
+  Node* prev[kMaxHeight];
+  Node* next = FindGreaterOrEqual(node->key, prev);
+
   const int old_height = max_height();
   if (height > old_height) {
     for (int level = old_height; level < height; ++level) prev[level] = head_;
@@ -238,7 +280,6 @@ typename SkipList<Key, Comparator>::Neighbors SkipList<Key, Comparator>::Insert(
     max_height_.store(height, std::memory_order_relaxed);
   }
 
-  Node* node = NewNode(key, height);
   for (int level = 0; level < height; ++level) {
     // The node is not reachable yet at `level`: a plain store of its own link suffices;
     // the release store into the predecessor then publishes both (invariant 3).

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <random>
 #include <set>
@@ -75,6 +76,45 @@ TEST(SkipListTest, InsertReportsNeighbours) {
   ASSERT_NE(n.next, nullptr);
   EXPECT_EQ(*n.next, 10u);
   EXPECT_EQ(ScanForward(list), (std::vector<Key>{5, 10, 20, 30}));
+}
+
+// Keys whose bytes live in the list's nodes (InsertWithData): a C string each.
+struct CStringComparator {
+  int operator()(const char* a, const char* b) const { return std::strcmp(a, b); }
+};
+using CStringList = SkipList<const char*, CStringComparator>;
+
+TEST(SkipListTest, InsertWithDataKeepsTheBytesInOrder) {
+  const uint64_t seed = test::TestSeed("SkipListTest.InsertWithDataKeepsTheBytesInOrder");
+  std::mt19937_64 rng(seed);
+  Arena arena;
+  CStringList list(CStringComparator(), &arena, seed);
+  std::set<std::string> model;
+  for (int i = 0; i < 2000; ++i) {
+    // Lengths 1..300, so data sizes do not keep nodes aligned by themselves.
+    std::string k(1 + rng() % 300, 'a');
+    for (char& c : k) c = static_cast<char>('a' + rng() % 26);
+    if (!model.insert(k).second) continue;
+    const char* data = nullptr;
+    const CStringList::Neighbors n = list.InsertWithData(k.size() + 1, [&](char* d) {
+      std::memcpy(d, k.c_str(), k.size() + 1);
+      data = d;
+      return static_cast<const char*>(d);
+    });
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(data) % Arena::kAlignment, 0u);
+    auto pos = model.find(k);
+    if (pos == model.begin()) {
+      ASSERT_EQ(n.prev, nullptr);
+    } else {
+      ASSERT_NE(n.prev, nullptr);
+      ASSERT_EQ(std::string(*n.prev), *std::prev(pos));
+    }
+    ASSERT_TRUE(list.Contains(k.c_str()));
+  }
+  std::vector<std::string> seen;
+  CStringList::Iterator it(&list);
+  for (it.SeekToFirst(); it.Valid(); it.Next()) seen.emplace_back(it.key());
+  EXPECT_EQ(seen, std::vector<std::string>(model.begin(), model.end()));
 }
 
 TEST(SkipListTest, RandomizedAgainstStdSet) {
