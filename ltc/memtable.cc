@@ -35,6 +35,16 @@ leveldb::Slice DecodeLengthPrefixed(const char* p) {
   return leveldb::Slice(p, len);
 }
 
+// The value of the entry whose internal key (inside the entry) is `ikey`: its length
+// follows the key, then, unless empty, the address of its bytes in the value arena.
+leveldb::Slice EntryValue(const leveldb::Slice& ikey) {
+  uint32_t len = 0;
+  const char* p = DecodeTrustedVarint32(ikey.data() + ikey.size(), &len);
+  if (len == 0) return leveldb::Slice();
+  return leveldb::Slice(reinterpret_cast<const char*>(static_cast<uintptr_t>(DecodeFixed64(p))),
+                        len);
+}
+
 // Encodes the length-prefixed internal key (user_key, seq, type) into *buf: the form of a
 // Seek target in the table.
 void EncodeLookupKey(const leveldb::Slice& user_key, lsm::SequenceNumber seq, lsm::ValueType type,
@@ -90,13 +100,23 @@ void MemTable::Add(lsm::SequenceNumber seq, lsm::ValueType type, const leveldb::
   CHECK_LE(ikey_size, std::numeric_limits<uint32_t>::max()) << "MemTable::Add: key too large";
   CHECK_LE(stored_value.size(), std::numeric_limits<uint32_t>::max())
       << "MemTable::Add: value too large";
-  const size_t entry_size =
-      VarintLength(ikey_size) + ikey_size + VarintLength(stored_value.size()) + stored_value.size();
+  // The value lives in the value arena and the entry holds its address, so the entries
+  // (with the index nodes they share allocations with) stay dense and a search touches few
+  // cache lines however large the values are.
+  const size_t entry_size = VarintLength(ikey_size) + ikey_size +
+                            VarintLength(stored_value.size()) +
+                            (stored_value.empty() ? 0 : sizeof(uint64_t));
 
   std::lock_guard<std::mutex> lock(write_mu_);
-  // The arena is not thread-safe, so even the copy happens under the mutex. The entry goes
-  // right after its index node (skiplist.h InsertWithData): searches compare keys in the
-  // cache lines they load for the links.
+  // The arenas are not thread-safe, so even the copies happen under the mutex. The entry
+  // goes right after its index node (skiplist.h InsertWithData): searches compare keys in
+  // the cache lines they load for the links.
+  const char* value_bytes = nullptr;
+  if (!stored_value.empty()) {
+    char* v = value_arena_.Allocate(stored_value.size());
+    std::memcpy(v, stored_value.data(), stored_value.size());
+    value_bytes = v;
+  }
   const Table::Neighbors around = table_.InsertWithData(entry_size, [&](char* entry) {
     char* p = entry;
     p += EncodeVarint64(p, ikey_size);
@@ -105,8 +125,11 @@ void MemTable::Add(lsm::SequenceNumber seq, lsm::ValueType type, const leveldb::
     EncodeFixed64(p, lsm::PackSequenceAndType(seq, type));
     p += lsm::kInternalKeyTrailerBytes;
     p += EncodeVarint64(p, stored_value.size());
-    std::memcpy(p, stored_value.data(), stored_value.size());
-    DCHECK_EQ(p + stored_value.size(), entry + entry_size);
+    if (value_bytes != nullptr) {
+      EncodeFixed64(p, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(value_bytes)));
+      p += sizeof(uint64_t);
+    }
+    DCHECK_EQ(p, entry + entry_size);
     return static_cast<const char*>(entry);
   });
 
@@ -151,7 +174,7 @@ MemTable::GetResult MemTable::Get(const leveldb::Slice& user_key, lsm::SequenceN
     return GetResult::kNotFound;
   }
   if (parsed.type == lsm::kTypeDeletion) return GetResult::kDeleted;
-  const leveldb::Slice v = DecodeLengthPrefixed(ikey.data() + ikey.size());
+  const leveldb::Slice v = EntryValue(ikey);
   value->assign(v.data(), v.size());
   return GetResult::kFound;
 }
@@ -174,8 +197,7 @@ class MemTable::Iter : public leveldb::Iterator {
   void Prev() override { it_.Prev(); }
   leveldb::Slice key() const override { return DecodeLengthPrefixed(it_.key()); }
   leveldb::Slice value() const override {
-    const leveldb::Slice ikey = DecodeLengthPrefixed(it_.key());
-    return DecodeLengthPrefixed(ikey.data() + ikey.size());
+    return EntryValue(DecodeLengthPrefixed(it_.key()));
   }
   leveldb::Status status() const override { return leveldb::Status::OK(); }
 

@@ -4,10 +4,13 @@
 // SkipList ordered by the InternalKeyComparator (user key ascending, newest first). An entry
 // is encoded as
 //
-//   varint32 internal key length | internal key | varint32 value length | value
+//   varint32 internal key length | internal key | varint32 value length | fixed64 address
 //
 // where the internal key is user key | fixed64(sequence << 8 | type) (common/lsm/
-// internal_key.h). Entries are never removed or changed; the memtable is dropped as a whole
+// internal_key.h) and the address (absent for an empty value) points at the value's bytes
+// in a second arena. Each entry shares one allocation with its index node and the values
+// live elsewhere, so searches walk densely packed nodes whatever the value size (with
+// 1 KiB values next to the keys, cache misses on the nodes were most of the put path). Entries are never removed or changed; the memtable is dropped as a whole
 // once it has been flushed (or merged into another one, paper 4.4.2).
 //
 // Writers serialize on the memtable's write mutex: that is the contention Nova-LSM's
@@ -85,8 +88,11 @@ class MemTable : public std::enable_shared_from_this<MemTable> {
   // REQUIRES: this memtable is owned by a std::shared_ptr (see the file comment).
   leveldb::Iterator* NewIterator() const;
 
-  // Bytes held by the arena (entries and index nodes): what the flush threshold compares.
-  size_t ApproximateMemoryUsage() const { return arena_.MemoryUsage(); }
+  // Bytes held by the arenas (entries, index nodes and values): what the flush threshold
+  // compares.
+  size_t ApproximateMemoryUsage() const {
+    return arena_.MemoryUsage() + value_arena_.MemoryUsage();
+  }
   // Entries added, deletions included. A Get() or iterator started after this returns sees
   // at least the entries counted.
   uint64_t num_entries() const { return num_entries_.load(std::memory_order_acquire); }
@@ -125,7 +131,8 @@ class MemTable : public std::enable_shared_from_this<MemTable> {
 
   // Serializes Add(): the arena and the table's Insert() take one writer at a time.
   std::mutex write_mu_;
-  Arena arena_;  // allocation GUARDED_BY(write_mu_); MemoryUsage() lock-free
+  Arena arena_;        // index nodes and entries; allocation GUARDED_BY(write_mu_)
+  Arena value_arena_;  // values; allocation GUARDED_BY(write_mu_); MemoryUsage() lock-free
   Table table_;  // Insert() REQUIRES(write_mu_); reads lock-free
 
   // Written under write_mu_ after the entry is in the table; read without a lock.

@@ -15,7 +15,7 @@ namespace {
 
 EngineOptions Small() {
   EngineOptions o;
-  o.memtable_bytes = 8 << 10;
+  o.memtable_bytes = 16 << 10;  // 20 puts of 200 B fit (two arenas of 4 KiB blocks)
   o.memtables = 2;  // one active, one immutable
   o.drange_merge_threshold_keys = 0;
   return o;
