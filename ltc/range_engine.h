@@ -335,6 +335,10 @@ class RangeEngine {
   uint64_t manifest_bytes_ = 0;
   std::multiset<lsm::SequenceNumber> snapshots_;
   std::set<uint64_t> compacting_;  // table numbers in running compactions
+  // Per level >= 1: the largest user key its last picked compaction took; the next pick
+  // starts after it (PickCompaction). Empty (none yet, or the empty key): from the front.
+  // Not persisted: a reopened range starts from the front. Protected by mu_.
+  std::string compact_pointer_[kNumLevels];
   int running_ = 0;                // background tasks queued or running
   // After a failed flush or compaction, none is tried before these times (backoff).
   MonoTime flush_retry_at_{}, compaction_retry_at_{};

@@ -144,12 +144,27 @@ bool RangeEngine::PickCompaction(std::vector<TableRef>* inputs, int* level,
       }
       continue;
     }
-    for (const TableRef& t : v.levels[lvl]) {
+    // Round-robin over the key space (LevelDB's compaction pointer): start after the
+    // largest key the level's last compaction took, wrapping around, so every part of the
+    // level moves down in turn instead of the first tables again and again.
+    const std::vector<TableRef>& tables = v.levels[lvl];
+    const std::string& pointer = compact_pointer_[lvl];
+    size_t start = 0;
+    if (!pointer.empty()) {
+      while (start < tables.size() &&
+             options_.comparator->Compare(lsm::ExtractUserKey(tables[start]->meta().smallest),
+                                          pointer) <= 0) {
+        ++start;
+      }
+    }
+    for (size_t i = 0; i < tables.size(); ++i) {
+      const TableRef& t = tables[(start + i) % tables.size()];
       if (busy(t)) continue;
       const std::string lo = lsm::ExtractUserKey(t->meta().smallest).ToString();
       const std::string hi = lsm::ExtractUserKey(t->meta().largest).ToString();
       std::vector<TableRef> below = overlapping(lvl + 1, lo, hi);
       if (std::any_of(below.begin(), below.end(), busy)) continue;
+      compact_pointer_[lvl] = hi;
       *inputs = {t};
       *next = std::move(below);
       *level = lvl;
