@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "ltc/memory_table_store.h"
 #include "ltc/range_engine.h"
 
@@ -78,6 +80,39 @@ TEST_P(EngineLookupIndexTest, SameAnswersWithAndWithoutTheIndex) {
     EXPECT_EQ(st.lookup_index_entries, 0u);
   }
   EXPECT_GT(st.compactions, 0u);
+}
+
+// Once Level 0 is compacted away, no index entry is left: the clean-up erased the entries
+// of every compacted table's keys (learnt while merging), and the Gets still find them.
+TEST(EngineLookupIndexCleanupTest, CompactingLevelZeroErasesItsEntries) {
+  EngineOptions o;
+  o.memtable_bytes = 8 << 10;
+  o.memtables = 4;
+  o.l0_compaction_trigger = 1;  // every Level-0 cluster goes down
+  o.level1_bytes = 32 << 10;
+  o.drange_merge_threshold_keys = 0;
+  MemoryTableStore store;
+  RangeEngine engine(o, &store);
+  ASSERT_TRUE(engine.Open().ok());
+  constexpr int kKeys = 300;
+  for (int round = 0; round < 3; ++round) {
+    for (int j = 0; j < kKeys; ++j) {
+      const int k = (j * 7) % kKeys;  // scattered, so flushed tables overlap
+      ASSERT_TRUE(engine.Put("key" + std::to_string(k), "v" + std::to_string(round)).ok());
+    }
+  }
+  ASSERT_GT(engine.GetStats().lookup_index_entries, 0u);
+  ASSERT_TRUE(engine.FlushAll().ok());
+  ASSERT_TRUE(engine.WaitForCompactions().ok());
+  const EngineStats st = engine.GetStats();
+  ASSERT_EQ(st.level_tables[0], 0u);
+  EXPECT_GT(st.compactions, 0u);
+  EXPECT_EQ(st.lookup_index_entries, 0u);
+  for (int k = 0; k < kKeys; ++k) {
+    std::string v;
+    ASSERT_TRUE(engine.Get("key" + std::to_string(k), &v).ok()) << k;
+    EXPECT_EQ(v, "v2");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(IndexOnOff, EngineLookupIndexTest, ::testing::Bool(),

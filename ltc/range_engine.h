@@ -202,8 +202,11 @@ class RangeEngine {
   // A new memtable, registered for readers and the lookup index. REQUIRES: mu_ held.
   std::shared_ptr<MemTable> NewMemTableLocked();
   // Erases the lookup-index entries that point at the memtables flushed into Level-0 tables
-  // that compaction just replaced. REQUIRES: mu_ not held.
-  void ForgetCompactedLevel0(const std::vector<TableRef>& tables);
+  // that compaction just replaced. recorded_keys[i], if present, holds the user keys of
+  // tables[i] (varint32-length-prefixed, as the local merge recorded them); a table without
+  // them is read again. REQUIRES: mu_ not held.
+  void ForgetCompactedLevel0(const std::vector<TableRef>& tables,
+                             const std::vector<std::string>& recorded_keys);
 
   // Range index (range_engine_index.cc). Builds range_index_ anew from layout_, dranges_,
   // live_ and current_, recording the interval of each active memtable not seen before; to

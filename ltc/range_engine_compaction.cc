@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
 
 #include <glog/logging.h>
 
+#include "common/coding.h"
 #include "common/lsm/compaction_merge.h"
 #include "common/lsm/merging_iterator.h"
 #include "ltc/range_engine.h"
@@ -29,6 +33,49 @@ void RangeOf(const lsm::InternalKeyComparator& icmp, const std::vector<TableRef>
     if (i == 0 || ucmp->Compare(l, *largest) > 0) largest->assign(l.data(), l.size());
   }
 }
+
+// Passes a table's iterator through and appends each distinct user key it moves onto to
+// *keys (varint32-length-prefixed), so a Level-0 compaction learns its inputs' keys for the
+// lookup index's clean-up while merging them, instead of reading the inputs a second time.
+// Compactions only move forward (SeekToFirst, then Next).
+class KeyRecordingIterator final : public leveldb::Iterator {
+ public:
+  KeyRecordingIterator(leveldb::Iterator* base, std::string* keys) : base_(base), keys_(keys) {}
+
+  bool Valid() const override { return base_->Valid(); }
+  void SeekToFirst() override {
+    base_->SeekToFirst();
+    Record();
+  }
+  void SeekToLast() override { base_->SeekToLast(); }
+  void Seek(const leveldb::Slice& target) override {
+    base_->Seek(target);
+    Record();
+  }
+  void Next() override {
+    base_->Next();
+    Record();
+  }
+  void Prev() override { base_->Prev(); }
+  leveldb::Slice key() const override { return base_->key(); }
+  leveldb::Slice value() const override { return base_->value(); }
+  leveldb::Status status() const override { return base_->status(); }
+
+ private:
+  void Record() {
+    if (!base_->Valid()) return;
+    const leveldb::Slice user_key = lsm::ExtractUserKey(base_->key());
+    if (any_ && user_key == leveldb::Slice(last_)) return;
+    last_.assign(user_key.data(), user_key.size());
+    any_ = true;
+    PutLengthPrefixed(keys_, std::string_view(user_key.data(), user_key.size()));
+  }
+
+  const std::unique_ptr<leveldb::Iterator> base_;
+  std::string* const keys_;
+  std::string last_;
+  bool any_ = false;
+};
 
 }  // namespace
 
@@ -238,6 +285,8 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
   // Offloaded (paper 4.4.3) if configured; any failure there runs the job here instead, so
   // offloading never loses or blocks a compaction.
   std::vector<TableMeta> outputs;
+  // Per Level-0 input (in `inputs` order), its user keys if a local merge recorded them.
+  std::vector<std::string> recorded_keys;
   bool offloaded = false;
   if (options_.compaction_offloader != nullptr) {
     Status o = OffloadCompaction(level, inputs, next, mo, &outputs);
@@ -254,7 +303,11 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
     // declared before the merged iterator so they outlive it.
     std::vector<std::unique_ptr<ScanTable>> tables;
     std::vector<leveldb::Iterator*> children;
-    for (const TableRef& t : all) {
+    // Level-0 inputs' keys are recorded as they pass, for the lookup index's clean-up.
+    const bool record = level == 0 && options_.lookup_index;
+    if (record) recorded_keys.resize(inputs.size());
+    for (size_t i = 0; i < all.size(); ++i) {
+      const TableRef& t = all[i];
       auto opened = ScanTable::Open(store_, t->meta(), &icmp_);
       if (!opened.ok()) {
         for (auto* c : children) delete c;
@@ -262,7 +315,9 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
                                        std::to_string(t->meta().number));
       }
       tables.push_back(std::move(opened.value()));
-      children.push_back(tables.back()->NewIterator().release());
+      leveldb::Iterator* it = tables.back()->NewIterator().release();
+      if (record && i < inputs.size()) it = new KeyRecordingIterator(it, &recorded_keys[i]);
+      children.push_back(it);
     }
     std::unique_ptr<leveldb::Iterator> merged(lsm::NewMergingIterator(&icmp_, std::move(children)));
     lsm::TableBuildOptions opts;
@@ -295,12 +350,14 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
   ++stats_.compactions;
   if (offloaded) ++stats_.compactions_offloaded;
   lock.unlock();
-  if (level == 0 && options_.lookup_index) ForgetCompactedLevel0(inputs);
+  if (level == 0 && options_.lookup_index) ForgetCompactedLevel0(inputs, recorded_keys);
   return Status::OK();
 }
 
-void RangeEngine::ForgetCompactedLevel0(const std::vector<TableRef>& tables) {
-  for (const TableRef& t : tables) {
+void RangeEngine::ForgetCompactedLevel0(const std::vector<TableRef>& tables,
+                                        const std::vector<std::string>& recorded_keys) {
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const TableRef& t = tables[i];
     std::vector<uint64_t> mids;
     {
       std::lock_guard lock(mu_);
@@ -309,9 +366,16 @@ void RangeEngine::ForgetCompactedLevel0(const std::vector<TableRef>& tables) {
       }
     }
     if (mids.empty()) continue;
-    // The table is obsolete but still readable while we hold it.
-    auto scan = ScanTable::Open(store_, t->meta(), &icmp_);
-    if (scan.ok()) {
+    if (i < recorded_keys.size()) {
+      // The merge saw every key of the table (it read each input to its end).
+      std::string_view in(recorded_keys[i]);
+      std::string_view key;
+      while (GetLengthPrefixed(&in, &key)) {
+        for (uint64_t mid : mids) index_.EraseIf(leveldb::Slice(key.data(), key.size()), mid);
+      }
+    } else if (auto scan = ScanTable::Open(store_, t->meta(), &icmp_); scan.ok()) {
+      // An offloaded job: read the table again. It is obsolete but still readable while
+      // we hold it.
       std::unique_ptr<leveldb::Iterator> iter = scan.value()->NewIterator();
       for (iter->SeekToFirst(); iter->Valid(); iter->Next()) {
         for (uint64_t mid : mids) index_.EraseIf(lsm::ExtractUserKey(iter->key()), mid);
