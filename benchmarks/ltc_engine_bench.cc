@@ -4,7 +4,8 @@
 //  - W100 put throughput: 16 B keys ("user" + 12 digits), 1 KiB values, kWriterThreads
 //    writers, keys uniform, zipfian 0.99 in popularity order (as the paper's evaluation) or
 //    scrambled zipfian 0.99 over --keyspace_keys (--w100_keys), for theta = 1 and
-//    theta = 64 Dranges (--w100_thetas); memtables small enough that flushes to the StoCs run all the time
+//    theta = 64 Dranges (--w100_thetas); memtables small enough that flushes to the StoCs
+//    run all the time
 //    (--w100_memtable_kib, --w100_memtables_theta1/64); rho = 3, power-of-d placement;
 //  - the write-stall percentage of each W100 case: the time writers waited for a free
 //    memtable or for Level 0 (EngineStats::stall_micros) over writers x elapsed time; the

@@ -20,9 +20,9 @@ Result<std::vector<KeyDist>> ParseW100Keys(const std::string& list);
 Result<std::vector<int>> ParseW100Thetas(const std::string& list);
 
 // Runs the W100 cases: each theta of --w100_thetas (in its order) for each distribution of
-// --w100_keys, adding per case <name> (e.g. "zipf_theta64")
-// the figures w100_<name>_ops (puts/s), stall_pct_<name>, slowdown_pct_<name>,
-// w100_<name>_flushes, _merges, _compactions, _stalls and _l0_tables to b->report.
+// --w100_keys, adding per case <name> (e.g. "zipf_theta64") the figures w100_<name>_ops
+// (puts/s), stall_pct_<name>, slowdown_pct_<name>, w100_<name>_flushes, _merges,
+// _compactions, _stalls and _l0_tables to b->report.
 // A failed case goes to `failures`; none starts once failures->stop().
 void RunW100Cases(Bench* b, bench::CaseFailures* failures);
 

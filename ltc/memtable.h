@@ -10,8 +10,9 @@
 // internal_key.h) and the address (absent for an empty value) points at the value's bytes
 // in a second arena. Each entry shares one allocation with its index node and the values
 // live elsewhere, so searches walk densely packed nodes whatever the value size (with
-// 1 KiB values next to the keys, cache misses on the nodes were most of the put path). Entries are never removed or changed; the memtable is dropped as a whole
-// once it has been flushed (or merged into another one, paper 4.4.2).
+// 1 KiB values next to the keys, cache misses on the nodes were about half of the writers'
+// CPU). Entries are never removed or changed; the memtable is dropped as a whole once it
+// has been flushed (or merged into another one, paper 4.4.2).
 //
 // Writers serialize on the memtable's write mutex: that is the contention Nova-LSM's
 // Dranges spread out by giving each Drange its own active memtable. Readers (Get, iterators,
@@ -129,7 +130,7 @@ class MemTable : public std::enable_shared_from_this<MemTable> {
   const lsm::InternalKeyComparator* const cmp_;  // must outlive this
   const uint64_t id_;
 
-  // Serializes Add(): the arena and the table's Insert() take one writer at a time.
+  // Serializes Add(): the arenas and the table's Insert() take one writer at a time.
   std::mutex write_mu_;
   Arena arena_;        // index nodes and entries; allocation GUARDED_BY(write_mu_)
   Arena value_arena_;  // values; allocation GUARDED_BY(write_mu_); MemoryUsage() lock-free

@@ -82,7 +82,7 @@ class SkipList {
   // links: `fill(char* data)` writes `data_bytes` bytes there and returns the Key for them
   // (e.g. `data` itself for a `const char*` key). A search that reaches the node then finds
   // the key's first bytes in the cache lines it already loaded for the links, instead of
-  // taking one more cache miss per node (with 1 KiB values that was most of the put path).
+  // taking one more cache miss per node.
   // `data` is aligned to Arena::kAlignment. REQUIRES: no concurrent Insert() (invariant 1).
   template <typename Fill>
   Neighbors InsertWithData(size_t data_bytes, Fill fill);
