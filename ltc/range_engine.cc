@@ -258,6 +258,14 @@ Status RangeEngine::WriteOps(const std::vector<Op>& ops) {
   if (writes_since_reorg_.fetch_add(ops.size()) + ops.size() >= options_.reorganize_every_writes) {
     MaybeReorganize();
   }
+  // Acknowledge the write only once readers see it: a Get that starts after Put returned
+  // must find it (read-your-writes). The watermark passes this write only after every
+  // earlier sequence's write finished; usually this write's own Finish already moved it.
+  const lsm::SequenceNumber last = first + ops.size() - 1;
+  while (!seq_.WaitVisible(last, Deadline::After(kSealWaitLog))) {
+    LOG(WARNING) << "range " << options_.range_id << ": write of sequence " << last
+                 << " still waits for earlier writes (visible " << seq_.visible() << ")";
+  }
   return Status::OK();
 }
 

@@ -1,5 +1,6 @@
 // Write stalls and the Level-0 slow-down: both happen when they should and are counted.
 #include <gtest/gtest.h>
+#include <leveldb/write_batch.h>
 
 #include <cstdio>
 #include <string>
@@ -87,6 +88,28 @@ TEST(RangeEngineStallTest, WritesStallAtTheStopUntilCompactionCatchesUp) {
 
 // A write that took its sequence number but has not reached its memtable yet when a
 // reorganization retires that (still empty) memtable: it must not be lost.
+// Read-your-writes: a Put is acknowledged only once a Get sees it, even while a write with
+// an earlier sequence number (another writer's) is still on its way into its memtable.
+TEST(RangeEngineStallTest, PutReturnsOnlyOnceVisibleBehindAnEarlierWriteInFlight) {
+  MemoryTableStore store;
+  RangeEngine engine(Small(), &store);
+  ASSERT_TRUE(engine.Open().ok());
+  ASSERT_TRUE(FaultPoints::Arm("ltc.write.before_add=delay:300ms:once").ok());
+  std::thread early([&] { EXPECT_TRUE(engine.Put("early", "1").ok()); });
+  ASSERT_TRUE(test::WaitFor([] { return FaultPoints::FireCount("ltc.write.before_add") == 1; },
+                            std::chrono::seconds(10)));
+  // "early" holds the smaller sequence and sleeps before its memtable insert.
+  ASSERT_TRUE(engine.Put("later", "2").ok());
+  std::string v;
+  EXPECT_TRUE(engine.Get("later", &v).ok()) << "a returned Put is not visible";
+  EXPECT_EQ(v, "2");
+  // ...which it can only be once the earlier write is visible too.
+  EXPECT_TRUE(engine.Get("early", &v).ok());
+  EXPECT_EQ(v, "1");
+  early.join();
+  FaultPoints::DisarmAll();
+}
+
 TEST(RangeEngineStallTest, WriteInFlightDuringAReorganizationIsKept) {
   MemoryTableStore store;
   EngineOptions o;
@@ -106,12 +129,16 @@ TEST(RangeEngineStallTest, WriteInFlightDuringAReorganizationIsKept) {
   std::thread late([&] { EXPECT_TRUE(engine.Put("a000", "late").ok()); });
   ASSERT_TRUE(test::WaitFor([] { return FaultPoints::FireCount("ltc.write.before_add") == 1; },
                             std::chrono::seconds(10)));
-  // Writes to the other Drange until the next reorganization retires a000's memtable.
-  for (int i = 0; i < 1000 && engine.GetStats().major_reorganizations == reorgs; ++i) {
+  // One batch to the other Drange, large enough to trigger the next reorganization, which
+  // retires a000's memtable while the late write is still in flight. (The batch is
+  // acknowledged only once the late write, with its earlier sequence, is visible too.)
+  leveldb::WriteBatch batch;
+  for (int i = 0; i < 200; ++i) {
     char k[8];
     std::snprintf(k, sizeof k, "z%03d", i);
-    ASSERT_TRUE(engine.Put(k, "v").ok());
+    batch.Put(k, "v");
   }
+  ASSERT_TRUE(engine.Write(&batch).ok());
   EXPECT_GT(engine.GetStats().major_reorganizations, reorgs);
   late.join();
   FaultPoints::DisarmAll();
