@@ -1,7 +1,8 @@
 #include "benchmarks/ltc_engine_bench_w100.h"
 
+#include <charconv>
 #include <cstdio>
-#include <exception>
+#include <system_error>
 #include <string>
 
 #include "common/split.h"
@@ -85,13 +86,9 @@ Result<std::vector<int>> ParseW100Thetas(const std::string& list) {
   std::vector<int> thetas;
   for (const std::string& item : SplitNonEmpty(list, ',')) {
     int theta = 0;
-    size_t used = 0;
-    try {
-      theta = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || theta < 1 || theta > kMaxW100Theta) {
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), theta);
+    if (ec != std::errc() || end != item.data() + item.size() || theta < 1 ||
+        theta > kMaxW100Theta) {
       return Status::InvalidArgument("W100 theta not in 1.." + std::to_string(kMaxW100Theta) +
                                      ": " + item);
     }
