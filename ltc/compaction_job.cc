@@ -15,7 +15,12 @@ namespace nova::ltc {
 namespace {
 
 // DO NOT CHANGE: on the wire. Bumped when a field is added.
-constexpr uint8_t kJobVersion = 1;
+constexpr uint8_t kJobVersion = 2;
+// Requests of version 1 carry no placement byte (their executors placed by power-of-d).
+constexpr uint8_t kJobVersionWithoutPlacement = 1;
+// DO NOT CHANGE: on the wire (the placement byte of a version 2 request).
+constexpr uint8_t kWirePlacementRandom = 0;
+constexpr uint8_t kWirePlacementPowerOfD = 1;
 constexpr uint8_t kResultVersion = 1;
 
 std::string MetaBytes(const TableMeta& t) {
@@ -93,6 +98,8 @@ std::string EncodeCompactionJob(const CompactionJob& job) {
     w.PutVarint32(id);
     w.PutBytes(address);
   }
+  w.PutU8(job.placement == stoc::PlacementPolicy::kRandom ? kWirePlacementRandom
+                                                          : kWirePlacementPowerOfD);
   return w.Finish();
 }
 
@@ -107,7 +114,9 @@ Status DecodeCompactionJob(std::string_view in, CompactionJob* out) {
   uint8_t version = 0, level = 0, bottommost = 0;
   uint32_t n = 0;
   if (!r.GetU8("version", &version)) return bad("truncated");
-  if (version != kJobVersion) return bad("unknown version " + std::to_string(version));
+  if (version != kJobVersion && version != kJobVersionWithoutPlacement) {
+    return bad("unknown version " + std::to_string(version));
+  }
   if (!r.GetVarint32("range_id", &job.range_id) || !r.GetVarint32("drange", &job.drange) ||
       !r.GetU8("output_level", &level) || !r.GetString("comparator", &job.comparator)) {
     return bad("malformed header");
@@ -171,6 +180,17 @@ Status DecodeCompactionJob(std::string_view in, CompactionJob* out) {
   }
   if (job.fragment_replicas < 1 || job.fragment_replicas > job.stocs.size()) {
     return bad("fragment replicas " + std::to_string(job.fragment_replicas));
+  }
+  if (version >= kJobVersion) {
+    uint8_t placement = 0;
+    if (!r.GetU8("placement", &placement)) return bad("malformed placement");
+    if (placement == kWirePlacementRandom) {
+      job.placement = stoc::PlacementPolicy::kRandom;
+    } else if (placement == kWirePlacementPowerOfD) {
+      job.placement = stoc::PlacementPolicy::kPowerOfD;
+    } else {
+      return bad("unknown placement " + std::to_string(placement));
+    }
   }
   Status s = r.Finish();
   if (!s.ok()) return Status::InvalidArgument("compaction job: " + s.message());

@@ -11,13 +11,16 @@
 //
 // Encoding (payload of stoc::kCompact, after common/wire's PayloadWriter; DO NOT CHANGE:
 // on the wire; new fields go at the end behind a version bump):
-//   request  := version u8 (=1) | range_id varint32 | drange varint32 | output_level u8
+//   request  := version u8 (=2) | range_id varint32 | drange varint32 | output_level u8
 //               | comparator bytes | inputs varint32 | (level u8 | TableMeta bytes)*
 //               | snapshots varint32 | seq varint64* | smallest_snapshot varint64
 //               | bottommost u8 | max_output_bytes varint64 | split_keys varint32 | bytes*
 //               | block_bytes varint32 | scatter_width varint32 | bloom_bits varint32
 //               | fragment_replicas varint32 | numbers varint32 | varint64*
 //               | stocs varint32 | (id varint32 | address bytes)*
+//               | placement u8 (version 2 on: 0 random, 1 power-of-d)
+//   A version 1 request (no placement byte) is still accepted and places by power-of-d,
+//   as every executor did before version 2.
 //   response := version u8 (=1) | executed_by varint32 | outputs varint32 | TableMeta bytes*
 //               | input_entries, output_entries, dropped_entries, dropped_deletions varint64
 // TableMeta bytes are EncodeTableMeta (version_edit.h), as in the MANIFEST.
@@ -35,6 +38,7 @@
 #include "common/status.h"
 #include "ltc/table_store.h"
 #include "ltc/version_edit.h"
+#include "stoc/placement.h"
 
 namespace nova::ltc {
 
@@ -80,6 +84,8 @@ struct CompactionJob {
   std::vector<uint64_t> output_numbers;
   // Every StoC the executor may use: id -> transport address.
   std::vector<std::pair<uint32_t, std::string>> stocs;
+  // How the executor chooses StoCs for the outputs' fragments: the LTC's --ltc_placement.
+  stoc::PlacementPolicy placement = stoc::PlacementPolicy::kPowerOfD;
 
   bool operator==(const CompactionJob&) const = default;
 };

@@ -54,6 +54,7 @@ CompactionJob SampleJob() {
   j.fragment_replicas = 2;
   j.output_numbers = {100, 101, 105};
   j.stocs = {{1, "127.0.0.1:1"}, {2, "127.0.0.1:2"}, {3, "127.0.0.1:3"}};
+  j.placement = stoc::PlacementPolicy::kRandom;  // not the default, so a round trip shows it
   return j;
 }
 
@@ -62,6 +63,43 @@ TEST(CompactionJobTest, JobRoundTrips) {
   CompactionJob back;
   ASSERT_TRUE(DecodeCompactionJob(EncodeCompactionJob(job), &back).ok());
   EXPECT_EQ(back, job);
+}
+
+TEST(CompactionJobTest, PlacementRoundTrips) {
+  for (auto policy : {stoc::PlacementPolicy::kRandom, stoc::PlacementPolicy::kPowerOfD}) {
+    CompactionJob job = SampleJob();
+    job.placement = policy;
+    CompactionJob back;
+    ASSERT_TRUE(DecodeCompactionJob(EncodeCompactionJob(job), &back).ok());
+    EXPECT_EQ(back.placement, policy);
+  }
+}
+
+TEST(CompactionJobTest, VersionOneJobsPlaceByPowerOfD) {
+  // A version 1 request is a version 2 one without the trailing placement byte.
+  std::string v1 = EncodeCompactionJob(SampleJob());
+  ASSERT_EQ(v1[0], 2);
+  v1[0] = 1;
+  v1.pop_back();
+  CompactionJob back;
+  ASSERT_TRUE(DecodeCompactionJob(v1, &back).ok());
+  EXPECT_EQ(back.placement, stoc::PlacementPolicy::kPowerOfD);
+  CompactionJob expected = SampleJob();
+  expected.placement = stoc::PlacementPolicy::kPowerOfD;
+  EXPECT_EQ(back, expected);
+}
+
+TEST(CompactionJobTest, UnknownPlacementOrVersionIsInvalidArgument) {
+  std::string bad = EncodeCompactionJob(SampleJob());
+  bad.back() = 7;
+  CompactionJob out;
+  Status s = DecodeCompactionJob(bad, &out);
+  EXPECT_TRUE(s.code() == Status::Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("placement"), std::string::npos) << s.ToString();
+  bad = EncodeCompactionJob(SampleJob());
+  bad[0] = 3;
+  s = DecodeCompactionJob(bad, &out);
+  EXPECT_TRUE(s.code() == Status::Code::kInvalidArgument) << s.ToString();
 }
 
 TEST(CompactionJobTest, ResultRoundTrips) {

@@ -77,6 +77,7 @@ Status StocCompactionOffloader::RunAt(uint32_t stoc_id, CompactionJob job,
   const auto& storage = options_.storage_stocs.empty() ? options_.stocs : options_.storage_stocs;
   job.stocs.assign(storage.begin(), storage.end());
   job.fragment_replicas = options_.fragment_replicas;
+  job.placement = options_.placement;
   const std::string request = EncodeCompactionJob(job);
   {
     std::lock_guard lock(mu_);

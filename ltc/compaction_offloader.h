@@ -46,8 +46,8 @@ const char* OffloadPolicyName(OffloadPolicy policy);
 class CompactionOffloader {
  public:
   virtual ~CompactionOffloader() = default;
-  // Runs `job` somewhere other than here. The offloader fills job.stocs and
-  // job.fragment_replicas itself. Returns OK
+  // Runs `job` somewhere other than here. The offloader fills job.stocs,
+  // job.fragment_replicas and job.placement itself. Returns OK
   // with the outputs (written, durable, not yet in any MANIFEST), or an error after which
   // the caller runs the job locally; outputs of a failed job were deleted by the executor,
   // except when the executor died or the reply was lost (then they are orphans, named by
@@ -64,6 +64,9 @@ struct StocCompactionOffloaderOptions {
   std::map<uint32_t, std::string> storage_stocs;
   // R of the outputs: the LTC's table store's fragment_replicas (--ltc_fragment_replicas).
   uint32_t fragment_replicas = 1;
+  // How the executor places the outputs' fragments: the LTC's table store's placement
+  // (--ltc_placement).
+  stoc::PlacementPolicy placement = stoc::PlacementPolicy::kPowerOfD;
   // How long one job may take at a StoC before the LTC gives up and runs it itself.
   std::chrono::milliseconds timeout{120000};
 };

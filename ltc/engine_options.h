@@ -69,6 +69,10 @@ struct EngineOptions {
   // table. 0 turns the rule off.
   uint64_t drange_merge_threshold_keys = 100;
 
+  // A MANIFEST that grows past this many bytes is rolled over: a new one starts with a
+  // snapshot of the whole state (tests set it small to exercise the roll-over).
+  uint64_t manifest_roll_bytes = 4ull << 20;
+
   // Where writes are logged before they are acknowledged (ltc/memtable_log.h); null: no
   // log (log_mode=none: memtable contents die with the process). Must outlive the engine.
   MemtableLog* log = nullptr;

@@ -192,6 +192,7 @@ struct NovaBackends::Impl {
         oo.policy = policy;
         oo.stocs = stocs;
         oo.fragment_replicas = static_cast<uint32_t>(options.fragment_replicas);
+        oo.placement = options.placement;
         auto off = std::make_unique<StocCompactionOffloader>(client.get(), oo);
         NOVA_RETURN_NOT_OK(off->Init());
         offloader = std::move(off);

@@ -23,8 +23,6 @@ namespace {
 
 // Attempts at one MANIFEST record before the range stops taking writes.
 constexpr int kManifestAppendAttempts = 3;
-// Largest MANIFEST before it rolls over to a new file with a snapshot.
-constexpr uint64_t kManifestRollBytes = 4ull << 20;
 // A flush waiting this long for writes still going into its memtable logs a warning.
 constexpr auto kSealWaitLog = std::chrono::seconds(10);
 
@@ -103,15 +101,23 @@ Status RangeEngine::Open() {
   NOVA_RETURN_NOT_OK(ParseManifest(contents.value(), &parsed));
   std::unique_lock lock(mu_);
   for (const VersionEdit& e : parsed.edits) NOVA_RETURN_NOT_OK(manifest_.Apply(e));
+  // manifest_bytes_ counts the MANIFEST's bytes from here on, so that the roll-over
+  // (LogAndApplyLocked) bounds the file across reopens too, not only within one Open.
   if (parsed.edits.empty()) {
-    NOVA_RETURN_NOT_OK(store_->AppendManifest(EncodeManifestRecord(manifest_.Snapshot())));
+    const std::string snapshot = EncodeManifestRecord(manifest_.Snapshot());
+    NOVA_RETURN_NOT_OK(store_->AppendManifest(snapshot));
+    manifest_bytes_ = snapshot.size();
   } else if (parsed.torn_bytes > 0) {
     // Records appended after the torn bytes would leave them in the middle of the MANIFEST:
     // continue in a new one.
     LOG(WARNING) << "range " << options_.range_id << ": ignoring a torn MANIFEST record of "
                  << parsed.torn_bytes << " bytes; starting a new MANIFEST";
-    NOVA_RETURN_NOT_OK_PREPEND(store_->RollManifest(EncodeManifestRecord(manifest_.Snapshot())),
+    const std::string snapshot = EncodeManifestRecord(manifest_.Snapshot());
+    NOVA_RETURN_NOT_OK_PREPEND(store_->RollManifest(snapshot),
                                "starting a new MANIFEST after a torn record");
+    manifest_bytes_ = snapshot.size();
+  } else {
+    manifest_bytes_ = parsed.valid_bytes;
   }
   // The version from the MANIFEST's tables.
   VersionEdit all = manifest_.Snapshot();
@@ -350,6 +356,7 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
                                  std::vector<std::shared_ptr<MemTable>>* mems,
                                  lsm::SequenceNumber* first) {
   bool stalled = false;  // counted once per write however long it waits
+  bool stalled_by_l0 = false;
   bool slowed = false;
   while (true) {
     if (writes_blocked_.load(std::memory_order_acquire)) {
@@ -421,10 +428,16 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
       const MonoTime start = MonoNow();
       if (!stalled) ++stats_.stalls;
       stalled = true;
+      // Level 0 at the stop blocks every rotation; otherwise the Drange is out of memtables.
+      const bool l0_stop = current_->LevelBytes(0) >= options_.l0_stop_writes_bytes;
+      if (l0_stop && !stalled_by_l0) ++stats_.l0_stop_stalls;
+      stalled_by_l0 = stalled_by_l0 || l0_stop;
       ScheduleWork();
       cv_.wait_for(lock, std::chrono::milliseconds(10));
-      stats_.stall_micros += static_cast<uint64_t>(
+      const auto waited = static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count());
+      stats_.stall_micros += waited;
+      if (l0_stop) stats_.l0_stop_stall_micros += waited;
       continue;
     }
     mems->clear();
@@ -852,7 +865,7 @@ Status RangeEngine::LogAndApplyLocked(VersionEdit* edit, std::unique_lock<std::m
   RebuildRangeIndexLocked();  // Level 0 may have changed
   l0_bytes_.store(current_->LevelBytes(0), std::memory_order_relaxed);
   manifest_bytes_ += record.size();
-  if (manifest_bytes_ > kManifestRollBytes) {
+  if (manifest_bytes_ > options_.manifest_roll_bytes) {
     // Start a new MANIFEST with the whole state; the old one is retired by the store.
     const std::string snapshot = EncodeManifestRecord(manifest_.Snapshot());
     Status s = store_->RollManifest(snapshot);

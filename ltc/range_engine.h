@@ -88,6 +88,9 @@ struct EngineStats {
   uint64_t compactions_offloaded = 0, compaction_offload_fallbacks = 0;
   uint64_t stalls = 0;           // writes that had to wait for a free memtable or Level 0
   uint64_t stall_micros = 0;     // time they waited
+  // Of those: writes that waited (also) because Level 0 was at l0_stop_writes_bytes, and
+  // the time waited for that reason. The rest waited for a flush to free a memtable.
+  uint64_t l0_stop_stalls = 0, l0_stop_stall_micros = 0;
   // Writes delayed (once each) because Level 0 passed l0_slowdown_writes_bytes, and the
   // time they were delayed.
   uint64_t slowdowns = 0, slowdown_micros = 0;
@@ -107,6 +110,15 @@ struct EngineStats {
   uint64_t level_tables[kNumLevels] = {};
   uint64_t level_bytes[kNumLevels] = {};
   lsm::SequenceNumber last_sequence = 0;
+};
+
+// What a range serves from (RangeEngine::GetShape): its tables per level (Level 0 oldest
+// first, levels 1+ in key order) and its Drange/Trange layout, as a MANIFEST snapshot
+// records them. Reopening a range from its MANIFEST gives back the same shape.
+struct EngineShape {
+  std::vector<TableMeta> levels[kNumLevels];
+  PersistedDrangeLayout dranges;
+  bool operator==(const EngineShape&) const = default;
 };
 
 class RangeEngine {
@@ -148,6 +160,8 @@ class RangeEngine {
 
   EngineStats GetStats() const;
   std::string DrangeDebugString() const;
+  // The current tables and Drange layout (empty before a successful Open).
+  EngineShape GetShape() const;
 
  private:
   struct DrangeState {

@@ -580,4 +580,15 @@ std::string RangeEngine::DrangeDebugString() const {
   return layout_->DebugString();
 }
 
+EngineShape RangeEngine::GetShape() const {
+  std::lock_guard lock(mu_);
+  EngineShape shape;
+  if (!opened_) return shape;
+  for (int l = 0; l < kNumLevels; ++l) {
+    for (const TableRef& t : current_->levels[l]) shape.levels[l].push_back(t->meta());
+  }
+  shape.dranges = PersistLayout(*layout_);
+  return shape;
+}
+
 }  // namespace nova::ltc

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <leveldb/write_batch.h>
 
+#include <atomic>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -80,10 +81,50 @@ TEST(RangeEngineStallTest, WritesStallAtTheStopUntilCompactionCatchesUp) {
   const EngineStats st = engine.GetStats();
   EXPECT_GT(st.stalls, 0u);
   EXPECT_GT(st.stall_micros, 0u);
+  EXPECT_GT(st.l0_stop_stalls, 0u);
+  EXPECT_GT(st.l0_stop_stall_micros, 0u);
   EXPECT_GT(st.compactions, 0u);
   std::string v;
   EXPECT_TRUE(engine.Get("key0", &v).ok());
   EXPECT_TRUE(engine.Get("key1999", &v).ok());
+}
+
+// With every memtable of the Drange full and flushes failing, a write waits (counted as a
+// memtable stall, not a Level-0 one) and completes once a flush succeeds again.
+TEST(RangeEngineStallTest, WritesStallWithoutAFreeMemtableUntilAFlushFreesOne) {
+  MemoryTableStore store;
+  EngineOptions o = Small();  // one active and one immutable memtable
+  RangeEngine engine(o, &store);
+  ASSERT_TRUE(engine.Open().ok());
+  store.FailNextWrites(1 << 30);  // every flush fails (and is retried after a backoff)
+  // Far more than two memtables hold: the writer fills the active memtable, rotates it into
+  // the one immutable slot, fills the next one and then has to wait.
+  constexpr int kWrites = 200;
+  std::atomic<bool> done{false};
+  Status writer_status;
+  std::thread writer([&] {
+    writer_status = Load(&engine, 0, kWrites);
+    done = true;
+  });
+  ASSERT_TRUE(test::WaitFor([&] { return engine.GetStats().stalls > 0; },
+                            std::chrono::seconds(10)))
+      << "no write stalled with every memtable full";
+  EXPECT_FALSE(done.load());
+  EXPECT_EQ(engine.GetStats().flushes, 0u);
+  EXPECT_EQ(engine.GetStats().l0_stop_stalls, 0u);
+  store.FailNextWrites(0);  // flushes succeed again
+  writer.join();
+  ASSERT_TRUE(writer_status.ok()) << writer_status.ToString();
+  const EngineStats st = engine.GetStats();
+  EXPECT_GT(st.flushes, 0u);
+  EXPECT_GT(st.flush_failures, 0u);
+  EXPECT_GT(st.stall_micros, 0u);
+  // Level 0 never reached its stop (256 MiB): every wait was for a memtable.
+  EXPECT_EQ(st.l0_stop_stalls, 0u);
+  EXPECT_EQ(st.l0_stop_stall_micros, 0u);
+  std::string v;
+  EXPECT_TRUE(engine.Get("key0", &v).ok());
+  EXPECT_TRUE(engine.Get("key" + std::to_string(kWrites - 1), &v).ok());
 }
 
 // A write that took its sequence number but has not reached its memtable yet when a

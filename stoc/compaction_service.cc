@@ -98,7 +98,7 @@ Result<std::string> StocCompactionService::Execute(std::string_view request) {
   so.range_id = job.range_id;
   so.stocs = Connect(job.stocs);
   so.fragment_replicas = static_cast<int>(job.fragment_replicas);
-  so.placement = PlacementPolicy::kPowerOfD;
+  so.placement = job.placement;
   so.read_buffers = read_buffers_.get();
   so.io_threads = options_.io_threads_per_job;
   ltc::StocTableStore store(client_.get(), so);
