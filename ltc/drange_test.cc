@@ -56,7 +56,8 @@ TEST(DrangeTest, UniformWritesAreBalanced) {
   }
   const DrangeLoad load = layout->Load();
   std::fprintf(stderr, "uniform, theta=64: imbalance %.2e (paper: 2.9e-4)\n", load.imbalance);
-  EXPECT_LT(load.imbalance, 1e-3);
+  // Close to the paper's figure: within 1.5x of it (30 seeds gave 2.6e-4 to 3.3e-4).
+  EXPECT_LT(load.imbalance, 1.5 * 2.9e-4);
 }
 
 TEST(DrangeTest, ZipfianGetsDuplicatedPointDrangesAndStaysBalanced) {

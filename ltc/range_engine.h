@@ -31,6 +31,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -102,7 +103,9 @@ struct EngineStats {
   uint64_t recovered_logs = 0, recovered_entries = 0, recovered_log_bytes = 0;
   uint64_t recovery_ignored_bytes = 0, recovery_obsolete_logs = 0, recovery_micros = 0;
   uint64_t recovery_read_micros = 0;  // of recovery_micros, reading the logs
-  double drange_imbalance = 0;   // of the last measured window
+  // Of the last complete window of reorganize_every_writes writes (the load check's
+  // figure); until the first window completes, of the writes so far.
+  double drange_imbalance = 0;
   uint64_t lookup_index_hits = 0;   // Gets answered from the one indexed memtable or table
   uint64_t lookup_index_entries = 0;
   int dranges = 0;
@@ -371,6 +374,8 @@ class RangeEngine {
   EngineStats stats_;
   std::atomic<uint64_t> writes_since_reorg_{0};
   std::atomic<bool> reorganizing_{false};
+  // The imbalance the last load check measured (NaN: no check yet).
+  std::atomic<double> last_window_imbalance_{std::numeric_limits<double>::quiet_NaN()};
   std::atomic<uint64_t> puts_{0}, deletes_{0}, gets_{0}, index_hits_{0};
   std::atomic<uint64_t> slowdowns_{0}, slowdown_micros_{0};
   std::atomic<uint64_t> log_failures_{0};

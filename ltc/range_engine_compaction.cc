@@ -452,6 +452,9 @@ void RangeEngine::MaybeReorganize() {
     mems = live_;
   }
   const DrangeLoad load = layout->Load();
+  // The window ends here (counters are reset or a new layout starts from zero): keep its
+  // figure for GetStats, which would otherwise see a window just begun.
+  if (load.total > 0) last_window_imbalance_.store(load.imbalance, std::memory_order_relaxed);
   std::unique_ptr<DrangeLayout> next;
   bool major = layout->size() < options_.dranges ||
                load.imbalance > options_.drange_imbalance_threshold / options_.dranges;
@@ -564,7 +567,8 @@ EngineStats RangeEngine::GetStats() const {
   s.lookup_index_hits = index_hits_.load();
   s.lookup_index_entries = index_.size();
   s.dranges = layout_->size();
-  s.drange_imbalance = layout_->Load().imbalance;
+  const double window = last_window_imbalance_.load(std::memory_order_relaxed);
+  s.drange_imbalance = std::isnan(window) ? layout_->Load().imbalance : window;
   s.immutable_memtables = static_cast<int>(immutables_.size());
   for (int l = 0; l < kNumLevels; ++l) {
     s.level_tables[l] = current_->levels[l].size();

@@ -7,14 +7,19 @@
 #include "ltc/range_engine.h"
 
 #include <gtest/gtest.h>
+#include <leveldb/comparator.h>
 
+#include <cstdio>
+#include <map>
 #include <memory>
+#include <random>
 #include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/coding.h"
+#include "common/zipfian.h"
 #include "ltc/engine_model_test_util.h"
 #include "ltc/manifest.h"
 #include "ltc/memory_table_store.h"
@@ -223,6 +228,197 @@ TEST_F(RangeEngineManifestTest, NothingIsServedAfterAFailedOpen) {
   EXPECT_FALSE(engine->Scan("", 10, &out).ok()) << "Scan";
   EXPECT_TRUE(out.empty());
   EXPECT_EQ(*store_.mutable_manifest_for_testing(), damaged);
+}
+
+// ---- Large values and other comparators --------------------------------------------------
+
+// Values of 4 MiB (the server's default limit) go through memtables, flushes, a compaction
+// and a reopen intact.
+TEST(RangeEngineTest, FourMiBValuesSurviveFlushCompactionAndReopen) {
+  constexpr size_t kBig = 4 << 20;
+  constexpr int kRounds = 3;
+  EngineOptions o = TinyOptions(Case{"big", 1, 3, false});
+  o.memtable_bytes = 1 << 20;
+  MemoryTableStore store;
+  Model model;
+  auto big = [](int round, int key) {
+    std::string v(kBig, '\0');
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<char>((i * 31 + round * 7 + key) % 251);
+    return v;
+  };
+  {
+    RangeEngine engine(o, &store);
+    ASSERT_TRUE(engine.Open().ok());
+    for (int round = 0; round < kRounds; ++round) {
+      for (int key = 0; key < 2; ++key) {
+        const std::string k = "big" + std::to_string(key);
+        model[k] = big(round, key);
+        ASSERT_TRUE(engine.Put(k, model[k]).ok());
+      }
+      const std::string small = "small" + std::to_string(round);
+      model[small] = "s";
+      ASSERT_TRUE(engine.Put(small, "s").ok());
+      ASSERT_TRUE(engine.FlushAll().ok());  // one Level-0 table per round
+    }
+    ASSERT_TRUE(engine.WaitForCompactions().ok());
+    const EngineStats st = engine.GetStats();
+    EXPECT_GE(st.flushes, static_cast<uint64_t>(kRounds));
+    EXPECT_GT(st.compactions, 0u);
+    for (const auto& [k, v] : model) {
+      std::string got;
+      ASSERT_TRUE(engine.Get(k, &got).ok()) << k;
+      ASSERT_TRUE(got == v) << k << ": " << got.size() << " bytes, not the value written";
+    }
+  }
+  RangeEngine engine(o, &store);
+  ASSERT_TRUE(engine.Open().ok());
+  engine_model_test::ExpectSameAsModel(&engine, model, nullptr, "4 MiB values after reopen");
+}
+
+// Orders keys backwards: the engine must follow EngineOptions::comparator everywhere.
+class ReverseComparator final : public leveldb::Comparator {
+ public:
+  int Compare(const leveldb::Slice& a, const leveldb::Slice& b) const override {
+    return -leveldb::BytewiseComparator()->Compare(a, b);
+  }
+  const char* Name() const override { return "nova.test.ReverseBytewise"; }
+  void FindShortestSeparator(std::string*, const leveldb::Slice&) const override {}
+  void FindShortSuccessor(std::string*) const override {}
+};
+
+// A non-default comparator through the whole engine: memtables, Dranges, both indexes,
+// flushes, compactions, scans, iterators, a reopen (a model in the comparator's order).
+TEST(RangeEngineTest, ConfigurableComparatorOrdersEverything) {
+  static const ReverseComparator kReverse;
+  EngineOptions o = TinyOptions(Case{"reverse", 8, 3, false});
+  o.comparator = &kReverse;
+  MemoryTableStore store;
+  std::map<std::string, std::string, bool (*)(const std::string&, const std::string&)> model(
+      [](const std::string& a, const std::string& b) { return kReverse.Compare(a, b) < 0; });
+  const uint64_t seed = test::TestSeed("RangeEngineTest.ConfigurableComparatorOrdersEverything");
+  std::mt19937_64 rng(seed);
+  auto check = [&](RangeEngine* engine, const std::string& when) {
+    std::unique_ptr<leveldb::Iterator> it(engine->NewIterator());
+    auto m = model.begin();
+    for (it->SeekToFirst(); it->Valid(); it->Next(), ++m) {
+      ASSERT_NE(m, model.end()) << when;
+      ASSERT_EQ(it->key().ToString(), m->first) << when;
+      ASSERT_EQ(it->value().ToString(), m->second) << when;
+    }
+    ASSERT_TRUE(it->status().ok()) << when;
+    ASSERT_EQ(m, model.end()) << when;
+    // A scan from the middle, in the comparator's order.
+    const std::string start = "key" + std::to_string(500);
+    std::vector<std::pair<std::string, std::string>> out;
+    ASSERT_TRUE(engine->Scan(start, 20, &out).ok()) << when;
+    auto from = model.lower_bound(start);
+    for (const auto& [k, v] : out) {
+      ASSERT_NE(from, model.end()) << when;
+      ASSERT_EQ(k, from->first) << when;
+      ASSERT_EQ(v, from->second) << when;
+      ++from;
+    }
+    for (int i = 0; i < 200; ++i) {
+      const std::string k = "key" + std::to_string(rng() % 1000);
+      std::string v;
+      Status s = engine->Get(k, &v);
+      auto at = model.find(k);
+      if (at == model.end()) {
+        ASSERT_TRUE(s.IsNotFound()) << when << " " << k << ": " << s.ToString();
+      } else {
+        ASSERT_TRUE(s.ok()) << when << " " << k << ": " << s.ToString();
+        ASSERT_EQ(v, at->second) << when << " " << k;
+      }
+    }
+  };
+  {
+    RangeEngine engine(o, &store);
+    ASSERT_TRUE(engine.Open().ok());
+    for (int i = 0; i < 6000; ++i) {
+      const std::string k = "key" + std::to_string(rng() % 1000);
+      if (rng() % 6 == 0) {
+        ASSERT_TRUE(engine.Delete(k).ok());
+        model.erase(k);
+      } else {
+        const std::string v = std::string(rng() % 300, 'v') + std::to_string(i);
+        ASSERT_TRUE(engine.Put(k, v).ok());
+        model[k] = v;
+      }
+      if (i % 2000 == 1999) {
+        ASSERT_NO_FATAL_FAILURE(check(&engine, "at write " + std::to_string(i)));
+      }
+    }
+    ASSERT_TRUE(engine.FlushAll().ok());
+    ASSERT_TRUE(engine.WaitForCompactions().ok());
+    const EngineStats st = engine.GetStats();
+    EXPECT_GT(st.compactions, 0u);
+    EXPECT_GT(st.major_reorganizations, 0u);
+    ASSERT_NO_FATAL_FAILURE(check(&engine, "after compactions"));
+  }
+  RangeEngine engine(o, &store);
+  ASSERT_TRUE(engine.Open().ok());
+  ASSERT_NO_FATAL_FAILURE(check(&engine, "after reopen"));
+}
+
+// ---- Dranges through the engine ----------------------------------------------------------
+
+// Writes `kWrites` keys of 1,000,000 (zipfian 0.99, scrambled, or uniform) into a theta-64
+// range whose Dranges the engine builds from what its memtables sampled; returns its
+// imbalance (std. dev. of the Dranges' shares of writes) and, in *layout, its Dranges.
+double EngineImbalance(bool zipfian, uint64_t seed, PersistedDrangeLayout* layout) {
+  constexpr uint64_t kKeys = 1'000'000;
+  constexpr int kWrites = 200'000;
+  EngineOptions o;
+  o.dranges = 64;
+  o.tranges_per_drange = 16;
+  o.memtables = 128;
+  o.memtable_bytes = 1 << 20;
+  o.reorganize_every_writes = 20'000;
+  MemoryTableStore store;
+  RangeEngine engine(o, &store);
+  EXPECT_TRUE(engine.Open().ok());
+  std::mt19937_64 rng(seed);
+  ScrambledZipfianGenerator zipf(kKeys);
+  char key[32];
+  for (int i = 0; i < kWrites; ++i) {
+    const uint64_t k = zipfian ? zipf.Next(&rng) : rng() % kKeys;
+    std::snprintf(key, sizeof(key), "user%012llu", static_cast<unsigned long long>(k));
+    Status s = engine.Put(key, "value");
+    if (!s.ok()) {
+      ADD_FAILURE() << s.ToString();
+      return 0;
+    }
+  }
+  const EngineStats st = engine.GetStats();
+  EXPECT_GT(st.major_reorganizations, 0u);
+  *layout = engine.GetShape().dranges;
+  std::fprintf(stderr, "%s: %d Dranges, %llu major + %llu minor reorganizations, imbalance %.2e\n",
+               zipfian ? "zipfian 0.99" : "uniform", st.dranges,
+               static_cast<unsigned long long>(st.major_reorganizations),
+               static_cast<unsigned long long>(st.minor_reorganizations), st.drange_imbalance);
+  return st.drange_imbalance;
+}
+
+// Paper 4.4.1 through the engine's own sampling (drange_test checks the layout functions
+// directly): zipfian keys get duplicated point Dranges for the hottest keys, and the
+// Dranges' shares of writes stay within 10x as even as with uniform keys.
+TEST(RangeEngineDrangeTest, ZipfianGetsDuplicatedPointDrangesAndStaysBalanced) {
+  const uint64_t seed = test::TestSeed("RangeEngineDrangeTest.ZipfianGetsDuplicatedPointDranges");
+  PersistedDrangeLayout zipf_layout, uniform_layout;
+  const double zipf = EngineImbalance(true, seed, &zipf_layout);
+  const double uniform = EngineImbalance(false, seed + 1, &uniform_layout);
+  int duplicated = 0;  // point Dranges with the same key as the one before
+  for (size_t d = 1; d < zipf_layout.dranges.size(); ++d) {
+    const PersistedDrange& a = zipf_layout.dranges[d - 1];
+    const PersistedDrange& b = zipf_layout.dranges[d];
+    if (a.point && b.point && a.tranges.front() == b.tranges.front()) ++duplicated;
+  }
+  EXPECT_GT(duplicated, 0) << "no duplicated point Drange with zipfian keys";
+  for (const PersistedDrange& d : uniform_layout.dranges) {
+    EXPECT_FALSE(d.point) << "a point Drange with uniform keys";
+  }
+  EXPECT_GT(uniform, 0);
+  EXPECT_LT(zipf, 10 * uniform);
 }
 
 // ---- Reopen and roll-over --------------------------------------------------------------
