@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <random>
 
+#include "common/coding.h"
 #include "tests/util/test_util.h"
 
 namespace nova::ltc {
@@ -23,8 +25,13 @@ TableMeta RandomTable(std::mt19937_64* rng, uint64_t number) {
   for (uint32_t i = 0; i <= rho; ++i) {
     std::vector<FragmentLocation> replicas;
     for (uint32_t r = 0; r < 1 + (*rng)() % 3; ++r) {
-      replicas.push_back({static_cast<uint32_t>((*rng)() % 10), (*rng)() % 1000, (*rng)() % 100000,
-                          (*rng)() % 100000});
+      FragmentLocation l{static_cast<uint32_t>((*rng)() % 10), (*rng)() % 1000,
+                         (*rng)() % 100000, (*rng)() % 100000};
+      if ((*rng)() % 3 == 0) {  // stored in several StoC blocks
+        l.chunk_bytes = 1 + (*rng)() % 5000;
+        l.chunk_stride = l.chunk_bytes + (*rng)() % 16;
+      }
+      replicas.push_back(l);
     }
     t.fragments.push_back(replicas);
   }
@@ -103,6 +110,62 @@ TEST(ManifestTest, EditsRoundTripAndReplayToTheSameState) {
   EXPECT_TRUE(again == state);
   ASSERT_TRUE(state.dranges().has_value());
   EXPECT_EQ(*state.dranges(), SomeDranges());
+}
+
+// A table whose fragments are single blocks encodes exactly as before chunked locations
+// existed, so MANIFESTs written then still read; one with a chunked fragment flags its
+// replica count, which a reader that predates the flag rejects rather than misreads.
+TEST(ManifestTest, TableMetaEncodingOfChunkedLocations) {
+  TableMeta t;
+  t.number = 7;
+  t.smallest = "a";
+  t.largest = "b";
+  t.num_entries = 3;
+  t.smallest_sequence = 4;
+  t.largest_sequence = 5;
+  t.drange = 2;
+  t.layout.data_end = 100;
+  t.layout.file_size = 150;
+  t.layout.fragment_starts = {0};
+  t.fragments = {{{1, 10, 20, 100}}, {{2, 11, 0, 50}}};
+  t.filter = {{2, 11, 50, 9}};
+  std::string expected;
+  PutVarint64(&expected, 7);
+  PutLengthPrefixed(&expected, "a");
+  PutLengthPrefixed(&expected, "b");
+  PutVarint64(&expected, 3);
+  PutVarint64(&expected, 4);
+  PutVarint64(&expected, 5);
+  PutVarint32(&expected, 2);
+  t.layout.EncodeTo(&expected);
+  for (auto [stoc, file, offset, size] : {std::array<uint64_t, 4>{1, 10, 20, 100},
+                                         {2, 11, 0, 50}, {2, 11, 50, 9}}) {
+    PutVarint32(&expected, 1);  // replicas
+    PutVarint32(&expected, static_cast<uint32_t>(stoc));
+    PutVarint64(&expected, file);
+    PutVarint64(&expected, offset);
+    PutVarint64(&expected, size);
+  }
+  std::string plain;
+  EncodeTableMeta(&plain, t);
+  EXPECT_EQ(plain, expected);
+
+  t.fragments[0].push_back({3, 12, 8, 100, 40, 48});
+  std::string chunked;
+  EncodeTableMeta(&chunked, t);
+  EXPECT_GT(chunked.size(), plain.size() + 4);
+  std::string_view in = chunked;
+  TableMeta back;
+  ASSERT_TRUE(DecodeTableMeta(&in, &back));
+  EXPECT_TRUE(in.empty());
+  EXPECT_EQ(back.fragments, t.fragments);
+  EXPECT_EQ(back.filter, t.filter);
+  // Chunks closer together than they are long are damage.
+  t.fragments[0][1].chunk_stride = 39;
+  std::string bad;
+  EncodeTableMeta(&bad, t);
+  in = bad;
+  EXPECT_FALSE(DecodeTableMeta(&in, &back));
 }
 
 TEST(ManifestTest, ObsoleteLogsOnlyGrow) {

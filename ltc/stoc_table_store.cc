@@ -180,6 +180,38 @@ Status StocTableStore::DeleteFile(uint32_t stoc_id, const std::string& name) {
   return s.Prepend("deleting " + name + " at StoC " + std::to_string(stoc_id));
 }
 
+Result<FragmentLocation> StocTableStore::AppendInBlocks(stoc::StocFile* file,
+                                                        const transport::MemoryRegion& src,
+                                                        uint64_t offset, uint64_t length) {
+  DCHECK_GT(length, 0u);
+  const uint64_t chunk = std::max<uint64_t>(1, options_.max_append_bytes);
+  FragmentLocation whole;
+  for (uint64_t done = 0, i = 0; done < length; ++i) {
+    const uint64_t n = std::min(chunk, length - done);
+    auto h = client_->Append(file, src, offset + done, n);
+    if (!h.ok()) return h.status();
+    if (i == 0) {
+      whole = FragmentLocation{h->stoc_id, h->file_id, h->offset, 0};
+    } else {
+      if (i == 1) {
+        whole.chunk_bytes = chunk;
+        whole.chunk_stride = h->offset - whole.offset;
+      }
+      // Readers find chunk i at offset + i * stride: the StoC must have placed it there.
+      if (h->file_id != whole.file_id || h->offset < whole.offset + chunk ||
+          h->offset != whole.offset + i * whole.chunk_stride) {
+        return Status::IOError("StoC " + std::to_string(h->stoc_id) + " placed chunk " +
+                               std::to_string(i) + " of a fragment at offset " +
+                               std::to_string(h->offset) + ", not after the previous one at " +
+                               "the same distance as before");
+      }
+    }
+    done += n;
+    whole.size = done;
+  }
+  return whole;
+}
+
 Result<std::unique_ptr<stoc::StocFile>> StocTableStore::CreateFile(uint32_t stoc_id,
                                                                    const std::string& name,
                                                                    uint64_t slot_bytes) {
@@ -211,8 +243,32 @@ Status StocTableStore::ReadBlock(const FragmentLocation& loc, uint64_t offset, u
                               ") outside a block of " + std::to_string(loc.size) + " bytes");
   }
   if (n == 0) return Status::OK();
-  const stoc::BlockHandle block{loc.stoc_id, loc.file_id, stoc::FileKind::kDisk,
-                                loc.offset + offset, n};
+  if (loc.chunk_bytes != 0 && offset / loc.chunk_bytes != (offset + n - 1) / loc.chunk_bytes) {
+    // The range crosses a chunk boundary: read it chunk by chunk.
+    for (uint64_t done = 0; done < n;) {
+      const uint64_t at = offset + done;
+      const uint64_t k = std::min(n - done, loc.chunk_bytes - at % loc.chunk_bytes);
+      NOVA_RETURN_NOT_OK(ReadBlock(loc, at, k, dst + done));
+      done += k;
+    }
+    return Status::OK();
+  }
+  const uint64_t max_block = std::max<uint64_t>(1, options_.max_append_bytes);
+  if (n > max_block) {
+    // A read carries no more than an append either (--stoc_max_block_mb).
+    for (uint64_t done = 0; done < n;) {
+      const uint64_t k = std::min(max_block, n - done);
+      NOVA_RETURN_NOT_OK(ReadBlock(loc, offset + done, k, dst + done));
+      done += k;
+    }
+    return Status::OK();
+  }
+  // Where [offset, +n) lies in the file; it is inside one chunk here.
+  const uint64_t file_offset =
+      loc.chunk_bytes == 0 ? loc.offset + offset
+                           : loc.offset + offset / loc.chunk_bytes * loc.chunk_stride +
+                                 offset % loc.chunk_bytes;
+  const stoc::BlockHandle block{loc.stoc_id, loc.file_id, stoc::FileKind::kDisk, file_offset, n};
   if (n <= read_buffers_->options().max_class_bytes) {
     auto buf = read_buffers_->Allocate(n);
     if (buf.ok()) {
@@ -329,17 +385,17 @@ Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table,
       const bool with_filter = has_filter && fw->fragment == meta_fragment;
       const uint64_t size = layout.FragmentSize(fw->fragment);
       fw->touched = true;
-      auto file = CreateFile(fw->stoc_id, fw->name,
-                             std::max<uint64_t>(size, with_filter ? table.filter.size() : 0));
+      const uint64_t largest = std::max<uint64_t>(size, with_filter ? table.filter.size() : 0);
+      auto file = CreateFile(fw->stoc_id, fw->name, std::min(largest, options_.max_append_bytes));
       if (!file.ok()) return file.status();
-      auto h = client_->Append(file.value().get(), contents.region(),
-                               layout.FragmentStart(fw->fragment), size);
-      if (!h.ok()) return h.status();
-      fw->block = FragmentLocation{h->stoc_id, h->file_id, h->offset, h->size};
+      auto block = AppendInBlocks(file.value().get(), contents.region(),
+                                  layout.FragmentStart(fw->fragment), size);
+      if (!block.ok()) return block.status();
+      fw->block = block.value();
       if (with_filter) {
-        h = client_->Append(file.value().get(), filter->region(), 0, table.filter.size());
-        if (!h.ok()) return h.status();
-        fw->filter = FragmentLocation{h->stoc_id, h->file_id, h->offset, h->size};
+        block = AppendInBlocks(file.value().get(), filter->region(), 0, table.filter.size());
+        if (!block.ok()) return block.status();
+        fw->filter = block.value();
       }
       // The blocks are durable; closing only releases the StoC's append slot.
       Status c = client_->Close(file.value().get());

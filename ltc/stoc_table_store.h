@@ -110,6 +110,11 @@ struct StocTableStoreOptions {
   int io_threads = 8;
   // Seed of the placement generator; 0 picks a random one.
   uint64_t seed = 0;
+  // Largest block one append carries. A fragment (or filter) larger than this is written as
+  // consecutive appends to its file and recorded as one location, so tables may be larger
+  // than a StoC block (a 16 MiB memtable flushed with rho = 1). Must not exceed any StoC's
+  // --stoc_max_block_mb.
+  uint64_t max_append_bytes = 4ull << 20;
 };
 
 // What the store did (monotonic counters; a snapshot).
@@ -194,6 +199,11 @@ class StocTableStore final : public TableStore {
   // name that already holds data (a crashed earlier attempt).
   Result<std::unique_ptr<stoc::StocFile>> CreateFile(uint32_t stoc_id, const std::string& name,
                                                      uint64_t slot_bytes);
+  // Appends src[offset, +length) to `file` in blocks of at most max_append_bytes and
+  // returns where the whole lies (the blocks are consecutive in the file; IOError if the
+  // StoC put one elsewhere). REQUIRES: length > 0.
+  Result<FragmentLocation> AppendInBlocks(stoc::StocFile* file, const transport::MemoryRegion& src,
+                                          uint64_t offset, uint64_t length);
 
   // MANIFEST helpers. REQUIRES: manifest_mu_ held.
   Status EnsureManifestLocked();

@@ -233,6 +233,56 @@ TEST_F(StocTableStoreTest, TablesScatterReadBackAndDelete) {
   }
 }
 
+// A fragment larger than a StoC block (4 MiB here) is written as consecutive appends
+// (chunks) and read back, as a 16 MiB memtable flushed with rho = 1 would be; data blocks
+// that straddle two chunks are read from both. With 1 KiB appends a small table's fragments
+// and its filter all span many chunks.
+TEST_F(StocTableStoreTest, FragmentsLargerThanAnAppend) {
+  std::mt19937_64 rng(nova::test::TestSeed("StocTableStoreTest.FragmentsLargerThanAnAppend"));
+  struct Case {
+    const char* name;
+    int entries;
+    size_t value_bytes;
+    size_t block_bytes;
+    uint64_t max_append;
+  };
+  const Case cases[] = {
+      {"10 MiB fragment, 4 MiB appends", 2600, 4096, 64 << 10, 4 << 20},
+      {"1 KiB appends", 5000, 20, 1024, 1024},
+  };
+  uint64_t number = 100;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    table_test::TableModel m;
+    while (m.size() < static_cast<size_t>(c.entries)) {
+      std::string value(c.value_bytes, '\0');
+      for (char& ch : value) ch = static_cast<char>('a' + rng() % 26);
+      m["key" + std::to_string(rng() % 1000000000)] = std::move(value);
+    }
+    StocTableStoreOptions o;
+    o.fragment_replicas = 2;
+    o.max_append_bytes = c.max_append;
+    auto store = NewStore(o);
+    lsm::BuiltTable built = table_test::BuildTable(icmp_, m, 1, bloom_.get(), c.block_bytes);
+    ASSERT_GT(built.layout.FragmentSize(0), 2 * c.max_append) << "not larger than an append";
+    TableMeta meta;
+    meta.number = ++number;
+    meta.layout = built.layout;
+    Status s = store->WriteTable(meta.number, built, &meta);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_EQ(meta.fragments[0].size(), 2u);
+    for (const FragmentLocation& loc : meta.fragments[0]) {
+      EXPECT_EQ(loc.size, built.layout.FragmentSize(0)) << "one location for the whole fragment";
+      EXPECT_EQ(loc.chunk_bytes, c.max_append);
+      EXPECT_GE(loc.chunk_stride, c.max_append);
+    }
+    for (const FragmentLocation& loc : meta.filter) EXPECT_EQ(loc.size, built.filter.size());
+    ASSERT_NO_FATAL_FAILURE(table_test::VerifyTable(store.get(), icmp_, meta, m));
+    ASSERT_NO_FATAL_FAILURE(table_test::VerifyFilter(store.get(), bloom_.get(), meta, m));
+    ASSERT_TRUE(store->DeleteTable(meta).ok());
+  }
+}
+
 TEST_F(StocTableStoreTest, ConcurrentWritersAndReaders) {
   std::mt19937_64 rng(nova::test::TestSeed("StocTableStoreTest.ConcurrentWritersAndReaders"));
   StocTableStoreOptions o;

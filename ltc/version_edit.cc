@@ -1,5 +1,7 @@
 #include "ltc/version_edit.h"
 
+#include <algorithm>
+
 #include "common/coding.h"
 
 namespace nova::ltc {
@@ -21,32 +23,51 @@ enum Tag : uint32_t {
 
 // Bounds on counts read from disk, so a damaged record cannot make us allocate much.
 constexpr uint32_t kMaxReplicas = 64;
+// Set in a replica count when the replicas' locations carry chunk_bytes and chunk_stride.
+// Only then: a table without chunked fragments encodes as before this field existed, and an
+// older reader rejects (count > kMaxReplicas) rather than misreads one with them.
+constexpr uint32_t kChunkedFlag = 1u << 7;
 constexpr uint32_t kMaxDranges = 1 << 16;
 constexpr uint32_t kMaxTranges = 1 << 16;
 
-void PutLocation(std::string* dst, const FragmentLocation& l) {
+void PutLocation(std::string* dst, const FragmentLocation& l, bool chunked) {
   PutVarint32(dst, l.stoc_id);
   PutVarint64(dst, l.file_id);
   PutVarint64(dst, l.offset);
   PutVarint64(dst, l.size);
+  if (chunked) {
+    PutVarint64(dst, l.chunk_bytes);
+    PutVarint64(dst, l.chunk_stride);
+  }
 }
 
-bool GetLocation(std::string_view* in, FragmentLocation* l) {
-  return GetVarint32(in, &l->stoc_id) && GetVarint64(in, &l->file_id) &&
-         GetVarint64(in, &l->offset) && GetVarint64(in, &l->size);
+bool GetLocation(std::string_view* in, FragmentLocation* l, bool chunked) {
+  if (!GetVarint32(in, &l->stoc_id) || !GetVarint64(in, &l->file_id) ||
+      !GetVarint64(in, &l->offset) || !GetVarint64(in, &l->size)) {
+    return false;
+  }
+  if (!chunked) return true;
+  if (!GetVarint64(in, &l->chunk_bytes) || !GetVarint64(in, &l->chunk_stride)) return false;
+  // A chunked location has chunks at least as far apart as they are long.
+  return l->chunk_bytes == 0 ? l->chunk_stride == 0 : l->chunk_stride >= l->chunk_bytes;
 }
 
 void PutReplicas(std::string* dst, const std::vector<FragmentLocation>& r) {
-  PutVarint32(dst, static_cast<uint32_t>(r.size()));
-  for (const auto& l : r) PutLocation(dst, l);
+  const bool chunked = std::any_of(r.begin(), r.end(),
+                                   [](const FragmentLocation& l) { return l.chunk_bytes != 0; });
+  PutVarint32(dst, static_cast<uint32_t>(r.size()) | (chunked ? kChunkedFlag : 0));
+  for (const auto& l : r) PutLocation(dst, l, chunked);
 }
 
 bool GetReplicas(std::string_view* in, std::vector<FragmentLocation>* r) {
   uint32_t n;
-  if (!GetVarint32(in, &n) || n > kMaxReplicas) return false;
+  if (!GetVarint32(in, &n)) return false;
+  const bool chunked = (n & kChunkedFlag) != 0;
+  n &= ~kChunkedFlag;
+  if (n > kMaxReplicas) return false;
   r->resize(n);
   for (auto& l : *r) {
-    if (!GetLocation(in, &l)) return false;
+    if (!GetLocation(in, &l, chunked)) return false;
   }
   return true;
 }

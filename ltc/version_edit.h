@@ -22,12 +22,18 @@ namespace nova::ltc {
 
 constexpr int kNumLevels = 7;
 
-// Where one copy of a table fragment (or its filter) lives: a StoC block.
+// Where one copy of a table fragment (or its filter) lives in a StoC file: one block, or
+// several consecutive blocks when it is larger than one append may carry.
 struct FragmentLocation {
   uint32_t stoc_id = 0;
   uint64_t file_id = 0;
-  uint64_t offset = 0;
-  uint64_t size = 0;
+  uint64_t offset = 0;  // file offset of its first byte
+  uint64_t size = 0;    // bytes of fragment data
+  // 0: the fragment is one block. Otherwise it is stored in chunks of chunk_bytes data (the
+  // last may be shorter), chunk i starting at file offset `offset + i * chunk_stride`; the
+  // gap between chunks is the StoC's block framing, which the reader skips.
+  uint64_t chunk_bytes = 0;
+  uint64_t chunk_stride = 0;
   bool operator==(const FragmentLocation&) const = default;
 };
 
