@@ -134,7 +134,11 @@ TEST_P(RangeEngineConcurrencyTest, WritersReadersScannersAndBackgroundWork) {
   std::fprintf(stderr, "%llu flushes, %llu compactions, %llu stalls, %d Dranges\n",
                (unsigned long long)st.flushes, (unsigned long long)st.compactions,
                (unsigned long long)st.stalls, st.dranges);
+  // The background work the test is about did run while the threads did.
   EXPECT_GT(st.flushes, 0u);
+  EXPECT_GT(st.compactions, 0u);
+  EXPECT_GT(st.major_reorganizations + st.minor_reorganizations, 0u);
+  EXPECT_EQ(st.dranges, o.dranges);
 }
 
 INSTANTIATE_TEST_SUITE_P(Log, RangeEngineConcurrencyTest, ::testing::Values(false, true),

@@ -6,6 +6,9 @@
 #   NOVA_SANITIZE=address,undefined ./tests/run.sh
 #                                   # unit tests and fuzzers under ASan+UBSan (clang, libFuzzer),
 #                                   # in build-sanitize-address-undefined/
+#   NOVA_SANITIZE=thread ./tests/run.sh
+#                                   # the same under ThreadSanitizer (tests/tsan.supp), in
+#                                   # build-sanitize-thread/; CI runs all three
 #   ./tests/run.sh -R transport     # extra arguments go to ctest
 #
 # Environment: NOVA_BUILD_DIR overrides the build directory; NOVA_TEST_JOBS the number of
