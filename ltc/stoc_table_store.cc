@@ -243,21 +243,16 @@ Status StocTableStore::ReadBlock(const FragmentLocation& loc, uint64_t offset, u
                               ") outside a block of " + std::to_string(loc.size) + " bytes");
   }
   if (n == 0) return Status::OK();
-  if (loc.chunk_bytes != 0 && offset / loc.chunk_bytes != (offset + n - 1) / loc.chunk_bytes) {
-    // The range crosses a chunk boundary: read it chunk by chunk.
-    for (uint64_t done = 0; done < n;) {
-      const uint64_t at = offset + done;
-      const uint64_t k = std::min(n - done, loc.chunk_bytes - at % loc.chunk_bytes);
-      NOVA_RETURN_NOT_OK(ReadBlock(loc, at, k, dst + done));
-      done += k;
-    }
-    return Status::OK();
-  }
+  // One StoC read stays inside one chunk and carries no more than an append
+  // (--stoc_max_block_mb); a longer range is read piece by piece.
   const uint64_t max_block = std::max<uint64_t>(1, options_.max_append_bytes);
-  if (n > max_block) {
-    // A read carries no more than an append either (--stoc_max_block_mb).
+  auto piece = [&](uint64_t at, uint64_t left) {
+    const uint64_t k = std::min(left, max_block);
+    return loc.chunk_bytes == 0 ? k : std::min(k, loc.chunk_bytes - at % loc.chunk_bytes);
+  };
+  if (piece(offset, n) < n) {
     for (uint64_t done = 0; done < n;) {
-      const uint64_t k = std::min(max_block, n - done);
+      const uint64_t k = piece(offset + done, n - done);
       NOVA_RETURN_NOT_OK(ReadBlock(loc, offset + done, k, dst + done));
       done += k;
     }

@@ -199,9 +199,9 @@ class StocTableStore final : public TableStore {
   // name that already holds data (a crashed earlier attempt).
   Result<std::unique_ptr<stoc::StocFile>> CreateFile(uint32_t stoc_id, const std::string& name,
                                                      uint64_t slot_bytes);
-  // Appends src[offset, +length) to `file` in blocks of at most max_append_bytes and
-  // returns where the whole lies (the blocks are consecutive in the file; IOError if the
-  // StoC put one elsewhere). REQUIRES: length > 0.
+  // Appends src[offset, +length) to `file` in chunks of at most max_append_bytes and
+  // returns where the whole lies: one block, or chunks at a constant distance in the file
+  // (IOError if the StoC placed a chunk elsewhere). REQUIRES: length > 0.
   Result<FragmentLocation> AppendInBlocks(stoc::StocFile* file, const transport::MemoryRegion& src,
                                           uint64_t offset, uint64_t length);
 
