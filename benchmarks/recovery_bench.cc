@@ -143,8 +143,8 @@ class KeepLogs final : public ltc::MemtableLog {
   explicit KeepLogs(ltc::MemtableLog* inner) : inner_(inner) {}
   Status Append(uint64_t, std::string_view) override { return Status::NotSupported("read only"); }
   void Drop(const std::vector<uint64_t>&) override {}
-  Status ReadAll(int threads, std::vector<Recovered>* logs) override {
-    return inner_->ReadAll(threads, logs);
+  Status ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) override {
+    return inner_->ReadAll(threads, new_range, logs);
   }
 
  private:

@@ -54,6 +54,7 @@ struct LogClient::Replica {
   };
   std::string logc_id;
   transport::PeerId peer = transport::kInvalidPeer;
+  uint64_t incarnation = 0;       // of the LogC process holding it (0: not known yet)
   std::vector<Segment> segments;  // parallel to Log::capacity
   bool failed = false;
   Status why;  // when failed
@@ -75,7 +76,8 @@ struct LogClient::Log {
   uint64_t queued_end = 0;    // logical end of every byte appended
   uint64_t durable_end = 0;   // bytes [0, durable_end) hold the mode's guarantee
   bool turn = false;          // a thread is writing a batch
-  Status dead;                // set once no replica is left, or deleted
+  Status dead;                // set once an append failed (no more appends), or deleted
+  bool recovered = false;     // read back by ReadAll: kept and re-replicated, not appended
   std::vector<uint64_t> capacity;  // per segment
   uint64_t written = 0;            // bytes in the last segment
   std::vector<std::shared_ptr<Replica>> replicas;
@@ -89,6 +91,7 @@ struct LogClient::SegmentToRead {
     std::string logc_id;
     transport::PeerId peer;
     LogFileInfo info;
+    uint64_t incarnation = 0;  // of the LogC, from its listing
   };
   uint32_t range = 0;
   uint64_t memtable = 0;
@@ -101,6 +104,7 @@ LogClient::LogClient(LogClientOptions options, rpc::RpcEndpoint* endpoint,
     : options_(std::move(options)),
       mode_(options_.mode),
       replicas_(options_.replicas),
+      min_insync_(options_.min_insync_replicas),
       endpoint_(endpoint),
       delete_pool_("log-delete", 1, kMaxQueuedDeletes) {
   if (metrics == nullptr) {
@@ -117,13 +121,45 @@ LogClient::LogClient(LogClientOptions options, rpc::RpcEndpoint* endpoint,
                                         "Log replicas re-created on a spare LogC");
   errors_ = metrics->GetCounter("log_client_errors_total",
                                 "Failed opens, re-replications and deletes");
+  recovery_refusals_ = metrics->GetCounter(
+      "log_client_recovery_refusals_total",
+      "Recoveries refused because a log with acknowledged writes might be missed");
   append_latency_us_ = metrics->GetHistogram("log_client_append_latency_us",
                                              "Append latency (until the mode's guarantee holds)");
+  metrics->RegisterCallbackGauge(
+      "log_client_underreplicated_logs",
+      "Logs holding data with fewer than log_replicas live replicas (last repair pass)",
+      [this] { return static_cast<double>(underreplicated_.load()); });
+  metrics->RegisterCallbackGauge(
+      "log_client_unsynced_logcs",
+      "LogCs not yet marked in sync for every range of this LTC (last repair pass)",
+      [this] { return static_cast<double>(unsynced_logcs_.load()); });
+  metrics->RegisterCallbackGauge(
+      "log_client_recovery_blocked_ranges",
+      "Ranges whose recovery waits for a LogC that may hold a log no other has", [this] {
+        std::lock_guard lock(mu_);
+        return static_cast<double>(blocked_ranges_.size());
+      });
   endpoint_->RegisterService(wire::TypeRange{kLogPersisted, kLogPersisted}, this, nullptr);
   endpoint_->AddObserver(this);
+  repairer_ = std::thread([this] { RepairLoop(); });
 }
 
-LogClient::~LogClient() { delete_pool_.Shutdown(); }
+LogClient::~LogClient() {
+  {
+    std::lock_guard lock(repair_mu_);
+    stopping_ = true;
+  }
+  repair_cv_.notify_all();
+  repairer_.join();
+  delete_pool_.Shutdown();
+}
+
+int LogClient::InsyncTarget() const {
+  const int r = replicas_.load();
+  const int m = min_insync_.load();
+  return m <= 0 ? r : std::min(m, r);
+}
 
 void LogClient::SetLogcs(std::map<std::string, std::string> logcs) {
   std::lock_guard lock(mu_);
@@ -150,6 +186,9 @@ LogClient::Stats LogClient::GetStats() const {
   s.bytes = bytes_->value();
   s.replica_failures = replica_failures_->value();
   s.rereplications = rereplications_->value();
+  s.underreplicated = underreplicated_.load();
+  s.unsynced_logcs = unsynced_logcs_.load();
+  s.recovery_refusals = recovery_refusals_->value();
   return s;
 }
 
@@ -186,7 +225,7 @@ Result<transport::PeerId> LogClient::PeerFor(const std::string& logc_id) {
 void LogClient::MarkFailed(const std::string& logc_id) {
   std::lock_guard lock(mu_);
   auto it = logcs_.find(logc_id);
-  if (it != logcs_.end()) it->second.failed_until = MonoNow() + options_.failed_cooldown;
+  if (it != logcs_.end()) it->second.failed_until = MonoNow() + options_.retry_interval;
 }
 
 std::optional<std::string> LogClient::ReserveLogc(std::vector<std::string>* exclude) {
@@ -219,7 +258,7 @@ void LogClient::OnPeerDown(transport::PeerId peer, const Status& why) {
   {
     std::lock_guard lock(mu_);
     for (auto& [id, s] : logcs_) {
-      if (s.peer == peer) s.failed_until = MonoNow() + options_.failed_cooldown;
+      if (s.peer == peer) s.failed_until = MonoNow() + options_.retry_interval;
     }
     for (auto& [key, log] : logs_) logs.push_back(log);
   }
@@ -235,6 +274,7 @@ void LogClient::OnPeerDown(transport::PeerId peer, const Status& why) {
     }
     if (changed) log->cv.notify_all();
   }
+  repair_cv_.notify_all();  // re-replicate at once where a spare is up
 }
 
 void LogClient::HandleRequest(transport::PeerId peer, uint16_t type, std::string payload,
@@ -272,6 +312,7 @@ void LogClient::HandleRequest(transport::PeerId peer, uint16_t type, std::string
 
 std::shared_ptr<LogClient::Log> LogClient::GetLog(uint32_t range, uint64_t memtable, bool create) {
   std::lock_guard lock(mu_);
+  if (create) ranges_.insert(range);
   auto& log = logs_[{range, memtable}];
   if (log == nullptr) {
     if (!create) {
@@ -285,14 +326,21 @@ std::shared_ptr<LogClient::Log> LogClient::GetLog(uint32_t range, uint64_t memta
   return log;
 }
 
-Status LogClient::Configure(LogMode mode, int replicas) {
+Status LogClient::Configure(LogMode mode, int replicas, int min_insync) {
   if (replicas < 1) return Status::InvalidArgument("log replicas must be at least 1");
+  if (min_insync < 0 || min_insync > replicas) {
+    return Status::InvalidArgument("log_min_insync_replicas must be 0 (= log_replicas) to " +
+                                   std::to_string(replicas) + ", not " +
+                                   std::to_string(min_insync));
+  }
   std::lock_guard lock(mu_);
-  if (!logs_.empty() && (mode != mode_.load() || replicas != replicas_.load())) {
+  if (!logs_.empty() && (mode != mode_.load() || replicas != replicas_.load() ||
+                         min_insync != min_insync_.load())) {
     return Status::IllegalState("the log client already has open logs");
   }
   mode_ = mode;
   replicas_ = replicas;
+  min_insync_ = min_insync;
   return Status::OK();
 }
 
@@ -304,6 +352,9 @@ Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view byt
   const MonoTime start = MonoNow();
   std::shared_ptr<Log> log = GetLog(range, memtable, true);
   std::unique_lock lock(log->mu);
+  if (log->recovered && log->dead.ok()) {
+    log->dead = Status::IllegalState(LogName(range, memtable) + " was recovered: no appends");
+  }
   if (!log->dead.ok()) return log->dead;
   log->pending.append(bytes.data(), bytes.size());
   log->queued_end += bytes.size();
@@ -341,7 +392,15 @@ Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view byt
 }
 
 Status LogClient::RunTurn(const std::shared_ptr<Log>& log, std::string_view batch) {
-  MaybeRereplicate(log);  // replicas lost while the log was idle
+  bool first, opened;
+  {
+    std::lock_guard lock(log->mu);
+    first = log->durable_end == 0;
+    opened = !log->capacity.empty();
+  }
+  // Replicas lost while the log was idle: none of this batch is written while fewer than
+  // min_insync_replicas replicas would get it.
+  if (opened) NOVA_RETURN_NOT_OK(EnsureInsync(log));
   uint64_t done = 0;
   while (done < batch.size()) {
     const uint64_t remaining = batch.size() - done;
@@ -356,6 +415,7 @@ Status LogClient::RunTurn(const std::shared_ptr<Log>& log, std::string_view batc
       const uint64_t capacity =
           std::min(std::max(options_.segment_bytes, remaining), kMaxSegmentBytes);
       NOVA_RETURN_NOT_OK(OpenSegment(log, capacity));
+      NOVA_RETURN_NOT_OK(EnsureInsync(log));
     }
     size_t segment;
     uint64_t offset, n;
@@ -371,7 +431,19 @@ Status LogClient::RunTurn(const std::shared_ptr<Log>& log, std::string_view batc
       log->written += n;
     }
     done += n;
-    MaybeRereplicate(log);
+    // Replicas lost during the WRITE: the piece is copied to others (or the append waits
+    // for them) before it counts as held by min_insync_replicas.
+    NOVA_RETURN_NOT_OK(EnsureInsync(log));
+  }
+  if (first) {
+    // Before the log's first acknowledgment, its LogCs are marked in sync for the range
+    // (when it is fully replicated): a later recovery must be able to trust their listing.
+    std::vector<std::string> holders;
+    {
+      std::lock_guard lock(log->mu);
+      for (auto& r : log->replicas) holders.push_back(r->logc_id);
+    }
+    if (!RangeMarkedAt(log->range, holders)) MarkRange(log->range, holders);
   }
   return Status::OK();
 }
@@ -388,6 +460,7 @@ Status LogClient::OpenAt(const std::shared_ptr<Log>& log, const std::shared_ptr<
   if (!reply.ok()) return reply.status().Prepend("opening at LogC " + rep->logc_id);
   OpenLogResponse resp;
   NOVA_RETURN_NOT_OK(Decode(reply.value(), &resp));
+  NoteIncarnation(rep->logc_id, resp.incarnation);
   if (resp.capacity != capacity) {
     return Status::IllegalState(
         "LogC " + rep->logc_id + " holds segment " + std::to_string(segment) + " with capacity " +
@@ -400,6 +473,12 @@ Status LogClient::OpenAt(const std::shared_ptr<Log>& log, const std::shared_ptr<
   {
     std::lock_guard lock(log->mu);
     if (rep->segments.size() != segment) return Status::IllegalState("segment opened out of order");
+    if (rep->incarnation == 0) {
+      rep->incarnation = resp.incarnation;
+    } else if (rep->incarnation != resp.incarnation) {
+      // The LogC restarted since this replica's earlier segments were opened there.
+      return Status::Aborted("LogC " + rep->logc_id + " restarted");
+    }
     rep->segments.push_back(seg);
   }
   if (req.persist) {
@@ -438,29 +517,35 @@ Status LogClient::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity
   };
   std::vector<std::shared_ptr<Replica>> opened;
   if (segment == 0 && replicas.empty()) {
-    // A new log: choose its replicas.
-    std::vector<std::string> tried;
-    while (static_cast<int>(opened.size()) < replicas_.load()) {
-      auto chosen = ReserveLogc(&tried);
-      if (!chosen) break;
-      const std::string& id = *chosen;
-      auto peer = PeerFor(id);
-      Status s = peer.status();
-      auto rep = std::make_shared<Replica>();
-      rep->logc_id = id;
-      if (s.ok()) {
-        rep->peer = peer.value();
-        s = open_one(rep);
+    // A new log: choose its replicas. With none reachable, try again until the timeout
+    // (RunTurn then waits for min_insync_replicas of them).
+    const MonoTime deadline = MonoNow() + options_.timeout;
+    while (true) {
+      std::vector<std::string> tried;
+      while (static_cast<int>(opened.size()) < replicas_.load()) {
+        auto chosen = ReserveLogc(&tried);
+        if (!chosen) break;
+        const std::string& id = *chosen;
+        auto peer = PeerFor(id);
+        Status s = peer.status();
+        auto rep = std::make_shared<Replica>();
+        rep->logc_id = id;
+        if (s.ok()) {
+          rep->peer = peer.value();
+          s = open_one(rep);
+        }
+        if (!s.ok()) {
+          errors_->Increment();
+          ReleaseLogc(id);
+          DropAckRoutes(*rep);
+          MarkFailed(id);
+          LOG_EVERY_N(WARNING, 20) << LogName(log->range, log->memtable) << ": " << s.ToString();
+          continue;
+        }
+        opened.push_back(rep);
       }
-      if (!s.ok()) {
-        errors_->Increment();
-        ReleaseLogc(id);
-        DropAckRoutes(*rep);
-        MarkFailed(id);
-        LOG(WARNING) << LogName(log->range, log->memtable) << ": " << s.ToString();
-        continue;
-      }
-      opened.push_back(rep);
+      if (!opened.empty() || MonoNow() >= deadline) break;
+      std::this_thread::sleep_for(options_.retry_interval);
     }
     if (opened.empty()) {
       return Status::Unavailable("no LogC could open " + LogName(log->range, log->memtable));
@@ -644,7 +729,7 @@ void LogClient::Forget(const std::vector<std::shared_ptr<Replica>>& reaped, bool
       auto it = logcs_.find(rep->logc_id);
       if (it == logcs_.end()) continue;
       --it->second.open_logs;
-      if (failed) it->second.failed_until = MonoNow() + options_.failed_cooldown;
+      if (failed) it->second.failed_until = MonoNow() + options_.retry_interval;
     }
   }
   for (auto& rep : reaped) DropAckRoutes(*rep);
@@ -698,6 +783,195 @@ void LogClient::MaybeRereplicate(const std::shared_ptr<Log>& log) {
                    << " failed: " << s.ToString();
     }
   }
+}
+
+Status LogClient::EnsureInsync(const std::shared_ptr<Log>& log) {
+  const MonoTime deadline = MonoNow() + options_.timeout;
+  while (true) {
+    MaybeRereplicate(log);
+    int live = 0;
+    {
+      std::lock_guard lock(log->mu);
+      if (!log->dead.ok()) return log->dead;
+      for (auto& r : log->replicas) live += r->failed ? 0 : 1;
+    }
+    const int target = InsyncTarget();
+    if (live >= target) return Status::OK();
+    if (live == 0) return Status::Unavailable("every replica of the log failed");
+    if (MonoNow() >= deadline) {
+      return Status::Unavailable(
+          std::to_string(live) + " of " + std::to_string(replicas_.load()) +
+          " replicas live and no other LogC took a copy within the timeout; " +
+          std::to_string(target) + " must hold a write before it is acknowledged "
+          "(--log_min_insync_replicas)");
+    }
+    std::this_thread::sleep_for(options_.retry_interval);
+  }
+}
+
+void LogClient::NoteIncarnation(const std::string& logc_id, uint64_t incarnation) {
+  if (incarnation == 0) return;  // a LogC that does not say
+  std::vector<std::shared_ptr<Log>> logs;
+  {
+    std::lock_guard lock(mu_);
+    auto it = logcs_.find(logc_id);
+    if (it == logcs_.end() || it->second.incarnation == incarnation) return;
+    LOG_IF(WARNING, it->second.incarnation != 0)
+        << "LogC " << logc_id << " restarted: its earlier log copies and in-sync marks no "
+        << "longer count";
+    it->second.incarnation = incarnation;
+    it->second.in_sync.clear();
+    for (auto& [key, log] : logs_) logs.push_back(log);
+  }
+  for (auto& log : logs) {
+    std::lock_guard lock(log->mu);
+    bool changed = false;
+    for (auto& rep : log->replicas) {
+      if (rep->logc_id == logc_id && rep->incarnation != 0 && rep->incarnation != incarnation &&
+          !rep->failed) {
+        rep->failed = true;
+        rep->why = Status::NetworkError("LogC " + logc_id + " restarted (copy lost)");
+        changed = true;
+      }
+    }
+    if (changed) log->cv.notify_all();
+  }
+  repair_cv_.notify_all();
+}
+
+bool LogClient::RangeFullyReplicated(uint32_t range) {
+  std::vector<std::shared_ptr<Log>> logs;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = logs_.lower_bound({range, 0}); it != logs_.end() && it->first.first == range;
+         ++it) {
+      logs.push_back(it->second);
+    }
+  }
+  const int r = replicas_.load();
+  for (auto& log : logs) {
+    std::lock_guard lock(log->mu);
+    if (log->durable_end == 0 && !log->recovered) continue;  // nothing acknowledged
+    int live = 0;
+    for (auto& rep : log->replicas) live += rep->failed ? 0 : 1;
+    if (live < r) return false;
+  }
+  return true;
+}
+
+bool LogClient::RangeMarkedAt(uint32_t range, const std::vector<std::string>& logcs) {
+  std::lock_guard lock(mu_);
+  for (const std::string& id : logcs) {
+    auto it = logcs_.find(id);
+    if (it == logcs_.end() || it->second.in_sync.count(range) == 0) return false;
+  }
+  return true;
+}
+
+void LogClient::MarkRange(uint32_t range, const std::vector<std::string>& only) {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard lock(mu_);
+    const MonoTime now = MonoNow();
+    for (auto& [id, st] : logcs_) {
+      if (st.address.empty() || st.in_sync.count(range) != 0) continue;
+      if (!only.empty() && std::find(only.begin(), only.end(), id) == only.end()) continue;
+      if (st.failed_until > now) continue;
+      ids.push_back(id);
+    }
+  }
+  for (const std::string& id : ids) {
+    auto peer = PeerFor(id);
+    if (!peer.ok()) {
+      MarkFailed(id);
+      continue;
+    }
+    // Its incarnation first (a restart since this client last saw it drops the replicas it
+    // held), then whether the range is fully replicated: in that order, a mark never
+    // covers copies a restart lost.
+    auto reply = endpoint_->CallSync(peer.value(), kListLogs, Encode(ListLogsRequest{range}),
+                                     options_.timeout);
+    ListLogsResponse list;
+    Status s = reply.ok() ? Decode(reply.value(), &list) : reply.status();
+    if (!s.ok() || list.incarnation == 0) continue;  // down, or a LogC without marks
+    NoteIncarnation(id, list.incarnation);
+    if (!list.in_sync) {
+      if (!RangeFullyReplicated(range)) return;
+      MarkInSyncRequest req{range, list.incarnation, Persists(mode_.load())};
+      auto marked = endpoint_->CallSync(peer.value(), kMarkInSync, Encode(req), options_.timeout);
+      if (!marked.ok()) {
+        LOG_EVERY_N(WARNING, 20) << "marking range " << range << " in sync at LogC " << id
+                                 << ": " << marked.status().ToString();
+        continue;
+      }
+    }
+    std::lock_guard lock(mu_);
+    auto it = logcs_.find(id);
+    if (it != logcs_.end() && it->second.incarnation == list.incarnation) {
+      it->second.in_sync.insert(range);
+    }
+  }
+}
+
+void LogClient::RepairLoop() {
+  std::unique_lock lock(repair_mu_);
+  while (!stopping_) {
+    repair_cv_.wait_for(lock, options_.repair_interval);
+    if (stopping_) break;
+    lock.unlock();
+    RepairPass();
+    lock.lock();
+  }
+}
+
+void LogClient::RepairPass() {
+  if (mode_.load() == LogMode::kNone) return;
+  std::vector<std::shared_ptr<Log>> logs;
+  std::set<uint32_t> ranges;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [key, log] : logs_) logs.push_back(log);
+    ranges = ranges_;
+  }
+  const int r = replicas_.load();
+  uint64_t under = 0;
+  for (auto& log : logs) {
+    {
+      std::lock_guard lock(log->mu);
+      if (log->capacity.empty() || (log->durable_end == 0 && !log->recovered)) continue;
+      int live = 0;
+      for (auto& rep : log->replicas) live += rep->failed ? 0 : 1;
+      if (live >= r) continue;
+      if (log->turn) {  // its appender re-replicates it
+        ++under;
+        continue;
+      }
+      log->turn = true;
+    }
+    MaybeRereplicate(log);
+    std::lock_guard lock(log->mu);
+    log->turn = false;
+    int live = 0;
+    for (auto& rep : log->replicas) live += rep->failed ? 0 : 1;
+    if (live < r) ++under;
+    log->cv.notify_all();
+  }
+  underreplicated_ = under;
+  for (uint32_t range : ranges) MarkRange(range);
+  uint64_t unsynced = 0;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, st] : logcs_) {
+      if (st.address.empty()) continue;
+      for (uint32_t range : ranges) {
+        if (st.in_sync.count(range) == 0) {
+          ++unsynced;
+          break;
+        }
+      }
+    }
+  }
+  unsynced_logcs_ = unsynced;
 }
 
 Status LogClient::WaitOp(const std::shared_ptr<Staging>& staging,
@@ -870,17 +1144,24 @@ void LogClient::Delete(uint32_t range, std::vector<uint64_t> memtables) {
 
 // ---- Recovery ---------------------------------------------------------------------
 
-Status LogClient::ReadSegment(const SegmentToRead& seg, std::string* out) {
+Status LogClient::ReadSegment(const SegmentToRead& seg, std::string* out,
+                              std::vector<size_t>* holders, uint64_t* length) {
+  holders->clear();
+  *length = 0;
+  const bool memory = mode_.load() == LogMode::kMemory;
   Status last = Status::Unavailable("no replica");
-  for (const auto& src : seg.sources) {
-    out->clear();
+  std::string candidate;
+  int64_t best = -1;  // memory: index of the last non-zero byte of the best copy read
+  for (size_t k = 0; k < seg.sources.size(); ++k) {
+    const auto& src = seg.sources[k];
+    candidate.clear();
     const LogFileInfo& f = src.info;
     if (mode_.load() == LogMode::kDisk && f.persisted) {
       // From the LogC's disk, page by page.
       ReadLogRequest req{seg.range, seg.memtable, seg.segment, 0, f.persisted_length};
       last = Status::OK();
       while (true) {
-        req.offset = out->size();
+        req.offset = candidate.size();
         req.length = UINT64_MAX;
         auto reply = endpoint_->CallSync(src.peer, kReadLog, Encode(req), options_.timeout);
         if (!reply.ok()) {
@@ -890,30 +1171,107 @@ Status LogClient::ReadSegment(const SegmentToRead& seg, std::string* out) {
         ReadLogResponse resp;
         last = Decode(reply.value(), &resp);
         if (!last.ok()) break;
-        out->append(resp.data);
-        if (resp.data.empty() || out->size() >= resp.persisted_length) break;
+        candidate.append(resp.data);
+        if (resp.data.empty() || candidate.size() >= resp.persisted_length) break;
       }
     } else {
       // One one-sided READ: what the LogC received of a persisted file, a memory file whole.
       const uint64_t n = f.persisted ? f.length : f.capacity;
-      if (n == 0) return Status::OK();
       Status error;
-      auto st = NewStaging(n, &error);
-      if (st == nullptr) return error;
-      last = WaitOp(st, [&](transport::Completion done) {
+      auto st = n == 0 ? nullptr : NewStaging(n, &error);
+      if (n != 0 && st == nullptr) return error;
+      last = n == 0 ? Status::OK() : WaitOp(st, [&](transport::Completion done) {
         return endpoint_->transport()->Read(src.peer, f.addr, n, st->mr, 0, std::move(done));
       });
-      if (last.ok()) out->assign(st->mem.get(), n);
+      if (last.ok() && n != 0) candidate.assign(st->mem.get(), n);
     }
-    if (last.ok()) return last;
-    LOG(WARNING) << "reading " << LogName(seg.range, seg.memtable) << " segment " << seg.segment
-                 << " from LogC " << src.logc_id << ": " << last.ToString();
+    if (!last.ok()) {
+      LOG(WARNING) << "reading " << LogName(seg.range, seg.memtable) << " segment "
+                   << seg.segment << " from LogC " << src.logc_id << ": " << last.ToString();
+      continue;
+    }
+    if (!memory) {
+      // Sources are sorted by length: the first read is the longest; the others that hold
+      // as much hold the same bytes (every copy is a prefix of one stream).
+      out->swap(candidate);
+      const uint64_t have = f.persisted && mode_.load() != LogMode::kDisk ? f.length
+                                                                           : f.persisted_length;
+      *length = out->size();
+      for (size_t j = 0; j < seg.sources.size(); ++j) {
+        const LogFileInfo& g = seg.sources[j].info;
+        const uint64_t other =
+            g.persisted && mode_.load() != LogMode::kDisk ? g.length : g.persisted_length;
+        if (j == k || other >= have) holders->push_back(j);
+      }
+      return Status::OK();
+    }
+    // A memory file does not know its length, and a copy that was dropped, or being
+    // re-replicated, holds only a prefix: every copy is read and the one reaching furthest
+    // wins (ties hold the same bytes: a longer copy adds a record header, never only zeros).
+    int64_t last_nonzero = static_cast<int64_t>(candidate.size()) - 1;
+    while (last_nonzero >= 0 && candidate[static_cast<size_t>(last_nonzero)] == 0) --last_nonzero;
+    if (last_nonzero > best) {
+      best = last_nonzero;
+      out->swap(candidate);
+      holders->clear();
+    }
+    if (last_nonzero == best) holders->push_back(k);
   }
-  return last;
+  if (holders->empty()) return last;
+  *length = static_cast<uint64_t>(best + 1);
+  return Status::OK();
 }
 
-Status LogClient::ReadAll(uint32_t range, int threads, std::vector<RecoveredLog>* logs,
-                          std::vector<uint64_t>* missing) {
+void LogClient::AdoptRecovered(const SegmentToRead* const* segments, size_t n,
+                               const std::vector<std::string>& holders,
+                               const std::vector<uint64_t>& lengths) {
+  if (n == 0) return;
+  auto log = std::make_shared<Log>();
+  log->range = segments[0]->range;
+  log->memtable = segments[0]->memtable;
+  log->recovered = true;
+  for (size_t k = 0; k < n; ++k) {
+    const auto& src = segments[k]->sources.front();
+    log->capacity.push_back(src.info.capacity);
+  }
+  log->written = lengths.back();
+  for (const std::string& id : holders) {
+    auto rep = std::make_shared<Replica>();
+    rep->logc_id = id;
+    for (size_t k = 0; k < n; ++k) {
+      for (const auto& src : segments[k]->sources) {
+        if (src.logc_id != id) continue;
+        rep->peer = src.peer;
+        rep->incarnation = src.incarnation;
+        Replica::Segment seg;
+        seg.handle = src.info.handle;
+        seg.addr = src.info.addr;
+        seg.persisted = src.info.persisted_length;
+        rep->segments.push_back(seg);
+      }
+    }
+    if (rep->segments.size() == n) log->replicas.push_back(rep);
+  }
+  std::lock_guard lock(mu_);
+  auto& slot = logs_[{log->range, log->memtable}];
+  if (slot != nullptr) {
+    // A log this client writes (an engine reopened in the same process) stays as it is.
+    std::lock_guard log_lock(slot->mu);  // order: mu_, then a log's mu
+    if (!slot->recovered) return;
+    for (auto& rep : slot->replicas) {
+      auto it = logcs_.find(rep->logc_id);
+      if (it != logcs_.end()) --it->second.open_logs;
+    }
+  }
+  for (auto& rep : log->replicas) {
+    auto it = logcs_.find(rep->logc_id);
+    if (it != logcs_.end()) ++it->second.open_logs;
+  }
+  slot = log;
+}
+
+Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
+                          std::vector<RecoveredLog>* logs, std::vector<uint64_t>* missing) {
   logs->clear();
   missing->clear();
   if (mode_.load() == LogMode::kNone) {
@@ -923,16 +1281,20 @@ Status LogClient::ReadAll(uint32_t range, int threads, std::vector<RecoveredLog>
   std::set<uint64_t> expected;  // memtables this client wrote
   {
     std::lock_guard lock(mu_);
-    for (auto& [id, s] : logcs_) ids.push_back(id);
+    ranges_.insert(range);
+    for (auto& [id, s] : logcs_) {
+      if (!s.address.empty()) ids.push_back(id);
+    }
     for (auto& [key, log] : logs_) {
       if (key.first != range) continue;
       std::lock_guard log_lock(log->mu);  // order: mu_, then a log's mu
-      if (log->durable_end > 0) expected.insert(key.second);
+      if (log->durable_end > 0 && !log->recovered) expected.insert(key.second);
     }
   }
   // memtable -> segment -> sources
   std::map<uint64_t, std::map<uint32_t, SegmentToRead>> found;
   std::vector<std::string> unlisted;  // LogCs whose logs we could not list
+  std::vector<std::string> unsynced;  // listed, but not in sync for the range
   for (const std::string& id : ids) {
     auto peer = PeerFor(id);
     Status s = peer.status();
@@ -948,41 +1310,80 @@ Status LogClient::ReadAll(uint32_t range, int threads, std::vector<RecoveredLog>
       unlisted.push_back(id + " (" + s.ToString() + ")");
       continue;
     }
+    NoteIncarnation(id, list.incarnation);
+    if (list.in_sync) {
+      std::lock_guard lock(mu_);
+      auto it = logcs_.find(id);
+      if (it != logcs_.end() && it->second.incarnation == list.incarnation) {
+        it->second.in_sync.insert(range);
+      }
+    } else {
+      unsynced.push_back(id);
+    }
     for (const LogFileInfo& f : list.files) {
       SegmentToRead& seg = found[f.memtable][f.segment];
       seg.range = range;
       seg.memtable = f.memtable;
       seg.segment = f.segment;
-      seg.sources.push_back(SegmentToRead::Source{id, peer.value(), f});
+      seg.sources.push_back(SegmentToRead::Source{id, peer.value(), f, list.incarnation});
     }
   }
-  // A log lives on `replicas` LogCs: if that many could not be listed, some log may be on
-  // none of the others, and recovering without it would lose acknowledged writes (and a
-  // later MANIFEST edit would mark it obsolete for good). The caller retries.
-  if (!unlisted.empty() && static_cast<int>(unlisted.size()) >= replicas_.load()) {
+  // Every acknowledged write was on min_insync_replicas LogCs when it was acknowledged. A
+  // LogC that cannot be listed, or that is not in sync for the range (it restarted and lost
+  // its memory copies, or a new disk; it was never marked), may be the only one left of
+  // those: with that many such LogCs, a log may be on none of the others, and recovering
+  // without it would lose acknowledged writes. The caller retries (the range waits).
+  const bool forced = std::find(options_.force_recovery_ranges.begin(),
+                                options_.force_recovery_ranges.end(),
+                                range) != options_.force_recovery_ranges.end();
+  const size_t suspects = unlisted.size() + unsynced.size();
+  if (!new_range && static_cast<int>(suspects) >= InsyncTarget()) {
     std::string who;
     for (const auto& u : unlisted) who += (who.empty() ? "" : ", ") + u;
-    return Status::Unavailable("cannot list the logs of range " + std::to_string(range) + " at " +
-                               std::to_string(unlisted.size()) + " LogC(s) (" + who + "), and " +
-                               "each log has " + std::to_string(replicas_.load()) +
-                               " replica(s): one may hold a log no other has");
+    for (const auto& u : unsynced) {
+      who += (who.empty() ? "" : ", ") + u + " (not in sync: restarted without its copies, or new)";
+    }
+    const std::string why =
+        "range " + std::to_string(range) + ": " + std::to_string(suspects) +
+        " LogC(s) cannot vouch for their logs (" + who + "), and a write is acknowledged on " +
+        std::to_string(InsyncTarget()) + " of them: a log with acknowledged writes may be on " +
+        "those only";
+    if (!forced) {
+      recovery_refusals_->Increment();
+      {
+        std::lock_guard lock(mu_);
+        blocked_ranges_.insert(range);
+      }
+      LOG_EVERY_N(WARNING, 10) << "recovery waits: " << why;
+      return Status::Unavailable(why + "; waiting for them");
+    }
+    LOG(ERROR) << "recovery forced by --log_force_recovery_ranges although " << why
+               << ": writes acknowledged only in logs there are lost";
+  }
+  {
+    std::lock_guard lock(mu_);
+    blocked_ranges_.erase(range);
   }
   // Best source first: the one that received (or persisted) the most.
   std::vector<SegmentToRead*> work;
   for (auto& [memtable, segments] : found) {
     for (auto& [number, seg] : segments) {
-      std::stable_sort(seg.sources.begin(), seg.sources.end(), [](const auto& a, const auto& b) {
-        return a.info.length > b.info.length;
+      const bool disk = mode_.load() == LogMode::kDisk;
+      std::stable_sort(seg.sources.begin(), seg.sources.end(), [&](const auto& a, const auto& b) {
+        return disk ? a.info.persisted_length > b.info.persisted_length
+                    : a.info.length > b.info.length;
       });
       work.push_back(&seg);
     }
   }
   std::vector<std::string> bytes(work.size());
   std::vector<Status> status(work.size());
+  std::vector<std::vector<size_t>> holders(work.size());
+  std::vector<uint64_t> lengths(work.size());
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i = next++; i < work.size(); i = next++)
-      status[i] = ReadSegment(*work[i], &bytes[i]);
+      status[i] = ReadSegment(*work[i], &bytes[i], &holders[i], &lengths[i]);
   };
   std::vector<std::thread> pool;
   const size_t n_threads = std::min<size_t>(std::max(1, threads), work.size());
@@ -990,29 +1391,48 @@ Status LogClient::ReadAll(uint32_t range, int threads, std::vector<RecoveredLog>
   for (auto& t : pool) t.join();
 
   size_t i = 0;
+  std::vector<uint64_t> lost;
   for (auto& [memtable, segments] : found) {
     RecoveredLog log;
     log.memtable = memtable;
     bool complete = true;
     uint32_t expect_segment = 0;
-    std::set<std::string> holders;
+    const size_t first = i;
+    std::map<std::string, size_t> held;  // LogC -> segments it holds all of
     for (auto& [number, seg] : segments) {
       if (number != expect_segment++) complete = false;  // a segment no replica lists
       if (!status[i].ok()) complete = false;
       log.bytes += bytes[i];
-      for (auto& src : seg.sources) holders.insert(src.logc_id);
+      for (size_t h : holders[i]) ++held[seg.sources[h].logc_id];
       ++i;
     }
     expected.erase(memtable);
     if (!complete) {
-      missing->push_back(memtable);
+      (forced ? lost : *missing).push_back(memtable);
       continue;
     }
-    log.replicas.assign(holders.begin(), holders.end());
+    for (auto& [id, count] : held) {
+      if (count == segments.size()) log.replicas.push_back(id);
+    }
+    std::vector<uint64_t> segment_lengths(lengths.begin() + static_cast<ptrdiff_t>(first),
+                                          lengths.begin() + static_cast<ptrdiff_t>(i));
+    AdoptRecovered(work.data() + first, segments.size(), log.replicas, segment_lengths);
     logs->push_back(std::move(log));
   }
-  for (uint64_t m : expected) missing->push_back(m);
+  for (uint64_t m : expected) (forced ? lost : *missing).push_back(m);
   std::sort(missing->begin(), missing->end());
+  if (!lost.empty()) {
+    std::string list;
+    for (uint64_t m : lost) list += (list.empty() ? "" : ",") + std::to_string(m);
+    LOG(ERROR) << "range " << range << ": forced recovery goes on without the logs of "
+               << lost.size() << " memtable(s) (" << list << "): the writes acknowledged in "
+               << "them since the range's last flush are lost";
+  }
+  if (forced && !unlisted.empty()) {
+    LOG(ERROR) << "range " << range << ": forced recovery goes on without " << unlisted.size()
+               << " LogC(s): logs only there are lost";
+  }
+  repair_cv_.notify_all();  // re-replicate what was read at fewer than R replicas
   return Status::OK();
 }
 

@@ -7,12 +7,19 @@
 //    LogC reports them fdatasync'd (kLogPersisted);
 //  - concurrent appends to one log are group-committed: while one WRITE per replica is in
 //    flight new appends queue, and the next turn writes all of them at once;
-//  - a replica that fails (error, timeout, peer down) is dropped from the log and the append
-//    completes on the survivors; then the log is re-replicated to a spare LogC (its contents
-//    READ from a survivor and WRITTEN to the spare) within the log's group-commit turn.
+//  - a replica that fails (error, timeout, peer down) is dropped from the log; the log is
+//    re-replicated to another LogC (its contents READ from a survivor and WRITTEN there)
+//    within the log's group-commit turn, and an append is acknowledged only once at least
+//    min_insync_replicas replicas hold it (else it waits, then fails with Unavailable);
+//  - a background repairer re-replicates every log with fewer than R replicas (idle logs,
+//    logs of failed appends and logs read back by recovery included) as soon as a LogC is
+//    reachable, and then marks the range in sync at the LogCs (kMarkInSync), which is what
+//    lets a later recovery trust a LogC's listing (docs/durability.md "Recovery");
+//  - a LogC that restarted is recognized by its incarnation: replicas it held in an
+//    earlier incarnation are dropped, never written under stale offsets.
 //
 // Thread safety: all public methods are thread-safe. Lock order: connect_mu_, mu_, a log's mu,
-// then acks_mu_ (a log's mu is never held while taking mu_).
+// then acks_mu_ (a log's mu is never held while taking mu_); repair_mu_ alone.
 #pragma once
 
 #include <atomic>
@@ -24,8 +31,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -41,13 +50,27 @@ namespace nova::logc {
 
 struct LogClientOptions {
   LogMode mode = LogMode::kMemory;
-  int replicas = 2;                      // --log_replicas
+  int replicas = 2;                      // --log_replicas (R)
+  // --log_min_insync_replicas: an append is acknowledged only once this many replicas hold
+  // it (Kafka's min.insync.replicas); 0 means `replicas`. With fewer live replicas an
+  // append waits for LogCs to come back (or re-replicates to a spare) for up to `timeout`
+  // and then fails with Unavailable. Recovery trusts a listing only as far as this many
+  // copies were promised (docs/durability.md).
+  int min_insync_replicas = 0;
   uint64_t segment_bytes = 16ull << 20;  // capacity of a segment (~ memtable size + slack)
   // Per WRITE, persist acknowledgment, READ and control request: a replica that misses it
-  // is failed.
+  // is failed. Also how long an append waits for enough replicas.
   std::chrono::milliseconds timeout{5000};
-  // A LogC that failed is not chosen for new logs or re-replication for this long.
-  std::chrono::milliseconds failed_cooldown{10000};
+  // A LogC that failed is tried again (for new logs and re-replication) after this long,
+  // so a LogC that comes back is used at once.
+  std::chrono::milliseconds retry_interval{100};
+  // How often the background repairer re-replicates logs with fewer than R replicas (idle
+  // and recovered logs included) and marks LogCs in sync.
+  std::chrono::milliseconds repair_interval{100};
+  // Ranges whose recovery goes on even when a log that may hold acknowledged writes cannot
+  // be read (an operator's decision after every replica of a log was lost for good: what
+  // may be lost is logged). --log_force_recovery_ranges.
+  std::vector<uint32_t> force_recovery_ranges;
 };
 
 class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
@@ -67,7 +90,8 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   // log_mode and log_replicas settings from its first configuration, after its transport
   // started. IllegalState once any log was opened (logs keep the mode they started with).
   // REQUIRES: no Append or ReadAll runs concurrently.
-  Status Configure(LogMode mode, int replicas);
+  // `min_insync` 0 means `replicas`. InvalidArgument if min_insync > replicas.
+  Status Configure(LogMode mode, int replicas, int min_insync = 0);
   LogMode mode() const { return mode_.load(); }
 
   // The LogCs to choose replicas from: id -> exchange-transport address. Replaces the set
@@ -76,11 +100,13 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
 
   // Appends `bytes` to the log of (range, memtable), opening it (at `replicas` LogCs with the
   // fewest open logs of this client, ties by id, skipping failed ones) on first use. Blocks
-  // until the mode's guarantee holds at every live replica: memory = the WRITE completed
-  // there; disk, memory+disk = the LogC reported the bytes fdatasync'd. Returns OK then;
-  // InvalidArgument in mode none; Unavailable/NetworkError/TimedOut when no replica of the
-  // log is left (the log is then dead: every later Append to it fails too); Aborted if the
-  // log was deleted while the append waited.
+  // until the mode's guarantee holds at every live replica, and at least
+  // min_insync_replicas of them: memory = the WRITE completed there; disk, memory+disk =
+  // the LogC reported the bytes fdatasync'd. Returns OK then; InvalidArgument in mode
+  // none; Unavailable when fewer than min_insync_replicas replicas could be kept for
+  // `timeout` (or none is left); Aborted if the log was deleted while the append waited.
+  // After a failure the log is dead for appends (every later Append fails at once) but is
+  // still re-replicated in the background: it may hold acknowledged bytes.
   Status Append(uint32_t range, uint64_t memtable, std::string_view bytes);
 
   // Deletes the logs of these memtables at every LogC this client knows (their replicas
@@ -97,13 +123,24 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
     std::string bytes;
     std::vector<std::string> replicas;
   };
-  // Reads every log of `range` found at the LogCs of SetLogcs, each segment from one replica
-  // (another on failure): one-sided READs, or kReadLog pages in mode disk. Up to `threads`
-  // segments are read in parallel. *logs gets the logs read completely, by memtable id;
-  // *missing the memtables of which a segment could be read from no replica (or that this
-  // client wrote but no reachable LogC lists). Returns OK, or InvalidArgument in mode none.
-  Status ReadAll(uint32_t range, int threads, std::vector<RecoveredLog>* logs,
+  // Reads every log of `range` found at the LogCs of SetLogcs, each segment from the replica
+  // holding the most of it (in memory mode every replica is read: a memory file does not
+  // know its length). Up to `threads` segments are read in parallel. *logs gets the logs
+  // read completely, by memtable id; *missing the memtables of which a segment could be
+  // read from no replica (or that this client wrote but no reachable LogC lists). The logs
+  // read are kept by this client (re-replicated in the background until deleted).
+  // Returns OK; InvalidArgument in mode none; Unavailable (with why, also logged and
+  // counted on /metrics) when min_insync_replicas or more LogCs are unreachable or not in
+  // sync for the range, so a log with acknowledged writes may be on none of those listed.
+  // `new_range`: the range has never been opened (its MANIFEST was just created), so there
+  // is nothing to miss. Ranges in force_recovery_ranges are never refused; what they may
+  // lose is logged.
+  Status ReadAll(uint32_t range, int threads, bool new_range, std::vector<RecoveredLog>* logs,
                  std::vector<uint64_t>* missing);
+  Status ReadAll(uint32_t range, int threads, std::vector<RecoveredLog>* logs,
+                 std::vector<uint64_t>* missing) {
+    return ReadAll(range, threads, /*new_range=*/false, logs, missing);
+  }
 
   struct Stats {
     uint64_t appends = 0;           // Append calls that wrote bytes
@@ -111,6 +148,9 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
     uint64_t bytes = 0;             // bytes appended
     uint64_t replica_failures = 0;  // replicas dropped from logs
     uint64_t rereplications = 0;    // replicas added to logs by copying
+    uint64_t underreplicated = 0;   // logs holding data with fewer than R live replicas
+    uint64_t unsynced_logcs = 0;    // LogCs not yet marked in sync for every range known
+    uint64_t recovery_refusals = 0; // ReadAll calls refused (a log might be missed)
   };
   Stats GetStats() const;
 
@@ -129,6 +169,8 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
     transport::PeerId peer = transport::kInvalidPeer;
     MonoTime failed_until{};
     int open_logs = 0;  // logs of this client with a replica here
+    uint64_t incarnation = 0;  // the LogC process last seen (0: none yet)
+    std::set<uint32_t> in_sync;  // ranges marked in sync in that incarnation
   };
   struct AckRoute {
     std::weak_ptr<Log> log;
@@ -156,6 +198,23 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   void DropAckRoutes(const Replica& rep);
   void MaybeRereplicate(const std::shared_ptr<Log>& log);
   Status CopyTo(const std::shared_ptr<Log>& log, const std::string& logc_id);
+  // Re-replicates until the log has min_insync_replicas live replicas, waiting for LogCs
+  // to come back up to `timeout`. REQUIRES: the caller holds the log's turn.
+  Status EnsureInsync(const std::shared_ptr<Log>& log);
+  // A LogC answered with incarnation `incarnation`: if it is new, the replicas this client
+  // has there in an older incarnation are failed (a restart lost them) and its marks are
+  // forgotten. REQUIRES: no log mu held.
+  void NoteIncarnation(const std::string& logc_id, uint64_t incarnation);
+  // True when every log of `range` holding data has R live replicas.
+  bool RangeFullyReplicated(uint32_t range);
+  // Marks `range` in sync at every LogC of the set not yet marked, when the range is fully
+  // replicated. `only` (if not empty): just these LogCs.
+  void MarkRange(uint32_t range, const std::vector<std::string>& only = {});
+  bool RangeMarkedAt(uint32_t range, const std::vector<std::string>& logcs);
+  void RepairLoop();
+  // One pass: re-replicates under-replicated logs (those whose turn is free), marks ranges.
+  void RepairPass();
+  int InsyncTarget() const;
 
   Result<transport::PeerId> PeerFor(const std::string& logc_id);
   void MarkFailed(const std::string& logc_id);
@@ -168,12 +227,22 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   // Posts a one-sided op and waits up to the timeout for its completion.
   Status WaitOp(const std::shared_ptr<Staging>& staging,
                 const std::function<Status(transport::Completion)>& post);
-  Status ReadSegment(const SegmentToRead& seg, std::string* out);
+  // Reads one segment into *out from the source holding the most of it (every source in
+  // memory mode); *holders gets the indexes (in seg.sources) of the sources holding all of
+  // what was read, *length how much of *out is log bytes (memory files: up to the last
+  // non-zero byte).
+  Status ReadSegment(const SegmentToRead& seg, std::string* out, std::vector<size_t>* holders,
+                     uint64_t* length);
+  // Keeps a log read by ReadAll (held by `holders`), for re-replication.
+  void AdoptRecovered(const SegmentToRead* const* segments, size_t n,
+                      const std::vector<std::string>& holders,
+                      const std::vector<uint64_t>& lengths);
 
   const LogClientOptions options_;
   // options_.mode and options_.replicas, until Configure changes them.
   std::atomic<LogMode> mode_;
   std::atomic<int> replicas_;
+  std::atomic<int> min_insync_;
   rpc::RpcEndpoint* const endpoint_;  // must outlive this
 
   std::mutex connect_mu_;  // held while connecting; taken before mu_
@@ -181,6 +250,8 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   // Protected by mu_:
   std::map<std::string, LogcState> logcs_;
   std::map<std::pair<uint32_t, uint64_t>, std::shared_ptr<Log>> logs_;
+  std::set<uint32_t> ranges_;          // ranges this client logged or recovered
+  std::set<uint32_t> blocked_ranges_;  // ranges whose last ReadAll was refused
 
   std::mutex acks_mu_;
   // Protected by acks_mu_: where kLogPersisted of (LogC peer, handle) goes.
@@ -194,7 +265,16 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   Counter* replica_failures_;
   Counter* rereplications_;
   Counter* errors_;
+  Counter* recovery_refusals_;
   Histogram* append_latency_us_;
+  std::atomic<uint64_t> underreplicated_{0};  // as of the last repair pass
+  std::atomic<uint64_t> unsynced_logcs_{0};
+
+  // The repairer thread (RepairLoop).
+  std::mutex repair_mu_;
+  std::condition_variable repair_cv_;
+  bool stopping_ = false;  // protected by repair_mu_
+  std::thread repairer_;
 
   ThreadPool delete_pool_;  // background deletes; last member: drained first
 };

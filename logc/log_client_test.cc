@@ -8,9 +8,11 @@
 
 #include <atomic>
 #include <cstring>
+#include <future>
 #include <random>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/coding.h"
 #include "logc/logc_server.h"
 #include "tests/util/test_util.h"
@@ -66,12 +68,13 @@ class LogClientTest : public ::testing::Test {
     std::unique_ptr<MetricsRegistry> metrics = std::make_unique<MetricsRegistry>();
     std::unique_ptr<LogcServer> server;
     std::string address;
+    LogcOptions options;
   };
 
   void StartServers(int n) {
     for (int i = 0; i < n; ++i) {
       auto s = std::make_unique<Server>();
-      LogcOptions o;
+      LogcOptions& o = s->options;
       o.logc_id = std::to_string(i);
       o.dir = test::TestTempDir("log_client_test-" + std::to_string(i));
       o.persist = true;
@@ -83,6 +86,22 @@ class LogClientTest : public ::testing::Test {
       s->address = s->server->address();
       servers_.push_back(std::move(s));
     }
+  }
+  // Stops LogC i (if it runs) and starts it again at the same address: a new process
+  // (memory copies gone), with its persisted files unless `wipe` (a new disk).
+  void RestartServer(size_t i, bool wipe) {
+    Server& s = *servers_[i];
+    if (s.server) s.server->Shutdown();
+    s.server.reset();
+    s.metrics = std::make_unique<MetricsRegistry>();
+    if (wipe) s.options.dir = test::TestTempDir("log_client_test-wiped-" + std::to_string(i));
+    s.options.transport.listen_port =
+        static_cast<uint16_t>(std::stoi(s.address.substr(s.address.rfind(':') + 1)));
+    s.server = std::make_unique<LogcServer>(s.options, s.metrics.get());
+    Status init = s.server->Init();
+    ASSERT_TRUE(init.ok()) << init.ToString();
+    ASSERT_TRUE(s.server->Start().ok());
+    ASSERT_EQ(s.server->address(), s.address);
   }
   // The client's transport, endpoint and LogClient (constructed before the transport starts).
   void StartClient(LogClientOptions options) {
@@ -217,8 +236,10 @@ TEST_F(LogClientTest, ConcurrentAppendsAreGroupCommittedAndReadBackInOrder) {
     files += s->server->GetStats().files;
   }
   EXPECT_EQ(files, 6u);
-  // Another range has nothing.
-  EXPECT_TRUE(ReadAll(2, &missing).empty());
+  // Another range (new: never opened) has nothing.
+  std::vector<LogClient::RecoveredLog> none;
+  ASSERT_TRUE(client_->ReadAll(2, 4, /*new_range=*/true, &none, &missing).ok());
+  EXPECT_TRUE(none.empty());
 }
 
 TEST_F(LogClientTest, SegmentsRollOverAndConcatenate) {
@@ -294,9 +315,13 @@ TEST_F(LogClientTest, ModeNoneIsRefused) {
 class LogClientFailoverTest : public LogClientTest,
                               public ::testing::WithParamInterface<LogMode> {};
 
-TEST_P(LogClientFailoverTest, LosingOneOfTwoReplicasFailsNoAppend) {
+// With --log_min_insync_replicas=1 an operator trades durability for availability: losing
+// one of two replicas fails no append (the survivor holds each write alone).
+TEST_P(LogClientFailoverTest, LosingOneOfTwoReplicasFailsNoAppendWithMinInsyncOne) {
   StartServers(2);
-  StartClient(Options(GetParam()));
+  LogClientOptions o = Options(GetParam());
+  o.min_insync_replicas = 1;
+  StartClient(o);
   Workload w;
   w.seed = test::TestSeed("LosingOneReplica");
   w.writers = 4;
@@ -310,16 +335,29 @@ TEST_P(LogClientFailoverTest, LosingOneOfTwoReplicasFailsNoAppend) {
   w.Join();
   ASSERT_EQ(w.failures.load(), 0);
   EXPECT_GE(client_->GetStats().replica_failures, 2u);  // both logs lost a replica
+  // The price: a write may now be on one LogC only, so recovery cannot go on while any
+  // LogC is missing...
+  std::vector<LogClient::RecoveredLog> refused;
   std::vector<uint64_t> missing;
+  EXPECT_TRUE(client_->ReadAll(1, 4, &refused, &missing).IsUnavailable());
+  // ...until it is back and the logs are copied to it again.
+  RestartServer(1, /*wipe=*/false);
+  ASSERT_TRUE(test::WaitFor([&] {
+    auto st = client_->GetStats();
+    return st.underreplicated == 0 && st.unsynced_logcs == 0;
+  }));
   auto logs = ReadAll(1, &missing);
   EXPECT_TRUE(missing.empty());
   ASSERT_EQ(logs.size(), 2u);
+  for (auto& l : logs) EXPECT_EQ(l.replicas.size(), 2u);
   w.Verify(logs);
 }
 
 TEST_P(LogClientFailoverTest, ReReplicationRestoresTheReplicaCount) {
   StartServers(3);
-  StartClient(Options(GetParam()));
+  LogClientOptions o = Options(GetParam());
+  o.min_insync_replicas = 1;  // so appends go on once only the copy is left
+  StartClient(o);
   Workload w;
   w.seed = test::TestSeed("ReReplication");
   w.writers = 4;
@@ -336,6 +374,11 @@ TEST_P(LogClientFailoverTest, ReReplicationRestoresTheReplicaCount) {
   ASSERT_TRUE(test::WaitFor([&] { return client_->GetStats().rereplications > 0; }));
   const uint64_t at_copy = client_->GetStats().appends;
   ASSERT_TRUE(test::WaitFor([&] { return client_->GetStats().appends >= at_copy + 300; }));
+  // The range is fully replicated again: the copy's LogC is marked in sync.
+  ASSERT_TRUE(test::WaitFor([&] {
+    auto st = client_->GetStats();
+    return st.underreplicated == 0 && st.unsynced_logcs <= 1;  // the dead LogC
+  }));
   // Now the other original replica goes too: the copy alone holds the log.
   servers_[holders[1]]->server->Shutdown();
   const uint64_t at_second = client_->GetStats().appends;
@@ -344,8 +387,8 @@ TEST_P(LogClientFailoverTest, ReReplicationRestoresTheReplicaCount) {
   w.Join();
   ASSERT_EQ(w.failures.load(), 0);
   const int spare = 3 - holders[0] - holders[1];
-  // Recovery refuses while as many LogCs as a log has replicas cannot be listed (one of
-  // them might hold a log no other has); the copy alone holds everything.
+  // Recovery refuses while as many LogCs as a write was acknowledged on cannot be listed
+  // (one of them might hold a log no other has); the copy alone holds everything.
   std::vector<LogClient::RecoveredLog> refused;
   std::vector<uint64_t> missing;
   EXPECT_TRUE(client_->ReadAll(1, 4, &refused, &missing).IsUnavailable());
@@ -381,7 +424,8 @@ TEST_F(LogClientTest, RecoveryRefusesWhenAReplicaCountOfLogcsIsUnreachable) {
   std::vector<uint64_t> missing;
   Status s = client_->ReadAll(1, 4, &logs, &missing);
   EXPECT_TRUE(s.IsUnavailable()) << s.ToString();
-  EXPECT_NE(s.ToString().find("cannot list"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.ToString().find("cannot vouch"), std::string::npos) << s.ToString();
+  EXPECT_EQ(client_->GetStats().recovery_refusals, 1u);
 }
 
 TEST_F(LogClientTest, RecoveryGoesOnWithOneOfTwoReplicasUnreachable) {
@@ -393,6 +437,200 @@ TEST_F(LogClientTest, RecoveryGoesOnWithOneOfTwoReplicasUnreachable) {
   auto logs = ReadAll(1, &missing);
   EXPECT_EQ(logs.size(), 3u);
   EXPECT_TRUE(missing.empty());
+}
+
+// With min_insync_replicas = R (the default), a write is never acknowledged with fewer
+// copies: with one of two LogCs down an append waits for it (up to the timeout), then fails
+// with Unavailable; nothing is acknowledged on the survivor alone.
+TEST_F(LogClientTest, AppendsWaitForMinInsyncReplicasThenFail) {
+  StartServers(2);
+  LogClientOptions o = Options(LogMode::kMemory);
+  o.timeout = std::chrono::milliseconds(500);
+  StartClient(o);
+  ASSERT_TRUE(client_->Append(1, 1, Record(0, 0, 100, 1)).ok());
+  servers_[1]->server->Shutdown();
+  const MonoTime start = MonoNow();
+  Status s = client_->Append(1, 1, Record(0, 1, 100, 1));
+  EXPECT_TRUE(s.IsUnavailable()) << s.ToString();
+  EXPECT_NE(s.ToString().find("--log_min_insync_replicas"), std::string::npos) << s.ToString();
+  EXPECT_GE(MonoNow() - start, std::chrono::milliseconds(400)) << "it did not wait";
+  // A new log cannot be acknowledged either.
+  EXPECT_TRUE(client_->Append(1, 2, Record(0, 0, 100, 1)).IsUnavailable());
+}
+
+// A LogC that comes back is used at once: an append waiting for a second replica completes
+// as soon as the LogC restarts (no cool-down), and the log has both replicas again.
+TEST_F(LogClientTest, ReturningLogcIsUsedAtOnce) {
+  for (LogMode mode : {LogMode::kMemory, LogMode::kDisk}) {
+    SCOPED_TRACE(LogModeName(mode));
+    StopAll();
+    StartServers(2);
+    LogClientOptions o = Options(mode);
+    o.timeout = std::chrono::milliseconds(5000);
+    StartClient(o);
+    ASSERT_TRUE(client_->Append(1, 1, Record(0, 0, 100, 1)).ok());
+    servers_[0]->server->Shutdown();
+    std::atomic<bool> done{false};
+    Status appended;
+    std::thread writer([&] {
+      appended = client_->Append(1, 1, Record(0, 1, 100, 1));
+      done = true;
+    });
+    // The append waits while only one replica is live.
+    EXPECT_FALSE(test::WaitFor([&] { return done.load(); }, std::chrono::milliseconds(300)));
+    const MonoTime back = MonoNow();
+    RestartServer(0, /*wipe=*/false);
+    writer.join();
+    EXPECT_TRUE(appended.ok()) << appended.ToString();
+    EXPECT_LT(MonoNow() - back, std::chrono::milliseconds(3000));
+    std::vector<uint64_t> missing;
+    auto logs = ReadAll(1, &missing);
+    ASSERT_EQ(logs.size(), 1u);
+    EXPECT_EQ(logs[0].replicas.size(), 2u);
+    uint64_t used = 0;
+    EXPECT_EQ(ParseLog(logs[0].bytes, 1, &used)[0].size(), 2u);
+  }
+}
+
+// Issue 20's loss, in one process: a log that goes idle (its memtable is immutable) lost a
+// replica when a memory LogC restarted; the background repairer copies it back at once, so
+// the other LogC failing next loses nothing.
+TEST_F(LogClientTest, IdleLogIsReReplicatedWhenItsLogcReturns) {
+  StartServers(2);
+  StartClient(Options(LogMode::kMemory));
+  const uint64_t seed = test::TestSeed("IdleLogReReplicated");
+  std::string expected;
+  for (uint32_t i = 0; i < 20; ++i) {
+    std::string r = Record(0, i, 50 + i, seed);
+    ASSERT_TRUE(client_->Append(1, 4, r).ok());
+    expected += r;
+  }
+  RestartServer(0, /*wipe=*/false);  // memory copies gone
+  ASSERT_TRUE(test::WaitFor([&] {
+    auto st = client_->GetStats();
+    return st.rereplications >= 1 && st.underreplicated == 0 && st.unsynced_logcs == 0;
+  })) << "the idle log was not re-replicated to the returning LogC";
+  servers_[1]->server->Shutdown();
+  std::vector<uint64_t> missing;
+  auto logs = ReadAll(1, &missing);
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_TRUE(missing.empty());
+  EXPECT_EQ(logs[0].bytes.substr(0, expected.size()), expected);
+}
+
+// Recovery by a new LTC (a new client) refuses while the only LogCs that can vouch for
+// their logs are not enough: a LogC with a new disk (not in sync) and one unreachable. It
+// goes on as soon as the unreachable one returns with its files, and finds every write;
+// forced (an operator's decision) it goes on without, saying what is lost.
+TEST_F(LogClientTest, RecoveryWaitsUntilALogcThatCanVouchIsBack) {
+  StartServers(2);
+  StartClient(Options(LogMode::kDisk));
+  const std::string r = Record(0, 0, 100, 3);
+  ASSERT_TRUE(client_->Append(1, 9, r).ok());
+  // The LTC dies; LogC 0 comes back with a new, empty disk; LogC 1 is down.
+  transport_->Shutdown();
+  client_.reset();
+  transport_.reset();
+  endpoint_.reset();
+  RestartServer(0, /*wipe=*/true);
+  servers_[1]->server->Shutdown();
+  StartClient(Options(LogMode::kDisk));
+  std::vector<LogClient::RecoveredLog> logs;
+  std::vector<uint64_t> missing;
+  Status s = client_->ReadAll(1, 2, &logs, &missing);
+  EXPECT_TRUE(s.IsUnavailable()) << s.ToString();
+  EXPECT_NE(s.ToString().find("not in sync"), std::string::npos) << s.ToString();
+  RestartServer(1, /*wipe=*/false);
+  logs = ReadAll(1, &missing);
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(logs[0].bytes, r);
+  EXPECT_EQ(logs[0].replicas, std::vector<std::string>{"1"});
+  // The log read back is re-replicated (to LogC 0) and both LogCs end in sync.
+  ASSERT_TRUE(test::WaitFor([&] {
+    auto st = client_->GetStats();
+    return st.rereplications >= 1 && st.underreplicated == 0 && st.unsynced_logcs == 0;
+  }));
+  logs = ReadAll(1, &missing);
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(logs[0].replicas.size(), 2u);
+
+  // Every copy lost for good (memory mode, both LogCs restarted): refused, unless forced.
+  StopAll();
+  StartServers(2);
+  StartClient(Options(LogMode::kMemory));
+  ASSERT_TRUE(client_->Append(2, 1, r).ok());
+  transport_->Shutdown();
+  client_.reset();
+  transport_.reset();
+  endpoint_.reset();
+  RestartServer(0, false);
+  RestartServer(1, false);
+  StartClient(Options(LogMode::kMemory));
+  EXPECT_TRUE(client_->ReadAll(2, 2, &logs, &missing).IsUnavailable());
+  transport_->Shutdown();
+  client_.reset();
+  transport_.reset();
+  endpoint_.reset();
+  LogClientOptions forced = Options(LogMode::kMemory);
+  forced.force_recovery_ranges = {2};
+  StartClient(forced);
+  ASSERT_TRUE(client_->ReadAll(2, 2, &logs, &missing).ok());
+  EXPECT_TRUE(logs.empty());
+}
+
+// Every copy of a memory log is a prefix of one stream, and a memory file does not know its
+// length: a copy holding less (a replica dropped after a timeout, a copy cut short) must
+// never be taken for the whole log, whichever LogC is listed first.
+TEST_F(LogClientTest, ShorterMemoryCopyIsNeverPreferred) {
+  StartServers(2);
+  StartClient(Options(LogMode::kMemory));
+  std::string expected;
+  for (uint32_t i = 0; i < 10; ++i) {
+    std::string rec = Record(0, i, 200, 5);
+    ASSERT_TRUE(client_->Append(3, 1, rec).ok());
+    expected += rec;
+  }
+  for (int shorter = 0; shorter < 2; ++shorter) {
+    SCOPED_TRACE("shorter copy at LogC " + std::to_string(shorter));
+    // Zero the last half of one copy with a one-sided WRITE (what it would hold had it been
+    // dropped half-way).
+    auto peer = transport_->Connect(servers_[shorter]->address);
+    ASSERT_TRUE(peer.ok());
+    auto listed = endpoint_->CallSync(peer.value(), kListLogs, Encode(ListLogsRequest{3}),
+                                      std::chrono::seconds(5));
+    ASSERT_TRUE(listed.ok());
+    ListLogsResponse list;
+    ASSERT_TRUE(Decode(listed.value(), &list).ok());
+    ASSERT_EQ(list.files.size(), 1u);
+    const uint64_t half = expected.size() / 2;
+    std::string zeros(expected.size() - half, '\0');
+    auto mr = transport_->RegisterMemory(zeros.data(), zeros.size(), transport::kLocalOnly);
+    ASSERT_TRUE(mr.ok());
+    std::promise<Status> done;
+    transport::RemoteAddr at{list.files[0].addr.addr + half, list.files[0].addr.rkey};
+    ASSERT_TRUE(transport_
+                    ->Write(peer.value(), mr.value(), 0, zeros.size(), at, std::nullopt,
+                            [&](const Status& st) { done.set_value(st); })
+                    .ok());
+    ASSERT_TRUE(done.get_future().get().ok());
+    transport_->DeregisterMemory(mr.value()).IgnoreError();
+    std::vector<uint64_t> missing;
+    auto logs = ReadAll(3, &missing);
+    ASSERT_EQ(logs.size(), 1u);
+    EXPECT_EQ(logs[0].bytes.substr(0, expected.size()), expected);
+    EXPECT_EQ(logs[0].replicas, std::vector<std::string>{std::to_string(1 - shorter)});
+    // Restore the copy for the next round.
+    std::string back = expected.substr(half);
+    auto mr2 = transport_->RegisterMemory(back.data(), back.size(), transport::kLocalOnly);
+    ASSERT_TRUE(mr2.ok());
+    std::promise<Status> done2;
+    ASSERT_TRUE(transport_
+                    ->Write(peer.value(), mr2.value(), 0, back.size(), at, std::nullopt,
+                            [&](const Status& st) { done2.set_value(st); })
+                    .ok());
+    ASSERT_TRUE(done2.get_future().get().ok());
+    transport_->DeregisterMemory(mr2.value()).IgnoreError();
+  }
 }
 
 TEST_F(LogClientTest, DeleteRemovesLogsEverywhere) {

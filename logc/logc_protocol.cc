@@ -68,13 +68,16 @@ std::string Encode(const OpenLogResponse& m) {
   w.PutU8(m.persisted ? 1 : 0);
   w.PutU64(m.length);
   w.PutU64(m.persisted_length);
+  w.PutU64(m.incarnation);
   return w.Finish();
 }
 Status Decode(std::string_view in, OpenLogResponse* m) {
   PayloadReader r(in);
   bool ok = r.GetU32("handle", &m->handle) && Get(&r, &m->addr) &&
             r.GetU64("capacity", &m->capacity) && GetBool(&r, "persisted", &m->persisted) &&
-            r.GetU64("length", &m->length) && r.GetU64("persisted_length", &m->persisted_length);
+            r.GetU64("length", &m->length) &&
+            r.GetU64("persisted_length", &m->persisted_length) &&
+            r.GetU64("incarnation", &m->incarnation);
   return Finish(r, ok, "open-log response");
 }
 
@@ -102,6 +105,8 @@ std::string Encode(const ListLogsResponse& m) {
     w.PutU64(f.persisted_length);
     Put(&w, f.addr);
   }
+  w.PutU64(m.incarnation);
+  w.PutU8(m.in_sync ? 1 : 0);
   return w.Finish();
 }
 Status Decode(std::string_view in, ListLogsResponse* m) {
@@ -117,6 +122,7 @@ Status Decode(std::string_view in, ListLogsResponse* m) {
          GetBool(&r, "persisted", &f.persisted) && r.GetU64("length", &f.length) &&
          r.GetU64("persisted_length", &f.persisted_length) && Get(&r, &f.addr);
   }
+  ok = ok && r.GetU64("incarnation", &m->incarnation) && GetBool(&r, "in_sync", &m->in_sync);
   return Finish(r, ok, "list-logs response");
 }
 
@@ -191,6 +197,20 @@ Status Decode(std::string_view in, LogPersisted* m) {
             r.GetU64("persisted_length", &m->persisted_length) &&
             r.GetStatus("status", &m->status);
   return Finish(r, ok, "log-persisted notification");
+}
+
+std::string Encode(const MarkInSyncRequest& m) {
+  PayloadWriter w;
+  w.PutU32(m.range);
+  w.PutU64(m.incarnation);
+  w.PutU8(m.persist ? 1 : 0);
+  return w.Finish();
+}
+Status Decode(std::string_view in, MarkInSyncRequest* m) {
+  PayloadReader r(in);
+  bool ok = r.GetU32("range", &m->range) && r.GetU64("incarnation", &m->incarnation) &&
+            GetBool(&r, "persist", &m->persist);
+  return Finish(r, ok, "mark-in-sync request");
 }
 
 std::string Encode(const LogcStatsResponse& m) {

@@ -26,6 +26,7 @@ enum MessageType : uint16_t {  // DO NOT CHANGE: on the wire (wire::kLogcTypes)
   kReadLog = 0x0203,      // served from the LogC's disk file (persisted bytes only)
   kDeleteLogs = 0x0204,
   kLogcStats = 0x0205,
+  kMarkInSync = 0x0206,    // the range's logs have R replicas: this LogC counts for recovery
   kLogPersisted = 0x0210,  // LogC -> client notification: a file is durable up to a length
 };
 
@@ -45,6 +46,7 @@ struct OpenLogResponse {
   bool persisted = false;
   uint64_t length = 0;             // persisted files: bytes received so far (0 otherwise)
   uint64_t persisted_length = 0;   // persisted files: bytes fdatasync'd so far
+  uint64_t incarnation = 0;        // the LogC process's random id, new at every start
 };
 
 struct ListLogsRequest {
@@ -63,6 +65,22 @@ struct LogFileInfo {
 };
 struct ListLogsResponse {
   std::vector<LogFileInfo> files;  // ordered by (memtable, segment)
+  uint64_t incarnation = 0;  // as in OpenLogResponse
+  // The range was marked in sync (kMarkInSync) in this incarnation, or in persisted mode in
+  // an earlier one whose files this LogC still holds: see docs/durability.md "Recovery".
+  bool in_sync = false;
+};
+
+// Marks `range` in sync at this LogC: its owner has every log of the range on enough
+// replicas, so a recovery that lists this LogC may trust that a log it does not list has
+// no acknowledged bytes only here. Refused (IllegalState) when `incarnation` (non-zero) is
+// not the LogC's: it restarted since the client last saw it, and may have lost replicas.
+// With `persist`, the mark is written to the LogC's disk (fsync'd) before the answer, and
+// survives restarts as the range's persisted logs do.
+struct MarkInSyncRequest {
+  uint32_t range = 0;
+  uint64_t incarnation = 0;
+  bool persist = false;
 };
 
 // Reads persisted bytes [offset, offset + length) of a file from the LogC's disk. The reply
@@ -125,6 +143,8 @@ std::string Encode(const DeleteLogsResponse& m);
 Status Decode(std::string_view in, DeleteLogsResponse* m);
 std::string Encode(const LogPersisted& m);
 Status Decode(std::string_view in, LogPersisted* m);
+std::string Encode(const MarkInSyncRequest& m);
+Status Decode(std::string_view in, MarkInSyncRequest* m);
 std::string Encode(const LogcStatsResponse& m);
 Status Decode(std::string_view in, LogcStatsResponse* m);
 

@@ -41,6 +41,7 @@ TEST(LogcProtocolTest, OpenRoundTrip) {
   resp.persisted = true;
   resp.length = 900;
   resp.persisted_length = 800;
+  resp.incarnation = 0xfeedface12345678ull;
   OpenLogResponse resp2;
   ASSERT_TRUE(Decode(Encode(resp), &resp2).ok());
   EXPECT_EQ(resp2.handle, 42u);
@@ -50,6 +51,7 @@ TEST(LogcProtocolTest, OpenRoundTrip) {
   EXPECT_TRUE(resp2.persisted);
   EXPECT_EQ(resp2.length, 900u);
   EXPECT_EQ(resp2.persisted_length, 800u);
+  EXPECT_EQ(resp2.incarnation, 0xfeedface12345678ull);
   ExpectStrict<OpenLogResponse>(Encode(resp));
 }
 
@@ -79,8 +81,12 @@ TEST(LogcProtocolTest, ListRoundTripAndLyingCounts) {
     f.addr = transport::RemoteAddr{1000ull * i, 3 + i};
     resp.files.push_back(f);
   }
+  resp.incarnation = 77;
+  resp.in_sync = true;
   ListLogsResponse resp2;
   ASSERT_TRUE(Decode(Encode(resp), &resp2).ok());
+  EXPECT_EQ(resp2.incarnation, 77u);
+  EXPECT_TRUE(resp2.in_sync);
   ASSERT_EQ(resp2.files.size(), 3u);
   for (uint32_t i = 0; i < 3; ++i) {
     const LogFileInfo& f = resp2.files[i];
@@ -99,6 +105,15 @@ TEST(LogcProtocolTest, ListRoundTripAndLyingCounts) {
   std::string lying = "\x80\x80\x80\x80\x01";
   ListLogsResponse m;
   EXPECT_TRUE(Decode(lying, &m).IsCorruption());
+}
+
+TEST(LogcProtocolTest, MarkInSyncRoundTrip) {
+  MarkInSyncRequest m{12, 0xabcdef0123ull, true}, m2;
+  ASSERT_TRUE(Decode(Encode(m), &m2).ok());
+  EXPECT_EQ(m2.range, 12u);
+  EXPECT_EQ(m2.incarnation, 0xabcdef0123ull);
+  EXPECT_TRUE(m2.persist);
+  ExpectStrict<MarkInSyncRequest>(Encode(m));
 }
 
 TEST(LogcProtocolTest, ReadDeletePersistedStatsRoundTrip) {

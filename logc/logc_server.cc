@@ -11,6 +11,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include <glog/logging.h>
@@ -30,7 +31,7 @@ constexpr uint64_t kReadReplySlackBytes = 4096;
 // kLogPersisted (0x0210) is left free: it is the client side's notification.
 constexpr wire::TypeRange kControlLow{kOpenLog, kListLogs};
 constexpr wire::TypeRange kStorage{kReadLog, kReadLog};
-constexpr wire::TypeRange kControlHigh{kDeleteLogs, kLogcStats};
+constexpr wire::TypeRange kControlHigh{kDeleteLogs, kMarkInSync};
 
 // The daemon's fault point: each group persisted ("delay:<ms>" makes a slow disk, "error"
 // a failed write, which fences the file like a real one).
@@ -45,6 +46,21 @@ std::string FileName(uint32_t range, uint64_t memtable, uint32_t segment, uint64
   std::snprintf(buf, sizeof(buf), "r%" PRIu32 "-m%" PRIu64 "-s%" PRIu32 "-c%" PRIu64 ".log", range,
                 memtable, segment, capacity);
   return buf;
+}
+
+// Disk file name of a range's persisted in-sync mark (empty). DO NOT CHANGE: persisted.
+std::string InSyncMarkName(uint32_t range) { return "r" + std::to_string(range) + ".insync"; }
+
+bool ParseInSyncMarkName(const std::string& name, uint32_t* range) {
+  if (std::sscanf(name.c_str(), "r%" SCNu32 ".insync", range) != 1) return false;
+  return InSyncMarkName(*range) == name;
+}
+
+uint64_t NewIncarnation() {
+  std::random_device rd;
+  uint64_t v = 0;
+  while (v == 0) v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return v;
 }
 
 // Parses a FileName(); false for anything else (which is then left alone).
@@ -134,6 +150,7 @@ struct LogcServer::LogFile {
 LogcServer::LogcServer(const LogcOptions& options, MetricsRegistry* metrics)
     : options_(options),
       metrics_(metrics),
+      incarnation_(NewIncarnation()),
       endpoint_(rpc::RpcEndpointOptions{options.transport.max_message_bytes}),
       storage_pool_("logc-storage", std::max(1, options.storage_threads),
                     options.max_queued_requests),
@@ -272,6 +289,11 @@ Status LogcServer::LoadPersistedFiles() {
     if (name == "." || name == "..") continue;
     uint32_t range, segment;
     uint64_t memtable, capacity;
+    if (ParseInSyncMarkName(name, &range)) {
+      std::lock_guard lock(mu_);
+      in_sync_.insert(range);
+      continue;
+    }
     if (!ParseFileName(name, &range, &memtable, &segment, &capacity)) {
       LOG(WARNING) << "LogC: ignoring unknown file " << dir << "/" << name;
       continue;
@@ -357,6 +379,7 @@ void LogcServer::HandleRequest(transport::PeerId peer, uint16_t type, std::strin
     case kReadLog: return HandleRead(payload, &responder);
     case kDeleteLogs: return HandleDelete(payload, &responder);
     case kLogcStats: return responder.Reply(Encode(GetStats()));
+    case kMarkInSync: return HandleMarkInSync(payload, &responder);
     default:
       errors_->Increment();
       responder.ReplyError(Status::NotSupported("unknown LogC request " + std::to_string(type)));
@@ -389,6 +412,7 @@ void LogcServer::HandleOpen(std::string_view payload, rpc::Responder* r) {
     resp.persisted = i.persisted;
     resp.length = i.length;
     resp.persisted_length = i.persisted_length;
+    resp.incarnation = incarnation_;
     r->Reply(Encode(resp));
   };
   std::shared_ptr<LogFile> f;
@@ -448,7 +472,50 @@ void LogcServer::HandleList(std::string_view payload, rpc::Responder* r) {
   }
   ListLogsResponse resp;
   for (const auto& f : files) resp.files.push_back(InfoOf(*f));
+  resp.incarnation = incarnation_;
+  {
+    std::lock_guard lock(mu_);
+    resp.in_sync = in_sync_.count(req.range) != 0;
+  }
   r->Reply(Encode(resp));
+}
+
+void LogcServer::HandleMarkInSync(std::string_view payload, rpc::Responder* r) {
+  MarkInSyncRequest req;
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
+  if (req.incarnation != 0 && req.incarnation != incarnation_) {
+    NOVA_REPLY_IF_ERROR(r,
+                        Status::IllegalState("LogC restarted: incarnation " +
+                                             std::to_string(incarnation_) + ", not " +
+                                             std::to_string(req.incarnation)),
+                        errors_);
+  }
+  if (req.persist) {
+    if (!options_.persist) {
+      NOVA_REPLY_IF_ERROR(r, Status::InvalidArgument("LogC started without --logc_persist"),
+                          errors_);
+    }
+    // Serialized with opens (which also create files in the directory).
+    std::lock_guard open_lock(open_mu_);
+    bool known;
+    {
+      std::lock_guard lock(mu_);
+      known = in_sync_.count(req.range) != 0;
+    }
+    if (!known) {
+      const std::string path = LogsDir() + "/" + InSyncMarkName(req.range);
+      int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      Status s = fd >= 0 ? Status::OK() : Status::FromErrno("creating " + path, errno);
+      if (fd >= 0) ::close(fd);
+      if (s.ok()) s = SyncDir(LogsDir());
+      NOVA_REPLY_IF_ERROR(r, s, errors_);
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    in_sync_.insert(req.range);
+  }
+  r->Reply(std::string());
 }
 
 void LogcServer::HandleRead(std::string_view payload, rpc::Responder* r) {

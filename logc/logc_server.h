@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -68,6 +69,7 @@ class LogcServer : public rpc::RpcService, public rpc::EndpointObserver {
   void HandleList(std::string_view payload, rpc::Responder* r);
   void HandleRead(std::string_view payload, rpc::Responder* r);
   void HandleDelete(std::string_view payload, rpc::Responder* r);
+  void HandleMarkInSync(std::string_view payload, rpc::Responder* r);
 
   // Allocates and registers a zero-filled region of `capacity` bytes for a new file.
   // REQUIRES: mu_ held (memory accounting).
@@ -86,6 +88,9 @@ class LogcServer : public rpc::RpcService, public rpc::EndpointObserver {
   // Constant after construction.
   const LogcOptions options_;
   MetricsRegistry* const metrics_;  // must outlive this
+  // Random and non-zero, new at every start: tells a client that this process may have lost
+  // the in-memory log copies (and in-sync marks) of an earlier one.
+  const uint64_t incarnation_;
 
   rpc::RpcEndpoint endpoint_;
   std::unique_ptr<transport::Transport> transport_;
@@ -99,6 +104,10 @@ class LogcServer : public rpc::RpcService, public rpc::EndpointObserver {
   std::unordered_map<uint32_t, std::shared_ptr<LogFile>> by_handle_;
   uint32_t next_handle_ = 1;
   uint64_t memory_bytes_ = 0;
+  // Ranges marked in sync (kMarkInSync) in this incarnation, or loaded from their persisted
+  // marks (docs/durability.md "Recovery").
+  std::set<uint32_t> in_sync_;
+
 
   // Metrics (owned by metrics_).
   Counter* received_bytes_;

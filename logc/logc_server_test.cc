@@ -311,6 +311,46 @@ TEST_F(LogcServerTest, MemoryLimitIsEnforcedAndNamesTheFlag) {
   EXPECT_TRUE(Open(1, 3, 0, 2 << 20, false).ok());
 }
 
+// A range marked in sync is reported so by kListLogs in this incarnation; a mark for
+// another incarnation is refused (the LogC restarted: it may have lost copies), a memory
+// mark dies with the process, a persisted one survives it as the range's files do.
+TEST_F(LogcServerTest, InSyncMarksFollowTheIncarnation) {
+  auto mark = [&](uint32_t range, uint64_t incarnation, bool persist) {
+    return endpoint_
+        .CallSync(peer_, kMarkInSync, Encode(MarkInSyncRequest{range, incarnation, persist}),
+                  kTimeout)
+        .status();
+  };
+  auto listed = List(3);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_FALSE(listed->in_sync);
+  const uint64_t first = listed->incarnation;
+  ASSERT_NE(first, 0u);
+  auto opened = Open(3, 1, 0, 4096, false);
+  ASSERT_TRUE(opened.ok());
+  EXPECT_EQ(opened->incarnation, first);
+
+  Status wrong = mark(3, first + 1, false);
+  EXPECT_EQ(wrong.code(), Status::Code::kIllegalState) << wrong.ToString();
+  EXPECT_FALSE(List(3)->in_sync);
+  ASSERT_TRUE(mark(3, first, false).ok());
+  EXPECT_TRUE(List(3)->in_sync);
+  EXPECT_FALSE(List(4)->in_sync);
+  ASSERT_TRUE(mark(4, first, true).ok());
+
+  RestartServer();
+  auto after = List(3);
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(after->incarnation, first);
+  EXPECT_FALSE(after->in_sync) << "a memory mark survived a restart";
+  EXPECT_TRUE(List(4)->in_sync) << "a persisted mark was lost in a restart";
+
+  // Without --logc_persist a persisted mark is refused, not silently kept in memory.
+  persist_ = false;
+  RestartServer();
+  EXPECT_EQ(mark(5, 0, true).code(), Status::Code::kInvalidArgument);
+}
+
 TEST_F(LogcServerTest, PersistedOpenRefusedWithoutTheFlag) {
   persist_ = false;
   RestartServer();

@@ -12,10 +12,10 @@ void LogcMemtableLog::Drop(const std::vector<uint64_t>& memtables) {
   client_->Delete(range_id_, memtables);
 }
 
-Status LogcMemtableLog::ReadAll(int threads, std::vector<Recovered>* logs) {
+Status LogcMemtableLog::ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) {
   std::vector<logc::LogClient::RecoveredLog> read;
   std::vector<uint64_t> missing;
-  NOVA_RETURN_NOT_OK(client_->ReadAll(range_id_, threads, &read, &missing));
+  NOVA_RETURN_NOT_OK(client_->ReadAll(range_id_, threads, new_range, &read, &missing));
   if (!missing.empty()) {
     std::string ids;
     for (uint64_t m : missing) ids += (ids.empty() ? "" : ",") + std::to_string(m);

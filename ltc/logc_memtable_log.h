@@ -20,9 +20,10 @@ class LogcMemtableLog final : public MemtableLog {
 
   Status Append(uint64_t memtable, std::string_view records) override;
   void Drop(const std::vector<uint64_t>& memtables) override;
-  // Unavailable if a log is listed by a LogC but could be read from no replica: recovery
-  // must not go on without it (the range's open is retried).
-  Status ReadAll(int threads, std::vector<Recovered>* logs) override;
+  // Unavailable if a log is listed by a LogC but could be read from no replica, or if too
+  // many LogCs cannot vouch for their listing (LogClient::ReadAll): recovery must not go
+  // on without a log that may exist (the range's open is retried).
+  Status ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) override;
 
  private:
   logc::LogClient* const client_;

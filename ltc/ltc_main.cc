@@ -6,8 +6,11 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <gflags/gflags.h>
 #include <glog/logging.h>
@@ -85,6 +88,17 @@ DEFINE_string(log_mode, "none",
               "if any, takes precedence (read when the first range opens)");
 DEFINE_int32(log_replicas, 2, "LogCs each memtable's log is replicated on (with --zk the "
              "cluster's log_replicas setting takes precedence)");
+DEFINE_int32(log_min_insync_replicas, 0,
+             "A write is acknowledged only once this many log replicas hold it (Kafka's "
+             "min.insync.replicas); 0 means --log_replicas. With fewer LogCs reachable, "
+             "writes wait up to --log_timeout_ms and fail with Unavailable. Lower it to keep "
+             "writing with fewer copies, knowing that fewer LogC failures then lose writes. "
+             "With --zk the cluster's log_min_insync_replicas setting takes precedence");
+DEFINE_string(log_force_recovery_ranges, "",
+              "DANGER, operators only: range ids (comma-separated) whose recovery goes on "
+              "even when a log that may hold acknowledged writes cannot be read (every "
+              "replica of it lost for good). What is lost is logged. Restart the LTC "
+              "without this flag afterwards");
 DEFINE_string(logc, "", "LogCs: id@host:port,... (static mode; with --zk they come from the "
               "cluster configuration)");
 DEFINE_int32(log_timeout_ms, 5000, "A log replica that does not acknowledge a write within "
@@ -165,6 +179,25 @@ int main(int argc, char** argv) {
     return BadFlags("log mode: " + ms.ToString());
   }
   if (log_replicas < 1 || log_replicas > 16) return BadFlags("--log_replicas must be 1..16");
+  if (FLAGS_log_min_insync_replicas < 0 || FLAGS_log_min_insync_replicas > log_replicas) {
+    return BadFlags("--log_min_insync_replicas must be 0 (= --log_replicas) to --log_replicas");
+  }
+  std::vector<uint32_t> force_ranges;
+  if (!FLAGS_log_force_recovery_ranges.empty()) {
+    std::string_view rest = FLAGS_log_force_recovery_ranges;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      const std::string_view item = rest.substr(0, comma);
+      uint32_t id = 0;
+      auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
+      if (ec != std::errc() || p != item.data() + item.size() || item.empty()) {
+        return BadFlags("--log_force_recovery_ranges: '" + std::string(item) +
+                        "' is not a range id");
+      }
+      force_ranges.push_back(id);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  }
   if (mode != nova::logc::LogMode::kNone && a.logcs.empty() && !zk) {
     return BadFlags("--log_mode=" + log_mode + " needs --logc=id@host:port,...");
   }
@@ -230,6 +263,8 @@ int main(int argc, char** argv) {
     no.fragment_replicas = FLAGS_ltc_fragment_replicas;
     no.log.mode = mode;
     no.log.replicas = log_replicas;
+    no.log.min_insync_replicas = FLAGS_log_min_insync_replicas;
+    no.log.force_recovery_ranges = force_ranges;
     no.log.timeout = std::chrono::milliseconds(FLAGS_log_timeout_ms);
     // A memtable's log holds a little more than the memtable's payload (record headers).
     no.log.segment_bytes = e.memtable_bytes + e.memtable_bytes / 4 + (64 << 10);

@@ -87,6 +87,12 @@ Status ManifestState::Apply(const VersionEdit& edit) {
   for (uint64_t m : edit.obsolete_logs) next.obsolete_logs_.insert(m);
   next.obsolete_logs_.erase(next.obsolete_logs_.begin(),
                             next.obsolete_logs_.lower_bound(next.log_floor_));
+  for (const auto& [begin, end] : edit.obsolete_log_ranges) {
+    auto& slot = next.obsolete_ranges_[begin];
+    slot = std::max(slot, end);
+  }
+  std::erase_if(next.obsolete_ranges_,
+                [&](const auto& r) { return r.second <= next.log_floor_; });
   if (next.next_memtable_id_ <= next.log_floor_) next.next_memtable_id_ = next.log_floor_;
   *this = std::move(next);
   return Status::OK();
@@ -104,6 +110,7 @@ VersionEdit ManifestState::Snapshot() const {
   e.next_memtable_id = next_memtable_id_;
   e.log_floor = log_floor_;
   e.obsolete_logs.assign(obsolete_logs_.begin(), obsolete_logs_.end());
+  e.obsolete_log_ranges.assign(obsolete_ranges_.begin(), obsolete_ranges_.end());
   return e;
 }
 

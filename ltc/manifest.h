@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -62,7 +63,9 @@ class ManifestState {
   uint64_t log_floor() const { return log_floor_; }
   // True if memtable `id`'s log must not be replayed: its contents are in tables.
   bool LogIsObsolete(uint64_t id) const {
-    return id < log_floor_ || obsolete_logs_.count(id) != 0;
+    if (id < log_floor_ || obsolete_logs_.count(id) != 0) return true;
+    auto it = obsolete_ranges_.upper_bound(id);  // the first range beginning after id
+    return it != obsolete_ranges_.begin() && id < std::prev(it)->second;
   }
   bool operator==(const ManifestState&) const = default;
 
@@ -74,6 +77,7 @@ class ManifestState {
   uint64_t next_memtable_id_ = 1;
   uint64_t log_floor_ = 0;
   std::set<uint64_t> obsolete_logs_;  // ids >= log_floor_ only
+  std::map<uint64_t, uint64_t> obsolete_ranges_;  // begin -> end; ending above log_floor_
 };
 
 }  // namespace nova::ltc

@@ -15,7 +15,8 @@ void InMemoryMemtableLog::Drop(const std::vector<uint64_t>& memtables) {
   for (uint64_t m : memtables) logs_.erase(m);
 }
 
-Status InMemoryMemtableLog::ReadAll(int threads, std::vector<Recovered>* logs) {
+Status InMemoryMemtableLog::ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) {
+  (void)new_range;
   (void)threads;
   std::lock_guard lock(mu_);
   logs->clear();

@@ -36,12 +36,14 @@ class MemtableLog {
   // that survives is recognized as obsolete by the MANIFEST at the next Open.
   virtual void Drop(const std::vector<uint64_t>& memtables) = 0;
   // Every log the range has, read whole (trailing zero bytes allowed). A log that exists
-  // but cannot be read from any replica is an error: recovery must not go on without it.
+  // but cannot be read from any replica is an error, and so is not knowing whether one
+  // exists (docs/durability.md "Recovery"): recovery must not go on without it.
+  // `new_range`: the range's MANIFEST was just created, so it never had a log to miss.
   struct Recovered {
     uint64_t memtable = 0;
     std::string bytes;
   };
-  virtual Status ReadAll(int threads, std::vector<Recovered>* logs) = 0;
+  virtual Status ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) = 0;
 };
 
 // Logs kept in this process, for tests. Fault hooks simulate failing appends and a crash
@@ -50,7 +52,7 @@ class InMemoryMemtableLog final : public MemtableLog {
  public:
   Status Append(uint64_t memtable, std::string_view records) override;
   void Drop(const std::vector<uint64_t>& memtables) override;
-  Status ReadAll(int threads, std::vector<Recovered>* logs) override;
+  Status ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) override;
 
   // Appends fail with IOError while set.
   void SetFailAppends(bool fail);

@@ -217,12 +217,26 @@ struct NovaBackends::Impl {
       }
       replicas = static_cast<int>(r);
     }
+    int min_insync = options.log.min_insync_replicas;
+    if (auto it = a.settings.find("log_min_insync_replicas"); it != a.settings.end()) {
+      char* end = nullptr;
+      const long m = std::strtol(it->second.c_str(), &end, 10);
+      if (end == it->second.c_str() || *end != '\0' || m < 0 || m > replicas) {
+        return Status::InvalidArgument("the cluster's log_min_insync_replicas setting '" +
+                                       it->second + "' is not a number from 0 to log_replicas (" +
+                                       std::to_string(replicas) + ")");
+      }
+      min_insync = static_cast<int>(m);
+    }
+    if (min_insync > replicas) min_insync = replicas;  // the flag's default with fewer replicas
     {
       std::lock_guard<std::mutex> l(mu);
       if (!log_configured) {
-        NOVA_RETURN_NOT_OK(log_client->Configure(mode, replicas));
+        NOVA_RETURN_NOT_OK(log_client->Configure(mode, replicas, min_insync));
         log_configured = true;
-        LOG(INFO) << "log mode " << logc::LogModeName(mode) << ", " << replicas << " replicas";
+        LOG(INFO) << "log mode " << logc::LogModeName(mode) << ", " << replicas
+                  << " replicas, acknowledged on "
+                  << (min_insync == 0 ? replicas : min_insync);
       } else if (mode != log_client->mode()) {
         return Status::InvalidArgument(
             std::string("the cluster's log_mode is ") + logc::LogModeName(mode) +

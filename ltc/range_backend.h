@@ -84,7 +84,11 @@ struct NovaBackendOptions {
   // Logging (docs/durability.md): the default mode and replicas; the first assignment's
   // log_mode and log_replicas settings override them, and fix the mode for good (a later
   // assignment naming another mode is refused: restart the LTC).
-  logc::LogClientOptions log{logc::LogMode::kNone};
+  logc::LogClientOptions log = [] {
+    logc::LogClientOptions o;
+    o.mode = logc::LogMode::kNone;
+    return o;
+  }();
   // Threads rebuilding a range's memtables from its logs when it opens.
   int recovery_threads = 2;
 };

@@ -94,6 +94,12 @@ RangeEngine::~RangeEngine() {
 
 // ---- Open -----------------------------------------------------------------------------
 
+namespace {
+// Memtable ids a recovery skips (see Open): far more than a range can create between two
+// MANIFEST edits (each flush writes one), few enough that u64 ids never run out.
+constexpr uint64_t kRecoveryMemtableIdGap = 1ull << 32;
+}  // namespace
+
 Status RangeEngine::Open() {
   auto contents = store_->ReadManifest();
   if (!contents.ok()) return contents.status().Prepend("reading the MANIFEST");
@@ -127,9 +133,19 @@ Status RangeEngine::Open() {
   // memtable's: RebuildFromLogsLocked moves next_memtable_id_ past them.
   std::vector<std::shared_ptr<MemTable>> rebuilt;
   lsm::SequenceNumber replayed = 0;
+  const bool new_range = parsed.edits.empty();
+  const uint64_t unreplayed_from = manifest_.log_floor();
   if (options_.log != nullptr) {
-    NOVA_RETURN_NOT_OK(RebuildFromLogsLocked(&rebuilt, &absorbed_logs_, &replayed));
+    NOVA_RETURN_NOT_OK(
+        RebuildFromLogsLocked(new_range, &rebuilt, &absorbed_logs_, &replayed));
+    // A log recovery did not see (its LogC could not be listed; by the recovery rule it
+    // held no acknowledged write) must never be replayed later: its versions could shadow
+    // newer ones. New memtables skip far past every id an earlier run can have used since
+    // its last MANIFEST edit, and the ids in between that were not replayed are recorded
+    // obsolete below, before the range serves.
+    if (!new_range) next_memtable_id_ += kRecoveryMemtableIdGap;
   }
+  const uint64_t first_new_id = next_memtable_id_;
   seq_.Reset(std::max<lsm::SequenceNumber>(manifest_.last_sequence(), replayed));
   layout_ = manifest_.dranges() ? RestoreLayout(*manifest_.dranges())
                                 : std::make_unique<DrangeLayout>(options_.comparator, 0);
@@ -154,6 +170,20 @@ Status RangeEngine::Open() {
     live_.push_back(mem);
     mid_to_table_[mem->id()] = MidLocation{mem, 0};
     immutables_.push_back(Immutable{mem, d, mem->largest_sequence(), dranges_[d], /*no_merge=*/true});
+  }
+  if (options_.log != nullptr && !new_range) {
+    VersionEdit e;
+    std::vector<uint64_t> kept;
+    for (const auto& mem : rebuilt) kept.push_back(mem->id());
+    std::sort(kept.begin(), kept.end());
+    uint64_t begin = unreplayed_from;
+    for (uint64_t id : kept) {
+      if (id > begin) e.obsolete_log_ranges.emplace_back(begin, id);
+      begin = std::max(begin, id + 1);
+    }
+    if (first_new_id > begin) e.obsolete_log_ranges.emplace_back(begin, first_new_id);
+    NOVA_RETURN_NOT_OK_PREPEND(LogAndApplyLocked(&e, &lock),
+                               "recording the logs recovery did not replay");
   }
   CollectOrphansLocked();
   PublishRoutingLocked();

@@ -199,8 +199,9 @@ class RangeEngine {
   // Recovery (range_engine_recovery.cc): reads the range's logs, drops the obsolete ones and
   // rebuilds a memtable per live log (same id) with --ltc_recovery_threads threads. Fills
   // *rebuilt (ascending id), *absorbed (rebuilt id -> ids of logless memtables whose
-  // entries it took) and *max_sequence. REQUIRES: mu_ held, during Open.
-  Status RebuildFromLogsLocked(std::vector<std::shared_ptr<MemTable>>* rebuilt,
+  // entries it took) and *max_sequence. `new_range`: the MANIFEST was just created.
+  // REQUIRES: mu_ held, during Open.
+  Status RebuildFromLogsLocked(bool new_range, std::vector<std::shared_ptr<MemTable>>* rebuilt,
                                std::unordered_map<uint64_t, std::vector<uint64_t>>* absorbed,
                                lsm::SequenceNumber* max_sequence);
   // Adds the log bookkeeping to an edit: logs dropped since the last edit (merged or empty

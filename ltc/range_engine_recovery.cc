@@ -53,13 +53,13 @@ void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
 }  // namespace
 
 Status RangeEngine::RebuildFromLogsLocked(
-    std::vector<std::shared_ptr<MemTable>>* rebuilt,
+    bool new_range, std::vector<std::shared_ptr<MemTable>>* rebuilt,
     std::unordered_map<uint64_t, std::vector<uint64_t>>* absorbed,
     lsm::SequenceNumber* max_sequence) {
   const MonoTime start = MonoNow();
   const int threads = std::max(1, options_.recovery_threads);
   std::vector<MemtableLog::Recovered> logs;
-  NOVA_RETURN_NOT_OK_PREPEND(options_.log->ReadAll(threads, &logs), "reading the range's logs");
+  NOVA_RETURN_NOT_OK_PREPEND(options_.log->ReadAll(threads, new_range, &logs), "reading the range's logs");
   stats_.recovery_read_micros = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count());
 

@@ -3,6 +3,7 @@
 // over the same table store and log (tests/crash_itest.sh kills real processes).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -188,6 +189,42 @@ TEST(RecoveryTest, ObsoleteLogIsNotReplayed) {
   EXPECT_EQ(engine.GetStats().recovered_logs, 0u);
   EXPECT_EQ(engine.GetStats().recovery_obsolete_logs, 1u);
   EXPECT_TRUE(log.Snapshot().empty()) << "the obsolete log is dropped at Open";
+}
+
+// A log that a recovery could not see (its LogCs were unreachable; by the recovery rule it
+// held no acknowledged write) must never be replayed by a later recovery: its versions
+// would shadow newer acknowledged ones, and its memtable id must not be handed out again.
+TEST(RecoveryTest, LogUnseenByARecoveryIsNeverReplayedLater) {
+  MemoryTableStore store;
+  InMemoryMemtableLog log;
+  std::map<uint64_t, std::string> unseen;
+  {
+    RangeEngine engine(BigMemtables(&log), &store);
+    ASSERT_TRUE(engine.Open().ok());
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE(engine.Put("k" + std::to_string(i), "lost").ok());
+    unseen = log.Snapshot();
+    ASSERT_EQ(unseen.size(), 1u);
+  }  // a crash
+  std::vector<uint64_t> ids;
+  for (const auto& [mem, bytes] : unseen) ids.push_back(mem);
+  log.Drop(ids);  // the next recovery cannot list it
+  {
+    RangeEngine engine(BigMemtables(&log), &store);
+    ASSERT_TRUE(engine.Open().ok());
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE(engine.Put("k" + std::to_string(i), "new").ok());
+    for (const auto& [mem, bytes] : log.Snapshot()) {
+      EXPECT_EQ(unseen.count(mem), 0u) << "memtable id " << mem << " handed out again";
+    }
+  }  // another crash, before any flush
+  for (const auto& [mem, bytes] : unseen) ASSERT_TRUE(log.Append(mem, bytes).ok());  // it is back
+  RangeEngine engine(BigMemtables(&log), &store);
+  ASSERT_TRUE(engine.Open().ok());
+  std::string v;
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(engine.Get("k" + std::to_string(i), &v).ok());
+    EXPECT_EQ(v, "new") << i;
+  }
+  EXPECT_EQ(engine.GetStats().recovery_obsolete_logs, 1u);
 }
 
 // A write whose log append fails gets the error (its outcome is unknown to the client: it

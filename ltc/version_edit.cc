@@ -19,6 +19,7 @@ enum Tag : uint32_t {
   kNextMemtableId = 7,
   kLogFloor = 8,
   kObsoleteLog = 9,
+  kObsoleteLogRange = 10,
 };
 
 // Bounds on counts read from disk, so a damaged record cannot make us allocate much.
@@ -204,6 +205,11 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     PutVarint32(dst, kObsoleteLog);
     PutVarint64(dst, m);
   }
+  for (const auto& [begin, end] : obsolete_log_ranges) {
+    PutVarint32(dst, kObsoleteLogRange);
+    PutVarint64(dst, begin);
+    PutVarint64(dst, end);
+  }
 }
 
 Status VersionEdit::DecodeFrom(std::string_view in) {
@@ -276,6 +282,15 @@ Status VersionEdit::DecodeFrom(std::string_view in) {
           field = "obsolete log";
         } else {
           e.obsolete_logs.push_back(v);
+        }
+        break;
+      }
+      case kObsoleteLogRange: {
+        uint64_t begin, end;
+        if (!GetVarint64(&in, &begin) || !GetVarint64(&in, &end) || end <= begin) {
+          field = "obsolete log range";
+        } else {
+          e.obsolete_log_ranges.emplace_back(begin, end);
         }
         break;
       }

@@ -97,6 +97,10 @@ struct VersionEdit {
   std::optional<uint64_t> next_memtable_id;
   std::optional<uint64_t> log_floor;
   std::vector<uint64_t> obsolete_logs;
+  // Ranges [begin, end) of memtable ids whose logs are obsolete: a recovery records the ids
+  // it did not replay (up to the next id it hands out), so a log it could not see (its
+  // LogC was unreachable; it held no acknowledged write) is never replayed later.
+  std::vector<std::pair<uint64_t, uint64_t>> obsolete_log_ranges;
 
   void EncodeTo(std::string* dst) const;
   // Corruption (naming the field) on malformed input; never reads past `in`.
