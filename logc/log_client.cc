@@ -1357,7 +1357,7 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
       LOG_EVERY_N(WARNING, 10) << "recovery waits: " << why;
       return Status::Unavailable(why + "; waiting for them");
     }
-    LOG(ERROR) << "recovery forced by --log_force_recovery_ranges although " << why
+    LOG(ERROR) << "recovery forced by --ltc_force_recovery_ranges although " << why
                << ": writes acknowledged only in logs there are lost";
   }
   {

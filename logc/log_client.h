@@ -69,7 +69,7 @@ struct LogClientOptions {
   std::chrono::milliseconds repair_interval{100};
   // Ranges whose recovery goes on even when a log that may hold acknowledged writes cannot
   // be read (an operator's decision after every replica of a log was lost for good: what
-  // may be lost is logged). --log_force_recovery_ranges.
+  // may be lost is logged). --ltc_force_recovery_ranges.
   std::vector<uint32_t> force_recovery_ranges;
 };
 

@@ -33,7 +33,8 @@ DECLARE_string(zk);
 DECLARE_string(cluster);
 
 DEFINE_uint32(ltc_id, 0, "This LTC's id in the cluster (its node name is ltc-<id>)");
-DEFINE_string(ltc_dir, "", "Data directory (--engine=leveldb keeps its ranges here)");
+DEFINE_string(ltc_dir, "", "Data directory: each range's MANIFEST pointer (which MANIFEST "
+              "on the StoCs is current); --engine=leveldb keeps its ranges here");
 DEFINE_string(engine, "nova", "Engine serving each range: nova (RangeEngine over StoCs) or "
               "leveldb (a stock LevelDB per range on local disk, for comparisons)");
 DEFINE_int32(ranges, 1, "omega: the key space is split into this many equal ranges by first "
@@ -94,11 +95,11 @@ DEFINE_int32(log_min_insync_replicas, 0,
              "writes wait up to --log_timeout_ms and fail with Unavailable. Lower it to keep "
              "writing with fewer copies, knowing that fewer LogC failures then lose writes. "
              "With --zk the cluster's log_min_insync_replicas setting takes precedence");
-DEFINE_string(log_force_recovery_ranges, "",
+DEFINE_string(ltc_force_recovery_ranges, "",
               "DANGER, operators only: range ids (comma-separated) whose recovery goes on "
-              "even when a log that may hold acknowledged writes cannot be read (every "
-              "replica of it lost for good). What is lost is logged. Restart the LTC "
-              "without this flag afterwards");
+              "even when a log that may hold acknowledged writes, or the newest MANIFEST, "
+              "cannot be read (every copy of it lost for good). What is lost is logged. "
+              "Restart the LTC without this flag afterwards");
 DEFINE_string(logc, "", "LogCs: id@host:port,... (static mode; with --zk they come from the "
               "cluster configuration)");
 DEFINE_int32(log_timeout_ms, 5000, "A log replica that does not acknowledge a write within "
@@ -183,15 +184,15 @@ int main(int argc, char** argv) {
     return BadFlags("--log_min_insync_replicas must be 0 (= --log_replicas) to --log_replicas");
   }
   std::vector<uint32_t> force_ranges;
-  if (!FLAGS_log_force_recovery_ranges.empty()) {
-    std::string_view rest = FLAGS_log_force_recovery_ranges;
+  if (!FLAGS_ltc_force_recovery_ranges.empty()) {
+    std::string_view rest = FLAGS_ltc_force_recovery_ranges;
     while (!rest.empty()) {
       const size_t comma = rest.find(',');
       const std::string_view item = rest.substr(0, comma);
       uint32_t id = 0;
       auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
       if (ec != std::errc() || p != item.data() + item.size() || item.empty()) {
-        return BadFlags("--log_force_recovery_ranges: '" + std::string(item) +
+        return BadFlags("--ltc_force_recovery_ranges: '" + std::string(item) +
                         "' is not a range id");
       }
       force_ranges.push_back(id);
@@ -265,6 +266,11 @@ int main(int argc, char** argv) {
     no.log.replicas = log_replicas;
     no.log.min_insync_replicas = FLAGS_log_min_insync_replicas;
     no.log.force_recovery_ranges = force_ranges;
+    no.force_recovery_ranges = force_ranges;
+    no.dir = FLAGS_ltc_dir;
+    LOG_IF(WARNING, FLAGS_ltc_dir.empty())
+        << "no --ltc_dir: no MANIFEST pointers are kept, so a MANIFEST left on a StoC that "
+           "was down during a roll-over cannot be told from the current one (docs/durability.md)";
     no.log.timeout = std::chrono::milliseconds(FLAGS_log_timeout_ms);
     // A memtable's log holds a little more than the memtable's payload (record headers).
     no.log.segment_bytes = e.memtable_bytes + e.memtable_bytes / 4 + (64 << 10);

@@ -1,5 +1,6 @@
 #include "ltc/range_backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -259,6 +260,13 @@ struct NovaBackends::Impl {
     for (const auto& [id, addr] : a.stocs) so.stocs.push_back(id);
     so.fragment_replicas = options.fragment_replicas;
     so.manifest_replicas = options.manifest_replicas;
+    if (!options.dir.empty()) {
+      so.manifest_pointer_path =
+          options.dir + "/manifests/r" + std::to_string(range.id) + ".pointer";
+    }
+    so.force_recovery = std::find(options.force_recovery_ranges.begin(),
+                                  options.force_recovery_ranges.end(),
+                                  range.id) != options.force_recovery_ranges.end();
     so.placement = options.placement;
     b->store_ = std::make_unique<StocTableStore>(client.get(), so);
     NOVA_RETURN_NOT_OK_PREPEND(b->store_->Init(), "range " + std::to_string(range.id));

@@ -91,6 +91,12 @@ struct NovaBackendOptions {
   }();
   // Threads rebuilding a range's memtables from its logs when it opens.
   int recovery_threads = 2;
+  // The LTC's data directory (--ltc_dir): it keeps each range's MANIFEST pointer
+  // (ltc/manifest_pointer.h) in <dir>/manifests/. Empty: none is kept.
+  std::string dir;
+  // Ranges opened even when their newest MANIFEST or a log that may hold acknowledged
+  // writes cannot be read (--ltc_force_recovery_ranges; docs/durability.md).
+  std::vector<uint32_t> force_recovery_ranges;
 };
 
 // --engine=nova. Thread-safe.

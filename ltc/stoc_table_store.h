@@ -39,6 +39,13 @@
 //     reopen (the repair of (4) would fail there), and such a StoC is also a suspect (see
 //     above) for later roll-overs and tables. A new MANIFEST whose write fails at some
 //     StoC is placed again, under a new number, on StoCs that did not fail (a few times).
+//  6. With a manifest_pointer_path (ltc/manifest_pointer.h), every number is recorded as
+//     allocated before its files are made (never reused, even by a later run that cannot
+//     list the StoC holding a leftover) and as committed once complete on every replica,
+//     before the previous MANIFEST is deleted. ReadManifest refuses (Unavailable) when the
+//     newest MANIFEST it finds is older than the committed one: a StoC that was down during
+//     a roll-over still holds the older one, and the StoCs of the newer one may have lost
+//     their disks; opening from it would drop every edit since. Unless force_recovery.
 //
 // Registered memory. Writes register the caller's bytes (the table's contents, a MANIFEST
 // record) for the duration of the call: no copy, and no pool sized for the largest table
@@ -76,6 +83,7 @@
 #include "common/clock.h"
 #include "common/thread_pool.h"
 #include "common/transport/slab_allocator.h"
+#include "ltc/manifest_pointer.h"
 #include "ltc/table_store.h"
 #include "stoc/file_names.h"
 #include "stoc/placement.h"
@@ -115,6 +123,13 @@ struct StocTableStoreOptions {
   // than a StoC block (a 16 MiB memtable flushed with rho = 1). Must not exceed any StoC's
   // --stoc_max_block_mb.
   uint64_t max_append_bytes = 4ull << 20;
+  // The LTC's own record of the range's MANIFEST numbers (ltc/manifest_pointer.h); empty:
+  // none is kept, and a stale MANIFEST left on a StoC cannot be told from the current one
+  // when every StoC holding the current one lost its disk.
+  std::string manifest_pointer_path;
+  // Open the range from the newest MANIFEST found even when it is older than the one the
+  // pointer says was completed (an operator's decision: --ltc_force_recovery_ranges).
+  bool force_recovery = false;
 };
 
 // What the store did (monotonic counters; a snapshot).
@@ -243,6 +258,8 @@ class StocTableStore final : public TableStore {
   mutable std::mutex manifest_mu_;
   // Protected by manifest_mu_:
   bool manifest_found_ = false;   // the current MANIFEST was looked for
+  std::unique_ptr<ManifestPointer> pointer_;  // null without manifest_pointer_path
+  ManifestPointer::Numbers pointed_;          // as last loaded or stored
   uint64_t manifest_number_ = 0;  // 0: none
   uint64_t next_manifest_number_ = 1;
   std::vector<std::unique_ptr<stoc::StocFile>> manifest_files_;  // open for appending

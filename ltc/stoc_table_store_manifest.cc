@@ -71,6 +71,16 @@ Status StocTableStore::ReadManifestReplica(uint32_t stoc_id, uint64_t file_id,
 
 Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
   const std::string range = "range " + std::to_string(options_.range_id);
+  if (!options_.manifest_pointer_path.empty()) {
+    if (pointer_ == nullptr) {
+      pointer_ = std::make_unique<ManifestPointer>(options_.manifest_pointer_path);
+    }
+    auto loaded = pointer_->Load();
+    if (!loaded.ok()) return loaded.status().Prepend(range + ": the MANIFEST pointer");
+    pointed_ = loaded.value();
+    // Never a number a failed attempt may have left files under (invariant 1).
+    next_manifest_number_ = std::max(next_manifest_number_, pointed_.allocated + 1);
+  }
   // Every replica of every MANIFEST of the range: number -> (StoC, file id).
   std::map<uint64_t, std::vector<std::pair<uint32_t, uint64_t>>> found;
   std::string unreachable;
@@ -160,6 +170,19 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
     for (const auto& [id, file_id] : replicas) leftovers.emplace_back(id, name);
   }
 
+  if (chosen < pointed_.committed) {  // invariant 6
+    const std::string why =
+        range + ": this LTC completed MANIFEST " + std::to_string(pointed_.committed) +
+        " but the newest found is " + (chosen == 0 ? "none" : std::to_string(chosen)) +
+        ": the StoCs holding it are unreachable or lost their disks";
+    if (!options_.force_recovery) {
+      return Status::Unavailable(why + "; waiting for them (opening from an older MANIFEST "
+                                 "would drop the edits since)");
+    }
+    LOG(ERROR) << why << "; opening from it anyway (--ltc_force_recovery_ranges): the edits "
+               << "since, with the writes they held, are lost";
+  }
+
   manifest_files_.clear();
   manifest_number_ = 0;
   manifest_contents_.clear();
@@ -200,6 +223,12 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
       for (const auto& [id, file_id] : healthy) leftovers.emplace_back(id, name);
     } else {
       manifest_number_ = chosen;
+      if (pointer_ != nullptr && chosen > pointed_.committed) {
+        // Completed by an earlier run that died before recording it (invariant 6).
+        ManifestPointer::Numbers n{std::max(pointed_.allocated, chosen), chosen};
+        NOVA_RETURN_NOT_OK_PREPEND(pointer_->Store(n), range + ": the MANIFEST pointer");
+        pointed_ = n;
+      }
     }
   }
   manifest_found_ = true;
@@ -227,11 +256,23 @@ Status StocTableStore::CreateManifestLocked(const std::string& first_block,
           " StoCs, leaving out unreachable StoCs" + left_out + ": " + placed.ToString());
     }
     // Every attempt takes a new number (invariant 1): a replica a failed attempt could not
-    // delete is older than the next attempt's MANIFEST.
+    // delete is older than the next attempt's MANIFEST. The pointer records it first, so
+    // no later run reuses it.
     const uint64_t number = next_manifest_number_++;
+    if (pointer_ != nullptr) {
+      ManifestPointer::Numbers n{std::max(pointed_.allocated, number), pointed_.committed};
+      NOVA_RETURN_NOT_OK_PREPEND(pointer_->Store(n), range + ": the MANIFEST pointer");
+      pointed_ = n;
+    }
     std::vector<std::unique_ptr<stoc::StocFile>> files;
     std::vector<uint32_t> failed;
     last = WriteManifestReplicas(number, first_block, where, &files, &failed);
+    if (last.ok() && pointer_ != nullptr) {
+      // Complete on every replica: from now on an older MANIFEST is stale (invariant 6).
+      ManifestPointer::Numbers n{pointed_.allocated, number};
+      last = pointer_->Store(n).Prepend(range + ": the MANIFEST pointer");
+      if (last.ok()) pointed_ = n;
+    }
     if (last.ok()) {
       // Complete on every replica: retire the previous MANIFEST (invariant 1).
       for (auto& f : manifest_files_) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <set>
 #include <thread>
@@ -473,6 +474,77 @@ TEST_F(StocTableStoreTest, ManifestRepairsAfterAStocFails) {
   EXPECT_EQ(got.value(), want);
   EXPECT_TRUE(Holders(stoc::StocFileType::kManifest, 1).empty());
   EXPECT_EQ(Holders(stoc::StocFileType::kManifest, 2).size(), 2u);
+}
+
+// Issue 20's pattern on StoCs: a MANIFEST is rewritten elsewhere while a StoC holding the
+// old one is down; that StoC comes back with the stale copy, and then the StoC of the new
+// one loses its disk. Without the LTC's MANIFEST pointer the stale copy looks current and
+// the range would silently lose every edit since; with it, ReadManifest waits (Unavailable)
+// and opens from the stale copy only when forced.
+TEST_F(StocTableStoreTest, StaleManifestIsRefusedWhenTheNewOneIsLost) {
+  StocTableStoreOptions o;
+  o.manifest_replicas = 1;
+  o.manifest_pointer_path = dir_ + "/ltc/manifests/r" + std::to_string(kRange) + ".pointer";
+  auto store = NewStore(o);
+  ASSERT_TRUE(store->AppendManifest(Record(true, 1)).ok());
+  ASSERT_TRUE(store->AppendManifest(Record(false, 2)).ok());
+  const std::set<uint32_t> old_holders = Holders(stoc::StocFileType::kManifest, 1);
+  ASSERT_EQ(old_holders.size(), 1u);
+  const uint32_t stale = *old_holders.begin();
+  StopStoc(stale);
+  EXPECT_FALSE(store->AppendManifest(Record(false, 3)).ok());
+  ASSERT_TRUE(store->AppendManifest(Record(false, 3)).ok());  // rewritten as MANIFEST 2
+  const std::set<uint32_t> new_holders = Holders(stoc::StocFileType::kManifest, 2);
+  ASSERT_EQ(new_holders.size(), 1u);
+  const uint32_t lost = *new_holders.begin();
+  store.reset();
+  ASSERT_NO_FATAL_FAILURE(RestartStoc(stale));  // still holds MANIFEST 1
+  // The StoC of MANIFEST 2 loses its disk.
+  StopStoc(lost);
+  std::filesystem::remove_all(dir_ + "/stoc" + std::to_string(lost));
+  ASSERT_NO_FATAL_FAILURE(RestartStoc(lost));
+  ASSERT_EQ(Holders(stoc::StocFileType::kManifest, 1).size(), 1u);
+
+  auto refused = NewStore(o)->ReadManifest();
+  ASSERT_TRUE(refused.status().IsUnavailable()) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("completed MANIFEST 2"), std::string::npos)
+      << refused.status().ToString();
+  // What a store without the pointer does (the old behaviour): the stale edits, silently.
+  StocTableStoreOptions blind = o;
+  blind.manifest_pointer_path.clear();
+  auto stale_read = NewStore(blind)->ReadManifest();
+  ASSERT_TRUE(stale_read.ok());
+  EXPECT_EQ(stale_read.value(), Record(true, 1) + Record(false, 2));
+  // An operator who knows the new MANIFEST is gone for good forces the open; the next
+  // MANIFEST takes a number above every one recorded.
+  StocTableStoreOptions forced = o;
+  forced.force_recovery = true;
+  auto forced_store = NewStore(forced);
+  auto opened = forced_store->ReadManifest();
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  EXPECT_EQ(opened.value(), Record(true, 1) + Record(false, 2));
+  ASSERT_TRUE(forced_store->RollManifest(Record(true, 4)).ok());
+  EXPECT_GT(forced_store->manifest_number(), 2u);
+  auto after = NewStore(o)->ReadManifest();
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after.value(), Record(true, 4));
+}
+
+// A range whose every MANIFEST copy is gone does not open as a new, empty range.
+TEST_F(StocTableStoreTest, LostManifestIsNotANewRange) {
+  StocTableStoreOptions o;
+  o.manifest_replicas = 1;
+  o.manifest_pointer_path = dir_ + "/ltc/manifests/r" + std::to_string(kRange) + ".pointer";
+  auto store = NewStore(o);
+  ASSERT_TRUE(store->AppendManifest(Record(true, 1)).ok());
+  const std::set<uint32_t> holders = Holders(stoc::StocFileType::kManifest, 1);
+  ASSERT_EQ(holders.size(), 1u);
+  store.reset();
+  const uint32_t lost = *holders.begin();
+  StopStoc(lost);
+  std::filesystem::remove_all(dir_ + "/stoc" + std::to_string(lost));
+  ASSERT_NO_FATAL_FAILURE(RestartStoc(lost));
+  EXPECT_TRUE(NewStore(o)->ReadManifest().status().IsUnavailable());
 }
 
 TEST_F(StocTableStoreTest, ManifestRecoveryPrefersTheLongestReplicaAndIgnoresEmptyRollOvers) {
