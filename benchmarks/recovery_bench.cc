@@ -141,7 +141,10 @@ class LogRig {
 class KeepLogs final : public ltc::MemtableLog {
  public:
   explicit KeepLogs(ltc::MemtableLog* inner) : inner_(inner) {}
-  Status Append(uint64_t, std::string_view) override { return Status::NotSupported("read only"); }
+  Status Append(uint64_t, std::string_view, bool* reached) override {
+    *reached = false;
+    return Status::NotSupported("read only");
+  }
   void Drop(const std::vector<uint64_t>&) override {}
   Status ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) override {
     return inner_->ReadAll(threads, new_range, logs);

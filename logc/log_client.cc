@@ -75,6 +75,7 @@ struct LogClient::Log {
   std::string pending;        // appended, not yet taken by a turn
   uint64_t queued_end = 0;    // logical end of every byte appended
   uint64_t durable_end = 0;   // bytes [0, durable_end) hold the mode's guarantee
+  uint64_t sent_end = 0;      // bytes [0, sent_end) may have reached a replica
   bool turn = false;          // a thread is writing a batch
   Status dead;                // set once an append failed (no more appends), or deleted
   bool recovered = false;     // read back by ReadAll: kept and re-replicated, not appended
@@ -344,7 +345,11 @@ Status LogClient::Configure(LogMode mode, int replicas, int min_insync) {
   return Status::OK();
 }
 
-Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view bytes) {
+Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view bytes,
+                         bool* reached) {
+  bool ignored;
+  if (reached == nullptr) reached = &ignored;
+  *reached = false;
   if (mode_.load() == LogMode::kNone) {
     return Status::InvalidArgument("log mode none: nothing is logged");
   }
@@ -357,6 +362,7 @@ Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view byt
   }
   if (!log->dead.ok()) return log->dead;
   log->pending.append(bytes.data(), bytes.size());
+  const uint64_t my_start = log->queued_end;
   log->queued_end += bytes.size();
   const uint64_t my_end = log->queued_end;
   while (log->durable_end < my_end && log->dead.ok()) {
@@ -370,7 +376,7 @@ Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view byt
     batch.swap(log->pending);
     const uint64_t batch_end = log->queued_end;
     lock.unlock();
-    Status s = RunTurn(log, batch);
+    Status s = RunTurn(log, batch, batch_end - batch.size());
     lock.lock();
     log->turn = false;
     if (s.ok()) {
@@ -382,6 +388,7 @@ Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view byt
     if (log->staging && log->staging->size > kKeptStagingBytes) log->staging.reset();
     log->cv.notify_all();
   }
+  *reached = my_start < log->sent_end;
   if (!log->dead.ok()) return log->dead;
   lock.unlock();
   appends_->Increment();
@@ -391,7 +398,8 @@ Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view byt
   return Status::OK();
 }
 
-Status LogClient::RunTurn(const std::shared_ptr<Log>& log, std::string_view batch) {
+Status LogClient::RunTurn(const std::shared_ptr<Log>& log, std::string_view batch,
+                         uint64_t batch_start) {
   bool first, opened;
   {
     std::lock_guard lock(log->mu);
@@ -424,6 +432,7 @@ Status LogClient::RunTurn(const std::shared_ptr<Log>& log, std::string_view batc
       segment = log->capacity.size() - 1;
       offset = log->written;
       n = std::min(remaining, log->capacity.back() - offset);
+      log->sent_end = batch_start + done + n;
     }
     NOVA_RETURN_NOT_OK(WritePiece(log, segment, offset, batch.data() + done, n));
     {

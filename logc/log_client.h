@@ -107,7 +107,10 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   // `timeout` (or none is left); Aborted if the log was deleted while the append waited.
   // After a failure the log is dead for appends (every later Append fails at once) but is
   // still re-replicated in the background: it may hold acknowledged bytes.
-  Status Append(uint32_t range, uint64_t memtable, std::string_view bytes);
+  // *reached (if not null) is set false when the append failed and none of `bytes` was
+  // sent to any replica: they are in no log.
+  Status Append(uint32_t range, uint64_t memtable, std::string_view bytes,
+                bool* reached = nullptr);
 
   // Deletes the logs of these memtables at every LogC this client knows (their replicas
   // included), in the background: returns at once; failures are logged and counted.
@@ -182,7 +185,7 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   std::shared_ptr<Log> GetLog(uint32_t range, uint64_t memtable, bool create);
   // Writes `batch` to the log (opening segments as needed). REQUIRES: the caller holds the
   // log's turn, not its mu.
-  Status RunTurn(const std::shared_ptr<Log>& log, std::string_view batch);
+  Status RunTurn(const std::shared_ptr<Log>& log, std::string_view batch, uint64_t batch_start);
   Status OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity);
   // Opens segment `segment` at `logc`; checks its capacity and emptiness. On success fills
   // the replica's segment entry (and its ack route).

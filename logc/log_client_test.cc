@@ -124,11 +124,15 @@ class LogClientTest : public ::testing::Test {
   void TearDown() override { StopAll(); }
   // The transport stops first: its peer-down events go to the client.
   void StopAll() {
+    StopClient();
+    servers_.clear();
+  }
+  // The LTC dies: its transport, endpoint and log client go; the LogCs stay.
+  void StopClient() {
     if (transport_) transport_->Shutdown();
     client_.reset();
     transport_.reset();
     endpoint_.reset();
-    servers_.clear();
   }
   LogClientOptions Options(LogMode mode, int replicas = 2) {
     LogClientOptions o;
@@ -450,8 +454,10 @@ TEST_F(LogClientTest, AppendsWaitForMinInsyncReplicasThenFail) {
   ASSERT_TRUE(client_->Append(1, 1, Record(0, 0, 100, 1)).ok());
   servers_[1]->server->Shutdown();
   const MonoTime start = MonoNow();
-  Status s = client_->Append(1, 1, Record(0, 1, 100, 1));
+  bool reached = true;
+  Status s = client_->Append(1, 1, Record(0, 1, 100, 1), &reached);
   EXPECT_TRUE(s.IsUnavailable()) << s.ToString();
+  EXPECT_FALSE(reached) << "nothing was sent: the caller may drop the write";
   EXPECT_NE(s.ToString().find("--log_min_insync_replicas"), std::string::npos) << s.ToString();
   EXPECT_GE(MonoNow() - start, std::chrono::milliseconds(400)) << "it did not wait";
   // A new log cannot be acknowledged either.
@@ -528,10 +534,7 @@ TEST_F(LogClientTest, RecoveryWaitsUntilALogcThatCanVouchIsBack) {
   const std::string r = Record(0, 0, 100, 3);
   ASSERT_TRUE(client_->Append(1, 9, r).ok());
   // The LTC dies; LogC 0 comes back with a new, empty disk; LogC 1 is down.
-  transport_->Shutdown();
-  client_.reset();
-  transport_.reset();
-  endpoint_.reset();
+  StopClient();
   RestartServer(0, /*wipe=*/true);
   servers_[1]->server->Shutdown();
   StartClient(Options(LogMode::kDisk));
@@ -559,18 +562,12 @@ TEST_F(LogClientTest, RecoveryWaitsUntilALogcThatCanVouchIsBack) {
   StartServers(2);
   StartClient(Options(LogMode::kMemory));
   ASSERT_TRUE(client_->Append(2, 1, r).ok());
-  transport_->Shutdown();
-  client_.reset();
-  transport_.reset();
-  endpoint_.reset();
+  StopClient();
   RestartServer(0, false);
   RestartServer(1, false);
   StartClient(Options(LogMode::kMemory));
   EXPECT_TRUE(client_->ReadAll(2, 2, &logs, &missing).IsUnavailable());
-  transport_->Shutdown();
-  client_.reset();
-  transport_.reset();
-  endpoint_.reset();
+  StopClient();
   LogClientOptions forced = Options(LogMode::kMemory);
   forced.force_recovery_ranges = {2};
   StartClient(forced);

@@ -4,8 +4,8 @@
 
 namespace nova::ltc {
 
-Status LogcMemtableLog::Append(uint64_t memtable, std::string_view records) {
-  return client_->Append(range_id_, memtable, records);
+Status LogcMemtableLog::Append(uint64_t memtable, std::string_view records, bool* reached) {
+  return client_->Append(range_id_, memtable, records, reached);
 }
 
 void LogcMemtableLog::Drop(const std::vector<uint64_t>& memtables) {

@@ -18,7 +18,8 @@ class LogcMemtableLog final : public MemtableLog {
   LogcMemtableLog(logc::LogClient* client, uint32_t range_id)
       : client_(client), range_id_(range_id) {}
 
-  Status Append(uint64_t memtable, std::string_view records) override;
+  using MemtableLog::Append;
+  Status Append(uint64_t memtable, std::string_view records, bool* reached) override;
   void Drop(const std::vector<uint64_t>& memtables) override;
   // Unavailable if a log is listed by a LogC but could be read from no replica, or if too
   // many LogCs cannot vouch for their listing (LogClient::ReadAll): recovery must not go

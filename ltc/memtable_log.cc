@@ -2,9 +2,13 @@
 
 namespace nova::ltc {
 
-Status InMemoryMemtableLog::Append(uint64_t memtable, std::string_view records) {
+Status InMemoryMemtableLog::Append(uint64_t memtable, std::string_view records, bool* reached) {
   std::lock_guard lock(mu_);
-  if (fail_) return Status::IOError("log append failed (test fault)");
+  *reached = true;
+  if (fail_) {
+    *reached = fail_reached_;
+    return Status::IOError("log append failed (test fault)");
+  }
   logs_[memtable].append(records);
   ++appends_;
   return Status::OK();
@@ -24,9 +28,10 @@ Status InMemoryMemtableLog::ReadAll(int threads, bool new_range, std::vector<Rec
   return Status::OK();
 }
 
-void InMemoryMemtableLog::SetFailAppends(bool fail) {
+void InMemoryMemtableLog::SetFailAppends(bool fail, bool reached) {
   std::lock_guard lock(mu_);
   fail_ = fail;
+  fail_reached_ = reached;
 }
 
 bool InMemoryMemtableLog::TearTail(uint64_t memtable, size_t bytes) {

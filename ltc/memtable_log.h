@@ -30,8 +30,13 @@ class MemtableLog {
   virtual ~MemtableLog() = default;
   // Appends `records` (whole encoded log records) to memtable `memtable`'s log, creating
   // the log on first use. Returns once the bytes are as safe as the log mode promises; an
-  // error means they may or may not be in the log.
-  virtual Status Append(uint64_t memtable, std::string_view records) = 0;
+  // error means they may or may not be in the log, except that *reached (not null) is set
+  // false when none of the bytes reached any replica: then they are in no log.
+  virtual Status Append(uint64_t memtable, std::string_view records, bool* reached) = 0;
+  Status Append(uint64_t memtable, std::string_view records) {
+    bool reached;
+    return Append(memtable, records, &reached);
+  }
   // The logs of these memtables are no longer needed. Asynchronous and best effort: a log
   // that survives is recognized as obsolete by the MANIFEST at the next Open.
   virtual void Drop(const std::vector<uint64_t>& memtables) = 0;
@@ -50,12 +55,14 @@ class MemtableLog {
 // that tears the last WRITE of a log.
 class InMemoryMemtableLog final : public MemtableLog {
  public:
-  Status Append(uint64_t memtable, std::string_view records) override;
+  using MemtableLog::Append;
+  Status Append(uint64_t memtable, std::string_view records, bool* reached) override;
   void Drop(const std::vector<uint64_t>& memtables) override;
   Status ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) override;
 
-  // Appends fail with IOError while set.
-  void SetFailAppends(bool fail);
+  // Appends fail with IOError while set; `reached` says whether they report that the
+  // bytes may have reached a replica (the default) or surely did not.
+  void SetFailAppends(bool fail, bool reached = true);
   // Cuts the last `bytes` bytes off memtable `memtable`'s log (a torn WRITE); returns false
   // if there is no such log.
   bool TearTail(uint64_t memtable, size_t bytes);
@@ -68,6 +75,7 @@ class InMemoryMemtableLog final : public MemtableLog {
   mutable std::mutex mu_;
   std::map<uint64_t, std::string> logs_;  // protected by mu_
   bool fail_ = false;                     // protected by mu_
+  bool fail_reached_ = true;              // protected by mu_
   uint64_t appends_ = 0;                  // protected by mu_
 };
 

@@ -274,14 +274,20 @@ Status RangeEngine::WriteOps(const std::vector<Op>& ops) {
   MAYBE_FAULT_VOID("ltc.write.before_add");
   Status logged;
   std::shared_ptr<MemTable> log_failed;  // the memtable whose log append failed
-  if (options_.log != nullptr) logged = LogWrite(ops, mems, first, &log_failed);
-  // Applied even if logging failed: the record may be in some log already (a replica, or
-  // another memtable's log for a batch), and what a log holds must be in its memtable, or
-  // a replay could bring back a version older than ones compacted below the memtables.
-  // The client gets the error: the write's outcome is unknown to it, as after a timeout.
-  for (size_t i = 0; i < ops.size(); ++i) {
-    mems[i]->Add(first + i, ops[i].type, ops[i].key, ops[i].value);
-    if (options_.lookup_index) index_.Update(ops[i].key, mems[i]->id(), first + i);
+  bool reached = true;                   // the record may be in some log
+  if (options_.log != nullptr) logged = LogWrite(ops, mems, first, &log_failed, &reached);
+  // Applied even if logging failed when the record may be in some log already (a replica,
+  // or another memtable's log for a batch): what a log holds must be in its memtable, or a
+  // replay could bring back a version older than ones compacted below the memtables. The
+  // client gets the error: the write's outcome is unknown to it, as after a timeout. A
+  // record that reached no log (too few LogCs to send it to) is not applied: nobody may
+  // read a write that a crash would lose and that was never acknowledged. Its sequence
+  // numbers stay unused.
+  if (logged.ok() || reached) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      mems[i]->Add(first + i, ops[i].type, ops[i].key, ops[i].value);
+      if (options_.lookup_index) index_.Update(ops[i].key, mems[i]->id(), first + i);
+    }
   }
   FinishWrite(first, ops.size());
   if (!logged.ok()) {
@@ -289,7 +295,8 @@ Status RangeEngine::WriteOps(const std::vector<Op>& ops) {
     // The memtable's log is dead (no replica left): retire the memtable so the next writes
     // get a new one, with a new log on the LogCs still alive.
     RetireActive(log_failed);
-    return logged.Prepend("logging the write");
+    return logged.Prepend(reached ? "logging the write (it may or may not be applied)"
+                                  : "logging the write (not applied)");
   }
   if (writes_since_reorg_.fetch_add(ops.size()) + ops.size() >= options_.reorganize_every_writes) {
     MaybeReorganize();
@@ -322,7 +329,9 @@ void RangeEngine::RetireActive(const std::shared_ptr<MemTable>& mem) {
 
 Status RangeEngine::LogWrite(const std::vector<Op>& ops,
                              const std::vector<std::shared_ptr<MemTable>>& mems,
-                             lsm::SequenceNumber first, std::shared_ptr<MemTable>* failed) {
+                             lsm::SequenceNumber first, std::shared_ptr<MemTable>* failed,
+                             bool* reached) {
+  *reached = false;
   std::vector<logc::LogEntry> entries;
   entries.reserve(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -337,7 +346,9 @@ Status RangeEngine::LogWrite(const std::vector<Op>& ops,
   std::vector<uint64_t> logged;
   for (const auto& m : mems) {
     if (std::find(logged.begin(), logged.end(), m->id()) != logged.end()) continue;
-    Status s = options_.log->Append(m->id(), record);
+    bool sent = true;
+    Status s = options_.log->Append(m->id(), record, &sent);
+    *reached = *reached || sent;
     if (!s.ok()) {
       *failed = m;
       return s;

@@ -191,8 +191,10 @@ class RangeEngine {
   Status WriteOps(const std::vector<Op>& ops);
   // Appends the write's log record to the log of each memtable in `mems` (one per op). On
   // failure *failed is the memtable whose append failed.
+  // *reached: false when the append failed before the record was sent to any replica of
+  // any of the logs (it is in no log).
   Status LogWrite(const std::vector<Op>& ops, const std::vector<std::shared_ptr<MemTable>>& mems,
-                  lsm::SequenceNumber first, std::shared_ptr<MemTable>* failed);
+                  lsm::SequenceNumber first, std::shared_ptr<MemTable>* failed, bool* reached);
   // Rotates `mem` out if it is still a Drange's active memtable (its log died) and the
   // Drange has room for another memtable. REQUIRES: no Drange lock or mu_ held.
   void RetireActive(const std::shared_ptr<MemTable>& mem);

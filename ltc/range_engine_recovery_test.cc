@@ -191,6 +191,31 @@ TEST(RecoveryTest, ObsoleteLogIsNotReplayed) {
   EXPECT_TRUE(log.Snapshot().empty()) << "the obsolete log is dropped at Open";
 }
 
+// A write whose record reached no log (too few LogCs to send it to) fails and is not
+// applied: no reader may see a write that a crash would lose and that was never
+// acknowledged. One that may have reached a log is applied (the test above).
+TEST(RecoveryTest, FailedAppendThatReachedNoLogIsNotApplied) {
+  MemoryTableStore store;
+  InMemoryMemtableLog log;
+  RangeEngine engine(BigMemtables(&log), &store);
+  ASSERT_TRUE(engine.Open().ok());
+  ASSERT_TRUE(engine.Put("a", "1").ok());
+  log.SetFailAppends(true, /*reached=*/false);
+  Status s = engine.Put("a", "2");
+  EXPECT_EQ(s.code(), Status::Code::kIOError) << s.ToString();
+  EXPECT_NE(s.ToString().find("not applied"), std::string::npos) << s.ToString();
+  s = engine.Put("b", "2");
+  EXPECT_FALSE(s.ok());
+  std::string v;
+  ASSERT_TRUE(engine.Get("a", &v).ok());
+  EXPECT_EQ(v, "1");
+  EXPECT_TRUE(engine.Get("b", &v).IsNotFound());
+  log.SetFailAppends(false);
+  ASSERT_TRUE(engine.Put("c", "3").ok());
+  ASSERT_TRUE(engine.Get("c", &v).ok());
+  EXPECT_EQ(v, "3");
+}
+
 // A log that a recovery could not see (its LogCs were unreachable; by the recovery rule it
 // held no acknowledged write) must never be replayed by a later recovery: its versions
 // would shadow newer acknowledged ones, and its memtable id must not be handed out again.

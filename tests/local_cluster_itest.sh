@@ -28,7 +28,7 @@ fail() {
 }
 expect_eq() { [[ "$1" == "$2" ]] || fail "$3: expected '$2', got '$1'"; }
 
-"$root/deploy/local_cluster.sh" start --dir "$dir" --ltcs 2 --stocs 3 --logcs 2 --ranges 4 \
+"$root/deploy/local_cluster.sh" start --dir "$dir" --ltcs 2 --stocs 3 --logcs 3 --ranges 4 \
   --log-mode memory --ltc_memtable_size_mb=1 > "$dir/start.out" || fail "start"
 line=$(tail -n 1 "$dir/start.out")
 [[ "$line" =~ ^NOVA_ZK=127\.0\.0\.1:[0-9]+\ NOVA_CLUSTER=local$ ]] || fail "start printed '$line'"
@@ -108,10 +108,19 @@ expect_eq "$("${cli[@]}" --hex --hex_values get 80)" "8080" "hex key 80 after th
 for k in a m z 0 ~; do "${cli[@]}" put "again-$k" "v2-$k" || fail "put again-$k after LTC restart"; done
 expect_eq "$("${cli[@]}" get again-z)" "v2-z" "get after LTC restart"
 
-echo "== a LogC killed -9: writes go on at the other replica"
+echo "== a LogC killed -9: its logs are copied to the spare LogC and writes go on"
+# Three LogCs, two replicas per log: a write is acknowledged on two of them (docs/durability.md).
 "$root/deploy/local_cluster.sh" kill --dir "$dir" logc-0
 for k in a m z 0 ~; do "${cli[@]}" put "logc-down-$k" "v-$k" || fail "put logc-down-$k with a LogC down"; done
+echo "== a second LogC killed: too few replicas, a write fails with Unavailable"
+"$root/deploy/local_cluster.sh" kill --dir "$dir" logc-1
+if out=$("$bin/nova_cli" "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" --timeout_ms=3000 put two-logcs-down x 2>&1); then
+  fail "a put was acknowledged with one LogC of three up (log_replicas=2)"
+fi
+grep -q "min_insync_replicas\|Unavailable\|TimedOut" <<<"$out" || fail "unexpected error: $out"
+"$root/deploy/local_cluster.sh" restart --dir "$dir" logc-1
 "$root/deploy/local_cluster.sh" restart --dir "$dir" logc-0
+"${cli[@]}" put logcs-back yes || fail "put once the LogCs are back"
 
 echo "== ZooKeeper killed: the LTCs keep serving from the last configuration"
 "$root/deploy/local_cluster.sh" kill --dir "$dir" zookeeper
