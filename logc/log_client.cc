@@ -79,6 +79,7 @@ struct LogClient::Log {
   bool turn = false;          // a thread is writing a batch
   Status dead;                // set once an append failed (no more appends), or deleted
   bool recovered = false;     // read back by ReadAll: kept and re-replicated, not appended
+  bool deleted = false;       // Delete ran: no replica may be added any more
   std::vector<uint64_t> capacity;  // per segment
   uint64_t written = 0;            // bytes in the last segment
   std::vector<std::shared_ptr<Replica>> replicas;
@@ -112,6 +113,7 @@ LogClient::LogClient(LogClientOptions options, rpc::RpcEndpoint* endpoint,
     own_metrics_ = std::make_unique<MetricsRegistry>();
     metrics = own_metrics_.get();
   }
+  metrics_ = metrics;
   appends_ = metrics->GetCounter("log_client_appends_total", "Log appends");
   writes_ = metrics->GetCounter("log_client_writes_total",
                                 "Group-commit rounds (one WRITE per replica each)");
@@ -153,6 +155,10 @@ LogClient::~LogClient() {
   }
   repair_cv_.notify_all();
   repairer_.join();
+  for (const char* gauge : {"log_client_underreplicated_logs", "log_client_unsynced_logcs",
+                            "log_client_recovery_blocked_ranges"}) {
+    metrics_->UnregisterCallbackGauge(gauge);
+  }
   delete_pool_.Shutdown();
 }
 
@@ -178,6 +184,11 @@ void LogClient::SetLogcs(std::map<std::string, std::string> logcs) {
       s.peer = transport::kInvalidPeer;
     }
   }
+}
+
+void LogClient::ForgetRange(uint32_t range) {
+  std::lock_guard lock(mu_);
+  ranges_.erase(range);
 }
 
 LogClient::Stats LogClient::GetStats() const {
@@ -759,7 +770,7 @@ void LogClient::DropAckRoutes(const Replica& rep) {
 
 // ---- Re-replication ---------------------------------------------------------------
 
-void LogClient::MaybeRereplicate(const std::shared_ptr<Log>& log) {
+void LogClient::MaybeRereplicate(const std::shared_ptr<Log>& log, int max_attempts) {
   std::vector<std::string> current;
   std::vector<std::shared_ptr<Replica>> reaped;
   {
@@ -775,7 +786,7 @@ void LogClient::MaybeRereplicate(const std::shared_ptr<Log>& log) {
   }
   int live = static_cast<int>(current.size());
   std::vector<std::string> tried = current;
-  while (live < replicas_.load()) {
+  for (int attempt = 0; live < replicas_.load() && attempt < max_attempts; ++attempt) {
     auto chosen = ReserveLogc(&tried);
     if (!chosen) break;
     const std::string& id = *chosen;
@@ -785,26 +796,37 @@ void LogClient::MaybeRereplicate(const std::shared_ptr<Log>& log) {
       ++live;
       rereplications_->Increment();
       LOG(INFO) << LogName(log->range, log->memtable) << " re-replicated to LogC " << id;
+    } else if (s.code() == Status::Code::kAborted) {
+      break;  // the log was deleted meanwhile
     } else {
       errors_->Increment();
       MarkFailed(id);
-      LOG(WARNING) << LogName(log->range, log->memtable) << ": re-replication to LogC " << id
-                   << " failed: " << s.ToString();
+      LOG_EVERY_N(WARNING, 50) << LogName(log->range, log->memtable)
+                               << ": re-replication to LogC " << id
+                               << " failed: " << s.ToString();
     }
   }
 }
 
 Status LogClient::EnsureInsync(const std::shared_ptr<Log>& log) {
   const MonoTime deadline = MonoNow() + options_.timeout;
+  const int target = InsyncTarget();
+  auto live_replicas = [&]() -> Result<int> {
+    std::lock_guard lock(log->mu);
+    if (!log->dead.ok()) return log->dead;
+    int live = 0;
+    for (auto& r : log->replicas) live += r->failed ? 0 : 1;
+    return live;
+  };
+  // Enough already: the write path copies nothing (the repairer brings the log back to R).
+  auto before = live_replicas();
+  if (!before.ok()) return before.status();
+  if (before.value() >= target) return Status::OK();
   while (true) {
     MaybeRereplicate(log);
-    int live = 0;
-    {
-      std::lock_guard lock(log->mu);
-      if (!log->dead.ok()) return log->dead;
-      for (auto& r : log->replicas) live += r->failed ? 0 : 1;
-    }
-    const int target = InsyncTarget();
+    auto now = live_replicas();
+    if (!now.ok()) return now.status();
+    const int live = now.value();
     if (live >= target) return Status::OK();
     if (live == 0) return Status::Unavailable("every replica of the log failed");
     if (MonoNow() >= deadline) {
@@ -819,7 +841,7 @@ Status LogClient::EnsureInsync(const std::shared_ptr<Log>& log) {
 }
 
 void LogClient::NoteIncarnation(const std::string& logc_id, uint64_t incarnation) {
-  if (incarnation == 0) return;  // a LogC that does not say
+  if (incarnation == 0) return;  // not a LogC's (they are never 0)
   std::vector<std::shared_ptr<Log>> logs;
   {
     std::lock_guard lock(mu_);
@@ -857,13 +879,14 @@ bool LogClient::RangeFullyReplicated(uint32_t range) {
       logs.push_back(it->second);
     }
   }
-  const int r = replicas_.load();
+  // M, not R: every acknowledged write was on M replicas, and recovery counts against M.
+  const int target = InsyncTarget();
   for (auto& log : logs) {
     std::lock_guard lock(log->mu);
     if (log->durable_end == 0 && !log->recovered) continue;  // nothing acknowledged
     int live = 0;
     for (auto& rep : log->replicas) live += rep->failed ? 0 : 1;
-    if (live < r) return false;
+    if (live < target) return false;
   }
   return true;
 }
@@ -881,6 +904,7 @@ void LogClient::MarkRange(uint32_t range, const std::vector<std::string>& only) 
   std::vector<std::string> ids;
   {
     std::lock_guard lock(mu_);
+    if (ranges_.count(range) == 0) return;  // not open here (or its recovery was refused)
     const MonoTime now = MonoNow();
     for (auto& [id, st] : logcs_) {
       if (st.address.empty() || st.in_sync.count(range) != 0) continue;
@@ -902,7 +926,10 @@ void LogClient::MarkRange(uint32_t range, const std::vector<std::string>& only) 
                                      options_.timeout);
     ListLogsResponse list;
     Status s = reply.ok() ? Decode(reply.value(), &list) : reply.status();
-    if (!s.ok() || list.incarnation == 0) continue;  // down, or a LogC without marks
+    if (!s.ok()) {
+      MarkFailed(id);  // a hung LogC must not stall every pass
+      continue;
+    }
     NoteIncarnation(id, list.incarnation);
     if (!list.in_sync) {
       if (!RangeFullyReplicated(range)) return;
@@ -911,6 +938,7 @@ void LogClient::MarkRange(uint32_t range, const std::vector<std::string>& only) 
       if (!marked.ok()) {
         LOG_EVERY_N(WARNING, 20) << "marking range " << range << " in sync at LogC " << id
                                  << ": " << marked.status().ToString();
+        MarkFailed(id);
         continue;
       }
     }
@@ -946,18 +974,24 @@ void LogClient::RepairPass() {
   uint64_t under = 0;
   for (auto& log : logs) {
     {
-      std::lock_guard lock(log->mu);
+      std::unique_lock lock(log->mu);
       if (log->capacity.empty() || (log->durable_end == 0 && !log->recovered)) continue;
       int live = 0;
       for (auto& rep : log->replicas) live += rep->failed ? 0 : 1;
       if (live >= r) continue;
-      if (log->turn) {  // its appender re-replicates it
+      // A log being written is between turns often: wait for one (appenders copy only
+      // while fewer than M replicas are live, so with M < R this is what restores R).
+      if (!log->cv.wait_for(lock, options_.repair_interval,
+                            [&] { return !log->turn || log->deleted; }) ||
+          log->deleted) {
         ++under;
         continue;
       }
       log->turn = true;
     }
-    MaybeRereplicate(log);
+    // One copy attempt per pass: an appender waiting for the turn waits for one attempt
+    // at most, not for a walk over every LogC.
+    MaybeRereplicate(log, /*max_attempts=*/1);
     std::lock_guard lock(log->mu);
     log->turn = false;
     int live = 0;
@@ -1089,13 +1123,17 @@ Status LogClient::CopyTo(const std::shared_ptr<Log>& log, const std::string& log
       }
     }
   }
-  if (!result.ok()) {
-    DropAckRoutes(*rep);
-    return result;
+  if (result.ok()) {
+    std::lock_guard lock(log->mu);
+    if (log->deleted) {
+      result = Status::Aborted(LogName(log->range, log->memtable) + " was deleted");
+    } else {
+      log->replicas.push_back(rep);
+      return Status::OK();
+    }
   }
-  std::lock_guard lock(log->mu);
-  log->replicas.push_back(rep);
-  return Status::OK();
+  DropAckRoutes(*rep);
+  return result;
 }
 
 // ---- Delete -----------------------------------------------------------------------
@@ -1121,6 +1159,7 @@ void LogClient::Delete(uint32_t range, std::vector<uint64_t> memtables) {
         log->dead = Status::Aborted(LogName(range, log->memtable) + " was deleted");
       dropped = log->replicas;
       log->replicas.clear();
+      log->deleted = true;
       log->cv.notify_all();
     }
     Forget(dropped, false);
@@ -1158,6 +1197,11 @@ Status LogClient::ReadSegment(const SegmentToRead& seg, std::string* out,
   holders->clear();
   *length = 0;
   const bool memory = mode_.load() == LogMode::kMemory;
+  // What a source holds of the log: fdatasync'd bytes in disk mode (read from the disk),
+  // received bytes of a persisted file read one-sidedly in memory+disk mode.
+  auto effective = [&](const LogFileInfo& f) {
+    return f.persisted && mode_.load() != LogMode::kDisk ? f.length : f.persisted_length;
+  };
   Status last = Status::Unavailable("no replica");
   std::string candidate;
   int64_t best = -1;  // memory: index of the last non-zero byte of the best copy read
@@ -1197,20 +1241,25 @@ Status LogClient::ReadSegment(const SegmentToRead& seg, std::string* out,
     if (!last.ok()) {
       LOG(WARNING) << "reading " << LogName(seg.range, seg.memtable) << " segment "
                    << seg.segment << " from LogC " << src.logc_id << ": " << last.ToString();
+      // A copy that cannot be read may be the only one holding every acknowledged byte:
+      // in memory mode any copy may be the longest; otherwise another source listed with
+      // as much is as good, and a shorter one never is. The open is retried (a LogC that
+      // died is then unlisted, and counts against M).
+      if (memory) return last.Prepend("a copy could not be read");
+      const uint64_t longest = effective(seg.sources.front().info);
+      if (k + 1 >= seg.sources.size() || effective(seg.sources[k + 1].info) < longest) {
+        return last.Prepend("no copy holding all of it could be read");
+      }
       continue;
     }
     if (!memory) {
       // Sources are sorted by length: the first read is the longest; the others that hold
       // as much hold the same bytes (every copy is a prefix of one stream).
       out->swap(candidate);
-      const uint64_t have = f.persisted && mode_.load() != LogMode::kDisk ? f.length
-                                                                           : f.persisted_length;
+      const uint64_t have = effective(f);
       *length = out->size();
       for (size_t j = 0; j < seg.sources.size(); ++j) {
-        const LogFileInfo& g = seg.sources[j].info;
-        const uint64_t other =
-            g.persisted && mode_.load() != LogMode::kDisk ? g.length : g.persisted_length;
-        if (j == k || other >= have) holders->push_back(j);
+        if (j == k || effective(seg.sources[j].info) >= have) holders->push_back(j);
       }
       return Status::OK();
     }
@@ -1290,7 +1339,6 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
   std::set<uint64_t> expected;  // memtables this client wrote
   {
     std::lock_guard lock(mu_);
-    ranges_.insert(range);
     for (auto& [id, s] : logcs_) {
       if (!s.address.empty()) ids.push_back(id);
     }
@@ -1370,8 +1418,12 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
                << ": writes acknowledged only in logs there are lost";
   }
   {
+    // The range's recovery goes on: from now on the repairer may mark it in sync (never
+    // before: a refused range has logs this client does not know of, and marking a LogC
+    // that lost them would make the next attempt go on without them).
     std::lock_guard lock(mu_);
     blocked_ranges_.erase(range);
+    ranges_.insert(range);
   }
   // Best source first: the one that received (or persisted) the most.
   std::vector<SegmentToRead*> work;

@@ -145,6 +145,10 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
     return ReadAll(range, threads, /*new_range=*/false, logs, missing);
   }
 
+  // The range is closed here (it may open elsewhere): the repairer no longer marks it in
+  // sync at LogCs. Its logs stay until deleted.
+  void ForgetRange(uint32_t range);
+
   struct Stats {
     uint64_t appends = 0;           // Append calls that wrote bytes
     uint64_t writes = 0;            // group-commit rounds (one WRITE per live replica each)
@@ -199,7 +203,9 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   // LogC's cool-down and the failure count.
   void Forget(const std::vector<std::shared_ptr<Replica>>& reaped, bool failed);
   void DropAckRoutes(const Replica& rep);
-  void MaybeRereplicate(const std::shared_ptr<Log>& log);
+  // Copies the log to other LogCs until it has R live replicas, trying at most
+  // `max_attempts` LogCs. REQUIRES: the caller holds the log's turn.
+  void MaybeRereplicate(const std::shared_ptr<Log>& log, int max_attempts = 1 << 30);
   Status CopyTo(const std::shared_ptr<Log>& log, const std::string& logc_id);
   // Re-replicates until the log has min_insync_replicas live replicas, waiting for LogCs
   // to come back up to `timeout`. REQUIRES: the caller holds the log's turn.
@@ -262,6 +268,7 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
 
   // Metrics: this client's own counters, mirrored into the registry when there is one.
   std::unique_ptr<MetricsRegistry> own_metrics_;  // when none was given
+  MetricsRegistry* metrics_ = nullptr;            // given or own_metrics_; outlives this
   Counter* appends_;
   Counter* writes_;
   Counter* bytes_;

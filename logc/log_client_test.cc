@@ -543,6 +543,10 @@ TEST_F(LogClientTest, RecoveryWaitsUntilALogcThatCanVouchIsBack) {
   Status s = client_->ReadAll(1, 2, &logs, &missing);
   EXPECT_TRUE(s.IsUnavailable()) << s.ToString();
   EXPECT_NE(s.ToString().find("not in sync"), std::string::npos) << s.ToString();
+  // And it stays refused: nothing (the repairer included) marks the new disk in sync for
+  // a range whose recovery has not gone on.
+  EXPECT_FALSE(test::WaitFor([&] { return client_->ReadAll(1, 2, &logs, &missing).ok(); },
+                             std::chrono::milliseconds(600)));
   RestartServer(1, /*wipe=*/false);
   logs = ReadAll(1, &missing);
   ASSERT_EQ(logs.size(), 1u);
@@ -567,6 +571,8 @@ TEST_F(LogClientTest, RecoveryWaitsUntilALogcThatCanVouchIsBack) {
   RestartServer(1, false);
   StartClient(Options(LogMode::kMemory));
   EXPECT_TRUE(client_->ReadAll(2, 2, &logs, &missing).IsUnavailable());
+  EXPECT_FALSE(test::WaitFor([&] { return client_->ReadAll(2, 2, &logs, &missing).ok(); },
+                             std::chrono::milliseconds(600)));
   StopClient();
   LogClientOptions forced = Options(LogMode::kMemory);
   forced.force_recovery_ranges = {2};

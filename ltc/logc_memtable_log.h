@@ -17,6 +17,8 @@ class LogcMemtableLog final : public MemtableLog {
   // `client` must outlive this.
   LogcMemtableLog(logc::LogClient* client, uint32_t range_id)
       : client_(client), range_id_(range_id) {}
+  // The range closes here: the client stops vouching for it (LogClient::ForgetRange).
+  ~LogcMemtableLog() override { client_->ForgetRange(range_id_); }
 
   using MemtableLog::Append;
   Status Append(uint64_t memtable, std::string_view records, bool* reached) override;

@@ -87,9 +87,17 @@ Status ManifestState::Apply(const VersionEdit& edit) {
   for (uint64_t m : edit.obsolete_logs) next.obsolete_logs_.insert(m);
   next.obsolete_logs_.erase(next.obsolete_logs_.begin(),
                             next.obsolete_logs_.lower_bound(next.log_floor_));
-  for (const auto& [begin, end] : edit.obsolete_log_ranges) {
-    auto& slot = next.obsolete_ranges_[begin];
-    slot = std::max(slot, end);
+  // Kept disjoint (overlapping and touching ranges merged), so that LogIsObsolete needs to
+  // look only at the last range beginning at or before an id.
+  for (auto [begin, end] : edit.obsolete_log_ranges) {
+    auto it = next.obsolete_ranges_.upper_bound(begin);
+    if (it != next.obsolete_ranges_.begin() && std::prev(it)->second >= begin) --it;
+    while (it != next.obsolete_ranges_.end() && it->first <= end) {
+      begin = std::min(begin, it->first);
+      end = std::max(end, it->second);
+      it = next.obsolete_ranges_.erase(it);
+    }
+    next.obsolete_ranges_[begin] = end;
   }
   std::erase_if(next.obsolete_ranges_,
                 [&](const auto& r) { return r.second <= next.log_floor_; });

@@ -77,7 +77,8 @@ class ManifestState {
   uint64_t next_memtable_id_ = 1;
   uint64_t log_floor_ = 0;
   std::set<uint64_t> obsolete_logs_;  // ids >= log_floor_ only
-  std::map<uint64_t, uint64_t> obsolete_ranges_;  // begin -> end; ending above log_floor_
+  // begin -> end, disjoint and not touching; each ends above log_floor_.
+  std::map<uint64_t, uint64_t> obsolete_ranges_;
 };
 
 }  // namespace nova::ltc

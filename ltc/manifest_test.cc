@@ -226,6 +226,21 @@ TEST(ManifestTest, ObsoleteLogRanges) {
   EXPECT_EQ(s.Snapshot().obsolete_log_ranges.size(), 1u);
   EXPECT_FALSE(s.LogIsObsolete(14));
   EXPECT_TRUE(s.LogIsObsolete(16));
+  // Overlapping and nested ranges from several recoveries stay obsolete as a whole.
+  ManifestState nested;
+  VersionEdit r1;
+  r1.log_floor = 12;
+  r1.obsolete_log_ranges = {{13, 15}, {16, 100}};
+  ASSERT_TRUE(nested.Apply(r1).ok());
+  VersionEdit r2;
+  r2.obsolete_log_ranges = {{13, 105}, {200, 300}, {300, 310}};
+  ASSERT_TRUE(nested.Apply(r2).ok());
+  for (uint64_t id : {13ull, 15ull, 99ull, 100ull, 103ull, 200ull, 305ull}) {
+    EXPECT_TRUE(nested.LogIsObsolete(id)) << id;
+  }
+  for (uint64_t id : {12ull, 105ull, 199ull, 310ull}) EXPECT_FALSE(nested.LogIsObsolete(id)) << id;
+  EXPECT_EQ(nested.Snapshot().obsolete_log_ranges,
+            (std::vector<std::pair<uint64_t, uint64_t>>{{13, 105}, {200, 310}}));
   // Tag 10 with end <= begin.
   std::string bad = "\x0a\x05\x05";
   EXPECT_TRUE(decoded.DecodeFrom(bad).IsCorruption());

@@ -173,8 +173,11 @@ Status RangeEngine::Open() {
   }
   if (options_.log != nullptr && !new_range) {
     VersionEdit e;
+    // Replayed logs stay live, and so do the ids of logless memtables whose entries a
+    // replayed log took (absorbed): a later recovery must route those entries again.
     std::vector<uint64_t> kept;
     for (const auto& mem : rebuilt) kept.push_back(mem->id());
+    for (const auto& [into, ids] : absorbed_logs_) kept.insert(kept.end(), ids.begin(), ids.end());
     std::sort(kept.begin(), kept.end());
     uint64_t begin = unreplayed_from;
     for (uint64_t id : kept) {

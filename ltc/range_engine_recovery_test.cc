@@ -303,6 +303,24 @@ TEST(RecoveryTest, LogDownForManyWritesKeepsTheMemtableBudget) {
 // An entry may name a memtable that has no log of its own (a batch's copy reached one log
 // before the crash, the other memtable's log never got created): that memtable id must not
 // be handed out again, or its new log would be dropped when the adopting memtable flushes.
+// Entries of a memtable that has no log of its own, found in another memtable's log, are
+// replayed again by a second recovery before that memtable flushes (their id is not among
+// those a recovery records obsolete).
+TEST(RecoveryTest, AbsorbedEntriesSurviveASecondCrash) {
+  MemoryTableStore store;
+  InMemoryMemtableLog log;
+  std::string record;
+  logc::AppendLogRecord(&record, {logc::LogEntry{5, 1, 1, "a", "1"}, logc::LogEntry{9, 2, 1, "b", "2"}});
+  ASSERT_TRUE(log.Append(5, record).ok());
+  for (int crash = 0; crash < 2; ++crash) {
+    RangeEngine engine(BigMemtables(&log), &store);
+    ASSERT_TRUE(engine.Open().ok());
+    std::string v;
+    ASSERT_TRUE(engine.Get("b", &v).ok()) << "after recovery " << crash + 1;
+    EXPECT_EQ(v, "2");
+  }
+}
+
 TEST(RecoveryTest, MemtableIdsNamedOnlyByEntriesAreNotReused) {
   MemoryTableStore store;
   InMemoryMemtableLog log;

@@ -76,8 +76,16 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
       pointer_ = std::make_unique<ManifestPointer>(options_.manifest_pointer_path);
     }
     auto loaded = pointer_->Load();
-    if (!loaded.ok()) return loaded.status().Prepend(range + ": the MANIFEST pointer");
-    pointed_ = loaded.value();
+    if (loaded.ok()) {
+      pointed_ = loaded.value();
+    } else if (options_.force_recovery) {
+      LOG(ERROR) << range << ": ignoring the MANIFEST pointer (--ltc_force_recovery_ranges): "
+                 << loaded.status().ToString();
+      pointed_ = ManifestPointer::Numbers{};
+    } else {
+      return loaded.status().Prepend(range + ": the MANIFEST pointer (" +
+                                     pointer_->path() + ")");
+    }
     // Never a number a failed attempt may have left files under (invariant 1).
     next_manifest_number_ = std::max(next_manifest_number_, pointed_.allocated + 1);
   }
