@@ -1453,6 +1453,7 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
 
   size_t i = 0;
   std::vector<uint64_t> lost;
+  uint64_t lost_bytes = 0;  // as listed: what the lost logs held at most
   for (auto& [memtable, segments] : found) {
     RecoveredLog log;
     log.memtable = memtable;
@@ -1470,6 +1471,14 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
     expected.erase(memtable);
     if (!complete) {
       (forced ? lost : *missing).push_back(memtable);
+      for (auto& [number, seg] : segments) {
+        uint64_t most = 0;
+        for (const auto& src : seg.sources) {
+          const LogFileInfo& f = src.info;
+          most = std::max(most, f.persisted ? std::max(f.length, f.persisted_length) : f.capacity);
+        }
+        lost_bytes += most;
+      }
       continue;
     }
     for (auto& [id, count] : held) {
@@ -1486,12 +1495,14 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
     std::string list;
     for (uint64_t m : lost) list += (list.empty() ? "" : ",") + std::to_string(m);
     LOG(ERROR) << "range " << range << ": forced recovery goes on without the logs of "
-               << lost.size() << " memtable(s) (" << list << "): the writes acknowledged in "
-               << "them since the range's last flush are lost";
+               << lost.size() << " memtable(s) (" << list << "; up to " << lost_bytes
+               << " log bytes as listed, memory logs counted at their capacity): the writes "
+               << "acknowledged in them since the range's last flush are lost";
   }
   if (forced && !unlisted.empty()) {
     LOG(ERROR) << "range " << range << ": forced recovery goes on without " << unlisted.size()
-               << " LogC(s): logs only there are lost";
+               << " LogC(s) it could not list: the logs only they held (any number, of up to "
+               << "a memtable each) are lost";
   }
   repair_cv_.notify_all();  // re-replicate what was read at fewer than R replicas
   return Status::OK();
