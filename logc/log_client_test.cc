@@ -606,33 +606,27 @@ TEST_F(LogClientTest, ShorterMemoryCopyIsNeverPreferred) {
     ASSERT_TRUE(Decode(listed.value(), &list).ok());
     ASSERT_EQ(list.files.size(), 1u);
     const uint64_t half = expected.size() / 2;
-    std::string zeros(expected.size() - half, '\0');
-    auto mr = transport_->RegisterMemory(zeros.data(), zeros.size(), transport::kLocalOnly);
-    ASSERT_TRUE(mr.ok());
-    std::promise<Status> done;
-    transport::RemoteAddr at{list.files[0].addr.addr + half, list.files[0].addr.rkey};
-    ASSERT_TRUE(transport_
-                    ->Write(peer.value(), mr.value(), 0, zeros.size(), at, std::nullopt,
-                            [&](const Status& st) { done.set_value(st); })
-                    .ok());
-    ASSERT_TRUE(done.get_future().get().ok());
-    transport_->DeregisterMemory(mr.value()).IgnoreError();
+    const transport::RemoteAddr at{list.files[0].addr.addr + half, list.files[0].addr.rkey};
+    // One-sided WRITE of `bytes` at `at` in the copy.
+    auto write_at = [&](std::string bytes) {
+      auto mr = transport_->RegisterMemory(bytes.data(), bytes.size(), transport::kLocalOnly);
+      ASSERT_TRUE(mr.ok());
+      std::promise<Status> done;
+      ASSERT_TRUE(transport_
+                      ->Write(peer.value(), mr.value(), 0, bytes.size(), at, std::nullopt,
+                              [&](const Status& st) { done.set_value(st); })
+                      .ok());
+      ASSERT_TRUE(done.get_future().get().ok());
+      transport_->DeregisterMemory(mr.value()).IgnoreError();
+    };
+    ASSERT_NO_FATAL_FAILURE(write_at(std::string(expected.size() - half, '\0')));
     std::vector<uint64_t> missing;
     auto logs = ReadAll(3, &missing);
     ASSERT_EQ(logs.size(), 1u);
     EXPECT_EQ(logs[0].bytes.substr(0, expected.size()), expected);
     EXPECT_EQ(logs[0].replicas, std::vector<std::string>{std::to_string(1 - shorter)});
     // Restore the copy for the next round.
-    std::string back = expected.substr(half);
-    auto mr2 = transport_->RegisterMemory(back.data(), back.size(), transport::kLocalOnly);
-    ASSERT_TRUE(mr2.ok());
-    std::promise<Status> done2;
-    ASSERT_TRUE(transport_
-                    ->Write(peer.value(), mr2.value(), 0, back.size(), at, std::nullopt,
-                            [&](const Status& st) { done2.set_value(st); })
-                    .ok());
-    ASSERT_TRUE(done2.get_future().get().ok());
-    transport_->DeregisterMemory(mr2.value()).IgnoreError();
+    ASSERT_NO_FATAL_FAILURE(write_at(expected.substr(half)));
   }
 }
 
