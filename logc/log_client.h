@@ -200,7 +200,7 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   // Drops failed replicas from the log. REQUIRES: the log's mu held, not mu_.
   void ReapFailedLocked(Log* log, std::vector<std::shared_ptr<Replica>>* reaped);
   // Bookkeeping of replicas that left their log: open counts, ack routes, and (failed) the
-  // LogC's cool-down and the failure count.
+  // LogC's retry interval and the failure count.
   void Forget(const std::vector<std::shared_ptr<Replica>>& reaped, bool failed);
   void DropAckRoutes(const Replica& rep);
   // Copies the log to other LogCs until it has R live replicas, trying at most
