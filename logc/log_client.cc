@@ -28,6 +28,13 @@ std::string LogName(uint32_t range, uint64_t memtable) {
   return "log r" + std::to_string(range) + " m" + std::to_string(memtable);
 }
 
+// How much of a log segment a copy holds, as listed: fdatasync'd bytes in mode disk (they
+// are read from the disk), received bytes of a persisted file read one-sidedly in mode
+// memory+disk; memory files do not know it (0).
+uint64_t HeldBytes(LogMode mode, const LogFileInfo& f) {
+  return f.persisted && mode != LogMode::kDisk ? f.length : f.persisted_length;
+}
+
 }  // namespace
 
 // A registered local buffer that the transport reads from (WRITE) or writes into (READ).
@@ -85,6 +92,13 @@ struct LogClient::Log {
   std::vector<std::shared_ptr<Replica>> replicas;
   // Owned by the thread holding the turn.
   std::shared_ptr<Staging> staging;
+
+  // Replicas not failed. REQUIRES: mu held.
+  int LiveLocked() const {
+    int live = 0;
+    for (const auto& r : replicas) live += r->failed ? 0 : 1;
+    return live;
+  }
 };
 
 // One segment of a recovered log and where it can be read.
@@ -814,9 +828,7 @@ Status LogClient::EnsureInsync(const std::shared_ptr<Log>& log) {
   auto live_replicas = [&]() -> Result<int> {
     std::lock_guard lock(log->mu);
     if (!log->dead.ok()) return log->dead;
-    int live = 0;
-    for (auto& r : log->replicas) live += r->failed ? 0 : 1;
-    return live;
+    return log->LiveLocked();
   };
   // Enough already: the write path copies nothing (the repairer brings the log back to R).
   auto before = live_replicas();
@@ -884,9 +896,7 @@ bool LogClient::RangeFullyReplicated(uint32_t range) {
   for (auto& log : logs) {
     std::lock_guard lock(log->mu);
     if (log->durable_end == 0 && !log->recovered) continue;  // nothing acknowledged
-    int live = 0;
-    for (auto& rep : log->replicas) live += rep->failed ? 0 : 1;
-    if (live < target) return false;
+    if (log->LiveLocked() < target) return false;
   }
   return true;
 }
@@ -914,27 +924,20 @@ void LogClient::MarkRange(uint32_t range, const std::vector<std::string>& only) 
     }
   }
   for (const std::string& id : ids) {
-    auto peer = PeerFor(id);
-    if (!peer.ok()) {
-      MarkFailed(id);
-      continue;
-    }
     // Its incarnation first (a restart since this client last saw it drops the replicas it
     // held), then whether the range is fully replicated: in that order, a mark never
     // covers copies a restart lost.
-    auto reply = endpoint_->CallSync(peer.value(), kListLogs, Encode(ListLogsRequest{range}),
-                                     options_.timeout);
-    ListLogsResponse list;
-    Status s = reply.ok() ? Decode(reply.value(), &list) : reply.status();
-    if (!s.ok()) {
+    transport::PeerId peer;
+    auto listed = ListAt(id, range, &peer);
+    if (!listed.ok()) {
       MarkFailed(id);  // a hung LogC must not stall every pass
       continue;
     }
-    NoteIncarnation(id, list.incarnation);
+    const ListLogsResponse& list = listed.value();
     if (!list.in_sync) {
       if (!RangeFullyReplicated(range)) return;
       MarkInSyncRequest req{range, list.incarnation, Persists(mode_.load())};
-      auto marked = endpoint_->CallSync(peer.value(), kMarkInSync, Encode(req), options_.timeout);
+      auto marked = endpoint_->CallSync(peer, kMarkInSync, Encode(req), options_.timeout);
       if (!marked.ok()) {
         LOG_EVERY_N(WARNING, 20) << "marking range " << range << " in sync at LogC " << id
                                  << ": " << marked.status().ToString();
@@ -942,11 +945,29 @@ void LogClient::MarkRange(uint32_t range, const std::vector<std::string>& only) 
         continue;
       }
     }
-    std::lock_guard lock(mu_);
-    auto it = logcs_.find(id);
-    if (it != logcs_.end() && it->second.incarnation == list.incarnation) {
-      it->second.in_sync.insert(range);
-    }
+    NoteInSync(id, list.incarnation, range);
+  }
+}
+
+Result<ListLogsResponse> LogClient::ListAt(const std::string& logc_id, uint32_t range,
+                                           transport::PeerId* peer) {
+  auto connected = PeerFor(logc_id);
+  if (!connected.ok()) return connected.status();
+  *peer = connected.value();
+  auto reply = endpoint_->CallSync(*peer, kListLogs, Encode(ListLogsRequest{range}),
+                                   options_.timeout);
+  if (!reply.ok()) return reply.status();
+  ListLogsResponse list;
+  NOVA_RETURN_NOT_OK(Decode(reply.value(), &list));
+  NoteIncarnation(logc_id, list.incarnation);
+  return list;
+}
+
+void LogClient::NoteInSync(const std::string& logc_id, uint64_t incarnation, uint32_t range) {
+  std::lock_guard lock(mu_);
+  auto it = logcs_.find(logc_id);
+  if (it != logcs_.end() && it->second.incarnation == incarnation) {
+    it->second.in_sync.insert(range);
   }
 }
 
@@ -976,9 +997,7 @@ void LogClient::RepairPass() {
     {
       std::unique_lock lock(log->mu);
       if (log->capacity.empty() || (log->durable_end == 0 && !log->recovered)) continue;
-      int live = 0;
-      for (auto& rep : log->replicas) live += rep->failed ? 0 : 1;
-      if (live >= r) continue;
+      if (log->LiveLocked() >= r) continue;
       // A log being written is between turns often: wait for one (appenders copy only
       // while fewer than M replicas are live, so with M < R this is what restores R).
       if (!log->cv.wait_for(lock, options_.repair_interval,
@@ -994,9 +1013,7 @@ void LogClient::RepairPass() {
     MaybeRereplicate(log, /*max_attempts=*/1);
     std::lock_guard lock(log->mu);
     log->turn = false;
-    int live = 0;
-    for (auto& rep : log->replicas) live += rep->failed ? 0 : 1;
-    if (live < r) ++under;
+    if (log->LiveLocked() < r) ++under;
     log->cv.notify_all();
   }
   underreplicated_ = under;
@@ -1196,12 +1213,8 @@ Status LogClient::ReadSegment(const SegmentToRead& seg, std::string* out,
                               std::vector<size_t>* holders, uint64_t* length) {
   holders->clear();
   *length = 0;
-  const bool memory = mode_.load() == LogMode::kMemory;
-  // What a source holds of the log: fdatasync'd bytes in disk mode (read from the disk),
-  // received bytes of a persisted file read one-sidedly in memory+disk mode.
-  auto effective = [&](const LogFileInfo& f) {
-    return f.persisted && mode_.load() != LogMode::kDisk ? f.length : f.persisted_length;
-  };
+  const LogMode mode = mode_.load();
+  const bool memory = mode == LogMode::kMemory;
   Status last = Status::Unavailable("no replica");
   std::string candidate;
   int64_t best = -1;  // memory: index of the last non-zero byte of the best copy read
@@ -1209,7 +1222,7 @@ Status LogClient::ReadSegment(const SegmentToRead& seg, std::string* out,
     const auto& src = seg.sources[k];
     candidate.clear();
     const LogFileInfo& f = src.info;
-    if (mode_.load() == LogMode::kDisk && f.persisted) {
+    if (mode == LogMode::kDisk && f.persisted) {
       // From the LogC's disk, page by page.
       ReadLogRequest req{seg.range, seg.memtable, seg.segment, 0, f.persisted_length};
       last = Status::OK();
@@ -1246,8 +1259,8 @@ Status LogClient::ReadSegment(const SegmentToRead& seg, std::string* out,
       // as much is as good, and a shorter one never is. The open is retried (a LogC that
       // died is then unlisted, and counts against M).
       if (memory) return last.Prepend("a copy could not be read");
-      const uint64_t longest = effective(seg.sources.front().info);
-      if (k + 1 >= seg.sources.size() || effective(seg.sources[k + 1].info) < longest) {
+      const uint64_t longest = HeldBytes(mode, seg.sources.front().info);
+      if (k + 1 >= seg.sources.size() || HeldBytes(mode, seg.sources[k + 1].info) < longest) {
         return last.Prepend("no copy holding all of it could be read");
       }
       continue;
@@ -1256,10 +1269,10 @@ Status LogClient::ReadSegment(const SegmentToRead& seg, std::string* out,
       // Sources are sorted by length: the first read is the longest; the others that hold
       // as much hold the same bytes (every copy is a prefix of one stream).
       out->swap(candidate);
-      const uint64_t have = effective(f);
+      const uint64_t have = HeldBytes(mode, f);
       *length = out->size();
       for (size_t j = 0; j < seg.sources.size(); ++j) {
-        if (j == k || effective(seg.sources[j].info) >= have) holders->push_back(j);
+        if (j == k || HeldBytes(mode, seg.sources[j].info) >= have) holders->push_back(j);
       }
       return Status::OK();
     }
@@ -1353,27 +1366,17 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
   std::vector<std::string> unlisted;  // LogCs whose logs we could not list
   std::vector<std::string> unsynced;  // listed, but not in sync for the range
   for (const std::string& id : ids) {
-    auto peer = PeerFor(id);
-    Status s = peer.status();
-    ListLogsResponse list;
-    if (s.ok()) {
-      auto reply = endpoint_->CallSync(peer.value(), kListLogs, Encode(ListLogsRequest{range}),
-                                       options_.timeout);
-      s = reply.ok() ? Decode(reply.value(), &list) : reply.status();
-    }
-    if (!s.ok()) {
+    transport::PeerId peer = transport::kInvalidPeer;
+    auto listed = ListAt(id, range, &peer);
+    if (!listed.ok()) {
       LOG(WARNING) << "listing logs of range " << range << " at LogC " << id << ": "
-                   << s.ToString();
-      unlisted.push_back(id + " (" + s.ToString() + ")");
+                   << listed.status().ToString();
+      unlisted.push_back(id + " (" + listed.status().ToString() + ")");
       continue;
     }
-    NoteIncarnation(id, list.incarnation);
+    const ListLogsResponse& list = listed.value();
     if (list.in_sync) {
-      std::lock_guard lock(mu_);
-      auto it = logcs_.find(id);
-      if (it != logcs_.end() && it->second.incarnation == list.incarnation) {
-        it->second.in_sync.insert(range);
-      }
+      NoteInSync(id, list.incarnation, range);
     } else {
       unsynced.push_back(id);
     }
@@ -1382,7 +1385,7 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
       seg.range = range;
       seg.memtable = f.memtable;
       seg.segment = f.segment;
-      seg.sources.push_back(SegmentToRead::Source{id, peer.value(), f, list.incarnation});
+      seg.sources.push_back(SegmentToRead::Source{id, peer, f, list.incarnation});
     }
   }
   // Every acknowledged write was on min_insync_replicas LogCs when it was acknowledged. A
@@ -1429,10 +1432,9 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
   std::vector<SegmentToRead*> work;
   for (auto& [memtable, segments] : found) {
     for (auto& [number, seg] : segments) {
-      const bool disk = mode_.load() == LogMode::kDisk;
+      const LogMode mode = mode_.load();
       std::stable_sort(seg.sources.begin(), seg.sources.end(), [&](const auto& a, const auto& b) {
-        return disk ? a.info.persisted_length > b.info.persisted_length
-                    : a.info.length > b.info.length;
+        return HeldBytes(mode, a.info) > HeldBytes(mode, b.info);
       });
       work.push_back(&seg);
     }

@@ -214,7 +214,13 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   // has there in an older incarnation are failed (a restart lost them) and its marks are
   // forgotten. REQUIRES: no log mu held.
   void NoteIncarnation(const std::string& logc_id, uint64_t incarnation);
-  // True when every log of `range` holding data has R live replicas.
+  // Lists `range`'s files at a LogC (connecting first: *peer) and notes its incarnation.
+  Result<ListLogsResponse> ListAt(const std::string& logc_id, uint32_t range,
+                                  transport::PeerId* peer);
+  // The LogC holds `range`'s in-sync mark in `incarnation`: remembered while that is the
+  // incarnation this client knows.
+  void NoteInSync(const std::string& logc_id, uint64_t incarnation, uint32_t range);
+  // True when every log of `range` holding data has M live replicas.
   bool RangeFullyReplicated(uint32_t range);
   // Marks `range` in sync at every LogC of the set not yet marked, when the range is fully
   // replicated. `only` (if not empty): just these LogCs.

@@ -6,10 +6,8 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <gflags/gflags.h>
@@ -183,21 +181,9 @@ int main(int argc, char** argv) {
   if (FLAGS_log_min_insync_replicas < 0 || FLAGS_log_min_insync_replicas > log_replicas) {
     return BadFlags("--log_min_insync_replicas must be 0 (= --log_replicas) to --log_replicas");
   }
-  std::vector<uint32_t> force_ranges;
-  if (!FLAGS_ltc_force_recovery_ranges.empty()) {
-    std::string_view rest = FLAGS_ltc_force_recovery_ranges;
-    while (!rest.empty()) {
-      const size_t comma = rest.find(',');
-      const std::string_view item = rest.substr(0, comma);
-      uint32_t id = 0;
-      auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
-      if (ec != std::errc() || p != item.data() + item.size() || item.empty()) {
-        return BadFlags("--ltc_force_recovery_ranges: '" + std::string(item) +
-                        "' is not a range id");
-      }
-      force_ranges.push_back(id);
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    }
+  auto force_ranges = nova::ltc::ParseRangeIds(FLAGS_ltc_force_recovery_ranges);
+  if (!force_ranges.ok()) {
+    return BadFlags("--ltc_force_recovery_ranges: " + force_ranges.status().ToString());
   }
   if (mode != nova::logc::LogMode::kNone && a.logcs.empty() && !zk) {
     return BadFlags("--log_mode=" + log_mode + " needs --logc=id@host:port,...");
@@ -265,8 +251,8 @@ int main(int argc, char** argv) {
     no.log.mode = mode;
     no.log.replicas = log_replicas;
     no.log.min_insync_replicas = FLAGS_log_min_insync_replicas;
-    no.log.force_recovery_ranges = force_ranges;
-    no.force_recovery_ranges = force_ranges;
+    no.log.force_recovery_ranges = force_ranges.value();
+    no.force_recovery_ranges = force_ranges.value();
     no.dir = FLAGS_ltc_dir;
     LOG_IF(WARNING, FLAGS_ltc_dir.empty())
         << "no --ltc_dir: no MANIFEST pointers are kept, so a MANIFEST left on a StoC that "

@@ -103,16 +103,23 @@ Result<std::vector<RangeInfo>> RangesFromBounds(const std::string& hex_list) {
   return out;
 }
 
+Result<std::vector<uint32_t>> ParseRangeIds(const std::string& ids) {
+  std::vector<uint32_t> out;
+  for (const std::string& s : SplitNonEmpty(ids, ',')) {
+    uint32_t id = 0;
+    if (!ParseU32(s, &id)) return Status::InvalidArgument("bad range id '" + s + "'");
+    out.push_back(id);
+  }
+  return out;
+}
+
 Result<std::vector<RangeInfo>> SelectRanges(const std::vector<RangeInfo>& all,
                                             const std::string& ids) {
   if (ids.empty() || ids == "all") return all;
   std::vector<RangeInfo> out;
-  std::set<uint32_t> want;
-  for (const std::string& s : SplitNonEmpty(ids, ',')) {
-    uint32_t id = 0;
-    if (!ParseU32(s, &id)) return Status::InvalidArgument("bad range id '" + s + "'");
-    want.insert(id);
-  }
+  auto parsed = ParseRangeIds(ids);
+  if (!parsed.ok()) return parsed.status();
+  std::set<uint32_t> want(parsed.value().begin(), parsed.value().end());
   for (const RangeInfo& r : all) {
     if (want.erase(r.id) > 0) out.push_back(r);
   }

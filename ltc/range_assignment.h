@@ -82,6 +82,9 @@ Result<std::vector<RangeInfo>> EqualRanges(int n);
 // Ranges from a comma-separated list of hex split points, e.g. "40,80,c0" -> 4 ranges
 // ["",@) [@,0x80) [0x80,0xc0) [0xc0,-), ids 0..3. Split points must ascend strictly.
 Result<std::vector<RangeInfo>> RangesFromBounds(const std::string& hex_list);
+// Range ids from a comma-separated list ("3,5"; empty pieces ignored). InvalidArgument
+// naming the first piece that is not a number.
+Result<std::vector<uint32_t>> ParseRangeIds(const std::string& ids);
 // Selects from `all` the ranges whose ids appear in the comma-separated `ids` list ("" or
 // "all": every range). InvalidArgument for an unknown id.
 Result<std::vector<RangeInfo>> SelectRanges(const std::vector<RangeInfo>& all,

@@ -223,6 +223,9 @@ class StocTableStore final : public TableStore {
   // MANIFEST helpers. REQUIRES: manifest_mu_ held.
   Status EnsureManifestLocked();
   Status DiscoverManifestLocked(std::string* contents);
+  // Durably records `allocated` (the pointer's never goes down) and `committed` in the
+  // MANIFEST pointer, then in pointed_. REQUIRES: pointer_ not null.
+  Status RecordPointerLocked(uint64_t allocated, uint64_t committed);
   // Writes `first_block` as the only block of a new MANIFEST on manifest_replicas StoCs
   // other than `avoid` and makes it current, deleting the previous one (invariant 1). If
   // writing fails at some StoC it tries again (a new number) without the StoCs that

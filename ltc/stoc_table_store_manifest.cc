@@ -233,9 +233,7 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
       manifest_number_ = chosen;
       if (pointer_ != nullptr && chosen > pointed_.committed) {
         // Completed by an earlier run that died before recording it (invariant 6).
-        ManifestPointer::Numbers n{std::max(pointed_.allocated, chosen), chosen};
-        NOVA_RETURN_NOT_OK_PREPEND(pointer_->Store(n), range + ": the MANIFEST pointer");
-        pointed_ = n;
+        NOVA_RETURN_NOT_OK(RecordPointerLocked(chosen, chosen));
       }
     }
   }
@@ -245,6 +243,14 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
     LOG_IF(WARNING, !s.ok()) << range << ": removing an old MANIFEST: " << s.ToString();
   }
   *contents = best;
+  return Status::OK();
+}
+
+Status StocTableStore::RecordPointerLocked(uint64_t allocated, uint64_t committed) {
+  const ManifestPointer::Numbers n{std::max(pointed_.allocated, allocated), committed};
+  NOVA_RETURN_NOT_OK_PREPEND(pointer_->Store(n), "range " + std::to_string(options_.range_id) +
+                                                     ": the MANIFEST pointer");
+  pointed_ = n;
   return Status::OK();
 }
 
@@ -267,19 +273,13 @@ Status StocTableStore::CreateManifestLocked(const std::string& first_block,
     // delete is older than the next attempt's MANIFEST. The pointer records it first, so
     // no later run reuses it.
     const uint64_t number = next_manifest_number_++;
-    if (pointer_ != nullptr) {
-      ManifestPointer::Numbers n{std::max(pointed_.allocated, number), pointed_.committed};
-      NOVA_RETURN_NOT_OK_PREPEND(pointer_->Store(n), range + ": the MANIFEST pointer");
-      pointed_ = n;
-    }
+    if (pointer_ != nullptr) NOVA_RETURN_NOT_OK(RecordPointerLocked(number, pointed_.committed));
     std::vector<std::unique_ptr<stoc::StocFile>> files;
     std::vector<uint32_t> failed;
     last = WriteManifestReplicas(number, first_block, where, &files, &failed);
     if (last.ok() && pointer_ != nullptr) {
       // Complete on every replica: from now on an older MANIFEST is stale (invariant 6).
-      ManifestPointer::Numbers n{pointed_.allocated, number};
-      last = pointer_->Store(n).Prepend(range + ": the MANIFEST pointer");
-      if (last.ok()) pointed_ = n;
+      last = RecordPointerLocked(number, number);
     }
     if (last.ok()) {
       // Complete on every replica: retire the previous MANIFEST (invariant 1).
