@@ -30,7 +30,7 @@
 #include "common/rpc/rpc_endpoint.h"
 #include "common/status.h"
 #include "common/transport/transport.h"
-#include "stoc/stoc_client.h"
+#include "stoc/client/stoc_client.h"
 #include "tests/util/external_daemon.h"
 #include "tests/util/stoc_connection.h"
 

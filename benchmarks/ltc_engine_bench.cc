@@ -1,5 +1,5 @@
 // ltc_engine_bench: the LTC's LSM-tree engine (one RangeEngine, in process) over a
-// StocTableStore whose StoCs are kStocs real nova_stoc processes (loopback, data directories
+// stoc::StocTableStore whose StoCs are kStocs real nova_stoc processes (loopback, data directories
 // on a real disk, as stoc_bench does). It measures:
 //  - W100 put throughput: 16 B keys ("user" + 12 digits), 1 KiB values, kWriterThreads
 //    writers, keys uniform, zipfian 0.99 in popularity order (as the paper's evaluation) or

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "stoc/file_names.h"
-#include "stoc/placement.h"
+#include "stoc/client/file_names.h"
+#include "stoc/client/placement.h"
 #include "tests/util/test_util.h"
 
 namespace nova::ltc_bench {
@@ -105,11 +105,11 @@ CaseEngine::~CaseEngine() {
 
 Status CaseEngine::Open(const EngineOptions& options) {
   range_id_ = options.range_id;
-  ltc::StocTableStoreOptions so;
+  stoc::StocTableStoreOptions so;
   so.range_id = options.range_id;
   so.stocs = conn_->stocs();
-  so.placement = stoc::PlacementPolicy::kPowerOfD;
-  store_ = std::make_unique<ltc::StocTableStore>(conn_->client(), so);
+  so.placement = lsm::PlacementPolicy::kPowerOfD;
+  store_ = std::make_unique<stoc::StocTableStore>(conn_->client(), so);
   NOVA_RETURN_NOT_OK_PREPEND(store_->Init(), "table store");
   engine_ = std::make_unique<RangeEngine>(options, store_.get());
   NOVA_RETURN_NOT_OK_PREPEND(engine_->Open(), "opening the range");
@@ -120,7 +120,7 @@ Status CaseEngine::Open(const EngineOptions& options) {
 
 std::string Describe(const EngineStats& s) {
   uint64_t deeper = 0;
-  for (int l = 1; l < ltc::kNumLevels; ++l) deeper += s.level_tables[l];
+  for (int l = 1; l < lsm::kNumLevels; ++l) deeper += s.level_tables[l];
   return std::to_string(s.dranges) + " Dranges, " + std::to_string(s.immutable_memtables) +
          " immutable memtables, " + std::to_string(s.level_tables[0]) + " L0 tables (" +
          std::to_string(s.level_bytes[0] / kMiB) + " MiB), " + std::to_string(deeper) +

@@ -18,9 +18,9 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "common/zipfian.h"
-#include "ltc/engine_options.h"
-#include "ltc/range_engine.h"
-#include "ltc/stoc_table_store.h"
+#include "ltc/engine/engine_options.h"
+#include "ltc/engine/range_engine.h"
+#include "stoc/client/stoc_table_store.h"
 
 // Defined in ltc_engine_bench.cc (see their help there).
 DECLARE_double(seconds_per_case);
@@ -91,7 +91,7 @@ class KeyChooser {
   const std::unique_ptr<ZipfianGenerator> zipf_;  // null for uniform
 };
 
-// One case's engine: a StocTableStore for a fresh range id over every StoC and a
+// One case's engine: a stoc::StocTableStore for a fresh range id over every StoC and a
 // RangeEngine on it, opened. The destructor stops the engine (it waits for a running flush
 // or compaction), then deletes every StoC file of the range (table fragments, MANIFESTs),
 // however the case ended, so the next case starts on clean StoCs and the disk use stays
@@ -115,7 +115,7 @@ class CaseEngine {
  private:
   bench::BenchStocConnection* const conn_;  // must outlive this
   uint32_t range_id_ = 0;
-  std::unique_ptr<ltc::StocTableStore> store_;
+  std::unique_ptr<stoc::StocTableStore> store_;
   std::unique_ptr<RangeEngine> engine_;  // declared after store_: destroyed first
 };
 

@@ -32,16 +32,16 @@
 
 #include "benchmarks/bench_util.h"
 #include "common/clock.h"
+#include "common/lsm/memory_table_store.h"
 #include "common/metrics.h"
 #include "common/rpc/rpc_endpoint.h"
 #include "common/split.h"
 #include "common/transport/transport.h"
-#include "logc/log_client.h"
-#include "logc/log_record.h"
-#include "logc/logc_server.h"
-#include "ltc/logc_memtable_log.h"
-#include "ltc/memory_table_store.h"
-#include "ltc/range_engine.h"
+#include "logc/client/log_client.h"
+#include "logc/server/logc_server.h"
+#include "ltc/engine/log_record.h"
+#include "ltc/engine/logc_memtable_log.h"
+#include "ltc/engine/range_engine.h"
 
 DEFINE_string(cases, "replay,latency", "Cases to run: replay, latency");
 DEFINE_string(volumes_mb, "256,1024,4096", "replay: log volumes to recover, MiB");
@@ -182,7 +182,7 @@ void RunReplay(Report* report) {
         const int n = std::snprintf(key, sizeof(key), "user%016llx",
                                     static_cast<unsigned long long>((++seq * 0x9E3779B97F4A7C15ull) >> 8));
         const size_t before = chunk.size();
-        logc::AppendLogRecord(&chunk, {logc::LogEntry{m, seq, 1, std::string_view(key, n), value}});
+        ltc::AppendLogRecord(&chunk, {ltc::LogEntry{m, seq, 1, std::string_view(key, n), value}});
         in_log += chunk.size() - before;
         if (chunk.size() >= kMiB || in_log >= memtable) {
           LogRig::Check(rig.client()->Append(0, m, chunk), "filling the log");
@@ -195,7 +195,7 @@ void RunReplay(Report* report) {
     ltc::LogcMemtableLog log(rig.client(), 0);
     KeepLogs keep(&log);
     for (uint64_t threads : ParseList(FLAGS_threads)) {
-      ltc::MemoryTableStore store;
+      lsm::MemoryTableStore store;
       ltc::EngineOptions eo;
       eo.memtable_bytes = memtable;
       eo.memtables = static_cast<int>(logs) + 4;
@@ -253,7 +253,7 @@ void RunLatency(Report* report) {
       co.segment_bytes = 5 * kMiB;
       LogRig rig(3, ScratchDir("latency"), 2048 * kMiB, co);
       ltc::LogcMemtableLog log(rig.client(), 0);
-      ltc::MemoryTableStore store;
+      lsm::MemoryTableStore store;
       ltc::EngineOptions eo;
       eo.memtable_bytes = 4 * kMiB;
       eo.log = mode == logc::LogMode::kNone ? nullptr : &log;

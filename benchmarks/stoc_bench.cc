@@ -31,8 +31,8 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "common/transport/transport.h"
-#include "stoc/file_catalog.h"
-#include "stoc/stoc_client.h"
+#include "stoc/client/stoc_client.h"
+#include "stoc/server/file_catalog.h"
 
 DEFINE_bool(json, false, "Print one JSON object instead of a table");
 DEFINE_double(seconds_per_case, 1.0,

@@ -4,8 +4,8 @@
 #include <cctype>
 #include <chrono>
 
+#include "client/zk_routing_source.h"
 #include "coordinator/config_store.h"
-#include "coordinator/zk_sources.h"
 
 namespace nova::client {
 namespace {
@@ -83,7 +83,7 @@ class OwningZkRoutingSource final : public RoutingSource {
 
  private:
   coordinator::ConfigStore store_;
-  coordinator::ZkRoutingSource source_;
+  ZkRoutingSource source_;
 };
 
 }  // namespace

@@ -6,7 +6,7 @@
 //   static     "nova://ltc=host:port[,host:port...]": a fixed list of LTCs, each asked to
 //              Describe its ranges (StaticRoutingSource);
 //   ZooKeeper  "nova://zkhost:port[,zkhost:port...]/cluster": routes by the cluster's
-//              configuration in ZooKeeper (coordinator/zk_sources.h), following it as
+//              configuration in ZooKeeper (client/zk_routing_source.h), following it as
 //              the coordinator changes it.
 //
 // Thread safety: the functions are pure (Connect does network I/O); ClusterConnection is

@@ -15,11 +15,10 @@
 #include <glog/logging.h>
 
 #include "client/nova_client.h"
+#include "client/zk_routing_source.h"
 #include "common/hex.h"
 #include "common/split.h"
 #include "coordinator/config_store.h"
-#include "coordinator/zk_sources.h"
-#include "ltc/range_assignment.h"
 
 DEFINE_string(ltc, "127.0.0.1:7100", "LTC addresses host:port, comma-separated");
 DEFINE_string(zk, "",
@@ -92,7 +91,7 @@ int main(int argc, char** argv) {
   nova::client::ClientOptions o;
   o.ltcs = nova::SplitNonEmpty(FLAGS_ltc, ',');
   std::unique_ptr<nova::coordinator::ConfigStore> store;
-  std::unique_ptr<nova::coordinator::ZkRoutingSource> zk_routing;
+  std::unique_ptr<nova::client::ZkRoutingSource> zk_routing;
   if (!FLAGS_zk.empty()) {
     nova::coordinator::ConfigStoreOptions zo;
     zo.zk_servers = FLAGS_zk;
@@ -101,7 +100,7 @@ int main(int argc, char** argv) {
     store = std::make_unique<nova::coordinator::ConfigStore>(zo);
     nova::Status zs = store->Init();
     if (!zs.ok()) return Fail(zs.Prepend("ZooKeeper"));
-    zk_routing = std::make_unique<nova::coordinator::ZkRoutingSource>(
+    zk_routing = std::make_unique<nova::client::ZkRoutingSource>(
         store.get(), std::chrono::milliseconds(FLAGS_timeout_ms));
     o.routing_source = zk_routing.get();
   }

@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "ltc/client_protocol.h"
+#include "ltc/protocol/client_protocol.h"
 
 namespace nova::client {
 

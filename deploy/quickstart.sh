@@ -22,7 +22,7 @@ export NOVA_BUILD_DIR=$(cd "$root" && mkdir -p "$build_dir" && cd "$build_dir" &
 echo "== configure and build ($NOVA_BUILD_DIR)"
 cmake -S . -B "$NOVA_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$NOVA_BUILD_DIR" -j "$(nproc)" \
-  --target nova_stoc nova_logc nova_ltc_daemon nova_coordinator nova_admin nova_cli nova_ycsb
+  --target nova_stoc nova_logc nova_ltc nova_coordinator nova_admin nova_cli nova_ycsb
 
 dir=${NOVA_CLUSTER_DIR:-$(mktemp -d /tmp/nova-quickstart.XXXXXX)}
 mkdir -p "$dir"

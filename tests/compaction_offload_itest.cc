@@ -18,14 +18,14 @@
 #include <string>
 #include <vector>
 
+#include "common/lsm/compaction_job.h"
 #include "common/rpc/rpc_endpoint.h"
 #include "common/transport/transport.h"
-#include "ltc/compaction_job.h"
-#include "ltc/compaction_offloader.h"
-#include "ltc/range_engine.h"
-#include "ltc/stoc_table_store.h"
-#include "stoc/stoc_client.h"
-#include "stoc/stoc_protocol.h"
+#include "ltc/engine/compaction_offloader.h"
+#include "ltc/engine/range_engine.h"
+#include "stoc/client/stoc_client.h"
+#include "stoc/client/stoc_protocol.h"
+#include "stoc/client/stoc_table_store.h"
 #include "tests/util/external_daemon.h"
 #include "tests/util/stoc_connection.h"
 #include "tests/util/test_util.h"
@@ -49,9 +49,9 @@ std::string ReadWholeFile(const std::string& path) {
 }
 
 // Every entry of a table, in order.
-std::vector<std::pair<std::string, std::string>> ReadAll(TableStore* store,
+std::vector<std::pair<std::string, std::string>> ReadAll(lsm::TableStore* store,
                                                          const lsm::InternalKeyComparator* icmp,
-                                                         const TableMeta& meta) {
+                                                         const lsm::TableMeta& meta) {
   std::vector<std::pair<std::string, std::string>> out;
   auto source = store->OpenTable(meta);
   EXPECT_TRUE(source.ok()) << source.status().ToString();
@@ -115,18 +115,18 @@ class CompactionOffloadTest : public ::testing::Test {
   }
 
   void MakeStore(const std::vector<uint32_t>& ids, int replicas) {
-    StocTableStoreOptions so;
+    stoc::StocTableStoreOptions so;
     so.range_id = kRange;
     so.stocs = ids;
     so.fragment_replicas = replicas;
     so.seed = seed_;
-    store_ = std::make_unique<StocTableStore>(conn_.client(), so);
+    store_ = std::make_unique<stoc::StocTableStore>(conn_.client(), so);
     Status s = store_->Init();
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
 
   // An input table of keys [first, first + n) at `seq`, every `del_every`-th a deletion.
-  TableMeta WriteInput(uint64_t number, int first, int n, lsm::SequenceNumber seq, int del_every) {
+  lsm::TableMeta WriteInput(uint64_t number, int first, int n, lsm::SequenceNumber seq, int del_every) {
     std::unique_ptr<const leveldb::FilterPolicy> policy(leveldb::NewBloomFilterPolicy(10));
     lsm::TableBuildOptions o;
     o.block_size = 512;
@@ -144,7 +144,7 @@ class CompactionOffloadTest : public ::testing::Test {
     }
     lsm::BuiltTable built;
     EXPECT_TRUE(b.Finish(&built).ok());
-    TableMeta m;
+    lsm::TableMeta m;
     m.number = number;
     m.smallest = built.smallest;
     m.largest = built.largest;
@@ -162,14 +162,14 @@ class CompactionOffloadTest : public ::testing::Test {
   std::map<uint32_t, std::unique_ptr<test::ExternalDaemon>> stocs_;
   test::StocConnection conn_;
   // Destroyed in reverse: the engine, then the offloader and the store it uses.
-  std::unique_ptr<StocTableStore> store_;
+  std::unique_ptr<stoc::StocTableStore> store_;
   std::unique_ptr<StocCompactionOffloader> offloader_;
   std::unique_ptr<RangeEngine> engine_;
 };
 
 TEST_F(CompactionOffloadTest, OffloadedJobEqualsLocalJob) {
   ASSERT_NO_FATAL_FAILURE(MakeStore({1, 2, 3}, 2));
-  CompactionJob job;
+  lsm::CompactionJob job;
   job.range_id = kRange;
   job.drange = 0;
   job.output_level = 1;
@@ -187,12 +187,12 @@ TEST_F(CompactionOffloadTest, OffloadedJobEqualsLocalJob) {
   job.bloom_bits_per_key = 10;
   job.fragment_replicas = 2;
   job.stocs = {};  // the offloader fills them in
-  CompactionJob local = job;
+  lsm::CompactionJob local = job;
   for (uint64_t n = 100; n < 200; ++n) job.output_numbers.push_back(n);
   for (uint64_t n = 200; n < 300; ++n) local.output_numbers.push_back(n);
 
-  CompactionJobResult here;
-  Status s = RunCompactionJob(local, &icmp_, store_.get(), &here);
+  lsm::CompactionJobResult here;
+  Status s = lsm::RunCompactionJob(local, &icmp_, store_.get(), &here);
   ASSERT_TRUE(s.ok()) << s.ToString();
 
   StocCompactionOffloaderOptions oo;
@@ -202,7 +202,7 @@ TEST_F(CompactionOffloadTest, OffloadedJobEqualsLocalJob) {
   offloader_ = std::make_unique<StocCompactionOffloader>(conn_.client(), oo);
   ASSERT_TRUE(offloader_->Init().ok());
   const uint32_t chosen = offloader_->ChooseStoc();
-  CompactionJobResult there;
+  lsm::CompactionJobResult there;
   s = offloader_->RunAt(chosen, job, &there);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(there.executed_by, chosen);
@@ -215,8 +215,8 @@ TEST_F(CompactionOffloadTest, OffloadedJobEqualsLocalJob) {
   EXPECT_EQ(there.stats.dropped_entries, here.stats.dropped_entries);
   EXPECT_EQ(there.stats.dropped_deletions, here.stats.dropped_deletions);
   for (size_t i = 0; i < here.outputs.size(); ++i) {
-    const TableMeta& a = here.outputs[i];
-    const TableMeta& b = there.outputs[i];
+    const lsm::TableMeta& a = here.outputs[i];
+    const lsm::TableMeta& b = there.outputs[i];
     EXPECT_EQ(b.number, 100 + i);
     EXPECT_EQ(b.smallest, a.smallest) << "output " << i;
     EXPECT_EQ(b.largest, a.largest) << "output " << i;
@@ -244,18 +244,18 @@ TEST_F(CompactionOffloadTest, BadJobsAreRefusedAndTheStocLivesOn) {
   EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument) << r.status().ToString();
   // A well-formed job whose inputs do not exist fails cleanly too.
   ASSERT_NO_FATAL_FAILURE(MakeStore({1, 2, 3}, 1));
-  CompactionJob job;
+  lsm::CompactionJob job;
   job.range_id = kRange;
   job.comparator = leveldb::BytewiseComparator()->Name();
   job.inputs = {{0, WriteInput(1, 0, 100, 5, 0)}};
   ASSERT_TRUE(store_->DeleteTable(job.inputs[0].table).ok());
   job.output_numbers = {50};
   job.stocs = {{1, stocs_[1]->address()}, {2, stocs_[2]->address()}, {3, stocs_[3]->address()}};
-  r = conn_.client()->Call(2, stoc::kCompact, EncodeCompactionJob(job), kStocTimeout);
+  r = conn_.client()->Call(2, stoc::kCompact, lsm::EncodeCompactionJob(job), kStocTimeout);
   ASSERT_FALSE(r.ok());
   // An unknown comparator is not guessed at.
   job.comparator = "my.ReverseComparator";
-  r = conn_.client()->Call(3, stoc::kCompact, EncodeCompactionJob(job), kStocTimeout);
+  r = conn_.client()->Call(3, stoc::kCompact, lsm::EncodeCompactionJob(job), kStocTimeout);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Status::Code::kNotSupported) << r.status().ToString();
   for (uint32_t id = 1; id <= kNumStocs; ++id) {

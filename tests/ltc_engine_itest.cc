@@ -1,5 +1,5 @@
-// The range engine's randomized model test (ltc/engine_model_test_util.h) against real
-// nova_stoc daemons: a RangeEngine over a StocTableStore on three StoCs, with tiny
+// The range engine's randomized model test (ltc/engine/engine_model_test_util.h) against real
+// nova_stoc daemons: a RangeEngine over a stoc::StocTableStore on three StoCs, with tiny
 // memtables so flushes, compactions and Drange reorganizations run all the time. Every
 // read is checked against a std::map. A few times per run the range is reopened cleanly:
 // the engine and the store are destroyed and new ones find the MANIFEST again by listing
@@ -26,12 +26,12 @@
 #include "common/clock.h"
 #include "common/rpc/rpc_endpoint.h"
 #include "common/transport/transport.h"
-#include "ltc/compaction_offloader.h"
-#include "ltc/engine_model_test_util.h"
-#include "ltc/range_engine.h"
-#include "ltc/stoc_table_store.h"
-#include "stoc/file_names.h"
-#include "stoc/stoc_client.h"
+#include "ltc/engine/compaction_offloader.h"
+#include "ltc/engine/engine_model_test_util.h"
+#include "ltc/engine/range_engine.h"
+#include "stoc/client/file_names.h"
+#include "stoc/client/stoc_client.h"
+#include "stoc/client/stoc_table_store.h"
 #include "tests/util/external_daemon.h"
 #include "tests/util/stoc_connection.h"
 #include "tests/util/test_util.h"
@@ -68,7 +68,7 @@ struct ClusterCase {
   // Where compactions run: at the LTC, or offloaded to the StoCs' compaction services.
   OffloadPolicy offload = OffloadPolicy::kNone;
   // How the LTC (and, for offloaded jobs, the StoC) places fragments (--ltc_placement).
-  stoc::PlacementPolicy placement = stoc::PlacementPolicy::kPowerOfD;
+  lsm::PlacementPolicy placement = lsm::PlacementPolicy::kPowerOfD;
 };
 
 // Names the case in gtest's messages.
@@ -128,14 +128,14 @@ class LtcEngineClusterTest : public ::testing::TestWithParam<ClusterCase> {
 
   // A new store and engine over what the StoCs hold; the driver goes on with the engine.
   void OpenRange() {
-    StocTableStoreOptions so;
+    stoc::StocTableStoreOptions so;
     so.range_id = kRange;
     for (const auto& [id, d] : stocs_) so.stocs.push_back(id);
     so.fragment_replicas = GetParam().fragment_replicas;
     so.manifest_replicas = GetParam().manifest_replicas;
     so.seed = seed_ + ++opens_;  // placement replays with the seed too
     so.placement = GetParam().placement;
-    store_ = std::make_unique<StocTableStore>(conn_.client(), so);
+    store_ = std::make_unique<stoc::StocTableStore>(conn_.client(), so);
     Status s = store_->Init();
     ASSERT_TRUE(s.ok()) << s.ToString();
     if (GetParam().offload != OffloadPolicy::kNone && offloader_ == nullptr) {
@@ -183,7 +183,7 @@ class LtcEngineClusterTest : public ::testing::TestWithParam<ClusterCase> {
   }
 
   void AccumulateStore() {
-    const StocTableStoreStats s = store_->GetStats();
+    const stoc::StocTableStoreStats s = store_->GetStats();
     store_total_.tables_written += s.tables_written;
     store_total_.tables_deleted += s.tables_deleted;
     store_total_.read_failovers += s.read_failovers;
@@ -229,14 +229,14 @@ class LtcEngineClusterTest : public ::testing::TestWithParam<ClusterCase> {
   std::map<uint32_t, std::unique_ptr<test::ExternalDaemon>> stocs_;
   test::StocConnection conn_;
   // Declared after the client they use: destroyed first.
-  std::unique_ptr<StocTableStore> store_;
+  std::unique_ptr<stoc::StocTableStore> store_;
   std::unique_ptr<StocCompactionOffloader> offloader_;  // outlives the engine
   std::unique_ptr<RangeEngine> engine_;
   std::unique_ptr<ModelDriver> driver_;
   int opens_ = 0, reopens_ = 0;
   bool stoc_failed_since_open_ = false;
   EngineStats total_;
-  StocTableStoreStats store_total_;
+  stoc::StocTableStoreStats store_total_;
 };
 
 // The same cluster, for tests of one StoC's restart.
@@ -310,7 +310,7 @@ TEST_P(LtcEngineClusterTest, RandomOperationsMatchTheModel) {
   ASSERT_TRUE(engine_->WaitForCompactions().ok());
   const EngineStats now = engine_->GetStats();
   uint64_t live = 0;
-  for (int l = 0; l < kNumLevels; ++l) live += now.level_tables[l];
+  for (int l = 0; l < lsm::kNumLevels; ++l) live += now.level_tables[l];
   const std::set<uint64_t> on_stocs = TablesOnStocs();
   if (!cc.kill_a_stoc) {
     EXPECT_EQ(on_stocs.size(), live) << "tables on the StoCs that the engine does not use";
@@ -399,7 +399,7 @@ INSTANTIATE_TEST_SUITE_P(
                       // Compactions offloaded to the StoCs (docs/ltc.md "Compaction offload").
                       ClusterCase{{"theta8_rho3_zipfian_offload_rr_random", 8, 3, true}, 1, 1,
                                   false, OffloadPolicy::kRoundRobin,
-                                  stoc::PlacementPolicy::kRandom},
+                                  lsm::PlacementPolicy::kRandom},
                       ClusterCase{{"theta1_rho1_uniform_offload_ll", 1, 1, false}, 1, 1, false,
                                   OffloadPolicy::kLeastLoaded},
                       // A StoC dies while jobs run there: they fall back to the LTC.

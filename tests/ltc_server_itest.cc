@@ -22,8 +22,8 @@
 #include "common/coding.h"
 #include "common/transport/tcp_socket.h"
 #include "common/wire/message.h"
-#include "ltc/client_protocol.h"
-#include "ltc/range_assignment.h"
+#include "ltc/protocol/client_protocol.h"
+#include "ltc/server/ltc_assignment.h"
 #include "tests/util/external_daemon.h"
 #include "tests/util/test_util.h"
 

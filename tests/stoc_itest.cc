@@ -19,8 +19,8 @@
 
 #include "common/crc32c.h"
 #include "common/rpc/rpc_endpoint.h"
-#include "stoc/placement.h"
-#include "stoc/stoc_client.h"
+#include "stoc/client/placement.h"
+#include "stoc/client/stoc_client.h"
 #include "tests/util/external_daemon.h"
 #include "tests/util/test_util.h"
 
@@ -328,9 +328,9 @@ TEST_F(StocClusterTest, PowerOfDAvoidsASlowStoc) {
   constexpr int kTables = 1000;
   for (int i = 0; i < kTables; ++i) {
     std::vector<uint32_t> out;
-    ASSERT_TRUE(ChooseStocs(PlacementPolicy::kPowerOfD, {0, 1, 2}, view, 1, 0, &rng, &out).ok());
+    ASSERT_TRUE(ChooseStocs(lsm::PlacementPolicy::kPowerOfD, {0, 1, 2}, view, 1, 0, &rng, &out).ok());
     slow_power += out[0] == 2;
-    ASSERT_TRUE(ChooseStocs(PlacementPolicy::kRandom, {0, 1, 2}, view, 1, 0, &rng, &out).ok());
+    ASSERT_TRUE(ChooseStocs(lsm::PlacementPolicy::kRandom, {0, 1, 2}, view, 1, 0, &rng, &out).ok());
     slow_random += out[0] == 2;
   }
   stop = true;

@@ -7,7 +7,7 @@
 //   o.node_name = "ltc-itest";
 //   o.cluster_secret = ReadWholeFile(secret_file);
 //   ASSERT_TRUE(conn.Init(o, {{1, stoc1->address()}, {2, stoc2->address()}}).ok());
-//   StocTableStore store(conn.client(), ...);
+//   stoc::StocTableStore store(conn.client(), ...);
 //
 // Thread safety: Init once; then client() and transport() as thread-safe as they are.
 #pragma once
@@ -21,7 +21,7 @@
 #include "common/rpc/rpc_endpoint.h"
 #include "common/status.h"
 #include "common/transport/transport.h"
-#include "stoc/stoc_client.h"
+#include "stoc/client/stoc_client.h"
 
 namespace nova::test {
 

@@ -1,0 +1,90 @@
+#include "common/lsm/table_meta.h"
+
+#include "common/coding.h"
+
+namespace nova::lsm {
+
+namespace {
+
+// Bounds on counts read from disk, so a damaged record cannot make us allocate much.
+constexpr uint32_t kMaxReplicas = 64;
+// Set in a replica count when the replicas' locations carry chunk_bytes and chunk_stride.
+// Only then: a table without chunked fragments encodes as before this field existed, and an
+// older reader rejects (count > kMaxReplicas) rather than misreads one with them.
+constexpr uint32_t kChunkedFlag = 1u << 7;
+
+void PutLocation(std::string* dst, const FragmentLocation& l, bool chunked) {
+  PutVarint32(dst, l.stoc_id);
+  PutVarint64(dst, l.file_id);
+  PutVarint64(dst, l.offset);
+  PutVarint64(dst, l.size);
+  if (chunked) {
+    PutVarint64(dst, l.chunk_bytes);
+    PutVarint64(dst, l.chunk_stride);
+  }
+}
+
+bool GetLocation(std::string_view* in, FragmentLocation* l, bool chunked) {
+  if (!GetVarint32(in, &l->stoc_id) || !GetVarint64(in, &l->file_id) ||
+      !GetVarint64(in, &l->offset) || !GetVarint64(in, &l->size)) {
+    return false;
+  }
+  if (!chunked) return true;
+  if (!GetVarint64(in, &l->chunk_bytes) || !GetVarint64(in, &l->chunk_stride)) return false;
+  // A chunked location has chunks at least as far apart as they are long.
+  return l->chunk_bytes == 0 ? l->chunk_stride == 0 : l->chunk_stride >= l->chunk_bytes;
+}
+
+void PutReplicas(std::string* dst, const std::vector<FragmentLocation>& r) {
+  const bool chunked = std::any_of(r.begin(), r.end(),
+                                   [](const FragmentLocation& l) { return l.chunk_bytes != 0; });
+  PutVarint32(dst, static_cast<uint32_t>(r.size()) | (chunked ? kChunkedFlag : 0));
+  for (const auto& l : r) PutLocation(dst, l, chunked);
+}
+
+bool GetReplicas(std::string_view* in, std::vector<FragmentLocation>* r) {
+  uint32_t n;
+  if (!GetVarint32(in, &n)) return false;
+  const bool chunked = (n & kChunkedFlag) != 0;
+  n &= ~kChunkedFlag;
+  if (n > kMaxReplicas) return false;
+  r->resize(n);
+  for (auto& l : *r) {
+    if (!GetLocation(in, &l, chunked)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void EncodeTableMeta(std::string* dst, const TableMeta& t) {
+  PutVarint64(dst, t.number);
+  PutLengthPrefixed(dst, t.smallest);
+  PutLengthPrefixed(dst, t.largest);
+  PutVarint64(dst, t.num_entries);
+  PutVarint64(dst, t.smallest_sequence);
+  PutVarint64(dst, t.largest_sequence);
+  PutVarint32(dst, t.drange);
+  t.layout.EncodeTo(dst);
+  for (const auto& replicas : t.fragments) PutReplicas(dst, replicas);
+  PutReplicas(dst, t.filter);
+}
+
+bool DecodeTableMeta(std::string_view* in, TableMeta* t) {
+  std::string_view smallest, largest;
+  if (!GetVarint64(in, &t->number) || !GetLengthPrefixed(in, &smallest) ||
+      !GetLengthPrefixed(in, &largest) || !GetVarint64(in, &t->num_entries) ||
+      !GetVarint64(in, &t->smallest_sequence) || !GetVarint64(in, &t->largest_sequence) ||
+      !GetVarint32(in, &t->drange) || !TableLayout::DecodeFrom(in, &t->layout).ok()) {
+    return false;
+  }
+  t->smallest = smallest;
+  t->largest = largest;
+  t->fragments.resize(t->layout.num_fragments());
+  for (auto& replicas : t->fragments) {
+    if (!GetReplicas(in, &replicas)) return false;
+  }
+  return GetReplicas(in, &t->filter);
+}
+
+}  // namespace nova::lsm

@@ -1,0 +1,298 @@
+// LogClient: the LTC's side of the log (DESIGN.md section 6, docs/logc.md). Appends opaque
+// bytes to one log per (range, memtable), replicated at `replicas` LogCs:
+//  - each log is a sequence of segments (LogC files of a fixed capacity), filled completely
+//    before the next one is opened, so a log's bytes are the concatenation of its segments;
+//  - appends are one-sided WRITEs into the segment's region at every replica; in the
+//    persisted modes they carry the segment's handle as immediate and complete when the
+//    LogC reports them fdatasync'd (kLogPersisted);
+//  - concurrent appends to one log are group-committed: while one WRITE per replica is in
+//    flight new appends queue, and the next turn writes all of them at once;
+//  - a replica that fails (error, timeout, peer down) is dropped from the log; the log is
+//    re-replicated to another LogC (its contents READ from a survivor and WRITTEN there)
+//    within the log's group-commit turn, and an append is acknowledged only once at least
+//    min_insync_replicas replicas hold it (else it waits, then fails with Unavailable);
+//  - a background repairer re-replicates every log with fewer than R replicas (idle logs,
+//    logs of failed appends and logs read back by recovery included) as soon as a LogC is
+//    reachable, and then marks the range in sync at the LogCs (kMarkInSync), which is what
+//    lets a later recovery trust a LogC's listing (docs/durability.md "Recovery");
+//  - a LogC that restarted is recognized by its incarnation: replicas it held in an
+//    earlier incarnation are dropped, never written under stale offsets.
+//
+// Thread safety: all public methods are thread-safe. Lock order: connect_mu_, mu_, a log's mu,
+// then acks_mu_ (a log's mu is never held while taking mu_); repair_mu_ alone.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/metrics.h"
+#include "common/rpc/rpc_endpoint.h"
+#include "common/thread_pool.h"
+#include "common/transport/transport.h"
+#include "logc/client/log_mode.h"
+#include "logc/client/logc_protocol.h"
+
+namespace nova::logc {
+
+struct LogClientOptions {
+  LogMode mode = LogMode::kMemory;
+  int replicas = 2;                      // --log_replicas (R)
+  // --log_min_insync_replicas: an append is acknowledged only once this many replicas hold
+  // it (Kafka's min.insync.replicas); 0 means `replicas`. With fewer live replicas an
+  // append waits for LogCs to come back (or re-replicates to a spare) for up to `timeout`
+  // and then fails with Unavailable. Recovery trusts a listing only as far as this many
+  // copies were promised (docs/durability.md).
+  int min_insync_replicas = 0;
+  uint64_t segment_bytes = 16ull << 20;  // capacity of a segment (~ memtable size + slack)
+  // Per WRITE, persist acknowledgment, READ and control request: a replica that misses it
+  // is failed. Also how long an append waits for enough replicas.
+  std::chrono::milliseconds timeout{5000};
+  // A LogC that failed is tried again (for new logs and re-replication) after this long,
+  // so a LogC that comes back is used at once.
+  std::chrono::milliseconds retry_interval{100};
+  // How often the background repairer re-replicates logs with fewer than R replicas (idle
+  // and recovered logs included) and marks LogCs in sync.
+  std::chrono::milliseconds repair_interval{100};
+  // Ranges whose recovery goes on even when a log that may hold acknowledged writes cannot
+  // be read (an operator's decision after every replica of a log was lost for good: what
+  // may be lost is logged). --ltc_force_recovery_ranges.
+  std::vector<uint32_t> force_recovery_ranges;
+};
+
+class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
+ public:
+  // `endpoint` is the process's RpcEndpoint (attached to its transport); the constructor
+  // registers a service for kLogPersisted and an observer on it.
+  // REQUIRES: constructed before the endpoint's transport starts. `endpoint` and `metrics`
+  // (may be null) must outlive this.
+  LogClient(LogClientOptions options, rpc::RpcEndpoint* endpoint, MetricsRegistry* metrics);
+  // Waits for queued deletes. REQUIRES: no Append or ReadAll is running, and the endpoint's
+  // transport is shut down (its events reach this object as an observer).
+  ~LogClient() override;
+  LogClient(const LogClient&) = delete;
+  LogClient& operator=(const LogClient&) = delete;
+
+  // Sets the mode and replica count after construction: an LTC learns the cluster's
+  // log_mode and log_replicas settings from its first configuration, after its transport
+  // started. IllegalState once any log was opened (logs keep the mode they started with).
+  // REQUIRES: no Append or ReadAll runs concurrently.
+  // `min_insync` 0 means `replicas`. InvalidArgument if min_insync > replicas.
+  Status Configure(LogMode mode, int replicas, int min_insync = 0);
+  LogMode mode() const { return mode_.load(); }
+
+  // The LogCs to choose replicas from: id -> exchange-transport address. Replaces the set
+  // (logs keep replicas on LogCs that left it until those fail). Connects lazily.
+  void SetLogcs(std::map<std::string, std::string> logcs);
+
+  // Appends `bytes` to the log of (range, memtable), opening it (at `replicas` LogCs with the
+  // fewest open logs of this client, ties by id, skipping failed ones) on first use. Blocks
+  // until the mode's guarantee holds at every live replica, and at least
+  // min_insync_replicas of them: memory = the WRITE completed there; disk, memory+disk =
+  // the LogC reported the bytes fdatasync'd. Returns OK then; InvalidArgument in mode
+  // none; Unavailable when fewer than min_insync_replicas replicas could be kept for
+  // `timeout` (or none is left); Aborted if the log was deleted while the append waited.
+  // After a failure the log is dead for appends (every later Append fails at once) but is
+  // still re-replicated in the background: it may hold acknowledged bytes.
+  // *reached (if not null) is set false when the append failed and none of `bytes` was
+  // sent to any replica: they are in no log.
+  Status Append(uint32_t range, uint64_t memtable, std::string_view bytes,
+                bool* reached = nullptr);
+
+  // Deletes the logs of these memtables at every LogC this client knows (their replicas
+  // included), in the background: returns at once; failures are logged and counted.
+  // Appends to them still waiting fail with Aborted.
+  // REQUIRES: no later Append to these memtables (it would start a new log, which the
+  // background delete may remove).
+  void Delete(uint32_t range, std::vector<uint64_t> memtables);
+
+  // A recovered log: its bytes (segments concatenated in order; memory logs are read whole,
+  // so they may end in zero bytes) and the LogCs holding a replica of it.
+  struct RecoveredLog {
+    uint64_t memtable = 0;
+    std::string bytes;
+    std::vector<std::string> replicas;
+  };
+  // Reads every log of `range` found at the LogCs of SetLogcs, each segment from the replica
+  // holding the most of it (in memory mode every replica is read: a memory file does not
+  // know its length). Up to `threads` segments are read in parallel. *logs gets the logs
+  // read completely, by memtable id; *missing the memtables of which a segment could be
+  // read from no replica (or that this client wrote but no reachable LogC lists). The logs
+  // read are kept by this client (re-replicated in the background until deleted).
+  // Returns OK; InvalidArgument in mode none; Unavailable (with why, also logged and
+  // counted on /metrics) when min_insync_replicas or more LogCs are unreachable or not in
+  // sync for the range, so a log with acknowledged writes may be on none of those listed.
+  // `new_range`: the range has never been opened (its MANIFEST was just created), so there
+  // is nothing to miss. Ranges in force_recovery_ranges are never refused; what they may
+  // lose is logged.
+  Status ReadAll(uint32_t range, int threads, bool new_range, std::vector<RecoveredLog>* logs,
+                 std::vector<uint64_t>* missing);
+  Status ReadAll(uint32_t range, int threads, std::vector<RecoveredLog>* logs,
+                 std::vector<uint64_t>* missing) {
+    return ReadAll(range, threads, /*new_range=*/false, logs, missing);
+  }
+
+  // The range is closed here (it may open elsewhere): the repairer no longer marks it in
+  // sync at LogCs. Its logs stay until deleted.
+  void ForgetRange(uint32_t range);
+
+  struct Stats {
+    uint64_t appends = 0;           // Append calls that wrote bytes
+    uint64_t writes = 0;            // group-commit rounds (one WRITE per live replica each)
+    uint64_t bytes = 0;             // bytes appended
+    uint64_t replica_failures = 0;  // replicas dropped from logs
+    uint64_t rereplications = 0;    // replicas added to logs by copying
+    uint64_t underreplicated = 0;   // logs holding data with fewer than R live replicas
+    uint64_t unsynced_logcs = 0;    // LogCs not yet marked in sync for every range known
+    uint64_t recovery_refusals = 0; // ReadAll calls refused (a log might be missed)
+  };
+  Stats GetStats() const;
+
+  // rpc::RpcService: kLogPersisted notifications.
+  void HandleRequest(transport::PeerId peer, uint16_t type, std::string payload,
+                     rpc::Responder responder) override;
+  // rpc::EndpointObserver: fails the replicas on a LogC that went down.
+  void OnPeerDown(transport::PeerId peer, const Status& why) override;
+
+ private:
+  struct Staging;
+  struct Replica;
+  struct Log;
+  struct LogcState {
+    std::string address;
+    transport::PeerId peer = transport::kInvalidPeer;
+    MonoTime failed_until{};
+    int open_logs = 0;  // logs of this client with a replica here
+    uint64_t incarnation = 0;  // the LogC process last seen (0: none yet)
+    std::set<uint32_t> in_sync;  // ranges marked in sync in that incarnation
+  };
+  struct AckRoute {
+    std::weak_ptr<Log> log;
+    std::shared_ptr<Replica> replica;
+    size_t segment = 0;
+  };
+  struct SegmentToRead;
+
+  std::shared_ptr<Log> GetLog(uint32_t range, uint64_t memtable, bool create);
+  // Writes `batch` to the log (opening segments as needed). REQUIRES: the caller holds the
+  // log's turn, not its mu.
+  Status RunTurn(const std::shared_ptr<Log>& log, std::string_view batch, uint64_t batch_start);
+  Status OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity);
+  // Opens segment `segment` at `logc`; checks its capacity and emptiness. On success fills
+  // the replica's segment entry (and its ack route).
+  Status OpenAt(const std::shared_ptr<Log>& log, const std::shared_ptr<Replica>& rep,
+                uint32_t segment, uint64_t capacity);
+  Status WritePiece(const std::shared_ptr<Log>& log, size_t segment, uint64_t offset,
+                    const char* data, uint64_t n);
+  // Drops failed replicas from the log. REQUIRES: the log's mu held, not mu_.
+  void ReapFailedLocked(Log* log, std::vector<std::shared_ptr<Replica>>* reaped);
+  // Bookkeeping of replicas that left their log: open counts, ack routes, and (failed) the
+  // LogC's retry interval and the failure count.
+  void Forget(const std::vector<std::shared_ptr<Replica>>& reaped, bool failed);
+  void DropAckRoutes(const Replica& rep);
+  // Copies the log to other LogCs until it has R live replicas, trying at most
+  // `max_attempts` LogCs. REQUIRES: the caller holds the log's turn.
+  void MaybeRereplicate(const std::shared_ptr<Log>& log, int max_attempts = 1 << 30);
+  Status CopyTo(const std::shared_ptr<Log>& log, const std::string& logc_id);
+  // Re-replicates until the log has min_insync_replicas live replicas, waiting for LogCs
+  // to come back up to `timeout`. REQUIRES: the caller holds the log's turn.
+  Status EnsureInsync(const std::shared_ptr<Log>& log);
+  // A LogC answered with incarnation `incarnation`: if it is new, the replicas this client
+  // has there in an older incarnation are failed (a restart lost them) and its marks are
+  // forgotten. REQUIRES: no log mu held.
+  void NoteIncarnation(const std::string& logc_id, uint64_t incarnation);
+  // Lists `range`'s files at a LogC (connecting first: *peer) and notes its incarnation.
+  Result<ListLogsResponse> ListAt(const std::string& logc_id, uint32_t range,
+                                  transport::PeerId* peer);
+  // The LogC holds `range`'s in-sync mark in `incarnation`: remembered while that is the
+  // incarnation this client knows.
+  void NoteInSync(const std::string& logc_id, uint64_t incarnation, uint32_t range);
+  // True when every log of `range` holding data has M live replicas.
+  bool RangeFullyReplicated(uint32_t range);
+  // Marks `range` in sync at every LogC of the set not yet marked, when the range is fully
+  // replicated. `only` (if not empty): just these LogCs.
+  void MarkRange(uint32_t range, const std::vector<std::string>& only = {});
+  bool RangeMarkedAt(uint32_t range, const std::vector<std::string>& logcs);
+  void RepairLoop();
+  // One pass: re-replicates under-replicated logs (those whose turn is free), marks ranges.
+  void RepairPass();
+  int InsyncTarget() const;
+
+  Result<transport::PeerId> PeerFor(const std::string& logc_id);
+  void MarkFailed(const std::string& logc_id);
+  // Chooses the LogC for a new replica: not failed, not in *exclude, fewest open logs of
+  // this client (ties by id). Counts the log there at once (ReleaseLogc undoes it if the
+  // replica is not made) and adds it to *exclude. nullopt when none is left.
+  std::optional<std::string> ReserveLogc(std::vector<std::string>* exclude);
+  void ReleaseLogc(const std::string& logc_id);
+  std::shared_ptr<Staging> NewStaging(uint64_t bytes, Status* error);
+  // Posts a one-sided op and waits up to the timeout for its completion.
+  Status WaitOp(const std::shared_ptr<Staging>& staging,
+                const std::function<Status(transport::Completion)>& post);
+  // Reads one segment into *out from the source holding the most of it (every source in
+  // memory mode); *holders gets the indexes (in seg.sources) of the sources holding all of
+  // what was read, *length how much of *out is log bytes (memory files: up to the last
+  // non-zero byte).
+  Status ReadSegment(const SegmentToRead& seg, std::string* out, std::vector<size_t>* holders,
+                     uint64_t* length);
+  // Keeps a log read by ReadAll (held by `holders`), for re-replication.
+  void AdoptRecovered(const SegmentToRead* const* segments, size_t n,
+                      const std::vector<std::string>& holders,
+                      const std::vector<uint64_t>& lengths);
+
+  const LogClientOptions options_;
+  // options_.mode and options_.replicas, until Configure changes them.
+  std::atomic<LogMode> mode_;
+  std::atomic<int> replicas_;
+  std::atomic<int> min_insync_;
+  rpc::RpcEndpoint* const endpoint_;  // must outlive this
+
+  std::mutex connect_mu_;  // held while connecting; taken before mu_
+  mutable std::mutex mu_;
+  // Protected by mu_:
+  std::map<std::string, LogcState> logcs_;
+  std::map<std::pair<uint32_t, uint64_t>, std::shared_ptr<Log>> logs_;
+  std::set<uint32_t> ranges_;          // ranges this client logged or recovered
+  std::set<uint32_t> blocked_ranges_;  // ranges whose last ReadAll was refused
+
+  std::mutex acks_mu_;
+  // Protected by acks_mu_: where kLogPersisted of (LogC peer, handle) goes.
+  std::map<std::pair<transport::PeerId, uint32_t>, AckRoute> acks_;
+
+  // Metrics: this client's own counters, mirrored into the registry when there is one.
+  std::unique_ptr<MetricsRegistry> own_metrics_;  // when none was given
+  MetricsRegistry* metrics_ = nullptr;            // given or own_metrics_; outlives this
+  Counter* appends_;
+  Counter* writes_;
+  Counter* bytes_;
+  Counter* replica_failures_;
+  Counter* rereplications_;
+  Counter* errors_;
+  Counter* recovery_refusals_;
+  Histogram* append_latency_us_;
+  std::atomic<uint64_t> underreplicated_{0};  // as of the last repair pass
+  std::atomic<uint64_t> unsynced_logcs_{0};
+
+  // The repairer thread (RepairLoop).
+  std::mutex repair_mu_;
+  std::condition_variable repair_cv_;
+  bool stopping_ = false;  // protected by repair_mu_
+  std::thread repairer_;
+
+  ThreadPool delete_pool_;  // background deletes; last member: drained first
+};
+
+}  // namespace nova::logc

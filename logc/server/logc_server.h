@@ -1,0 +1,120 @@
+// LogcServer: the logging component. Hosts log file segments for LTCs, one registered,
+// zero-filled region per segment (DESIGN.md section 6, docs/logc.md):
+//  - memory logs: the client appends with one-sided WRITEs into the region and recovers
+//    with one-sided READs; no LogC code runs for either;
+//  - persisted logs (LogC started with persist on): the client's WRITEs carry the file's
+//    handle as immediate; a storage thread writes everything received so far to the
+//    file's disk file, fdatasyncs once for the group and notifies the client
+//    (kLogPersisted). Persisted files are loaded back into fresh regions at Init().
+// Files belong to their range, not to the connection that opened them: a client that
+// disconnects leaves them in place until kDeleteLogs.
+//
+// Lifecycle: LogcServer(options, metrics) cannot fail; Init() validates the options,
+// loads persisted files and creates the transport; Start() opens the network; Shutdown()
+// stops it (idempotent; the destructor calls it).
+//
+// Thread safety: all public methods are thread-safe. Lock order: open_mu_, then mu_, then a file's
+// mu.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+#include "common/metrics.h"
+#include "common/rpc/rpc_endpoint.h"
+#include "common/thread_pool.h"
+#include "common/transport/transport.h"
+#include "logc/client/logc_protocol.h"
+#include "logc/server/logc_options.h"
+
+namespace nova::logc {
+
+class LogcServer : public rpc::RpcService, public rpc::EndpointObserver {
+ public:
+  // `metrics` must outlive the server.
+  LogcServer(const LogcOptions& options, MetricsRegistry* metrics);
+  ~LogcServer() override;
+  LogcServer(const LogcServer&) = delete;
+  LogcServer& operator=(const LogcServer&) = delete;
+
+  // InvalidArgument for unusable options (persist without a directory, zero limits), the
+  // IOError of an unreadable directory, or the transport's error.
+  Status Init();
+  // REQUIRES: Init() succeeded.
+  Status Start();
+  void Shutdown();
+
+  // "host:port" of the exchange transport. REQUIRES: Start() succeeded.
+  std::string address() const { return transport_->listen_address(); }
+  LogcStatsResponse GetStats() const;
+
+  // rpc::RpcService
+  void HandleRequest(transport::PeerId peer, uint16_t type, std::string payload,
+                     rpc::Responder responder) override;
+  // rpc::EndpointObserver: appends to persisted files.
+  bool OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t length) override;
+
+ private:
+  using Key = std::tuple<uint32_t, uint64_t, uint32_t>;  // (range, memtable, segment)
+  struct LogFile;
+
+  void HandleOpen(std::string_view payload, rpc::Responder* r);
+  void HandleList(std::string_view payload, rpc::Responder* r);
+  void HandleRead(std::string_view payload, rpc::Responder* r);
+  void HandleDelete(std::string_view payload, rpc::Responder* r);
+  void HandleMarkInSync(std::string_view payload, rpc::Responder* r);
+
+  // Allocates and registers a zero-filled region of `capacity` bytes for a new file.
+  // REQUIRES: mu_ held (memory accounting).
+  // enforce_limit: refuse (ResourceExhausted) past options_.memory_limit_bytes.
+  Result<std::shared_ptr<LogFile>> NewFileLocked(const Key& key, uint64_t capacity, bool persist,
+                                                 bool enforce_limit);
+  // Loads <dir>/logs back into regions.
+  Status LoadPersistedFiles();
+  // Writes, fdatasyncs and acknowledges what `file` received; runs on the storage pool.
+  void PersistLoop(const std::shared_ptr<LogFile>& file);
+  // Deregisters and unlinks a file removed from the maps.
+  void DestroyFile(const std::shared_ptr<LogFile>& file);
+  LogFileInfo InfoOf(const LogFile& f) const;
+  std::string LogsDir() const { return options_.dir + "/logs"; }
+
+  // Constant after construction.
+  const LogcOptions options_;
+  MetricsRegistry* const metrics_;  // must outlive this
+  // Random and non-zero, new at every start: tells a client that this process may have lost
+  // the in-memory log copies (and in-sync marks) of an earlier one.
+  const uint64_t incarnation_;
+
+  rpc::RpcEndpoint endpoint_;
+  std::unique_ptr<transport::Transport> transport_;
+  ThreadPool storage_pool_;
+  ThreadPool control_pool_;
+
+  std::mutex open_mu_;  // serializes HandleOpen; taken before mu_
+  mutable std::mutex mu_;
+  // Protected by mu_:
+  std::map<Key, std::shared_ptr<LogFile>> files_;
+  std::unordered_map<uint32_t, std::shared_ptr<LogFile>> by_handle_;
+  uint32_t next_handle_ = 1;
+  uint64_t memory_bytes_ = 0;
+  // Ranges marked in sync (kMarkInSync) in this incarnation, or loaded from their persisted
+  // marks (docs/durability.md "Recovery").
+  std::set<uint32_t> in_sync_;
+
+
+  // Metrics (owned by metrics_).
+  Counter* received_bytes_;
+  Counter* persisted_bytes_;
+  Counter* fsyncs_;
+  Counter* errors_;
+  Histogram* fsync_latency_us_;
+};
+
+}  // namespace nova::logc

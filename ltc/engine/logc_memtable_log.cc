@@ -1,0 +1,30 @@
+#include "ltc/engine/logc_memtable_log.h"
+
+#include <string>
+
+namespace nova::ltc {
+
+Status LogcMemtableLog::Append(uint64_t memtable, std::string_view records, bool* reached) {
+  return client_->Append(range_id_, memtable, records, reached);
+}
+
+void LogcMemtableLog::Drop(const std::vector<uint64_t>& memtables) {
+  client_->Delete(range_id_, memtables);
+}
+
+Status LogcMemtableLog::ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) {
+  std::vector<logc::LogClient::RecoveredLog> read;
+  std::vector<uint64_t> missing;
+  NOVA_RETURN_NOT_OK(client_->ReadAll(range_id_, threads, new_range, &read, &missing));
+  if (!missing.empty()) {
+    std::string ids;
+    for (uint64_t m : missing) ids += (ids.empty() ? "" : ",") + std::to_string(m);
+    return Status::Unavailable("range " + std::to_string(range_id_) + ": the logs of memtables " +
+                               ids + " are listed but no replica could be read");
+  }
+  logs->clear();
+  for (auto& r : read) logs->push_back(Recovered{r.memtable, std::move(r.bytes)});
+  return Status::OK();
+}
+
+}  // namespace nova::ltc

@@ -1,0 +1,955 @@
+#include "ltc/engine/range_engine.h"
+
+#include <algorithm>
+#include <set>
+#include <thread>
+
+#include <glog/logging.h>
+
+#include "common/lsm/leveldb_glue.h"
+
+#include "common/clock.h"
+#include "common/fault_point.h"
+#include "common/lsm/compaction_merge.h"
+#include "common/lsm/merging_iterator.h"
+#include "common/lsm/table_sink.h"
+#include "common/lsm/user_iterator.h"
+#include "ltc/engine/log_record.h"
+#include "ltc/engine/memtable_log.h"
+
+namespace nova::ltc {
+
+namespace {
+
+// Attempts at one MANIFEST record before the range stops taking writes.
+constexpr int kManifestAppendAttempts = 3;
+// A flush waiting this long for writes still going into its memtable logs a warning.
+constexpr auto kSealWaitLog = std::chrono::seconds(10);
+
+
+// Iterator that keeps what it reads (memtables, the version) alive.
+class PinningIterator : public leveldb::Iterator {
+ public:
+  PinningIterator(leveldb::Iterator* it, std::vector<std::shared_ptr<void>> pins)
+      : pins_(std::move(pins)), it_(it) {}
+  bool Valid() const override { return it_->Valid(); }
+  void SeekToFirst() override { it_->SeekToFirst(); }
+  void SeekToLast() override { it_->SeekToLast(); }
+  void Seek(const leveldb::Slice& t) override { it_->Seek(t); }
+  void Next() override { it_->Next(); }
+  void Prev() override { it_->Prev(); }
+  leveldb::Slice key() const override { return it_->key(); }
+  leveldb::Slice value() const override { return it_->value(); }
+  leveldb::Status status() const override { return it_->status(); }
+
+ private:
+  std::vector<std::shared_ptr<void>> pins_;  // declared first: destroyed after it_
+  std::unique_ptr<leveldb::Iterator> it_;
+};
+
+// An iterator that only reports an error.
+class ErrorIterator : public leveldb::Iterator {
+ public:
+  explicit ErrorIterator(const Status& s) : s_(leveldb::Status::IOError(s.ToString())) {}
+  bool Valid() const override { return false; }
+  void SeekToFirst() override {}
+  void SeekToLast() override {}
+  void Seek(const leveldb::Slice&) override {}
+  void Next() override {}
+  void Prev() override {}
+  leveldb::Slice key() const override { return leveldb::Slice(); }
+  leveldb::Slice value() const override { return leveldb::Slice(); }
+  leveldb::Status status() const override { return s_; }
+
+ private:
+  leveldb::Status s_;
+};
+
+}  // namespace
+
+RangeEngine::RangeEngine(const EngineOptions& options, lsm::TableStore* store)
+    : options_(options),
+      store_(store),
+      icmp_(options.comparator),
+      filter_policy_(leveldb::NewBloomFilterPolicy(options.bloom_bits_per_key)),
+      block_cache_(leveldb::NewLRUCache(options.block_cache_bytes)),
+      picker_(CompactionPickerOptions{options.comparator, options.l0_compaction_trigger,
+                                      options.l0_slowdown_writes_bytes,
+                                      options.l0_stop_writes_bytes, options.level1_bytes,
+                                      options.sstable_bytes}),
+      pool_("ltc-bg-" + std::to_string(options.range_id), std::max(1, options.compaction_threads),
+            1024) {
+  table_ctx_.store = store_;
+  table_ctx_.icmp = &icmp_;
+  table_ctx_.block_cache = block_cache_.get();
+  table_ctx_.filter_policy = filter_policy_.get();
+}
+
+RangeEngine::~RangeEngine() {
+  {
+    std::unique_lock lock(mu_);
+    shutting_down_ = true;
+    writes_blocked_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return running_ == 0; });
+  }
+  pool_.Shutdown();
+}
+
+// ---- Open -----------------------------------------------------------------------------
+
+namespace {
+// Memtable ids a recovery skips (see Open): far more than a range can create between two
+// MANIFEST edits (each flush writes one), few enough that u64 ids never run out.
+constexpr uint64_t kRecoveryMemtableIdGap = 1ull << 32;
+}  // namespace
+
+Status RangeEngine::Open() {
+  auto contents = store_->ReadManifest();
+  if (!contents.ok()) return contents.status().Prepend("reading the MANIFEST");
+  ParsedManifest parsed;
+  NOVA_RETURN_NOT_OK(ParseManifest(contents.value(), &parsed));
+  std::unique_lock lock(mu_);
+  for (const VersionEdit& e : parsed.edits) NOVA_RETURN_NOT_OK(manifest_.Apply(e));
+  // manifest_bytes_ counts the MANIFEST's bytes from here on, so that the roll-over
+  // (LogAndApplyLocked) bounds the file across reopens too, not only within one Open.
+  if (parsed.edits.empty()) {
+    const std::string snapshot = EncodeManifestRecord(manifest_.Snapshot());
+    NOVA_RETURN_NOT_OK(store_->AppendManifest(snapshot));
+    manifest_bytes_ = snapshot.size();
+  } else if (parsed.torn_bytes > 0) {
+    // Records appended after the torn bytes would leave them in the middle of the MANIFEST:
+    // continue in a new one.
+    LOG(WARNING) << "range " << options_.range_id << ": ignoring a torn MANIFEST record of "
+                 << parsed.torn_bytes << " bytes; starting a new MANIFEST";
+    const std::string snapshot = EncodeManifestRecord(manifest_.Snapshot());
+    NOVA_RETURN_NOT_OK_PREPEND(store_->RollManifest(snapshot),
+                               "starting a new MANIFEST after a torn record");
+    manifest_bytes_ = snapshot.size();
+  } else {
+    manifest_bytes_ = parsed.valid_bytes;
+  }
+  // The version from the MANIFEST's tables.
+  VersionEdit all = manifest_.Snapshot();
+  current_ = BuildVersion(std::make_shared<Version>(), all);
+  next_memtable_id_ = std::max(next_memtable_id_, manifest_.next_memtable_id());
+  // The memtables of the logs (range_engine_recovery.cc). Their ids are older than any new
+  // memtable's: RebuildFromLogsLocked moves next_memtable_id_ past them.
+  std::vector<std::shared_ptr<MemTable>> rebuilt;
+  lsm::SequenceNumber replayed = 0;
+  const bool new_range = parsed.edits.empty();
+  const uint64_t unreplayed_from = manifest_.log_floor();
+  if (options_.log != nullptr) {
+    NOVA_RETURN_NOT_OK(
+        RebuildFromLogsLocked(new_range, &rebuilt, &absorbed_logs_, &replayed));
+    // A log recovery did not see (its LogC could not be listed; by the recovery rule it
+    // held no acknowledged write) must never be replayed later: its versions could shadow
+    // newer ones. New memtables skip far past every id an earlier run can have used since
+    // its last MANIFEST edit, and the ids in between that were not replayed are recorded
+    // obsolete below, before the range serves.
+    if (!new_range) next_memtable_id_ += kRecoveryMemtableIdGap;
+  }
+  const uint64_t first_new_id = next_memtable_id_;
+  seq_.Reset(std::max<lsm::SequenceNumber>(manifest_.last_sequence(), replayed));
+  layout_ = manifest_.dranges() ? RestoreLayout(*manifest_.dranges())
+                                : std::make_unique<DrangeLayout>(options_.comparator, 0);
+  for (int d = 0; d < layout_->size(); ++d) {
+    auto ds = std::make_shared<DrangeState>();
+    ds->active = NewMemTableLocked();
+    dranges_.push_back(std::move(ds));
+  }
+  for (auto& mem : rebuilt) {
+    // The oldest memtables of the Drange of their smallest key: they flush before anything
+    // newer of it, and are never merged (nor merged into).
+    uint32_t d = 0;
+    std::unique_ptr<leveldb::Iterator> it(mem->NewIterator());
+    it->SeekToFirst();
+    if (it->Valid()) {
+      const leveldb::Slice smallest = lsm::ExtractUserKey(it->key());
+      d = static_cast<uint32_t>(layout_->Find(smallest).first);
+      it->SeekToLast();
+      memtable_intervals_[mem->id()] =
+          KeyInterval::Closed(smallest, lsm::ExtractUserKey(it->key()));
+    }
+    live_.push_back(mem);
+    mid_to_table_[mem->id()] = MidLocation{mem, 0};
+    immutables_.push_back(Immutable{mem, d, mem->largest_sequence(), dranges_[d], /*no_merge=*/true});
+  }
+  if (options_.log != nullptr && !new_range) {
+    VersionEdit e;
+    // Replayed logs stay live, and so do the ids of logless memtables whose entries a
+    // replayed log took (absorbed): a later recovery must route those entries again.
+    std::vector<uint64_t> kept;
+    for (const auto& mem : rebuilt) kept.push_back(mem->id());
+    for (const auto& [into, ids] : absorbed_logs_) kept.insert(kept.end(), ids.begin(), ids.end());
+    std::sort(kept.begin(), kept.end());
+    uint64_t begin = unreplayed_from;
+    for (uint64_t id : kept) {
+      if (id > begin) e.obsolete_log_ranges.emplace_back(begin, id);
+      begin = std::max(begin, id + 1);
+    }
+    if (first_new_id > begin) e.obsolete_log_ranges.emplace_back(begin, first_new_id);
+    NOVA_RETURN_NOT_OK_PREPEND(LogAndApplyLocked(&e, &lock),
+                               "recording the logs recovery did not replay");
+  }
+  CollectOrphansLocked();
+  PublishRoutingLocked();
+  RebuildRangeIndexLocked();
+  l0_bytes_ = current_->LevelBytes(0);
+  opened_ = true;
+  writes_blocked_ = false;
+  if (!immutables_.empty()) ScheduleWork();
+  LOG(INFO) << "range " << options_.range_id << " opened: " << current_->levels[0].size()
+            << " L0 tables, " << rebuilt.size() << " memtables rebuilt from logs, last sequence "
+            << seq_.last_assigned() << ", " << layout_->size() << " Dranges";
+  return Status::OK();
+}
+
+void RangeEngine::CollectOrphansLocked() {
+  // Tables no MANIFEST references: outputs of a flush or compaction that a crash (or a
+  // failed MANIFEST append that could not be rolled over) cut off before they were
+  // recorded. Nothing writes this range's tables yet, so every unreferenced one is garbage.
+  auto listed = store_->ListTables();
+  if (!listed.ok()) {
+    LOG(WARNING) << "range " << options_.range_id
+                 << ": cannot list tables to collect orphans (next Open retries): "
+                 << listed.status().ToString();
+    return;
+  }
+  std::set<uint64_t> live;
+  for (const auto& level : current_->levels) {
+    for (const TableRef& t : level) live.insert(t->meta().number);
+  }
+  uint64_t largest = 0;
+  for (uint64_t n : listed.value()) {
+    largest = std::max(largest, n);
+    if (live.count(n) != 0) continue;
+    Status s = store_->DeleteTableFiles(n);
+    if (s.ok()) {
+      ++stats_.orphans_collected;
+    } else {
+      LOG(WARNING) << "range " << options_.range_id << ": deleting orphaned table " << n
+                   << ": " << s.ToString();
+    }
+  }
+  LOG_IF(INFO, stats_.orphans_collected > 0)
+      << "range " << options_.range_id << ": collected " << stats_.orphans_collected
+      << " orphaned tables";
+  if (largest >= manifest_.next_file_number()) {
+    // Never reuse the number of a table file that may still exist (an orphan whose
+    // deletion failed, or one a StoC was still writing).
+    VersionEdit e;
+    e.next_file_number = largest + 1;
+    manifest_.Apply(e).IgnoreError();  // only a counter
+  }
+}
+
+// ---- Writes ---------------------------------------------------------------------------
+
+Status RangeEngine::Put(const leveldb::Slice& key, const leveldb::Slice& value) {
+  puts_.fetch_add(1, std::memory_order_relaxed);
+  return Write({WriteOp{lsm::kTypeValue, key, value}});
+}
+
+Status RangeEngine::Delete(const leveldb::Slice& key) {
+  deletes_.fetch_add(1, std::memory_order_relaxed);
+  return Write({WriteOp{lsm::kTypeDeletion, key, leveldb::Slice()}});
+}
+
+Status RangeEngine::Write(const std::vector<WriteOp>& ops) {
+  if (ops.empty()) return Status::OK();
+  std::vector<leveldb::Slice> keys;
+  for (const WriteOp& op : ops) keys.push_back(op.key);
+  std::vector<std::shared_ptr<MemTable>> mems;
+  lsm::SequenceNumber first;
+  NOVA_RETURN_NOT_OK(PrepareWrite(keys, &mems, &first));
+  // (Tests delay a write here: it holds its sequence but is not in its memtable yet.)
+  MAYBE_FAULT_VOID("ltc.write.before_add");
+  Status logged;
+  std::shared_ptr<MemTable> log_failed;  // the memtable whose log append failed
+  bool reached = true;                   // the record may be in some log
+  if (options_.log != nullptr) logged = LogWrite(ops, mems, first, &log_failed, &reached);
+  // Applied even if logging failed when the record may be in some log already (a replica,
+  // or another memtable's log for a batch): what a log holds must be in its memtable, or a
+  // replay could bring back a version older than ones compacted below the memtables. The
+  // client gets the error: the write's outcome is unknown to it, as after a timeout. A
+  // record that reached no log (too few LogCs to send it to) is not applied: nobody may
+  // read a write that a crash would lose and that was never acknowledged. Its sequence
+  // numbers stay unused.
+  if (logged.ok() || reached) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      mems[i]->Add(first + i, ops[i].type, ops[i].key, ops[i].value);
+      if (options_.lookup_index) index_.Update(ops[i].key, mems[i]->id(), first + i);
+    }
+  }
+  FinishWrite(first, ops.size());
+  if (!logged.ok()) {
+    log_failures_.fetch_add(1, std::memory_order_relaxed);
+    // The memtable's log is dead (no replica left): retire the memtable so the next writes
+    // get a new one, with a new log on the LogCs still alive.
+    RetireActive(log_failed);
+    return logged.Prepend(reached ? "logging the write (it may or may not be applied)"
+                                  : "logging the write (not applied)");
+  }
+  if (writes_since_reorg_.fetch_add(ops.size()) + ops.size() >= options_.reorganize_every_writes) {
+    MaybeReorganize();
+  }
+  // Acknowledge the write only once readers see it: a Get that starts after Put returned
+  // must find it (read-your-writes). The watermark passes this write only after every
+  // earlier sequence's write finished; usually this write's own Finish already moved it.
+  const lsm::SequenceNumber last = first + ops.size() - 1;
+  while (!seq_.WaitVisible(last, Deadline::After(kSealWaitLog))) {
+    LOG(WARNING) << "range " << options_.range_id << ": write of sequence " << last
+                 << " still waits for earlier writes (visible " << seq_.visible() << ")";
+  }
+  return Status::OK();
+}
+
+void RangeEngine::RetireActive(const std::shared_ptr<MemTable>& mem) {
+  if (mem == nullptr) return;
+  const std::shared_ptr<const Routing> routing = CurrentRouting();
+  for (uint32_t d = 0; d < routing->states.size(); ++d) {
+    DrangeState* ds = routing->states[d].get();
+    std::lock_guard dl(ds->mu);
+    if (ds->retired || ds->active != mem) continue;
+    std::lock_guard lock(mu_);
+    // Within the memtable budget only: while every LogC is down each write would otherwise
+    // leave a memtable behind. A later failing write retires it once there is room.
+    if (RoomToRotateLocked(d)) RotateLocked(d, ds);
+    return;
+  }
+}
+
+Status RangeEngine::LogWrite(const std::vector<WriteOp>& ops,
+                             const std::vector<std::shared_ptr<MemTable>>& mems,
+                             lsm::SequenceNumber first, std::shared_ptr<MemTable>* failed,
+                             bool* reached) {
+  *reached = false;
+  std::vector<ltc::LogEntry> entries;
+  entries.reserve(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    entries.push_back(ltc::LogEntry{mems[i]->id(), first + i, static_cast<uint8_t>(ops[i].type),
+                                     std::string_view(ops[i].key.data(), ops[i].key.size()),
+                                     std::string_view(ops[i].value.data(), ops[i].value.size())});
+  }
+  std::string record;
+  ltc::AppendLogRecord(&record, entries);
+  // The whole record goes to the log of each memtable the write touches (a batch may span
+  // Dranges): recovery then finds all of an acknowledged batch in any of them.
+  std::vector<uint64_t> logged;
+  for (const auto& m : mems) {
+    if (std::find(logged.begin(), logged.end(), m->id()) != logged.end()) continue;
+    bool sent = true;
+    Status s = options_.log->Append(m->id(), record, &sent);
+    *reached = *reached || sent;
+    if (!s.ok()) {
+      *failed = m;
+      return s;
+    }
+    logged.push_back(m->id());
+  }
+  return Status::OK();
+}
+
+bool RangeEngine::RoomToRotateLocked(uint32_t d) const {
+  const int per_drange = std::max(1, options_.memtables / std::max<int>(1, layout_->size()) - 1);
+  int mine = 0;
+  for (const Immutable& imm : immutables_) mine += imm.drange == d;
+  return mine < per_drange && current_->LevelBytes(0) < options_.l0_stop_writes_bytes;
+}
+
+void RangeEngine::RotateLocked(uint32_t d, DrangeState* ds, bool no_merge) {
+  DCHECK(dranges_[d].get() == ds);
+  immutables_.push_back(Immutable{ds->active, d, seq_.last_assigned(), dranges_[d], no_merge});
+  ds->active = NewMemTableLocked();
+  RebuildRangeIndexLocked();
+  ScheduleWork();
+}
+
+std::shared_ptr<MemTable> RangeEngine::NewMemTableLocked() {
+  auto m = std::make_shared<MemTable>(&icmp_, next_memtable_id_++);
+  live_.push_back(m);
+  mid_to_table_[m->id()] = MidLocation{m, 0};
+  return m;
+}
+
+std::shared_ptr<const RangeEngine::Routing> RangeEngine::CurrentRouting() const {
+  std::lock_guard lock(routing_mu_);
+  return routing_;
+}
+
+void RangeEngine::PublishRoutingLocked() {
+  auto r = std::make_shared<Routing>();
+  r->layout = layout_;
+  r->states = dranges_;
+  std::lock_guard lock(routing_mu_);
+  routing_ = std::move(r);
+}
+
+Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
+                                 std::vector<std::shared_ptr<MemTable>>* mems,
+                                 lsm::SequenceNumber* first) {
+  bool stalled = false;  // counted once per write however long it waits
+  bool stalled_by_l0 = false;
+  bool slowed = false;
+  while (true) {
+    if (writes_blocked_.load(std::memory_order_acquire)) {
+      std::lock_guard lock(mu_);
+      if (!opened_) return Status::IllegalState("range is not open");
+      if (shutting_down_) return Status::Aborted("engine shutting down");
+      if (!bg_error_.ok()) return bg_error_.Prepend("writes stopped");
+    }
+    const uint64_t l0 = l0_bytes_.load(std::memory_order_relaxed);
+    if (!slowed && l0 >= options_.l0_slowdown_writes_bytes && options_.l0_slowdown_micros > 0) {
+      // Level 0 is nearing the stop: delay the write once, by a share of
+      // l0_slowdown_micros growing linearly from 0 at the slow-down mark to all of it at the
+      // stop, so writers yield to compaction gradually instead of hitting the stop at once.
+      slowed = true;
+      const uint64_t band = options_.l0_stop_writes_bytes > options_.l0_slowdown_writes_bytes
+                                ? options_.l0_stop_writes_bytes - options_.l0_slowdown_writes_bytes
+                                : 1;
+      const double share =
+          std::min(1.0, static_cast<double>(l0 - options_.l0_slowdown_writes_bytes + 1) / band);
+      const auto delay = std::chrono::microseconds(
+          static_cast<int64_t>(share * options_.l0_slowdown_micros) + 1);
+      const MonoTime start = MonoNow();
+      std::this_thread::sleep_for(delay);
+      slowdowns_.fetch_add(1, std::memory_order_relaxed);
+      slowdown_micros_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                     MonoNow() - start).count()),
+                                 std::memory_order_relaxed);
+    }
+    const std::shared_ptr<const Routing> routing = CurrentRouting();
+    const DrangeLayout& layout = *routing->layout;
+    uint32_t single = 0;  // the common case: one key
+    std::vector<uint32_t> route;
+    if (keys.size() == 1) {
+      single = static_cast<uint32_t>(layout.Route(keys[0]));
+    } else {
+      for (const auto& k : keys) route.push_back(static_cast<uint32_t>(layout.Route(k)));
+    }
+    std::vector<uint32_t> order = keys.size() == 1 ? std::vector<uint32_t>{single} : route;
+    if (order.size() > 1) {
+      std::sort(order.begin(), order.end());
+      order.erase(std::unique(order.begin(), order.end()), order.end());
+    }
+    // Lock the Dranges in index order (no deadlock between batches). A Drange not retired
+    // under its lock belongs to the current layout (a reorganization retires every old
+    // Drange under its lock).
+    std::vector<std::unique_lock<std::mutex>> locks;
+    locks.reserve(order.size());
+    for (uint32_t d : order) locks.emplace_back(routing->states[d]->mu);
+    bool retry = false, stall = false;
+    for (uint32_t d : order) {
+      DrangeState* ds = routing->states[d].get();
+      if (ds->retired) {
+        retry = true;
+        break;
+      }
+      if (ds->active->ApproximateMemoryUsage() < options_.memtable_bytes) continue;
+      std::lock_guard lock(mu_);
+      if (RoomToRotateLocked(d)) {
+        RotateLocked(d, ds);
+      } else {
+        stall = true;
+        break;
+      }
+    }
+    if (retry) continue;
+    if (stall) {
+      locks.clear();  // let other writers and the rotation path go while we wait
+      std::unique_lock lock(mu_);
+      const MonoTime start = MonoNow();
+      if (!stalled) ++stats_.stalls;
+      stalled = true;
+      // Level 0 at the stop blocks every rotation; otherwise the Drange is out of memtables.
+      const bool l0_stop = current_->LevelBytes(0) >= options_.l0_stop_writes_bytes;
+      if (l0_stop && !stalled_by_l0) ++stats_.l0_stop_stalls;
+      stalled_by_l0 = stalled_by_l0 || l0_stop;
+      ScheduleWork();
+      cv_.wait_for(lock, std::chrono::milliseconds(10));
+      const auto waited = static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count());
+      stats_.stall_micros += waited;
+      if (l0_stop) stats_.l0_stop_stall_micros += waited;
+      continue;
+    }
+    mems->clear();
+    if (keys.size() == 1) {
+      mems->push_back(routing->states[single]->active);
+    } else {
+      for (uint32_t d : route) mems->push_back(routing->states[d]->active);
+    }
+    // Taken under the Dranges' locks: within a Drange sequences follow memtable order.
+    *first = seq_.Assign(keys.size());
+    return Status::OK();
+  }
+}
+
+void RangeEngine::FinishWrite(lsm::SequenceNumber first, size_t count) {
+  seq_.Finish(first, count);
+}
+
+uint64_t RangeEngine::NewFileNumber() {
+  std::lock_guard lock(mu_);
+  const uint64_t n = manifest_.next_file_number();
+  VersionEdit e;
+  e.next_file_number = n + 1;
+  manifest_.Apply(e).IgnoreError();  // only a counter: cannot contradict the state
+  return n;
+}
+
+lsm::SequenceNumber RangeEngine::VisibleSequence() const { return seq_.visible(); }
+
+// ---- Reads ----------------------------------------------------------------------------
+
+Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
+                        const EngineSnapshot* snapshot) {
+  gets_.fetch_add(1, std::memory_order_relaxed);
+  lsm::SequenceNumber seq;
+  std::vector<std::shared_ptr<MemTable>> mems;
+  std::shared_ptr<const RangeIndex> rindex;
+  std::shared_ptr<Version> version;
+  std::optional<LookupIndex::Entry> indexed;
+  if (options_.lookup_index) indexed = index_.Lookup(key);
+  MidLocation where;
+  {
+    // The sequence and the state it is read in must be taken together: a flush installs its
+    // table and drops its memtable under mu_, and it may have dropped versions older than
+    // the newest one (no snapshot needed them), so a sequence taken before a flush must not
+    // be read in the state after it.
+    std::lock_guard lock(mu_);
+    if (!opened_) return Status::IllegalState("range is not open");
+    seq = snapshot ? snapshot->sequence() : VisibleSequence();
+    if (range_index_ != nullptr) {
+      rindex = range_index_;
+    } else {
+      mems = live_;
+    }
+    version = current_;
+    if (indexed) {
+      auto it = mid_to_table_.find(indexed->memtable_id);
+      if (it != mid_to_table_.end()) where = it->second;
+    }
+  }
+  LookupHit best, hit;
+  // The lookup index names where the newest version went; trust what is found there only
+  // if it is exactly that version (else search everything below).
+  if (indexed && indexed->sequence <= seq) {
+    if (where.mem != nullptr) {
+      std::unique_ptr<leveldb::Iterator> it(where.mem->NewIterator());
+      NOVA_RETURN_NOT_OK(SeekNewest(it.get(), &icmp_, key, seq, &hit));
+    } else if (where.table != 0) {
+      hit.found = false;
+      if (TableRef t = version->FindLevel0(where.table)) {
+        NOVA_RETURN_NOT_OK(t->Get(key, seq, &hit));
+      }
+    }
+    if (hit.found && hit.sequence == indexed->sequence) {
+      index_hits_.fetch_add(1, std::memory_order_relaxed);
+      if (hit.type == lsm::kTypeDeletion) return Status::NotFound("key not found");
+      *value = std::move(hit.value);
+      return Status::OK();
+    }
+  }
+  // Memtables and Level 0 may overlap: the newest version by sequence wins. With the range
+  // index, only the memtables and tables of the partition holding the key can hold it.
+  std::shared_ptr<MemTable> best_mem;  // the memtable `best` came from, if any
+  auto search_mem = [&](const std::shared_ptr<MemTable>& m) -> Status {
+    std::unique_ptr<leveldb::Iterator> it(m->NewIterator());
+    NOVA_RETURN_NOT_OK(SeekNewest(it.get(), &icmp_, key, seq, &hit));
+    if (hit.found && (!best.found || hit.sequence > best.sequence)) {
+      best = std::move(hit);
+      best_mem = m;
+    }
+    return Status::OK();
+  };
+  auto search_table = [&](const TableRef& t) -> Status {
+    if (!t->Overlaps(key, key)) return Status::OK();
+    NOVA_RETURN_NOT_OK(t->Get(key, seq, &hit));
+    if (hit.found && (!best.found || hit.sequence > best.sequence)) {
+      best = std::move(hit);
+      best_mem = nullptr;
+    }
+    return Status::OK();
+  };
+  if (rindex != nullptr) {
+    const RangeIndex::Partition& p = rindex->partition(rindex->Find(key));
+    for (uint32_t m : p.memtables) NOVA_RETURN_NOT_OK(search_mem(rindex->memtables()[m]));
+    for (uint32_t t : p.tables) NOVA_RETURN_NOT_OK(search_table(rindex->tables()[t]));
+  } else {
+    for (const auto& m : mems) NOVA_RETURN_NOT_OK(search_mem(m));
+    for (const TableRef& t : version->levels[0]) NOVA_RETURN_NOT_OK(search_table(t));
+  }
+  if (best_mem != nullptr && !indexed && options_.lookup_index && snapshot == nullptr) {
+    // A miss in the lookup index (it starts empty after recovery, paper 4.4.5): record
+    // where the newest version is. Safe while that memtable is live: a newer version of the
+    // key would have its own entry, which only a compaction of its flushed table erases,
+    // and that waits for every memtable holding older versions of its keys (this one).
+    std::lock_guard lock(mu_);
+    if (mid_to_table_.count(best_mem->id()) != 0 &&
+        std::find(live_.begin(), live_.end(), best_mem) != live_.end()) {
+      index_.InsertIfAbsent(key, best_mem->id(), best.sequence);
+    }
+  }
+  if (!best.found) {
+    NOVA_RETURN_NOT_OK(version->GetBelowLevel0(options_.comparator, key, seq, &best));
+  }
+  if (!best.found || best.type == lsm::kTypeDeletion) return Status::NotFound("key not found");
+  *value = std::move(best.value);
+  return Status::OK();
+}
+
+leveldb::Iterator* RangeEngine::NewIterator(const EngineSnapshot* snapshot) {
+  lsm::SequenceNumber seq;
+  std::vector<std::shared_ptr<void>> pins;
+  std::vector<std::shared_ptr<MemTable>> mems;
+  std::shared_ptr<const RangeIndex> rindex;
+  std::shared_ptr<Version> version;
+  {
+    std::lock_guard lock(mu_);  // the sequence with the state it is read in (see Get)
+    if (!opened_) return new ErrorIterator(Status::IllegalState("range is not open"));
+    seq = snapshot ? snapshot->sequence() : VisibleSequence();
+    if (range_index_ != nullptr) {
+      rindex = range_index_;  // holds its memtables and Level-0 tables
+    } else {
+      mems = live_;
+    }
+    version = current_;
+  }
+  pins.push_back(version);
+  leveldb::Iterator* merged = NewInternalIterator(mems, std::move(rindex), version);
+  return new PinningIterator(lsm::NewUserIterator(&icmp_, merged, seq), std::move(pins));
+}
+
+Status RangeEngine::Scan(const leveldb::Slice& start, size_t count,
+                         std::vector<std::pair<std::string, std::string>>* out,
+                         const EngineSnapshot* snapshot) {
+  out->clear();
+  std::unique_ptr<leveldb::Iterator> it(NewIterator(snapshot));
+  for (it->Seek(start); it->Valid() && out->size() < count; it->Next()) {
+    out->emplace_back(it->key().ToString(), it->value().ToString());
+  }
+  return lsm::FromLevelDbStatus(it->status());
+}
+
+const EngineSnapshot* RangeEngine::GetSnapshot() {
+  std::lock_guard lock(mu_);
+  auto* s = new EngineSnapshot(VisibleSequence());
+  snapshots_.insert(s->sequence());
+  return s;
+}
+
+void RangeEngine::ReleaseSnapshot(const EngineSnapshot* snapshot) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = snapshots_.find(snapshot->sequence());
+    if (it != snapshots_.end()) snapshots_.erase(it);
+  }
+  delete snapshot;
+}
+
+std::vector<lsm::SequenceNumber> RangeEngine::LiveSnapshots() const {
+  return std::vector<lsm::SequenceNumber>(snapshots_.begin(), snapshots_.end());
+}
+
+// ---- Background work ------------------------------------------------------------------
+
+void RangeEngine::ScheduleWork() {
+  if (shutting_down_ || running_ >= std::max(1, options_.compaction_threads)) return;
+  ++running_;
+  Status s = pool_.Submit([this] { BackgroundWork(); });
+  if (!s.ok()) --running_;
+}
+
+const RangeEngine::Immutable* RangeEngine::NextFlushLocked() const {
+  // Oldest first, and within a Drange strictly in order: a memtable waits while an older
+  // one of its Drange is pending or being flushed (the small-memtable merge moves versions
+  // into the next one; Level-0 compaction relies on a Drange's tables arriving in order).
+  // Memtables of different Dranges flush in parallel, up to the background threads.
+  std::vector<const DrangeState*> waiting;
+  for (const Immutable& imm : immutables_) {
+    const bool blocked = std::find(waiting.begin(), waiting.end(), imm.state.get()) != waiting.end();
+    if (!blocked && flushing_ids_.count(imm.mem->id()) == 0) return &imm;
+    waiting.push_back(imm.state.get());
+  }
+  return nullptr;
+}
+
+void RangeEngine::EraseImmutableLocked(const std::shared_ptr<MemTable>& mem) {
+  auto it = std::find_if(immutables_.begin(), immutables_.end(),
+                         [&](const Immutable& i) { return i.mem == mem; });
+  DCHECK(it != immutables_.end());
+  if (it != immutables_.end()) immutables_.erase(it);
+}
+
+void RangeEngine::RotateForCompaction(std::unique_lock<std::mutex>* lock) {
+  const std::set<uint32_t> wanted = std::move(rotate_for_compaction_);
+  rotate_for_compaction_.clear();
+  const std::vector<std::shared_ptr<DrangeState>> states = dranges_;
+  lock->unlock();
+  for (uint32_t d : wanted) {
+    if (d >= states.size()) continue;
+    std::lock_guard dl(states[d]->mu);
+    std::lock_guard l(mu_);
+    // Past the memtable budget by one at most: this memtable is about to be flushed, and
+    // not rotating it could stop Level 0 (and so writes) for good. Not merged: that would
+    // put the same old versions back into the active memtable.
+    if (!states[d]->retired && states[d]->active->num_entries() > 0) {
+      RotateLocked(d, states[d].get(), /*no_merge=*/true);
+    }
+  }
+  lock->lock();
+}
+
+namespace {
+
+// Backoff after `failures` failures in a row of a flush or compaction.
+std::chrono::milliseconds RetryDelay(int failures) {
+  constexpr int64_t kFirstMs = 10, kMaxMs = 5000;
+  const int64_t ms = kFirstMs << std::min(failures - 1, 9);
+  return std::chrono::milliseconds(std::min(ms, kMaxMs));
+}
+
+}  // namespace
+
+void RangeEngine::BackgroundWork() {
+  std::unique_lock lock(mu_);
+  // Runs one flush (of a copy: the queue may change meanwhile). REQUIRES: lock held.
+  auto flush = [&](Immutable imm) {
+    flushing_ids_.insert(imm.mem->id());
+    lock.unlock();
+    Status s = FlushOne(imm);
+    lock.lock();
+    flushing_ids_.erase(imm.mem->id());
+    if (s.ok()) {
+      flush_failures_in_row_ = 0;
+    } else if (bg_error_.ok()) {
+      // The memtable stays immutable and readable; a StoC that failed is left out of
+      // placement for a while, so the retry goes elsewhere.
+      ++stats_.flush_failures;
+      last_flush_error_ = s;
+      const auto delay = RetryDelay(++flush_failures_in_row_);
+      flush_retry_at_ = MonoNow() + delay;
+      LOG(WARNING) << "range " << options_.range_id << ": flush failed (retry in "
+                   << delay.count() << " ms): " << s.ToString();
+    }
+    cv_.notify_all();
+  };
+  while (!shutting_down_ && bg_error_.ok()) {
+    const MonoTime now = MonoNow();
+    const Immutable* next_flush = NextFlushLocked();
+    const bool flush_due = next_flush != nullptr;
+    const bool flush_now = flush_due && now >= flush_retry_at_;
+    // Flushes come first, but a second concurrent flush only when no compaction is
+    // waiting: else a steady stream of flushes would starve Level 0.
+    if (flush_now && flushing_ids_.empty()) {
+      flush(*next_flush);
+      continue;
+    }
+    std::optional<CompactionPick> pick;
+    if (now >= compaction_retry_at_ && (pick = PickCompactionLocked())) {
+      picker_.Start(*pick);
+      lock.unlock();
+      Status s = RunCompaction(pick->level, pick->inputs, pick->next);
+      lock.lock();
+      picker_.Finish(*pick);
+      if (s.ok()) {
+        compaction_failures_in_row_ = 0;
+      } else if (bg_error_.ok()) {
+        ++stats_.compaction_failures;
+        const auto delay = RetryDelay(++compaction_failures_in_row_);
+        compaction_retry_at_ = MonoNow() + delay;
+        LOG(WARNING) << "range " << options_.range_id << ": compaction failed (retry in "
+                     << delay.count() << " ms): " << s.ToString();
+      }
+      cv_.notify_all();
+      continue;
+    }
+    if (flush_now) {
+      flush(*next_flush);  // (picking does not change the queue)
+      continue;
+    }
+    if (!rotate_for_compaction_.empty()) {
+      RotateForCompaction(&lock);
+      continue;
+    }
+    if (flush_due) {
+      // Only a flush waiting out its backoff: wait here (woken early by shutdown).
+      cv_.wait_until(lock, flush_retry_at_);
+      continue;
+    }
+    break;
+  }
+  --running_;
+  cv_.notify_all();
+}
+
+Status RangeEngine::FlushOne(const Immutable& imm) {
+  // Writes that took a sequence before the rotation may still be adding to the memtable.
+  while (!seq_.WaitVisible(imm.sealed, Deadline::After(kSealWaitLog))) {
+    LOG(WARNING) << "range " << options_.range_id << ": flush of memtable " << imm.mem->id()
+                 << " still waits for writes up to sequence " << imm.sealed << " (visible "
+                 << seq_.visible() << ")";
+  }
+  if (imm.mem->num_entries() == 0) {
+    // Nothing to write (e.g. a reorganization retired an empty memtable): just drop it.
+    std::lock_guard lock(mu_);
+    EraseImmutableLocked(imm.mem);
+    live_.erase(std::remove(live_.begin(), live_.end(), imm.mem), live_.end());
+    mid_to_table_.erase(imm.mem->id());
+    RebuildRangeIndexLocked();
+    if (options_.log != nullptr) {
+      // Every logged write is added to its memtable, so an empty one has no log records;
+      // its id is marked obsolete all the same (a log may have been opened).
+      unrecorded_obsolete_logs_.push_back(imm.mem->id());
+      options_.log->Drop({imm.mem->id()});
+    }
+    return Status::OK();
+  }
+  if (MaybeMergeIntoActive(imm)) return Status::OK();
+  lsm::TableBuildOptions opts;
+  opts.block_size = options_.block_bytes;
+  opts.num_data_fragments = options_.scatter_width;
+  opts.filter_policy = filter_policy_.get();
+  lsm::TableSink sink(&icmp_, opts, store_, [this] { return NewFileNumber(); }, imm.drange);
+  lsm::CompactionMergeOptions mo;
+  mo.icmp = &icmp_;
+  {
+    std::lock_guard lock(mu_);
+    mo.snapshots = LiveSnapshots();
+  }
+  mo.smallest_snapshot_or_max = mo.snapshots.empty() ? lsm::kMaxSequenceNumber : mo.snapshots.front();
+  mo.max_output_bytes = UINT64_MAX / 2;  // a memtable becomes one table
+  std::unique_ptr<leveldb::Iterator> it(imm.mem->NewIterator());
+  lsm::CompactionStats cs;
+  Status s = lsm::RunCompactionMerge(it.get(), mo, &sink, &cs);
+  if (!s.ok()) {
+    sink.Discard();
+    return s.Prepend("flushing memtable " + std::to_string(imm.mem->id()));
+  }
+  std::vector<lsm::TableMeta> outputs = std::move(sink.outputs());
+  std::unique_lock lock(mu_);
+  VersionEdit edit;
+  lsm::SequenceNumber last = manifest_.last_sequence();
+  for (lsm::TableMeta& m : outputs) {
+    last = std::max(last, m.largest_sequence);
+    edit.new_tables.emplace_back(0, std::move(m));
+  }
+  edit.last_sequence = last;
+  edit.next_file_number = manifest_.next_file_number();
+  if (options_.log != nullptr) {
+    // The memtable's log (and those of memtables merged into it) become obsolete with it.
+    edit.obsolete_logs.push_back(imm.mem->id());
+    auto absorbed = absorbed_logs_.find(imm.mem->id());
+    if (absorbed != absorbed_logs_.end()) {
+      edit.obsolete_logs.insert(edit.obsolete_logs.end(), absorbed->second.begin(),
+                                absorbed->second.end());
+    }
+  }
+  s = LogAndApplyLocked(&edit, &lock);
+  if (!s.ok()) return s;
+  absorbed_logs_.erase(imm.mem->id());
+  // The memtable is now in a table: readers stop seeing it in the same step.
+  EraseImmutableLocked(imm.mem);
+  live_.erase(std::remove(live_.begin(), live_.end(), imm.mem), live_.end());
+  RebuildRangeIndexLocked();
+  if (edit.new_tables.empty()) {
+    mid_to_table_.erase(imm.mem->id());
+  } else {
+    mid_to_table_[imm.mem->id()] = MidLocation{nullptr, edit.new_tables.front().second.number};
+  }
+  ++stats_.flushes;
+  return Status::OK();
+}
+
+Status RangeEngine::LogAndApplyLocked(VersionEdit* edit, std::unique_lock<std::mutex>* lock) {
+  (void)lock;
+  if (options_.log != nullptr) AddLogBookkeepingLocked(edit);
+  std::string record = EncodeManifestRecord(*edit);
+  Status appended;
+  for (int attempt = 0; attempt < kManifestAppendAttempts; ++attempt) {
+    // A failed append leaves the store to repair on the next one (e.g. a StoC restarted and
+    // its append slot is gone); only repeated failure stops the range.
+    appended = store_->AppendManifest(record);
+    if (appended.ok()) break;
+    LOG(WARNING) << "range " << options_.range_id << ": MANIFEST append failed (attempt "
+                 << attempt + 1 << "): " << appended.ToString();
+  }
+  if (!appended.ok()) return RecoverFromFailedAppendLocked(*edit, appended);
+  NOVA_RETURN_NOT_OK(manifest_.Apply(*edit));
+  if (options_.log != nullptr) DropLogsLocked(*edit);
+  current_ = BuildVersion(current_, *edit);
+  RebuildRangeIndexLocked();  // Level 0 may have changed
+  l0_bytes_.store(current_->LevelBytes(0), std::memory_order_relaxed);
+  manifest_bytes_ += record.size();
+  if (manifest_bytes_ > options_.manifest_roll_bytes) {
+    // Start a new MANIFEST with the whole state; the old one is retired by the store.
+    const std::string snapshot = EncodeManifestRecord(manifest_.Snapshot());
+    Status s = store_->RollManifest(snapshot);
+    if (s.ok()) {
+      manifest_bytes_ = snapshot.size();
+    } else {
+      LOG(WARNING) << "MANIFEST roll-over failed (will retry): " << s.ToString();
+    }
+  }
+  return Status::OK();
+}
+
+Status RangeEngine::RecoverFromFailedAppendLocked(const VersionEdit& edit, const Status& error) {
+  // The record may still have reached a replica, and a later Open could pick it up (then
+  // contradicting the edits that follow). A new MANIFEST holding the state without it
+  // settles the question: Open reads only the newest MANIFEST.
+  const std::string snapshot = EncodeManifestRecord(manifest_.Snapshot());
+  const Status rolled = store_->RollManifest(snapshot);
+  if (!rolled.ok()) {
+    // Whether the edit is in the MANIFEST is unknown: nothing may be appended or deleted
+    // any more (the edit's tables may be referenced after a restart).
+    LOG(ERROR) << "range " << options_.range_id << ": MANIFEST append failed ("
+               << error.ToString() << ") and a new MANIFEST could not be written ("
+               << rolled.ToString() << "): writes stop";
+    bg_error_ = error.Prepend("MANIFEST append");
+    writes_blocked_ = true;
+    return bg_error_;
+  }
+  manifest_bytes_ = snapshot.size();
+  ++stats_.manifest_failures;
+  // The edit is gone for good, and with it the only reference to its new tables.
+  for (const auto& [level, meta] : edit.new_tables) {
+    Status d = store_->DeleteTable(meta);
+    LOG_IF(WARNING, !d.ok()) << "range " << options_.range_id << ": deleting table "
+                             << meta.number << " of a failed edit: " << d.ToString();
+  }
+  LOG(WARNING) << "range " << options_.range_id << ": MANIFEST append failed, edit dropped "
+               << "(a new MANIFEST holds the state without it): " << error.ToString();
+  return error.Prepend("MANIFEST append");
+}
+
+std::shared_ptr<Version> RangeEngine::BuildVersion(const std::shared_ptr<Version>& base,
+                                                   const VersionEdit& edit) {
+  auto v = std::make_shared<Version>();
+  for (int l = 0; l < lsm::kNumLevels; ++l) {
+    for (const TableRef& t : base->levels[l]) {
+      const bool deleted = std::any_of(edit.deleted_tables.begin(), edit.deleted_tables.end(),
+                                       [&](const auto& d) { return d.first == l && d.second == t->meta().number; });
+      if (deleted) {
+        t->MarkObsolete();
+      } else {
+        v->levels[l].push_back(t);
+      }
+    }
+  }
+  for (const auto& [level, meta] : edit.new_tables) {
+    v->levels[level].push_back(std::make_shared<TableHandle>(meta, &table_ctx_));
+  }
+  std::sort(v->levels[0].begin(), v->levels[0].end(),
+            [](const TableRef& a, const TableRef& b) { return a->meta().number < b->meta().number; });
+  for (int l = 1; l < lsm::kNumLevels; ++l) {
+    std::sort(v->levels[l].begin(), v->levels[l].end(), [this](const TableRef& a, const TableRef& b) {
+      return icmp_.Compare(a->meta().smallest, b->meta().smallest) < 0;
+    });
+  }
+  return v;
+}
+
+}  // namespace nova::ltc

@@ -1,0 +1,391 @@
+// RangeEngine: the LSM-tree of one range at an LTC (paper 4.4, DESIGN.md section 5).
+//
+// Writes get a sequence number and go to the active memtable of the Drange holding their
+// key (drange.h); a full memtable becomes immutable and a background thread flushes it as
+// an SSTable through the lsm::TableStore (fragments scattered over StoCs) into Level 0.
+// Compaction merges Level-0 tables of non-overlapping key ranges (different Dranges) in
+// parallel into Level 1, and each level into the next when it grows past its target.
+// Every change to the set of tables is recorded in the range's MANIFEST before it is
+// visible, so Open() gives back exactly the tables and the Drange layout.
+//
+// Reads: a Get returns the newest version visible at its snapshot: the newest by sequence
+// among the memtables and Level-0 tables (which may overlap), else the first hit in Levels
+// 1..6 (older data: a Level-0 table moves down only when no memtable holds older versions of
+// its keys, and together with every Level-0 table overlapping it). Iterators merge
+// everything visible at their snapshot. The range index (range_index.h, on by default)
+// narrows the memtables and Level-0 tables a scan merges, or a Get that misses the lookup
+// index searches, to those of the partition holding the position or key.
+//
+// Logs (EngineOptions::log, docs/durability.md): each write's record is appended to the log
+// of every memtable it goes to before it is added there and acknowledged; a memtable's log
+// is dropped once its table is in the MANIFEST (whose edits also mark such logs obsolete,
+// so a log that outlives its memtable is never replayed); Open rebuilds the memtables of
+// the live logs (range_engine_recovery.cc). Compactions may be offloaded to StoCs
+// (EngineOptions::compaction_offloader, range_engine_offload.cc).
+//
+// Thread safety: all public methods are thread-safe. Lock order: a Drange's mu, then mu_;
+// routing_mu_ is a leaf.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <leveldb/cache.h>
+#include <leveldb/filter_policy.h>
+#include <leveldb/iterator.h>
+
+#include "common/clock.h"
+#include "common/lsm/compaction_merge.h"
+#include "common/lsm/internal_key.h"
+#include "common/lsm/table_store.h"
+#include "common/status.h"
+#include "common/thread_pool.h"
+#include "ltc/engine/compaction_picker.h"
+#include "ltc/engine/drange.h"
+#include "ltc/engine/engine_options.h"
+#include "ltc/engine/lookup_index.h"
+#include "ltc/engine/manifest.h"
+#include "ltc/engine/memtable.h"
+#include "ltc/engine/range_index.h"
+#include "ltc/engine/sequence_watermark.h"
+#include "ltc/engine/version.h"
+
+namespace nova::ltc {
+
+// A point in time readers can see the range at. Release it with ReleaseSnapshot.
+class EngineSnapshot {
+ public:
+  lsm::SequenceNumber sequence() const { return sequence_; }
+
+ private:
+  friend class RangeEngine;
+  explicit EngineSnapshot(lsm::SequenceNumber s) : sequence_(s) {}
+  lsm::SequenceNumber sequence_;
+};
+
+struct EngineStats {
+  uint64_t puts = 0, deletes = 0, gets = 0;
+  uint64_t flushes = 0, compactions = 0;
+  // Immutable memtables merged into their Drange's active memtable instead of flushed, and
+  // the entries they carried over.
+  uint64_t memtable_merges = 0, merged_entries = 0;
+  // Background failures: flushes and compactions retried after a backoff, and MANIFEST
+  // appends that failed for good (the edit dropped, a new MANIFEST started).
+  uint64_t flush_failures = 0, compaction_failures = 0, manifest_failures = 0;
+  // Unreferenced table files deleted at Open.
+  uint64_t orphans_collected = 0;
+  // Of `compactions`, those executed by a StoC; and offloads that failed, after which the
+  // job ran here (EngineOptions::compaction_offloader).
+  uint64_t compactions_offloaded = 0, compaction_offload_fallbacks = 0;
+  uint64_t stalls = 0;           // writes that had to wait for a free memtable or Level 0
+  uint64_t stall_micros = 0;     // time they waited
+  // Of those: writes that waited (also) because Level 0 was at l0_stop_writes_bytes, and
+  // the time waited for that reason. The rest waited for a flush to free a memtable.
+  uint64_t l0_stop_stalls = 0, l0_stop_stall_micros = 0;
+  // Writes delayed (once each) because Level 0 passed l0_slowdown_writes_bytes, and the
+  // time they were delayed.
+  uint64_t slowdowns = 0, slowdown_micros = 0;
+  uint64_t major_reorganizations = 0, minor_reorganizations = 0;
+  // Writes refused because their log append failed.
+  uint64_t log_failures = 0;
+  // The last Open's recovery: logs replayed, entries rebuilt into memtables, bytes of log
+  // read, bytes ignored past torn or damaged tails, obsolete logs dropped, and its duration.
+  uint64_t recovered_logs = 0, recovered_entries = 0, recovered_log_bytes = 0;
+  uint64_t recovery_ignored_bytes = 0, recovery_obsolete_logs = 0, recovery_micros = 0;
+  uint64_t recovery_read_micros = 0;  // of recovery_micros, reading the logs
+  // Of the last complete window of reorganize_every_writes writes (the load check's
+  // figure); until the first window completes, of the writes so far.
+  double drange_imbalance = 0;
+  uint64_t lookup_index_hits = 0;   // Gets answered from the one indexed memtable or table
+  uint64_t lookup_index_entries = 0;
+  int dranges = 0;
+  int immutable_memtables = 0;
+  uint64_t level_tables[lsm::kNumLevels] = {};
+  uint64_t level_bytes[lsm::kNumLevels] = {};
+  lsm::SequenceNumber last_sequence = 0;
+};
+
+// What a range serves from (RangeEngine::GetShape): its tables per level (Level 0 oldest
+// first, levels 1+ in key order) and its Drange/Trange layout, as a MANIFEST snapshot
+// records them. Reopening a range from its MANIFEST gives back the same shape.
+struct EngineShape {
+  std::vector<lsm::TableMeta> levels[lsm::kNumLevels];
+  PersistedDrangeLayout dranges;
+  bool operator==(const EngineShape&) const = default;
+};
+
+// One write of a batch (RangeEngine::Write); the slices must stay valid for the call.
+struct WriteOp {
+  lsm::ValueType type = lsm::kTypeValue;  // kTypeValue: a Put; kTypeDeletion: a Delete
+  leveldb::Slice key;
+  leveldb::Slice value;  // a Put's only
+};
+
+class RangeEngine {
+ public:
+  // `store` must outlive the engine.
+  RangeEngine(const EngineOptions& options, lsm::TableStore* store);
+  ~RangeEngine();  // stops background work (waits for running flushes and compactions)
+  RangeEngine(const RangeEngine&) = delete;
+  RangeEngine& operator=(const RangeEngine&) = delete;
+
+  // Recovers tables and Dranges from the MANIFEST (or starts an empty range), and deletes
+  // table files the MANIFEST does not reference (orphans of a crash or failed append).
+  Status Open();
+
+  Status Put(const leveldb::Slice& key, const leveldb::Slice& value);
+  Status Delete(const leveldb::Slice& key);
+  // Applies `ops` atomically, in order: readers see all of them or none. OK for none.
+  Status Write(const std::vector<WriteOp>& ops);
+  // NotFound if the key has no value at the snapshot (null: latest).
+  Status Get(const leveldb::Slice& key, std::string* value,
+             const EngineSnapshot* snapshot = nullptr);
+  // The user view at the snapshot (null: latest). Caller deletes; the iterator pins what it
+  // reads. Errors surface through its status().
+  leveldb::Iterator* NewIterator(const EngineSnapshot* snapshot = nullptr);
+  // Up to `count` pairs with key >= start, in order.
+  Status Scan(const leveldb::Slice& start, size_t count,
+              std::vector<std::pair<std::string, std::string>>* out,
+              const EngineSnapshot* snapshot = nullptr);
+
+  const EngineSnapshot* GetSnapshot();
+  void ReleaseSnapshot(const EngineSnapshot* snapshot);
+
+  // Makes every memtable immutable and waits until all are flushed (tests, shutdown).
+  // Returns the error of a flush that fails meanwhile (the flush is retried in the
+  // background) or the error that stopped the range.
+  Status FlushAll();
+  // Waits until no compaction is needed or running.
+  Status WaitForCompactions();
+
+  EngineStats GetStats() const;
+  std::string DrangeDebugString() const;
+  // The current tables and Drange layout (empty before a successful Open).
+  EngineShape GetShape() const;
+
+ private:
+  struct DrangeState {
+    std::mutex mu;
+    std::shared_ptr<MemTable> active;  // protected by mu
+    bool retired = false;              // replaced by a reorganization; protected by mu
+  };
+  struct Immutable {
+    std::shared_ptr<MemTable> mem;
+    uint32_t drange;
+    lsm::SequenceNumber sealed;  // every write into mem has a sequence <= this
+    // The Drange it came from (retired if a reorganization replaced it): its memtables
+    // flush in order, and a merge may give the versions back to it.
+    std::shared_ptr<DrangeState> state;
+    // Must become a table, not be merged back (a Level-0 compaction waits for it).
+    bool no_merge = false;
+  };
+
+  // Write path.
+  // Appends the write's log record to the log of each memtable in `mems` (one per op). On
+  // failure *failed is the memtable whose append failed.
+  // *reached: false when the append failed before the record was sent to any replica of
+  // any of the logs (it is in no log).
+  Status LogWrite(const std::vector<WriteOp>& ops,
+                  const std::vector<std::shared_ptr<MemTable>>& mems, lsm::SequenceNumber first,
+                  std::shared_ptr<MemTable>* failed, bool* reached);
+  // Rotates `mem` out if it is still a Drange's active memtable (its log died) and the
+  // Drange has room for another memtable. REQUIRES: no Drange lock or mu_ held.
+  void RetireActive(const std::shared_ptr<MemTable>& mem);
+  // Recovery (range_engine_recovery.cc): reads the range's logs, drops the obsolete ones and
+  // rebuilds a memtable per live log (same id) with --ltc_recovery_threads threads. Fills
+  // *rebuilt (ascending id), *absorbed (rebuilt id -> ids of logless memtables whose
+  // entries it took) and *max_sequence. `new_range`: the MANIFEST was just created.
+  // REQUIRES: mu_ held, during Open.
+  Status RebuildFromLogsLocked(bool new_range, std::vector<std::shared_ptr<MemTable>>* rebuilt,
+                               std::unordered_map<uint64_t, std::vector<uint64_t>>* absorbed,
+                               lsm::SequenceNumber* max_sequence);
+  // Adds the log bookkeeping to an edit: logs dropped since the last edit (merged or empty
+  // memtables) join its obsolete_logs, and it records the log floor (every memtable below
+  // the oldest live one) and the next memtable id. REQUIRES: mu_ held.
+  void AddLogBookkeepingLocked(VersionEdit* edit);
+  // After the edit is in the MANIFEST: drops the logs it made obsolete. REQUIRES: mu_ held.
+  void DropLogsLocked(const VersionEdit& edit);
+  // Returns the active memtable of `d` with room, rotating (and stalling) as needed;
+  // *seq gets `count` fresh sequence numbers (the first). REQUIRES: not holding mu_.
+  // Locks the Dranges of `keys` (routing them), makes sure each has an active memtable with
+  // room (rotating and stalling as needed), assigns `keys.size()` sequence numbers and
+  // returns the memtable for each key and the first sequence.
+  Status PrepareWrite(const std::vector<leveldb::Slice>& keys,
+                      std::vector<std::shared_ptr<MemTable>>* mems, lsm::SequenceNumber* first);
+  // A new memtable, registered for readers and the lookup index. REQUIRES: mu_ held.
+  std::shared_ptr<MemTable> NewMemTableLocked();
+  // Erases the lookup-index entries that point at the memtables flushed into Level-0 tables
+  // that compaction just replaced. recorded_keys[i], if present, holds the user keys of
+  // tables[i] (varint32-length-prefixed, as the local merge recorded them); a table without
+  // them is read again. REQUIRES: mu_ not held.
+  void ForgetCompactedLevel0(const std::vector<TableRef>& tables,
+                             const std::vector<std::string>& recorded_keys);
+
+  // Range index (range_engine_index.cc). Builds range_index_ anew from layout_, dranges_,
+  // live_ and current_, recording the interval of each active memtable not seen before; to
+  // be called in the same mu_ critical section as every change to those (readers take the
+  // index with the sequence they read at). REQUIRES: mu_ held; dranges_ belong to layout_.
+  void RebuildRangeIndexLocked();
+  // The internal iterator (every version of every key) over `version` and the memtables
+  // and Level-0 tables of `rindex` (if not null) or else `mems` and version's Level 0.
+  // Caller deletes it; it holds what it reads except `version` (the caller pins it).
+  leveldb::Iterator* NewInternalIterator(const std::vector<std::shared_ptr<MemTable>>& mems,
+                                         std::shared_ptr<const RangeIndex> rindex,
+                                         const std::shared_ptr<Version>& version);
+  // Makes the active memtable of `d` immutable and starts a new one.
+  // REQUIRES: ds->mu and mu_ held.
+  void RotateLocked(uint32_t d, DrangeState* ds, bool no_merge = false);
+  // True if Drange d may rotate now (a free memtable and Level 0 not over its limit).
+  // REQUIRES: mu_ held.
+  bool RoomToRotateLocked(uint32_t d) const;
+  void InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major);
+  void FinishWrite(lsm::SequenceNumber first, size_t count);
+  lsm::SequenceNumber VisibleSequence() const;
+  // Takes the next table number. REQUIRES: mu_ not held.
+  uint64_t NewFileNumber();
+  void MaybeReorganize();
+
+  // Background work.
+  void ScheduleWork();
+  void BackgroundWork();
+  // Rotates the Dranges in rotate_for_compaction_. REQUIRES: *lock holds mu_ (released
+  // and retaken: a Drange's lock comes first).
+  void RotateForCompaction(std::unique_lock<std::mutex>* lock);
+  // The immutable memtable to flush next, or null. REQUIRES: mu_ held.
+  const Immutable* NextFlushLocked() const;
+  // Removes `mem` from immutables_. REQUIRES: mu_ held.
+  void EraseImmutableLocked(const std::shared_ptr<MemTable>& mem);
+  Status FlushOne(const Immutable& imm);
+  // The small-memtable rule (paper 4.4.2): if `imm` has fewer unique keys than
+  // drange_merge_threshold_keys, moves the versions of it that readers may still need into
+  // its Drange's active memtable instead of writing a table, and drops it. Returns false
+  // (nothing changed) when the rule does not apply. range_engine_merge.cc.
+  bool MaybeMergeIntoActive(const Immutable& imm);
+  // The next compaction (picker_ over the current version), or nullopt if nothing can run
+  // now. REQUIRES: mu_ held.
+  std::optional<CompactionPick> PickCompactionLocked();
+  // True if a memtable may hold a version, older than `cluster`'s newest, of a key in
+  // [lo, hi] (user keys): the cluster must not move below Level 0 yet. Asks for the
+  // rotation or flush of such memtables. REQUIRES: mu_ held.
+  bool OlderVersionsInMemory(const std::vector<TableRef>& cluster, const std::string& lo,
+                             const std::string& hi);
+  // Memtables that may hold a version older than one already flushed. REQUIRES: mu_ held.
+  std::vector<std::shared_ptr<MemTable>> MemtablesThatMayHoldOlderVersions() const;
+  Status RunCompaction(int level, const std::vector<TableRef>& inputs,
+                       const std::vector<TableRef>& next);
+  // Runs the job through options_.compaction_offloader (range_engine_offload.cc); on OK,
+  // *outputs are the written outputs for level + 1. REQUIRES: mu_ not held.
+  Status OffloadCompaction(int level, const std::vector<TableRef>& inputs,
+                           const std::vector<TableRef>& next,
+                           const lsm::CompactionMergeOptions& mo, std::vector<lsm::TableMeta>* outputs);
+  // Records the edit in the MANIFEST and installs the new version. REQUIRES: mu_ held.
+  Status LogAndApplyLocked(VersionEdit* edit, std::unique_lock<std::mutex>* lock);
+  // After an edit's MANIFEST append failed for good: starts a new MANIFEST without it and
+  // deletes its new tables, or, if that fails too, stops the range. Returns the error for
+  // the caller. REQUIRES: mu_ held.
+  Status RecoverFromFailedAppendLocked(const VersionEdit& edit, const Status& error);
+  // Deletes tables the store has but the current version does not reference, and moves
+  // the next file number past every listed table. REQUIRES: mu_ held, at Open.
+  void CollectOrphansLocked();
+  std::shared_ptr<Version> BuildVersion(const std::shared_ptr<Version>& base,
+                                        const VersionEdit& edit);
+  std::vector<lsm::SequenceNumber> LiveSnapshots() const;
+  PersistedDrangeLayout PersistLayout(const DrangeLayout& l) const;
+  std::unique_ptr<DrangeLayout> RestoreLayout(const PersistedDrangeLayout& p) const;
+
+  // Constant after construction.
+  const EngineOptions options_;
+  lsm::TableStore* const store_;  // must outlive this
+  const lsm::InternalKeyComparator icmp_;
+  std::unique_ptr<const leveldb::FilterPolicy> filter_policy_;
+  std::unique_ptr<leveldb::Cache> block_cache_;
+  TableContext table_ctx_;
+
+  // Sequence numbers: assigned in order, visible once every smaller one is in a memtable.
+  SequenceWatermark seq_;
+
+  // What the write path routes by: the layout and its Dranges' states, replaced together
+  // (under mu_ and routing_mu_) by a reorganization. Writers copy the pointer under
+  // routing_mu_ only, so they never wait for mu_ (held across MANIFEST appends).
+  struct Routing {
+    std::shared_ptr<const DrangeLayout> layout;
+    std::vector<std::shared_ptr<DrangeState>> states;
+  };
+  mutable std::mutex routing_mu_;          // a leaf
+  std::shared_ptr<const Routing> routing_;  // protected by routing_mu_
+  std::shared_ptr<const Routing> CurrentRouting() const;
+  // Publishes layout_ and dranges_ to the write path. REQUIRES: mu_ held.
+  void PublishRoutingLocked();
+  // Set (under mu_) when writes stop (bg_error_) or the engine shuts down; the write path
+  // reads it without mu_ and only then takes mu_ for the reason.
+  std::atomic<bool> writes_blocked_{true};
+  // Level-0 bytes of the current version, for the write path's slow-down check.
+  std::atomic<uint64_t> l0_bytes_{0};
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // background progress (flush, compaction, shutdown)
+  // Protected by mu_:
+  std::shared_ptr<const DrangeLayout> layout_;
+  std::vector<std::shared_ptr<DrangeState>> dranges_;
+  std::deque<Immutable> immutables_;              // oldest first
+  std::vector<std::shared_ptr<MemTable>> live_;   // every memtable readers must see
+  std::shared_ptr<Version> current_;
+  ManifestState manifest_;
+  uint64_t next_memtable_id_ = 1;
+  // Memtable id -> ids of memtables merged into it (their entries were re-logged into its
+  // log): its flush makes their logs obsolete too.
+  std::unordered_map<uint64_t, std::vector<uint64_t>> absorbed_logs_;
+  // Logs dropped without an edit (memtables merged or empty): the next edit marks them.
+  std::vector<uint64_t> unrecorded_obsolete_logs_;
+  // MIDToTable (paper 4.4.1.1): memtable id -> the memtable, or the Level-0 table it became.
+  struct MidLocation {
+    std::shared_ptr<MemTable> mem;
+    uint64_t table = 0;
+  };
+  std::unordered_map<uint64_t, MidLocation> mid_to_table_;
+  // The range index readers use (null until Open), and the key interval of each live
+  // memtable (the Drange it was created for), by memtable id.
+  std::shared_ptr<const RangeIndex> range_index_;
+  std::unordered_map<uint64_t, KeyInterval> memtable_intervals_;
+  uint64_t manifest_bytes_ = 0;
+  std::multiset<lsm::SequenceNumber> snapshots_;
+  CompactionPicker picker_;  // which compaction next; the tables running ones hold
+  int running_ = 0;                // background tasks queued or running
+  // After a failed flush or compaction, none is tried before these times (backoff).
+  MonoTime flush_retry_at_{}, compaction_retry_at_{};
+  int flush_failures_in_row_ = 0, compaction_failures_in_row_ = 0;
+  Status last_flush_error_;  // of the last failed flush (FlushAll reports it)
+  std::set<uint64_t> flushing_ids_;  // memtables being flushed (or merged) now
+  // Dranges whose active memtable blocks a Level-0 compaction (the picker): the
+  // background thread rotates them whatever the room (RotateForCompaction).
+  std::set<uint32_t> rotate_for_compaction_;
+  bool shutting_down_ = false;
+  bool opened_ = false;            // Open() succeeded; until then every call is refused
+  Status bg_error_;                // a failed flush or MANIFEST write: writes stop
+  EngineStats stats_;
+  std::atomic<uint64_t> writes_since_reorg_{0};
+  std::atomic<bool> reorganizing_{false};
+  // The imbalance the last load check measured (NaN: no check yet).
+  std::atomic<double> last_window_imbalance_{std::numeric_limits<double>::quiet_NaN()};
+  std::atomic<uint64_t> puts_{0}, deletes_{0}, gets_{0}, index_hits_{0};
+  std::atomic<uint64_t> slowdowns_{0}, slowdown_micros_{0};
+  std::atomic<uint64_t> log_failures_{0};
+  // FlushAll calls in progress: while any runs, immutables are flushed, never merged.
+  std::atomic<int> forcing_flush_{0};
+  LookupIndex index_;
+
+  ThreadPool pool_;
+};
+
+}  // namespace nova::ltc

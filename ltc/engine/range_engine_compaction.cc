@@ -1,0 +1,466 @@
+// RangeEngine: compaction picking and running, reorganizing Dranges, flushing everything,
+// statistics. (range_engine.cc has the read and write paths and flushes.)
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <glog/logging.h>
+
+#include "common/coding.h"
+#include "common/lsm/compaction_merge.h"
+#include "common/lsm/merging_iterator.h"
+#include "common/lsm/scan_table.h"
+#include "common/lsm/table_sink.h"
+#include "ltc/engine/range_engine.h"
+
+namespace nova::ltc {
+
+namespace {
+
+constexpr size_t kMaxReorganizeSamples = 100000;
+
+// Passes a table's iterator through and appends each distinct user key it moves onto to
+// *keys (varint32-length-prefixed), so a Level-0 compaction learns its inputs' keys for the
+// lookup index's clean-up while merging them, instead of reading the inputs a second time.
+// Compactions only move forward (SeekToFirst, then Next).
+class KeyRecordingIterator final : public leveldb::Iterator {
+ public:
+  KeyRecordingIterator(leveldb::Iterator* base, std::string* keys) : base_(base), keys_(keys) {}
+
+  bool Valid() const override { return base_->Valid(); }
+  void SeekToFirst() override {
+    base_->SeekToFirst();
+    Record();
+  }
+  void SeekToLast() override { base_->SeekToLast(); }
+  void Seek(const leveldb::Slice& target) override {
+    base_->Seek(target);
+    Record();
+  }
+  void Next() override {
+    base_->Next();
+    Record();
+  }
+  void Prev() override { base_->Prev(); }
+  leveldb::Slice key() const override { return base_->key(); }
+  leveldb::Slice value() const override { return base_->value(); }
+  leveldb::Status status() const override { return base_->status(); }
+
+ private:
+  void Record() {
+    if (!base_->Valid()) return;
+    const leveldb::Slice user_key = lsm::ExtractUserKey(base_->key());
+    if (any_ && user_key == leveldb::Slice(last_)) return;
+    last_.assign(user_key.data(), user_key.size());
+    any_ = true;
+    PutLengthPrefixed(keys_, std::string_view(user_key.data(), user_key.size()));
+  }
+
+  const std::unique_ptr<leveldb::Iterator> base_;
+  std::string* const keys_;
+  std::string last_;
+  bool any_ = false;
+};
+
+}  // namespace
+
+std::vector<std::shared_ptr<MemTable>> RangeEngine::MemtablesThatMayHoldOlderVersions() const {
+  // Within one Drange of one generation, sequence numbers are taken under the Drange's lock
+  // and a memtable is rotated under it too, so an active memtable only holds versions newer
+  // than everything already flushed from its Drange; a new generation's memtables only hold
+  // versions newer than the reorganization. What can hold a version older than a flushed
+  // one is (1) an immutable memtable not flushed yet (an older generation, or a duplicate
+  // point's), and (2) the active memtable of a duplicated point Drange (its copies take
+  // writes of the same key in any order).
+  std::vector<std::shared_ptr<MemTable>> out;
+  for (const Immutable& imm : immutables_) out.push_back(imm.mem);
+  for (int d = 0; d < layout_->size(); ++d) {
+    if (!layout_->drange(d).point) continue;
+    auto [first, last] = layout_->Find(layout_->drange(d).lower.key);
+    if (last > first) out.push_back(dranges_[d]->active);  // written under mu_ too: safe here
+  }
+  return out;
+}
+
+std::optional<CompactionPick> RangeEngine::PickCompactionLocked() {
+  return picker_.Pick(*current_, layout_->size(),
+                      [this](const std::vector<TableRef>& cluster, const std::string& lo,
+                             const std::string& hi) { return OlderVersionsInMemory(cluster, lo, hi); });
+}
+
+bool RangeEngine::OlderVersionsInMemory(const std::vector<TableRef>& cluster,
+                                        const std::string& lo, const std::string& hi) {
+  // Move data down only if no memtable still holds older versions of these keys.
+  lsm::SequenceNumber newest = 0;
+  for (const auto& t : cluster) newest = std::max(newest, t->meta().largest_sequence);
+  bool older_in_memory = false;
+  for (const auto& m : MemtablesThatMayHoldOlderVersions()) {
+    if (m->num_entries() == 0 || m->smallest_sequence() > newest) continue;
+    std::unique_ptr<leveldb::Iterator> it(m->NewIterator());
+    it->SeekToFirst();
+    const std::string first = lsm::ExtractUserKey(it->key()).ToString();
+    it->SeekToLast();
+    const leveldb::Slice last = lsm::ExtractUserKey(it->key());
+    const leveldb::Comparator* ucmp = options_.comparator;
+    if (ucmp->Compare(last, lo) >= 0 && ucmp->Compare(first, hi) <= 0) {
+      older_in_memory = true;
+      // An active memtable (of a duplicated point Drange) may never fill up if its key
+      // goes cold, or may not rotate while writes are stopped: ask for a rotation, so
+      // it gets flushed or merged and the cluster can move down.
+      for (uint32_t d = 0; d < dranges_.size(); ++d) {
+        if (dranges_[d]->active == m) rotate_for_compaction_.insert(d);
+      }
+      // An immutable one that merging keeps giving back to its Drange: flush it.
+      for (Immutable& imm : immutables_) {
+        if (imm.mem == m) imm.no_merge = true;
+      }
+    }
+  }
+  return older_in_memory;
+}
+
+Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs,
+                                  const std::vector<TableRef>& next) {
+  std::vector<TableRef> all = inputs;
+  all.insert(all.end(), next.begin(), next.end());
+  std::string lo, hi;
+  UserKeyRange(options_.comparator, all, &lo, &hi);
+  lsm::CompactionMergeOptions mo;
+  mo.icmp = &icmp_;
+  mo.max_output_bytes = options_.sstable_bytes;
+  {
+    std::lock_guard lock(mu_);
+    mo.snapshots = LiveSnapshots();
+    // Nothing of these keys below the output level: deletions can go.
+    mo.bottommost = true;
+    for (int l = level + 2; l < lsm::kNumLevels && mo.bottommost; ++l) {
+      for (const TableRef& t : current_->levels[l]) {
+        if (t->Overlaps(lo, hi)) mo.bottommost = false;
+      }
+    }
+    // Outputs respect Drange boundaries.
+    for (int d = 1; d < layout_->size(); ++d) {
+      const KeyBound& b = layout_->drange(d).lower;
+      if (b.min || b.after) continue;
+      if (mo.split_user_keys.empty() ||
+          options_.comparator->Compare(mo.split_user_keys.back(), b.key) < 0) {
+        mo.split_user_keys.push_back(b.key);
+      }
+    }
+  }
+  mo.smallest_snapshot_or_max = mo.snapshots.empty() ? lsm::kMaxSequenceNumber : mo.snapshots.front();
+  // Offloaded (paper 4.4.3) if configured; any failure there runs the job here instead, so
+  // offloading never loses or blocks a compaction.
+  std::vector<lsm::TableMeta> outputs;
+  // Per Level-0 input (in `inputs` order), its user keys if a local merge recorded them.
+  std::vector<std::string> recorded_keys;
+  bool offloaded = false;
+  if (options_.compaction_offloader != nullptr) {
+    Status o = OffloadCompaction(level, inputs, next, mo, &outputs);
+    offloaded = o.ok();
+    if (!offloaded) {
+      LOG(WARNING) << "range " << options_.range_id << ": running a Level-" << level
+                   << " compaction here after its offload failed: " << o.ToString();
+      std::lock_guard lock(mu_);
+      ++stats_.compaction_offload_fallbacks;
+    }
+  }
+  if (!offloaded) {
+    // Inputs are read front to back in read-ahead windows (lsm::ScanTable); the tables are
+    // declared before the merged iterator so they outlive it.
+    std::vector<std::unique_ptr<lsm::ScanTable>> tables;
+    std::vector<leveldb::Iterator*> children;
+    // Level-0 inputs' keys are recorded as they pass, for the lookup index's clean-up.
+    const bool record = level == 0 && options_.lookup_index;
+    if (record) recorded_keys.resize(inputs.size());
+    for (size_t i = 0; i < all.size(); ++i) {
+      const TableRef& t = all[i];
+      auto opened = lsm::ScanTable::Open(store_, t->meta(), &icmp_);
+      if (!opened.ok()) {
+        for (auto* c : children) delete c;
+        return opened.status().Prepend("opening compaction input " +
+                                       std::to_string(t->meta().number));
+      }
+      tables.push_back(std::move(opened.value()));
+      leveldb::Iterator* it = tables.back()->NewIterator().release();
+      if (record && i < inputs.size()) it = new KeyRecordingIterator(it, &recorded_keys[i]);
+      children.push_back(it);
+    }
+    std::unique_ptr<leveldb::Iterator> merged(lsm::NewMergingIterator(&icmp_, std::move(children)));
+    lsm::TableBuildOptions opts;
+    opts.block_size = options_.block_bytes;
+    opts.num_data_fragments = options_.scatter_width;
+    opts.filter_policy = filter_policy_.get();
+    lsm::TableSink sink(&icmp_, opts, store_, [this] { return NewFileNumber(); },
+                   inputs.front()->meta().drange);
+    lsm::CompactionStats cs;
+    Status s = lsm::RunCompactionMerge(merged.get(), mo, &sink, &cs);
+    merged.reset();
+    if (!s.ok()) {
+      sink.Discard();
+      return s;
+    }
+    outputs = std::move(sink.outputs());
+  }
+  std::unique_lock lock(mu_);
+  VersionEdit edit;
+  for (const TableRef& t : inputs) edit.deleted_tables.emplace_back(level, t->meta().number);
+  for (const TableRef& t : next) edit.deleted_tables.emplace_back(level + 1, t->meta().number);
+  for (lsm::TableMeta& m : outputs) edit.new_tables.emplace_back(level + 1, std::move(m));
+  edit.next_file_number = manifest_.next_file_number();
+  Status s = LogAndApplyLocked(&edit, &lock);
+  if (!s.ok()) {
+    // LogAndApplyLocked deleted the outputs if it could start a new MANIFEST without the
+    // edit; else the range stopped and they stay (a restart may find the edit).
+    return s;
+  }
+  ++stats_.compactions;
+  if (offloaded) ++stats_.compactions_offloaded;
+  lock.unlock();
+  if (level == 0 && options_.lookup_index) ForgetCompactedLevel0(inputs, recorded_keys);
+  return Status::OK();
+}
+
+void RangeEngine::ForgetCompactedLevel0(const std::vector<TableRef>& tables,
+                                        const std::vector<std::string>& recorded_keys) {
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const TableRef& t = tables[i];
+    std::vector<uint64_t> mids;
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& [mid, where] : mid_to_table_) {
+        if (where.mem == nullptr && where.table == t->meta().number) mids.push_back(mid);
+      }
+    }
+    if (mids.empty()) continue;
+    if (i < recorded_keys.size()) {
+      // The merge saw every key of the table (it read each input to its end).
+      std::string_view in(recorded_keys[i]);
+      std::string_view key;
+      while (GetLengthPrefixed(&in, &key)) {
+        for (uint64_t mid : mids) index_.EraseIf(leveldb::Slice(key.data(), key.size()), mid);
+      }
+    } else if (auto scan = lsm::ScanTable::Open(store_, t->meta(), &icmp_); scan.ok()) {
+      // An offloaded job: read the table again. It is obsolete but still readable while
+      // we hold it.
+      std::unique_ptr<leveldb::Iterator> iter = scan.value()->NewIterator();
+      for (iter->SeekToFirst(); iter->Valid(); iter->Next()) {
+        for (uint64_t mid : mids) index_.EraseIf(lsm::ExtractUserKey(iter->key()), mid);
+      }
+    }
+    // Entries left behind (a read error) only cost a full search later: they never match.
+    std::lock_guard lock(mu_);
+    for (uint64_t mid : mids) mid_to_table_.erase(mid);
+  }
+}
+
+Status RangeEngine::FlushAll() {
+  {
+    std::lock_guard lock(mu_);
+    if (!opened_) return Status::IllegalState("range is not open");
+  }
+  // Before any rotation: a merge that has not yet looked at the flag will flush instead, and
+  // one that already merged did so into a memtable rotated below.
+  forcing_flush_.fetch_add(1);
+  struct Unforce {
+    std::atomic<int>* n;
+    ~Unforce() { n->fetch_sub(1); }
+  } unforce{&forcing_flush_};
+  std::vector<std::shared_ptr<DrangeState>> states;
+  uint64_t failures;  // flush failures before this call: a new one is reported
+  {
+    std::lock_guard lock(mu_);
+    states = dranges_;
+    failures = stats_.flush_failures;
+  }
+  for (size_t d = 0; d < states.size(); ++d) {
+    std::lock_guard dl(states[d]->mu);
+    std::lock_guard lock(mu_);
+    if (!states[d]->retired && states[d]->active->num_entries() > 0) {
+      RotateLocked(static_cast<uint32_t>(d), states[d].get());
+    }
+  }
+  std::unique_lock lock(mu_);
+  ScheduleWork();
+  cv_.wait(lock, [&] {
+    return immutables_.empty() || !bg_error_.ok() || shutting_down_ ||
+           stats_.flush_failures != failures;
+  });
+  if (bg_error_.ok() && stats_.flush_failures != failures) {
+    return last_flush_error_.Prepend("flush failed (retried in the background)");
+  }
+  return bg_error_;
+}
+
+Status RangeEngine::WaitForCompactions() {
+  std::unique_lock lock(mu_);
+  if (!opened_) return Status::IllegalState("range is not open");
+  while (bg_error_.ok()) {
+    const bool work = !immutables_.empty() || PickCompactionLocked().has_value();
+    if (!work && running_ == 0) break;
+    if (work) ScheduleWork();
+    cv_.wait_for(lock, std::chrono::milliseconds(50));  // woken by background progress
+  }
+  return bg_error_;
+}
+
+// ---- Dranges --------------------------------------------------------------------------
+
+void RangeEngine::MaybeReorganize() {
+  if (options_.dranges <= 1 || reorganizing_.exchange(true)) return;
+  writes_since_reorg_ = 0;
+  std::shared_ptr<const DrangeLayout> layout;
+  std::vector<std::shared_ptr<MemTable>> mems;
+  {
+    std::lock_guard lock(mu_);
+    layout = layout_;
+    mems = live_;
+  }
+  const DrangeLoad load = layout->Load();
+  // The window ends here (counters are reset or a new layout starts from zero): keep its
+  // figure for GetStats, which would otherwise see a window just begun.
+  if (load.total > 0) last_window_imbalance_.store(load.imbalance, std::memory_order_relaxed);
+  std::unique_ptr<DrangeLayout> next;
+  bool major = layout->size() < options_.dranges ||
+               load.imbalance > options_.drange_imbalance_threshold / options_.dranges;
+  if (!major) {
+    next = MinorReorganize(*layout, options_.drange_imbalance_threshold);
+    if (next == nullptr) layout->ResetCounters();
+  } else {
+    // Sample the keys in memory: every version counts, so hot keys weigh more.
+    std::vector<KeySample> samples;
+    uint64_t entries = 0;
+    for (const auto& m : mems) entries += m->num_entries();
+    const uint64_t step = std::max<uint64_t>(1, entries / kMaxReorganizeSamples);
+    uint64_t i = 0;
+    for (const auto& m : mems) {
+      std::unique_ptr<leveldb::Iterator> it(m->NewIterator());
+      for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        if (i++ % step == 0) samples.push_back({lsm::ExtractUserKey(it->key()).ToString(), 1});
+      }
+    }
+    next = MajorReorganize(options_.comparator, std::move(samples), options_.dranges,
+                           options_.tranges_per_drange, layout->generation() + 1);
+  }
+  if (next != nullptr) InstallLayout(std::move(next), major);
+  reorganizing_ = false;
+}
+
+void RangeEngine::InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major) {
+  std::vector<std::shared_ptr<DrangeState>> old;
+  {
+    std::lock_guard lock(mu_);
+    old = dranges_;
+  }
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (auto& ds : old) locks.emplace_back(ds->mu);
+  std::unique_lock lock(mu_);
+  // The active memtables of the old layout become immutable (a new generation starts).
+  for (size_t d = 0; d < old.size(); ++d) {
+    old[d]->retired = true;
+    // Even an empty one: a writer that took its sequence under the Drange's lock may not
+    // have added its entry yet (FlushOne waits for it, and drops a memtable that stays
+    // empty). Its (now retired) Drange is kept: memtables of one Drange flush in order.
+    immutables_.push_back(
+        Immutable{old[d]->active, static_cast<uint32_t>(d), seq_.last_assigned(), old[d]});
+  }
+  std::vector<std::shared_ptr<DrangeState>> states;
+  for (int d = 0; d < layout->size(); ++d) {
+    auto ds = std::make_shared<DrangeState>();
+    ds->active = NewMemTableLocked();
+    states.push_back(std::move(ds));
+  }
+  VersionEdit edit;
+  edit.dranges = PersistLayout(*layout);
+  Status s = LogAndApplyLocked(&edit, &lock);
+  if (!s.ok() && bg_error_.ok()) {
+    // The failed record was dropped into a new MANIFEST: record the layout there.
+    s = LogAndApplyLocked(&edit, &lock);
+  }
+  if (!s.ok() && bg_error_.ok()) {
+    LOG(ERROR) << "cannot record the Drange layout, writes stop: " << s.ToString();
+    bg_error_ = s;
+    writes_blocked_ = true;
+  }
+  dranges_ = std::move(states);
+  layout_ = std::move(layout);
+  PublishRoutingLocked();
+  RebuildRangeIndexLocked();  // the new Dranges' memtables and boundaries
+  ++(major ? stats_.major_reorganizations : stats_.minor_reorganizations);
+  ScheduleWork();
+}
+
+PersistedDrangeLayout RangeEngine::PersistLayout(const DrangeLayout& l) const {
+  PersistedDrangeLayout p;
+  p.generation = l.generation();
+  for (int d = 0; d < l.size(); ++d) {
+    PersistedDrange pd;
+    pd.point = l.drange(d).point;
+    for (const Trange& t : l.drange(d).tranges) {
+      pd.tranges.push_back(PersistedBound{t.lower.key, t.lower.after, t.lower.min});
+    }
+    p.dranges.push_back(std::move(pd));
+  }
+  return p;
+}
+
+std::unique_ptr<DrangeLayout> RangeEngine::RestoreLayout(const PersistedDrangeLayout& p) const {
+  std::vector<Drange> ds;
+  for (const PersistedDrange& pd : p.dranges) {
+    Drange d;
+    d.point = pd.point;
+    for (const PersistedBound& b : pd.tranges) d.tranges.emplace_back(KeyBound{b.key, b.after, b.min});
+    d.lower = d.tranges.front().lower;
+    ds.push_back(std::move(d));
+  }
+  if (ds.empty()) return std::make_unique<DrangeLayout>(options_.comparator, p.generation);
+  return std::make_unique<DrangeLayout>(options_.comparator, p.generation, std::move(ds));
+}
+
+// ---- Introspection --------------------------------------------------------------------
+
+EngineStats RangeEngine::GetStats() const {
+  std::lock_guard lock(mu_);
+  EngineStats s = stats_;
+  if (!opened_) return s;
+  s.puts = puts_.load();
+  s.deletes = deletes_.load();
+  s.gets = gets_.load();
+  s.slowdowns = slowdowns_.load();
+  s.slowdown_micros = slowdown_micros_.load();
+  s.log_failures = log_failures_.load();
+  s.lookup_index_hits = index_hits_.load();
+  s.lookup_index_entries = index_.size();
+  s.dranges = layout_->size();
+  const double window = last_window_imbalance_.load(std::memory_order_relaxed);
+  s.drange_imbalance = std::isnan(window) ? layout_->Load().imbalance : window;
+  s.immutable_memtables = static_cast<int>(immutables_.size());
+  for (int l = 0; l < lsm::kNumLevels; ++l) {
+    s.level_tables[l] = current_->levels[l].size();
+    s.level_bytes[l] = current_->LevelBytes(l);
+  }
+  s.last_sequence = VisibleSequence();
+  return s;
+}
+
+std::string RangeEngine::DrangeDebugString() const {
+  std::lock_guard lock(mu_);
+  if (!opened_) return "range is not open";
+  return layout_->DebugString();
+}
+
+EngineShape RangeEngine::GetShape() const {
+  std::lock_guard lock(mu_);
+  EngineShape shape;
+  if (!opened_) return shape;
+  for (int l = 0; l < lsm::kNumLevels; ++l) {
+    for (const TableRef& t : current_->levels[l]) shape.levels[l].push_back(t->meta());
+  }
+  shape.dranges = PersistLayout(*layout_);
+  return shape;
+}
+
+}  // namespace nova::ltc

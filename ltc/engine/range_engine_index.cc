@@ -1,0 +1,58 @@
+// RangeEngine: keeping the range index (paper 4.4.1.2) and building internal iterators over
+// it. (range_engine.cc has the read and write paths; they call these.)
+#include <unordered_set>
+
+#include "common/lsm/merging_iterator.h"
+#include "ltc/engine/concatenating_iterator.h"
+#include "ltc/engine/range_engine.h"
+#include "ltc/engine/range_index_iterator.h"
+
+namespace nova::ltc {
+
+void RangeEngine::RebuildRangeIndexLocked() {
+  if (!options_.range_index || layout_ == nullptr || current_ == nullptr) return;
+  // A memtable holds only keys routed to the Drange it is the active memtable of (the write
+  // path routes by the layout whose Drange states it locks), so that Drange's interval,
+  // taken while it is active, bounds it for its whole life.
+  for (int d = 0; d < static_cast<int>(dranges_.size()) && d < layout_->size(); ++d) {
+    memtable_intervals_.try_emplace(dranges_[d]->active->id(), KeyInterval::OfDrange(*layout_, d));
+  }
+  RangeIndexSources sources;
+  std::unordered_set<uint64_t> live_ids;
+  for (const auto& m : live_) {
+    live_ids.insert(m->id());
+    auto it = memtable_intervals_.find(m->id());
+    // Not known (not created as a Drange's active memtable): it may hold any key.
+    sources.memtables.push_back(
+        {m, it != memtable_intervals_.end() ? it->second : KeyInterval::All()});
+  }
+  std::erase_if(memtable_intervals_, [&](const auto& e) { return live_ids.count(e.first) == 0; });
+  sources.level0 = current_->levels[0];
+  std::vector<KeyBound> boundaries;
+  for (int d = 0; d < layout_->size(); ++d) boundaries.push_back(layout_->drange(d).lower);
+  range_index_ = RangeIndex::Build(options_.comparator, std::move(boundaries), std::move(sources));
+}
+
+leveldb::Iterator* RangeEngine::NewInternalIterator(
+    const std::vector<std::shared_ptr<MemTable>>& mems, std::shared_ptr<const RangeIndex> rindex,
+    const std::shared_ptr<Version>& version) {
+  std::vector<leveldb::Iterator*> children;
+  if (rindex != nullptr) {
+    children.push_back(NewRangeIndexIterator(&icmp_, std::move(rindex)));
+  } else {
+    for (const auto& m : mems) children.push_back(m->NewIterator());  // pins its memtable
+    for (const TableRef& t : version->levels[0]) {
+      auto it = t->NewIterator();
+      children.push_back(it.ok() ? it.value()
+                                 : leveldb::NewErrorIterator(
+                                       leveldb::Status::IOError(it.status().ToString())));
+    }
+  }
+  // Levels 1..6: one concatenating iterator each, opening a table when it gets there.
+  for (int level = 1; level < lsm::kNumLevels; ++level) {
+    if (!version->levels[level].empty()) children.push_back(NewLevelIterator(&icmp_, version, level));
+  }
+  return lsm::NewMergingIterator(&icmp_, std::move(children));
+}
+
+}  // namespace nova::ltc

@@ -1,0 +1,185 @@
+// RangeEngine: rebuilding memtables from their logs at Open (paper 4.4.5, docs/durability.md).
+//
+// Which logs are replayed: every log the range's MemtableLog still has, except those the
+// MANIFEST marks obsolete (their memtables are in tables, or were re-logged elsewhere):
+// replaying one of those could put an old version in a memtable above newer versions in
+// Levels 1+, where a Get would take it. Obsolete logs found are dropped.
+//
+// How: the logs are parsed in parallel (recovery_threads); each record's entries carry
+// the id of the memtable they went to, so every live log becomes one rebuilt memtable with
+// its own id (its log stays its log until it is flushed). An entry of a batch whose copy in
+// its own memtable's log was torn is taken from another log's copy; an entry whose memtable
+// has no log left (never created, or lost) goes to the memtable of the log it was found in,
+// which then also makes that id obsolete when it flushes. Duplicates (batch copies) are
+// dropped by sequence number. Parsing stops at the first torn or damaged record of a log.
+//
+// The rebuilt memtables become the oldest immutable memtables of the Drange holding their
+// smallest key, never merged, flushed first; the range index covers them by their key
+// interval; the lookup index starts empty and fills on misses.
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <thread>
+
+#include <glog/logging.h>
+
+#include "common/clock.h"
+#include "ltc/engine/log_record.h"
+#include "ltc/engine/memtable_log.h"
+#include "ltc/engine/range_engine.h"
+
+namespace nova::ltc {
+
+namespace {
+
+// Runs fn(i) for i in [0, n) on up to `threads` threads.
+void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
+  const size_t workers = std::min<size_t>(n, static_cast<size_t>(std::max(1, threads)));
+  if (workers <= 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  pool.reserve(workers);
+  for (size_t w = 0; w < workers; ++w) {
+    pool.emplace_back([&] {
+      for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(i);
+    });
+  }
+  for (auto& t : pool) t.join();
+}
+
+}  // namespace
+
+Status RangeEngine::RebuildFromLogsLocked(
+    bool new_range, std::vector<std::shared_ptr<MemTable>>* rebuilt,
+    std::unordered_map<uint64_t, std::vector<uint64_t>>* absorbed,
+    lsm::SequenceNumber* max_sequence) {
+  const MonoTime start = MonoNow();
+  const int threads = std::max(1, options_.recovery_threads);
+  std::vector<MemtableLog::Recovered> logs;
+  NOVA_RETURN_NOT_OK_PREPEND(options_.log->ReadAll(threads, new_range, &logs), "reading the range's logs");
+  stats_.recovery_read_micros = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count());
+
+  // Obsolete logs go; the rest are replayed.
+  std::vector<uint64_t> obsolete;
+  std::vector<MemtableLog::Recovered> live;
+  for (auto& l : logs) {
+    next_memtable_id_ = std::max(next_memtable_id_, l.memtable + 1);
+    if (manifest_.LogIsObsolete(l.memtable)) {
+      obsolete.push_back(l.memtable);
+    } else {
+      live.push_back(std::move(l));
+    }
+  }
+  logs.clear();
+  if (!obsolete.empty()) options_.log->Drop(obsolete);
+  stats_.recovery_obsolete_logs = obsolete.size();
+  std::sort(live.begin(), live.end(),
+            [](const auto& a, const auto& b) { return a.memtable < b.memtable; });
+
+  // Parse every live log (entries point into its bytes).
+  std::vector<std::vector<ltc::LogEntry>> parsed(live.size());
+  std::vector<ltc::LogParseResult> results(live.size());
+  ParallelFor(live.size(), threads,
+              [&](size_t i) { results[i] = ltc::ParseLogRecords(live[i].bytes, &parsed[i]); });
+
+  // Where each entry goes: its own memtable if that has a live log, else (no log left) the
+  // memtable of the first log it was found in; never a memtable whose log is obsolete.
+  std::map<uint64_t, size_t> index_of;  // memtable id -> its log's index in `live`
+  for (size_t i = 0; i < live.size(); ++i) index_of[live[i].memtable] = i;
+  std::vector<std::vector<const ltc::LogEntry*>> targets(live.size());
+  std::map<uint64_t, size_t> adopted;  // logless memtable id -> the log that took it
+  for (size_t i = 0; i < live.size(); ++i) {
+    stats_.recovered_log_bytes += results[i].valid_bytes;
+    stats_.recovery_ignored_bytes += results[i].ignored_bytes;
+    LOG_IF(WARNING, results[i].ignored_bytes > 0)
+        << "range " << options_.range_id << ": log of memtable " << live[i].memtable
+        << ": replayed " << results[i].records << " records (" << results[i].valid_bytes
+        << " bytes), ignored " << results[i].ignored_bytes << " bytes after "
+        << results[i].stop_reason;
+    for (const ltc::LogEntry& e : parsed[i]) {
+      // An id named by an entry may belong to a memtable whose own log was never created
+      // (or is lost): it must not be handed out again either.
+      next_memtable_id_ = std::max(next_memtable_id_, e.memtable + 1);
+      if (manifest_.LogIsObsolete(e.memtable)) continue;
+      auto own = index_of.find(e.memtable);
+      size_t t = i;
+      if (own != index_of.end()) {
+        t = own->second;
+      } else {
+        auto [it, fresh] = adopted.emplace(e.memtable, i);
+        t = it->second;
+        if (fresh) (*absorbed)[live[t].memtable].push_back(e.memtable);
+      }
+      targets[t].push_back(&e);
+    }
+  }
+
+  // Build the memtables in parallel, each from its entries in sequence order.
+  rebuilt->assign(live.size(), nullptr);
+  std::vector<lsm::SequenceNumber> max_seq(live.size(), 0);
+  std::vector<uint64_t> counts(live.size(), 0);
+  ParallelFor(live.size(), threads, [&](size_t i) {
+    auto& entries = targets[i];
+    std::sort(entries.begin(), entries.end(),
+              [](const auto* a, const auto* b) { return a->sequence < b->sequence; });
+    entries.erase(std::unique(entries.begin(), entries.end(),
+                              [](const auto* a, const auto* b) { return a->sequence == b->sequence; }),
+                  entries.end());
+    auto mem = std::make_shared<MemTable>(&icmp_, live[i].memtable);
+    for (const ltc::LogEntry* e : entries) {
+      mem->Add(e->sequence,
+               e->type == 0 ? lsm::kTypeDeletion : lsm::kTypeValue,
+               leveldb::Slice(e->key.data(), e->key.size()),
+               leveldb::Slice(e->value.data(), e->value.size()));
+      max_seq[i] = std::max<lsm::SequenceNumber>(max_seq[i], e->sequence);
+    }
+    counts[i] = entries.size();
+    (*rebuilt)[i] = std::move(mem);
+  });
+  *max_sequence = 0;
+  for (size_t i = 0; i < live.size(); ++i) {
+    *max_sequence = std::max(*max_sequence, max_seq[i]);
+    stats_.recovered_entries += counts[i];
+  }
+  // A log that holds nothing to replay (only failed writes' records were cut, say) still
+  // becomes an empty memtable: the flush path drops it and its log.
+  stats_.recovered_logs = live.size();
+  stats_.recovery_micros = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count());
+  LOG_IF(INFO, !live.empty() || !obsolete.empty())
+      << "range " << options_.range_id << ": rebuilt " << live.size() << " memtables ("
+      << stats_.recovered_entries << " entries, " << stats_.recovered_log_bytes
+      << " log bytes) in " << stats_.recovery_micros / 1000 << " ms with " << threads
+      << " threads; dropped " << obsolete.size() << " obsolete logs";
+  return Status::OK();
+}
+
+void RangeEngine::AddLogBookkeepingLocked(VersionEdit* edit) {
+  edit->obsolete_logs.insert(edit->obsolete_logs.end(), unrecorded_obsolete_logs_.begin(),
+                             unrecorded_obsolete_logs_.end());
+  // Below every live memtable, and below every memtable merged into a live one whose log
+  // is kept until that one flushes (its re-logging failed).
+  uint64_t floor = next_memtable_id_;
+  for (const auto& m : live_) floor = std::min(floor, m->id());
+  for (const auto& [into, ids] : absorbed_logs_) {
+    for (uint64_t id : ids) floor = std::min(floor, id);
+  }
+  edit->log_floor = floor;
+  edit->next_memtable_id = next_memtable_id_;
+}
+
+void RangeEngine::DropLogsLocked(const VersionEdit& edit) {
+  // The edit recorded them: they need no record any more (whether or not the drop works,
+  // a surviving log is recognized as obsolete).
+  std::erase_if(unrecorded_obsolete_logs_, [&](uint64_t id) {
+    return std::find(edit.obsolete_logs.begin(), edit.obsolete_logs.end(), id) !=
+           edit.obsolete_logs.end();
+  });
+  if (!edit.obsolete_logs.empty()) options_.log->Drop(edit.obsolete_logs);
+}
+
+}  // namespace nova::ltc

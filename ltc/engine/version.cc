@@ -1,0 +1,122 @@
+#include "ltc/engine/version.h"
+
+#include <algorithm>
+
+#include <glog/logging.h>
+
+#include "common/lsm/leveldb_glue.h"
+
+namespace nova::ltc {
+
+Status SeekNewest(leveldb::Iterator* it, const lsm::InternalKeyComparator* icmp,
+                  const leveldb::Slice& user_key, lsm::SequenceNumber snapshot, LookupHit* hit) {
+  const std::string target = lsm::MakeInternalKey(
+      user_key, std::min(snapshot, lsm::kMaxSequenceNumber), lsm::kTypeForSeek);
+  it->Seek(target);
+  hit->found = false;
+  if (it->Valid()) {
+    lsm::ParsedInternalKey p;
+    if (!lsm::ParseInternalKey(it->key(), &p)) return Status::Corruption("malformed internal key");
+    if (icmp->user_comparator()->Compare(p.user_key, user_key) == 0) {
+      hit->found = true;
+      hit->sequence = p.sequence;
+      hit->type = p.type;
+      hit->value.assign(it->value().data(), it->value().size());
+    }
+  }
+  return lsm::FromLevelDbStatus(it->status());
+}
+
+TableHandle::~TableHandle() {
+  if (!obsolete_) return;
+  table_.reset();
+  source_.reset();
+  Status s = ctx_->store->DeleteTable(meta_);
+  LOG_IF(WARNING, !s.ok()) << "could not delete obsolete table " << meta_.number << ": "
+                           << s.ToString();
+}
+
+Status TableHandle::EnsureOpen() {
+  std::lock_guard lock(mu_);
+  if (opened_) return Status::OK();
+  auto source = ctx_->store->OpenTable(meta_);
+  if (!source.ok()) return source.status();
+  std::unique_ptr<lsm::FragmentedTable> table;
+  lsm::TableReadOptions ro;
+  ro.comparator = ctx_->icmp;
+  ro.block_cache = ctx_->block_cache;
+  NOVA_RETURN_NOT_OK(lsm::OpenTable(ro, meta_.layout, source.value().get(), &table));
+  std::string filter;
+  if (!meta_.filter.empty() && meta_.filter[0].size > 0) {
+    auto f = ctx_->store->ReadFilter(meta_);
+    if (!f.ok()) return f.status();
+    filter = std::move(f.value());
+  }
+  source_ = std::move(source.value());
+  table_ = std::move(table);
+  filter_ = std::make_unique<lsm::TableFilter>(ctx_->filter_policy, std::move(filter));
+  opened_ = true;
+  return Status::OK();
+}
+
+Status TableHandle::Get(const leveldb::Slice& user_key, lsm::SequenceNumber snapshot,
+                        LookupHit* hit) {
+  hit->found = false;
+  NOVA_RETURN_NOT_OK(EnsureOpen());
+  if (!filter_->KeyMayMatch(user_key)) return Status::OK();
+  auto it = table_->NewIterator(leveldb::ReadOptions());
+  return SeekNewest(it.get(), ctx_->icmp, user_key, snapshot, hit);
+}
+
+Result<leveldb::Iterator*> TableHandle::NewIterator() {
+  NOVA_RETURN_NOT_OK(EnsureOpen());
+  // The handle must outlive the iterator: the caller's version keeps it alive.
+  return table_->NewIterator(leveldb::ReadOptions()).release();
+}
+
+bool TableHandle::Overlaps(const leveldb::Slice& smallest, const leveldb::Slice& largest) const {
+  const leveldb::Comparator* ucmp = ctx_->icmp->user_comparator();
+  return !(ucmp->Compare(lsm::ExtractUserKey(meta_.largest), smallest) < 0 ||
+           ucmp->Compare(lsm::ExtractUserKey(meta_.smallest), largest) > 0);
+}
+
+uint64_t Version::LevelBytes(int level) const {
+  uint64_t b = 0;
+  for (const auto& t : levels[level]) b += t->meta().layout.file_size;
+  return b;
+}
+
+Status Version::GetBelowLevel0(const leveldb::Comparator* ucmp, const leveldb::Slice& user_key,
+                               lsm::SequenceNumber snapshot, LookupHit* hit) const {
+  hit->found = false;
+  for (int level = 1; level < lsm::kNumLevels; ++level) {
+    const auto& tables = levels[level];
+    auto it = std::lower_bound(tables.begin(), tables.end(), user_key,
+                               [ucmp](const TableRef& t, const leveldb::Slice& k) {
+                                 return ucmp->Compare(lsm::ExtractUserKey(t->meta().largest), k) < 0;
+                               });
+    if (it == tables.end() || !(*it)->Overlaps(user_key, user_key)) continue;
+    NOVA_RETURN_NOT_OK((*it)->Get(user_key, snapshot, hit));
+    if (hit->found) return Status::OK();
+  }
+  return Status::OK();
+}
+
+void UserKeyRange(const leveldb::Comparator* ucmp, const std::vector<TableRef>& tables,
+                  std::string* smallest, std::string* largest) {
+  for (size_t i = 0; i < tables.size(); ++i) {
+    leveldb::Slice s = lsm::ExtractUserKey(tables[i]->meta().smallest);
+    leveldb::Slice l = lsm::ExtractUserKey(tables[i]->meta().largest);
+    if (i == 0 || ucmp->Compare(s, *smallest) < 0) smallest->assign(s.data(), s.size());
+    if (i == 0 || ucmp->Compare(l, *largest) > 0) largest->assign(l.data(), l.size());
+  }
+}
+
+TableRef Version::FindLevel0(uint64_t number) const {
+  for (const TableRef& t : levels[0]) {
+    if (t->meta().number == number) return t;
+  }
+  return nullptr;
+}
+
+}  // namespace nova::ltc

@@ -1,0 +1,107 @@
+// Tables and versions of one range's LSM-tree.
+//
+// A TableHandle is one SSTable: its metadata and, opened on first use, the table read
+// through the lsm::TableStore and its whole-table bloom filter. A Version is an immutable set of
+// tables per level; readers hold a shared_ptr to the version they started with, so tables
+// stay readable while compactions replace them. A table removed from the current version is
+// marked obsolete and its fragments are deleted when the last version holding it goes away.
+//
+// Thread safety: TableHandle and Version are safe for concurrent readers.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <leveldb/cache.h>
+#include <leveldb/filter_policy.h>
+#include <leveldb/iterator.h>
+
+#include "common/lsm/fragmented_table.h"
+#include "common/lsm/internal_key.h"
+#include "common/lsm/table_store.h"
+#include "common/status.h"
+#include "ltc/engine/version_edit.h"
+
+namespace nova::ltc {
+
+// What a point lookup found in one table or memtable.
+struct LookupHit {
+  bool found = false;  // an entry of the key with sequence <= snapshot exists
+  lsm::SequenceNumber sequence = 0;
+  lsm::ValueType type = lsm::kTypeValue;
+  std::string value;
+};
+
+// Finds the newest entry of user_key with sequence <= snapshot in an internal iterator.
+Status SeekNewest(leveldb::Iterator* it, const lsm::InternalKeyComparator* icmp,
+                  const leveldb::Slice& user_key, lsm::SequenceNumber snapshot, LookupHit* hit);
+
+// Shared by every table of a range; must outlive them.
+struct TableContext {
+  lsm::TableStore* store = nullptr;
+  const lsm::InternalKeyComparator* icmp = nullptr;
+  leveldb::Cache* block_cache = nullptr;
+  const leveldb::FilterPolicy* filter_policy = nullptr;
+};
+
+class TableHandle {
+ public:
+  TableHandle(lsm::TableMeta meta, const TableContext* ctx) : meta_(std::move(meta)), ctx_(ctx) {}
+  ~TableHandle();  // deletes the table's fragments if it was marked obsolete
+  TableHandle(const TableHandle&) = delete;
+  TableHandle& operator=(const TableHandle&) = delete;
+
+  const lsm::TableMeta& meta() const { return meta_; }
+  // Point lookup (skips the read when the bloom filter rules the key out).
+  Status Get(const leveldb::Slice& user_key, lsm::SequenceNumber snapshot, LookupHit* hit);
+  // An iterator over the table's internal keys; it keeps the table open. Caller deletes.
+  Result<leveldb::Iterator*> NewIterator();
+  // The table leaves the LSM-tree: delete it once nobody reads it any more.
+  void MarkObsolete() { obsolete_ = true; }
+  // True if the user-key range of this table overlaps [smallest, largest] (user keys).
+  bool Overlaps(const leveldb::Slice& smallest, const leveldb::Slice& largest) const;
+
+ private:
+  Status EnsureOpen();
+
+  const lsm::TableMeta meta_;
+  const TableContext* const ctx_;  // must outlive this
+  std::mutex mu_;
+  // Protected by mu_ until opened, then constant:
+  std::unique_ptr<lsm::FragmentSource> source_;
+  std::unique_ptr<lsm::FragmentedTable> table_;
+  std::unique_ptr<lsm::TableFilter> filter_;
+  bool opened_ = false;
+  std::atomic<bool> obsolete_{false};
+};
+
+using TableRef = std::shared_ptr<TableHandle>;
+
+// The user-key range [*smallest, *largest] of `tables` (not empty), `ucmp` ordering user
+// keys.
+void UserKeyRange(const leveldb::Comparator* ucmp, const std::vector<TableRef>& tables,
+                  std::string* smallest, std::string* largest);
+
+struct Version {
+  // Level 0: in order of table number (newer tables later); levels >= 1: sorted by smallest
+  // key, non-overlapping.
+  std::vector<TableRef> levels[lsm::kNumLevels];
+
+  uint64_t LevelBytes(int level) const;
+
+  // The level search of a point lookup below Level 0: levels 1.. hold older data than the
+  // memtables and Level 0, and their tables do not overlap, so at most one table per level
+  // can hold `user_key` (found by binary search on the largest keys, `ucmp` ordering user
+  // keys) and the first level with an entry of it (sequence <= snapshot) has the newest.
+  // hit->found false if no level has one. A table's read error is returned.
+  Status GetBelowLevel0(const leveldb::Comparator* ucmp, const leveldb::Slice& user_key,
+                        lsm::SequenceNumber snapshot, LookupHit* hit) const;
+
+  // Level 0's table `number`, or null.
+  TableRef FindLevel0(uint64_t number) const;
+};
+
+}  // namespace nova::ltc

@@ -1,0 +1,242 @@
+#include "ltc/protocol/client_protocol.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace nova::ltc {
+namespace {
+
+// A count read from the input only bounds a loop that also stops at the end of the input;
+// reserve no more than this many elements up front so a hostile count cannot allocate.
+constexpr size_t kMaxReserve = 1024;
+
+// Snapshot/keys-only flag bits of a Scan request. DO NOT CHANGE: on the wire.
+constexpr uint8_t kScanKeysOnly = 1;
+constexpr uint8_t kScanKnownFlags = kScanKeysOnly;
+
+Status Finish(const wire::PayloadReader& r, const char* what) {
+  Status s = r.Finish();
+  if (!s.ok()) return s.Prepend(what);
+  return s;
+}
+
+}  // namespace
+
+const char* ClientMsgName(uint16_t type) {
+  switch (static_cast<ClientMsg>(type)) {
+    case ClientMsg::kDescribe: return "Describe";
+    case ClientMsg::kGet: return "Get";
+    case ClientMsg::kPut: return "Put";
+    case ClientMsg::kDelete: return "Delete";
+    case ClientMsg::kWrite: return "Write";
+    case ClientMsg::kScan: return "Scan";
+    case ClientMsg::kGetSnapshot: return "GetSnapshot";
+    case ClientMsg::kReleaseSnapshot: return "ReleaseSnapshot";
+    case ClientMsg::kStats: return "Stats";
+  }
+  return "unknown";
+}
+
+// Describe: u64 epoch, u32 ltc_id, varint32 n, n x (u32 id, bytes start, bytes end),
+// u32 max_key, u32 max_value, u32 max_batch_ops, u64 max_request, u32 max_scan_count.
+std::string EncodeDescribeResponse(const DescribeResponse& r) {
+  wire::PayloadWriter w;
+  w.PutU64(r.epoch);
+  w.PutU32(r.ltc_id);
+  w.PutVarint32(static_cast<uint32_t>(r.ranges.size()));
+  for (const RangeInfo& ri : r.ranges) {
+    w.PutU32(ri.id);
+    w.PutBytes(ri.start);
+    w.PutBytes(ri.end);
+  }
+  w.PutU32(r.limits.max_key_bytes);
+  w.PutU32(r.limits.max_value_bytes);
+  w.PutU32(r.limits.max_batch_ops);
+  w.PutU64(r.limits.max_request_bytes);
+  w.PutU32(r.limits.max_scan_count);
+  return w.Finish();
+}
+
+Status DecodeDescribeResponse(std::string_view in, DescribeResponse* r) {
+  wire::PayloadReader rd(in);
+  uint32_t n = 0;
+  rd.GetU64("epoch", &r->epoch);
+  rd.GetU32("ltc_id", &r->ltc_id);
+  rd.GetVarint32("ranges", &n);
+  r->ranges.clear();
+  r->ranges.reserve(std::min<size_t>(n, kMaxReserve));
+  for (uint32_t i = 0; i < n && rd.status().ok(); ++i) {
+    RangeInfo ri;
+    rd.GetU32("range_id", &ri.id);
+    rd.GetString("range_start", &ri.start);
+    rd.GetString("range_end", &ri.end);
+    r->ranges.push_back(std::move(ri));
+  }
+  rd.GetU32("max_key_bytes", &r->limits.max_key_bytes);
+  rd.GetU32("max_value_bytes", &r->limits.max_value_bytes);
+  rd.GetU32("max_batch_ops", &r->limits.max_batch_ops);
+  rd.GetU64("max_request_bytes", &r->limits.max_request_bytes);
+  rd.GetU32("max_scan_count", &r->limits.max_scan_count);
+  return Finish(rd, "Describe response");
+}
+
+// Get: u64 epoch, bytes key, u64 snapshot. Put: u64 epoch, bytes key, bytes value.
+// Delete, GetSnapshot: u64 epoch, bytes key.
+std::string EncodeKeyRequest(ClientMsg type, const KeyRequest& r) {
+  wire::PayloadWriter w;
+  w.PutU64(r.epoch);
+  w.PutBytes(r.key);
+  if (type == ClientMsg::kPut) w.PutBytes(r.value);
+  if (type == ClientMsg::kGet) w.PutU64(r.snapshot);
+  return w.Finish();
+}
+
+Status DecodeKeyRequest(ClientMsg type, std::string_view in, KeyRequest* r) {
+  wire::PayloadReader rd(in);
+  rd.GetU64("epoch", &r->epoch);
+  rd.GetString("key", &r->key);
+  r->value.clear();
+  r->snapshot = 0;
+  if (type == ClientMsg::kPut) rd.GetString("value", &r->value);
+  if (type == ClientMsg::kGet) rd.GetU64("snapshot", &r->snapshot);
+  return Finish(rd, ClientMsgName(static_cast<uint16_t>(type)));
+}
+
+// Write: u64 epoch, varint32 n, n x (u8 op, bytes key [, bytes value if op is put]).
+std::string EncodeWriteRequest(const WriteRequest& r) {
+  wire::PayloadWriter w;
+  w.PutU64(r.epoch);
+  w.PutVarint32(static_cast<uint32_t>(r.entries.size()));
+  for (const BatchEntry& e : r.entries) {
+    w.PutU8(static_cast<uint8_t>(e.op));
+    w.PutBytes(e.key);
+    if (e.op == BatchOp::kPut) w.PutBytes(e.value);
+  }
+  return w.Finish();
+}
+
+Status DecodeWriteRequest(std::string_view in, WriteRequest* r) {
+  wire::PayloadReader rd(in);
+  uint32_t n = 0;
+  rd.GetU64("epoch", &r->epoch);
+  rd.GetVarint32("entries", &n);
+  r->entries.clear();
+  r->entries.reserve(std::min<size_t>(n, kMaxReserve));
+  for (uint32_t i = 0; i < n && rd.status().ok(); ++i) {
+    BatchEntry e;
+    uint8_t op = 0;
+    if (!rd.GetU8("op", &op)) break;
+    if (op != static_cast<uint8_t>(BatchOp::kPut) && op != static_cast<uint8_t>(BatchOp::kDelete)) {
+      return Status::Corruption("Write request: entry " + std::to_string(i) +
+                                " has unknown op " + std::to_string(op));
+    }
+    e.op = static_cast<BatchOp>(op);
+    rd.GetString("key", &e.key);
+    if (e.op == BatchOp::kPut) rd.GetString("value", &e.value);
+    r->entries.push_back(std::move(e));
+  }
+  return Finish(rd, "Write request");
+}
+
+// Scan: u64 epoch, bytes start, u32 count, u64 snapshot, u8 flags.
+std::string EncodeScanRequest(const ScanRequest& r) {
+  wire::PayloadWriter w;
+  w.PutU64(r.epoch);
+  w.PutBytes(r.start);
+  w.PutU32(r.count);
+  w.PutU64(r.snapshot);
+  w.PutU8(r.keys_only ? kScanKeysOnly : 0);
+  return w.Finish();
+}
+
+Status DecodeScanRequest(std::string_view in, ScanRequest* r) {
+  wire::PayloadReader rd(in);
+  uint8_t flags = 0;
+  rd.GetU64("epoch", &r->epoch);
+  rd.GetString("start", &r->start);
+  rd.GetU32("count", &r->count);
+  rd.GetU64("snapshot", &r->snapshot);
+  rd.GetU8("flags", &flags);
+  NOVA_RETURN_NOT_OK(Finish(rd, "Scan request"));
+  if ((flags & ~kScanKnownFlags) != 0) {
+    return Status::Corruption("Scan request: unknown flags " + std::to_string(flags));
+  }
+  r->keys_only = (flags & kScanKeysOnly) != 0;
+  return Status::OK();
+}
+
+// Scan response: varint32 n, n x (bytes key, bytes value), u8 end_of_keys, bytes next_start.
+std::string EncodeScanResponse(const ScanResponse& r) {
+  wire::PayloadWriter w;
+  w.PutVarint32(static_cast<uint32_t>(r.pairs.size()));
+  for (const auto& [k, v] : r.pairs) {
+    w.PutBytes(k);
+    w.PutBytes(v);
+  }
+  w.PutU8(r.end_of_keys ? 1 : 0);
+  w.PutBytes(r.next_start);
+  return w.Finish();
+}
+
+Status DecodeScanResponse(std::string_view in, ScanResponse* r) {
+  wire::PayloadReader rd(in);
+  uint32_t n = 0;
+  rd.GetVarint32("pairs", &n);
+  r->pairs.clear();
+  r->pairs.reserve(std::min<size_t>(n, kMaxReserve));
+  for (uint32_t i = 0; i < n && rd.status().ok(); ++i) {
+    std::string k, v;
+    rd.GetString("key", &k);
+    rd.GetString("value", &v);
+    r->pairs.emplace_back(std::move(k), std::move(v));
+  }
+  uint8_t eok = 0;
+  rd.GetU8("end_of_keys", &eok);
+  rd.GetString("next_start", &r->next_start);
+  NOVA_RETURN_NOT_OK(Finish(rd, "Scan response"));
+  if (eok > 1) return Status::Corruption("Scan response: end_of_keys is not 0 or 1");
+  r->end_of_keys = eok == 1;
+  return Status::OK();
+}
+
+std::string EncodeU64(uint64_t v) {
+  wire::PayloadWriter w;
+  w.PutU64(v);
+  return w.Finish();
+}
+
+Status DecodeU64(std::string_view in, uint64_t* v) {
+  wire::PayloadReader rd(in);
+  rd.GetU64("value", v);
+  return rd.Finish();
+}
+
+std::string EncodeBytes(std::string_view v) {
+  wire::PayloadWriter w;
+  w.PutBytes(v);
+  return w.Finish();
+}
+
+Status DecodeBytes(std::string_view in, std::string* v) {
+  wire::PayloadReader rd(in);
+  rd.GetString("bytes", v);
+  return rd.Finish();
+}
+
+Status FormatWrongRange(uint64_t epoch, std::string_view why) {
+  return Status::WrongRange("epoch=" + std::to_string(epoch) + ": " + std::string(why));
+}
+
+uint64_t ParseWrongRangeEpoch(const Status& s) {
+  if (!s.IsWrongRange()) return 0;
+  std::string_view m = s.message();
+  constexpr std::string_view kPrefix = "epoch=";
+  if (m.substr(0, kPrefix.size()) != kPrefix) return 0;
+  m.remove_prefix(kPrefix.size());
+  uint64_t epoch = 0;
+  auto [ptr, ec] = std::from_chars(m.data(), m.data() + m.size(), epoch);
+  (void)ptr;
+  return ec == std::errc() ? epoch : 0;
+}
+
+}  // namespace nova::ltc

@@ -1,0 +1,330 @@
+// nova_ltc: the LSM-tree component daemon. See docs/ltc_server.md and docs/protocol.md.
+//
+// --listen_port is the port clients connect to (the daemon protocol of
+// tests/util/external_daemon.h); the exchange transport to StoCs listens on
+// --ltc_transport_port.
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include "common/daemon/daemon_init.h"
+#include "common/daemon/transport_flags.h"
+#include "common/metrics.h"
+#include "coordinator/config_store.h"
+#include "coordinator/zk_flags.h"
+#include "logc/client/log_mode.h"
+#include "ltc/engine/compaction_offloader.h"
+#include "ltc/server/ltc_assignment.h"
+#include "ltc/server/ltc_server.h"
+#include "ltc/server/range_backend.h"
+#include "ltc/server/zk_assignment_source.h"
+
+DECLARE_string(listen_host);
+DECLARE_int32(listen_port);
+DECLARE_string(zk);
+DECLARE_string(cluster);
+
+DEFINE_uint32(ltc_id, 0, "This LTC's id in the cluster (its node name is ltc-<id>)");
+DEFINE_string(ltc_dir, "", "Data directory: each range's MANIFEST pointer (which MANIFEST "
+              "on the StoCs is current); --engine=leveldb keeps its ranges here");
+DEFINE_string(engine, "nova", "Engine serving each range: nova (RangeEngine over StoCs) or "
+              "leveldb (a stock LevelDB per range on local disk, for comparisons)");
+DEFINE_int32(ranges, 1, "omega: the key space is split into this many equal ranges by first "
+             "byte (ignored when --range_bounds is set)");
+DEFINE_string(range_bounds, "", "Comma-separated hex split points, e.g. 40,80,c0 (4 ranges)");
+DEFINE_string(ltc_ranges, "all", "Ids of the ranges this LTC owns (comma-separated, or all)");
+DEFINE_uint64(ltc_epoch, 1, "Configuration epoch of the static assignment");
+DEFINE_string(stoc, "", "StoCs: id@host:port,... (required with --engine=nova, unless --zk)");
+DEFINE_int32(ltc_transport_port, 0, "Port of the exchange transport to StoCs (0: any)");
+DEFINE_int32(ltc_client_threads, 4, "Workers serving client requests");
+DEFINE_int32(ltc_max_connections, 256, "Client connections accepted at once");
+DEFINE_uint32(ltc_max_key_bytes, 16 << 10, "Largest key accepted, bytes");
+DEFINE_uint32(ltc_max_value_bytes, 4 << 20, "Largest value accepted, bytes");
+DEFINE_uint32(ltc_max_batch_ops, 10000, "Most operations in one Write batch");
+DEFINE_uint64(ltc_max_request_mb, 32, "Largest client request, MiB");
+DEFINE_uint32(ltc_max_scan_count, 100000, "Most pairs one Scan request may ask for");
+
+// Engine (RangeEngine) flags; the paper's symbols in the help text.
+DEFINE_uint64(ltc_memtable_size_mb, 4, "tau: a memtable becomes immutable at this size, MiB");
+DEFINE_int32(ltc_memtables_per_range, 16, "delta: memtables per range (active + immutable)");
+DEFINE_uint64(ltc_block_cache_mb, 8, "Block cache of each range, MiB (LevelDB's block cache "
+              "with --engine=leveldb)");
+DEFINE_int32(ltc_active_memtables_per_range, 0,
+             "alpha: active memtables per range. The engine keeps one active memtable per "
+             "Drange, so alpha = theta: 0 follows --ltc_dranges_per_range; another value "
+             "sets theta when that flag is left at 0, and must equal it otherwise");
+DEFINE_int32(ltc_dranges_per_range, 0, "theta: Dranges per range (0: alpha, or 1)");
+DEFINE_int32(ltc_tranges_per_drange, 8, "gamma: Tranges per Drange");
+DEFINE_double(ltc_drange_imbalance_threshold, 0.5,
+              "A Drange whose write share exceeds 1/theta by this fraction triggers a "
+              "reorganization");
+DEFINE_uint64(ltc_drange_merge_threshold_keys, 100,
+              "An immutable memtable with fewer unique keys is merged, not flushed (0 off)");
+DEFINE_uint32(ltc_scatter_width, 1, "rho: StoCs a table's data fragments are scattered across");
+DEFINE_string(ltc_placement, "power-of-d", "StoC placement of fragments: random|power-of-d");
+DEFINE_uint64(ltc_sstable_size_mb, 2, "Target SSTable size, MiB");
+DEFINE_int32(ltc_compaction_threads, 2, "Background flush and compaction threads per range");
+DEFINE_string(ltc_compaction_offload, "none",
+              "Where compactions run: none (here), round-robin or least-loaded (StoCs)");
+DEFINE_uint64(ltc_l0_stop_write_mb, 256, "Level-0 size at which writes stop, MiB "
+              "(writes slow down from 3/4 of it)");
+DEFINE_int32(ltc_manifest_replicas, 1, "Replicas of each range's MANIFEST on StoCs");
+DEFINE_int32(ltc_fragment_replicas, 1, "R: replicas of each table fragment on StoCs");
+DEFINE_bool(ltc_lookup_index, true, "Lookup index (key -> memtable or L0 table)");
+DEFINE_bool(ltc_range_index, true, "Range index (partitions -> memtables and L0 tables)");
+
+// Logging and recovery (docs/durability.md).
+DEFINE_string(log_mode, "none",
+              "How writes are logged before they are acknowledged: none (memtables die with "
+              "the LTC), memory (in the memory of --log_replicas LogCs), disk (fdatasync'd "
+              "at every replica) or memory+disk. With --zk the cluster's log_mode setting, "
+              "if any, takes precedence (read when the first range opens)");
+DEFINE_int32(log_replicas, 2, "LogCs each memtable's log is replicated on (with --zk the "
+             "cluster's log_replicas setting takes precedence)");
+DEFINE_int32(log_min_insync_replicas, 0,
+             "A write is acknowledged only once this many log replicas hold it (Kafka's "
+             "min.insync.replicas); 0 means --log_replicas. With fewer LogCs reachable, "
+             "writes wait up to --log_timeout_ms and fail with Unavailable. Lower it to keep "
+             "writing with fewer copies, knowing that fewer LogC failures then lose writes. "
+             "With --zk the cluster's log_min_insync_replicas setting takes precedence");
+DEFINE_string(ltc_force_recovery_ranges, "",
+              "DANGER, operators only: range ids (comma-separated) whose recovery goes on "
+              "even when a log that may hold acknowledged writes, or the newest MANIFEST, "
+              "cannot be read (every copy of it lost for good). What is lost is logged. "
+              "Restart the LTC without this flag afterwards");
+DEFINE_string(logc, "", "LogCs: id@host:port,... (static mode; with --zk they come from the "
+              "cluster configuration)");
+DEFINE_int32(log_timeout_ms, 5000, "A log replica that does not acknowledge a write within "
+             "this long is failed over");
+DEFINE_int32(ltc_recovery_threads, 2,
+             "Threads rebuilding a range's memtables from its logs when the range opens");
+DEFINE_int32(ltc_recovery_wait_ms, 100,
+             "A request for a range still being recovered waits this long before it is "
+             "answered Unavailable (the client retries)");
+
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+int BadFlags(const std::string& why) {
+  std::fprintf(stderr, "nova_ltc: %s\n", why.c_str());
+  return nova::kBadFlagsExitCode;
+}
+
+// alpha and theta (see the flags' help). Returns false if they contradict.
+bool DrangesFromFlags(int* theta) {
+  const int alpha = FLAGS_ltc_active_memtables_per_range;
+  const int t = FLAGS_ltc_dranges_per_range;
+  if (alpha != 0 && t != 0 && alpha != t) return false;
+  *theta = t != 0 ? t : (alpha != 0 ? alpha : 1);
+  return true;
+}
+
+}  // namespace
+
+// How long startup waits for a first configuration from ZooKeeper.
+constexpr auto kFirstConfigWait = std::chrono::seconds(10);
+
+int main(int argc, char** argv) {
+  nova::InitDaemon(&argc, &argv,
+                   "nova_ltc --cluster_secret_file=FILE --stoc=ID@HOST:PORT,... [flags]\n"
+                   "The Nova-LSM LSM-tree component: serves Get/Put/Delete/Write/Scan for "
+                   "its ranges to clients over TCP.");
+  ::signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  // With --zk the assignment comes from the cluster configuration in ZooKeeper (the
+  // coordinator assigns this LTC ranges once it registers); else from the static flags.
+  const bool zk = !FLAGS_zk.empty();
+  std::unique_ptr<nova::coordinator::ConfigStore> config_store;
+  if (zk) {
+    auto zo = nova::coordinator::ConfigStoreOptionsFromFlags();
+    if (!zo.ok()) return BadFlags(zo.status().ToString());
+    config_store = std::make_unique<nova::coordinator::ConfigStore>(zo.value());
+    nova::Status s = config_store->Init();
+    if (!s.ok()) return BadFlags("ZooKeeper: " + s.ToString());
+  }
+  nova::ltc::LtcAssignment a;
+  a.epoch = FLAGS_ltc_epoch;
+  a.ltc_id = FLAGS_ltc_id;
+  auto all = FLAGS_range_bounds.empty() ? nova::ltc::EqualRanges(FLAGS_ranges)
+                                        : nova::ltc::RangesFromBounds(FLAGS_range_bounds);
+  if (!all.ok()) return BadFlags(all.status().ToString());
+  auto mine = nova::ltc::SelectRanges(all.value(), FLAGS_ltc_ranges);
+  if (!mine.ok()) return BadFlags("--ltc_ranges: " + mine.status().ToString());
+  a.ranges = mine.value();
+  auto stocs = nova::ltc::ParseStocList(FLAGS_stoc);
+  if (!stocs.ok()) return BadFlags(stocs.status().ToString());
+  a.stocs = stocs.value();
+  auto logcs = nova::ltc::ParseMemberList(FLAGS_logc);
+  if (!logcs.ok()) return BadFlags("--logc: " + logcs.status().ToString());
+  a.logcs = logcs.value();
+  // The log mode and replication: these flags, unless the cluster configuration (--zk) has
+  // log_mode / log_replicas settings, which win when the first range opens.
+  const std::string log_mode = FLAGS_log_mode;
+  const int log_replicas = FLAGS_log_replicas;
+  nova::logc::LogMode mode;
+  if (nova::Status ms = nova::logc::ParseLogMode(log_mode, &mode); !ms.ok()) {
+    return BadFlags("log mode: " + ms.ToString());
+  }
+  if (log_replicas < 1 || log_replicas > 16) return BadFlags("--log_replicas must be 1..16");
+  if (FLAGS_log_min_insync_replicas < 0 || FLAGS_log_min_insync_replicas > log_replicas) {
+    return BadFlags("--log_min_insync_replicas must be 0 (= --log_replicas) to --log_replicas");
+  }
+  auto force_ranges = nova::ltc::ParseRangeIds(FLAGS_ltc_force_recovery_ranges);
+  if (!force_ranges.ok()) {
+    return BadFlags("--ltc_force_recovery_ranges: " + force_ranges.status().ToString());
+  }
+  if (mode != nova::logc::LogMode::kNone && a.logcs.empty() && !zk) {
+    return BadFlags("--log_mode=" + log_mode + " needs --logc=id@host:port,...");
+  }
+  if (FLAGS_ltc_recovery_threads < 1) return BadFlags("--ltc_recovery_threads must be >= 1");
+  if (FLAGS_log_timeout_ms < 1) return BadFlags("--log_timeout_ms must be positive");
+
+  nova::ltc::LtcServerOptions so;
+  so.host = FLAGS_listen_host;
+  if (FLAGS_listen_port < 0 || FLAGS_listen_port > 65535) return BadFlags("bad --listen_port");
+  so.port = static_cast<uint16_t>(FLAGS_listen_port);
+  so.client_threads = FLAGS_ltc_client_threads;
+  so.recovery_wait = std::chrono::milliseconds(std::max(0, FLAGS_ltc_recovery_wait_ms));
+  so.max_connections = FLAGS_ltc_max_connections;
+  so.limits.max_key_bytes = FLAGS_ltc_max_key_bytes;
+  so.limits.max_value_bytes = FLAGS_ltc_max_value_bytes;
+  so.limits.max_batch_ops = FLAGS_ltc_max_batch_ops;
+  so.limits.max_request_bytes = FLAGS_ltc_max_request_mb * kMiB;
+  so.limits.max_scan_count = FLAGS_ltc_max_scan_count;
+  if (so.client_threads < 1 || so.max_connections < 1) {
+    return BadFlags("--ltc_client_threads and --ltc_max_connections must be positive");
+  }
+
+  nova::MetricsRegistry metrics;
+  std::unique_ptr<nova::ltc::NovaBackends> nova_backends;
+  nova::ltc::BackendFactory factory;
+  if (FLAGS_engine == "leveldb") {
+    if (FLAGS_ltc_dir.empty()) return BadFlags("--engine=leveldb needs --ltc_dir");
+    nova::ltc::LevelDbBackendOptions lo;
+    lo.dir = FLAGS_ltc_dir;
+    lo.write_buffer_bytes = FLAGS_ltc_memtable_size_mb * kMiB;
+    lo.block_cache_bytes = FLAGS_ltc_block_cache_mb * kMiB;
+    factory = nova::ltc::LevelDbBackendFactory(lo);
+  } else if (FLAGS_engine == "nova") {
+    if (a.stocs.empty() && !zk) return BadFlags("--engine=nova needs --stoc=id@host:port,...");
+    nova::ltc::NovaBackendOptions no;
+    nova::ltc::EngineOptions& e = no.engine;
+    e.memtable_bytes = FLAGS_ltc_memtable_size_mb * kMiB;
+    e.memtables = FLAGS_ltc_memtables_per_range;
+    e.block_cache_bytes = FLAGS_ltc_block_cache_mb * kMiB;
+    if (!DrangesFromFlags(&e.dranges)) {
+      return BadFlags("--ltc_active_memtables_per_range (alpha) must equal "
+                      "--ltc_dranges_per_range (theta): one active memtable per Drange");
+    }
+    e.tranges_per_drange = FLAGS_ltc_tranges_per_drange;
+    e.drange_imbalance_threshold = FLAGS_ltc_drange_imbalance_threshold;
+    e.drange_merge_threshold_keys = FLAGS_ltc_drange_merge_threshold_keys;
+    e.scatter_width = FLAGS_ltc_scatter_width;
+    e.sstable_bytes = FLAGS_ltc_sstable_size_mb * kMiB;
+    e.compaction_threads = FLAGS_ltc_compaction_threads;
+    e.l0_stop_writes_bytes = FLAGS_ltc_l0_stop_write_mb * kMiB;
+    e.l0_slowdown_writes_bytes = e.l0_stop_writes_bytes / 4 * 3;
+    e.lookup_index = FLAGS_ltc_lookup_index;
+    e.range_index = FLAGS_ltc_range_index;
+    if (e.memtables < e.dranges) {
+      return BadFlags("--ltc_memtables_per_range (delta) must be >= theta");
+    }
+    nova::Status s = nova::lsm::ParsePlacementPolicy(FLAGS_ltc_placement, &no.placement);
+    if (!s.ok()) return BadFlags("--ltc_placement: " + s.ToString());
+    nova::ltc::OffloadPolicy policy;
+    s = nova::ltc::ParseOffloadPolicy(FLAGS_ltc_compaction_offload, &policy);
+    if (!s.ok()) return BadFlags("--ltc_compaction_offload: " + s.ToString());
+    no.offload_policy = FLAGS_ltc_compaction_offload;
+    no.fragment_replicas = FLAGS_ltc_fragment_replicas;
+    no.log.mode = mode;
+    no.log.replicas = log_replicas;
+    no.log.min_insync_replicas = FLAGS_log_min_insync_replicas;
+    no.log.force_recovery_ranges = force_ranges.value();
+    no.force_recovery_ranges = force_ranges.value();
+    no.dir = FLAGS_ltc_dir;
+    LOG_IF(WARNING, FLAGS_ltc_dir.empty())
+        << "no --ltc_dir: no MANIFEST pointers are kept, so a MANIFEST left on a StoC that "
+           "was down during a roll-over cannot be told from the current one (docs/durability.md)";
+    no.log.timeout = std::chrono::milliseconds(FLAGS_log_timeout_ms);
+    // A memtable's log holds a little more than the memtable's payload (record headers).
+    no.log.segment_bytes = e.memtable_bytes + e.memtable_bytes / 4 + (64 << 10);
+    no.recovery_threads = FLAGS_ltc_recovery_threads;
+    no.manifest_replicas = FLAGS_ltc_manifest_replicas;
+    auto to = nova::TransportOptionsFromFlags("ltc-" + std::to_string(FLAGS_ltc_id));
+    if (!to.ok()) return BadFlags(to.status().ToString());
+    no.transport = to.value();
+    no.transport.listen_port = static_cast<uint16_t>(FLAGS_ltc_transport_port);
+    nova_backends = std::make_unique<nova::ltc::NovaBackends>(no, &metrics);
+    s = nova_backends->Init();
+    if (!s.ok()) {
+      std::fprintf(stderr, "nova_ltc: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    factory = nova_backends->factory();
+  } else {
+    return BadFlags("--engine must be nova or leveldb, got '" + FLAGS_engine + "'");
+  }
+
+  nova::ltc::StaticAssignmentSource static_source(a);
+  std::unique_ptr<nova::ltc::ZkAssignmentSource> zk_source;
+  nova::ltc::AssignmentSource* source = &static_source;
+  if (zk) {
+    zk_source = std::make_unique<nova::ltc::ZkAssignmentSource>(
+        config_store.get(), FLAGS_ltc_id, kFirstConfigWait);
+    source = zk_source.get();
+  }
+  nova::ltc::LtcServer server(so, source, factory, &metrics);
+  nova::Status s = server.Init();
+  if (s.ok()) s = server.Start();
+  if (!s.ok()) {
+    LOG(ERROR) << "nova_ltc failed to start: " << s.ToString();
+    std::fprintf(stderr, "nova_ltc: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  auto http = nova::StartMetricsServer(&metrics);
+  if (!http.ok()) {
+    LOG(ERROR) << http.status().ToString();
+    return 1;
+  }
+  if (zk) {
+    // Registered once it serves: the coordinator then assigns it ranges.
+    nova::coordinator::MemberInfo info;
+    info.addresses["client"] = server.address();
+    if (http.value()) info.addresses["metrics"] = nova::MetricsAddress(http.value().get());
+    s = config_store->Register(nova::coordinator::MemberKind::kLtc, std::to_string(FLAGS_ltc_id),
+                               info);
+    LOG_IF(WARNING, !s.ok()) << "registering in ZooKeeper (retried in the background): "
+                             << s.ToString();
+  }
+  std::printf("LISTEN %s\n", server.address().c_str());
+  std::fflush(stdout);
+  if (zk) {
+    LOG(INFO) << "nova_ltc " << FLAGS_ltc_id << " (" << FLAGS_engine << ") serving on "
+              << server.address() << "; ranges come from cluster " << FLAGS_cluster
+              << " in ZooKeeper";
+  } else {
+    LOG(INFO) << "nova_ltc " << FLAGS_ltc_id << " (" << FLAGS_engine << ") serving "
+              << a.ranges.size() << " ranges at epoch " << a.epoch << " on " << server.address();
+  }
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  LOG(INFO) << "nova_ltc: signal " << sig << ", shutting down";
+  if (http.value()) http.value()->Shutdown();
+  server.Shutdown();  // closes the ranges (flushing their memtables)
+  if (nova_backends) nova_backends->Shutdown();
+  if (config_store) config_store->Shutdown();
+  return 0;
+}

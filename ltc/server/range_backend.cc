@@ -1,0 +1,336 @@
+#include "ltc/server/range_backend.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <sstream>
+
+#include <glog/logging.h>
+#include <leveldb/cache.h>
+#include <leveldb/db.h>
+#include <leveldb/filter_policy.h>
+#include <leveldb/options.h>
+#include <leveldb/write_batch.h>
+
+#include "common/rpc/rpc_endpoint.h"
+#include "ltc/engine/compaction_offloader.h"
+#include "ltc/engine/engine_metrics.h"
+#include "ltc/engine/logc_memtable_log.h"
+#include "ltc/engine/range_engine.h"
+#include "stoc/client/stoc_client.h"
+#include "stoc/client/stoc_table_store.h"
+
+namespace nova::ltc {
+namespace {
+
+Status FromLevelDb(const leveldb::Status& s) {
+  if (s.ok()) return Status::OK();
+  if (s.IsNotFound()) return Status::NotFound("key not found");
+  if (s.IsCorruption()) return Status::Corruption(s.ToString());
+  if (s.IsInvalidArgument()) return Status::InvalidArgument(s.ToString());
+  return Status::IOError(s.ToString());
+}
+
+class LevelDbBackend final : public RangeBackend {
+ public:
+  // `cache` and `filter` (either may be null) are the ones `db` was opened with.
+  LevelDbBackend(std::unique_ptr<leveldb::Cache> cache,
+                 std::unique_ptr<const leveldb::FilterPolicy> filter,
+                 std::unique_ptr<leveldb::DB> db)
+      : cache_(std::move(cache)), filter_(std::move(filter)), db_(std::move(db)) {}
+
+  Status Put(const leveldb::Slice& key, const leveldb::Slice& value) override {
+    return FromLevelDb(db_->Put(leveldb::WriteOptions(), key, value));
+  }
+  Status Delete(const leveldb::Slice& key) override {
+    return FromLevelDb(db_->Delete(leveldb::WriteOptions(), key));
+  }
+  Status Write(const std::vector<BatchEntry>& entries) override {
+    leveldb::WriteBatch batch;
+    for (const BatchEntry& e : entries) {
+      if (e.op == BatchOp::kPut) {
+        batch.Put(e.key, e.value);
+      } else {
+        batch.Delete(e.key);
+      }
+    }
+    return FromLevelDb(db_->Write(leveldb::WriteOptions(), &batch));
+  }
+  Status Get(const leveldb::Slice& key, std::string* value, Snapshot snapshot) override {
+    return FromLevelDb(db_->Get(Read(snapshot), key, value));
+  }
+  leveldb::Iterator* NewIterator(Snapshot snapshot) override {
+    return db_->NewIterator(Read(snapshot));
+  }
+  Snapshot GetSnapshot() override { return db_->GetSnapshot(); }
+  void ReleaseSnapshot(Snapshot snapshot) override {
+    db_->ReleaseSnapshot(static_cast<const leveldb::Snapshot*>(snapshot));
+  }
+  std::string StatsText() override {
+    std::string s;
+    if (!db_->GetProperty("leveldb.stats", &s)) s = "(no stats)";
+    return "engine=leveldb\n" + s;
+  }
+
+ private:
+  static leveldb::ReadOptions Read(Snapshot snapshot) {
+    leveldb::ReadOptions ro;
+    ro.snapshot = static_cast<const leveldb::Snapshot*>(snapshot);
+    return ro;
+  }
+  // Declared before db_, so destroyed after it: the database uses them until it closes.
+  std::unique_ptr<leveldb::Cache> cache_;
+  std::unique_ptr<const leveldb::FilterPolicy> filter_;
+  std::unique_ptr<leveldb::DB> db_;
+};
+
+// One range of the Nova engine: its table store, engine and metrics. Members are destroyed
+// in reverse order: metrics before the engine, the engine before its store.
+class NovaBackend final : public RangeBackend {
+ public:
+  NovaBackend() = default;
+  ~NovaBackend() override {
+    metrics_.reset();
+    if (engine_ != nullptr) {
+      // Flush the memtables: without logs they live only here, and with logs the range's
+      // next owner (or this LTC after a restart) then has nothing to replay.
+      Status s = engine_->FlushAll();
+      if (!s.ok()) LOG(WARNING) << "closing a range: flush failed: " << s.ToString();
+    }
+    engine_.reset();
+    log_.reset();
+    store_.reset();
+  }
+
+  Status Put(const leveldb::Slice& key, const leveldb::Slice& value) override {
+    return engine_->Put(key, value);
+  }
+  Status Delete(const leveldb::Slice& key) override { return engine_->Delete(key); }
+  Status Write(const std::vector<BatchEntry>& entries) override {
+    std::vector<WriteOp> ops;
+    ops.reserve(entries.size());
+    for (const BatchEntry& e : entries) {
+      ops.push_back(e.op == BatchOp::kPut ? WriteOp{lsm::kTypeValue, e.key, e.value}
+                                          : WriteOp{lsm::kTypeDeletion, e.key, {}});
+    }
+    return engine_->Write(ops);
+  }
+  Status Get(const leveldb::Slice& key, std::string* value, Snapshot snapshot) override {
+    return engine_->Get(key, value, static_cast<const EngineSnapshot*>(snapshot));
+  }
+  leveldb::Iterator* NewIterator(Snapshot snapshot) override {
+    return engine_->NewIterator(static_cast<const EngineSnapshot*>(snapshot));
+  }
+  Snapshot GetSnapshot() override { return engine_->GetSnapshot(); }
+  void ReleaseSnapshot(Snapshot snapshot) override {
+    engine_->ReleaseSnapshot(static_cast<const EngineSnapshot*>(snapshot));
+  }
+  std::string StatsText() override {
+    const EngineStats st = engine_->GetStats();
+    std::ostringstream out;
+    out << "engine=nova puts=" << st.puts << " deletes=" << st.deletes << " gets=" << st.gets
+        << " flushes=" << st.flushes << " compactions=" << st.compactions
+        << " stalls=" << st.stalls << " stall_micros=" << st.stall_micros
+        << " dranges=" << st.dranges << " drange_imbalance=" << st.drange_imbalance
+        << " last_sequence=" << st.last_sequence << "\n  levels:";
+    for (int l = 0; l < lsm::kNumLevels; ++l) out << " L" << l << "=" << st.level_tables[l];
+    out << "\n";
+    return out.str();
+  }
+
+  std::unique_ptr<stoc::StocTableStore> store_;
+  std::unique_ptr<LogcMemtableLog> log_;  // null with log mode none
+  std::unique_ptr<RangeEngine> engine_;
+  std::unique_ptr<EngineMetrics> metrics_;
+};
+
+}  // namespace
+
+BackendFactory LevelDbBackendFactory(LevelDbBackendOptions options) {
+  return [options](const RangeInfo& range,
+                   const LtcAssignment&) -> Result<std::unique_ptr<RangeBackend>> {
+    const std::string path = options.dir + "/range-" + std::to_string(range.id);
+    std::error_code ec;
+    std::filesystem::create_directories(options.dir, ec);
+    if (ec) return Status::IOError("cannot create " + options.dir + ": " + ec.message());
+    std::unique_ptr<leveldb::Cache> cache(leveldb::NewLRUCache(options.block_cache_bytes));
+    std::unique_ptr<const leveldb::FilterPolicy> filter;
+    if (options.bloom_bits_per_key > 0) {
+      filter.reset(leveldb::NewBloomFilterPolicy(options.bloom_bits_per_key));
+    }
+    leveldb::Options o;
+    o.create_if_missing = true;
+    o.write_buffer_size = options.write_buffer_bytes;
+    o.block_cache = cache.get();
+    o.filter_policy = filter.get();
+    o.compression =
+        options.snappy_compression ? leveldb::kSnappyCompression : leveldb::kNoCompression;
+    leveldb::DB* db = nullptr;
+    Status s = FromLevelDb(leveldb::DB::Open(o, path, &db));
+    if (!s.ok()) return s.Prepend("opening LevelDB at " + path);
+    std::unique_ptr<RangeBackend> b = std::make_unique<LevelDbBackend>(
+        std::move(cache), std::move(filter), std::unique_ptr<leveldb::DB>(db));
+    return b;
+  };
+}
+
+struct NovaBackends::Impl {
+  Impl(NovaBackendOptions o, MetricsRegistry* m) : options(std::move(o)), metrics(m) {}
+  const NovaBackendOptions options;
+  MetricsRegistry* const metrics;  // must outlive this
+  // Declared in construction order; destroyed in reverse (the client before the endpoint).
+  rpc::RpcEndpoint endpoint;
+  std::unique_ptr<transport::Transport> transport;
+  std::unique_ptr<stoc::StocClient> client;
+  std::unique_ptr<logc::LogClient> log_client;
+  bool log_configured = false;  // protected by mu: the mode is fixed
+  OffloadPolicy policy = OffloadPolicy::kNone;
+
+  std::mutex mu;
+  // Protected by mu: StoCs added to the client, and the offloader (made when StoCs are
+  // first known; it keeps that StoC set).
+  std::map<uint32_t, std::string> stocs;
+  std::unique_ptr<StocCompactionOffloader> offloader;
+
+  Result<std::unique_ptr<RangeBackend>> Open(const RangeInfo& range, const LtcAssignment& a) {
+    if (a.stocs.empty()) {
+      return Status::InvalidArgument("--engine=nova needs StoCs (--stoc=id@host:port,...)");
+    }
+    CompactionOffloader* offloader_ptr = nullptr;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      for (const auto& [id, addr] : a.stocs) {
+        if (stocs.count(id) > 0) continue;
+        NOVA_RETURN_NOT_OK_PREPEND(client->AddStoc(id, addr), "connecting to StoC " + std::to_string(id));
+        stocs[id] = addr;
+      }
+      if (policy != OffloadPolicy::kNone && offloader == nullptr) {
+        StocCompactionOffloaderOptions oo;
+        oo.policy = policy;
+        oo.stocs = stocs;
+        oo.fragment_replicas = static_cast<uint32_t>(options.fragment_replicas);
+        oo.placement = options.placement;
+        auto off = std::make_unique<StocCompactionOffloader>(client.get(), oo);
+        NOVA_RETURN_NOT_OK(off->Init());
+        offloader = std::move(off);
+      }
+      offloader_ptr = offloader.get();
+    }
+    // The log mode is cluster-wide: the configuration's log_mode and log_replicas settings
+    // (else the LTC's flags) fix it with the first range opened; a later configuration
+    // naming another mode is refused, never silently weakened.
+    logc::LogMode mode = options.log.mode;
+    int replicas = options.log.replicas;
+    if (auto it = a.settings.find("log_mode"); it != a.settings.end()) {
+      NOVA_RETURN_NOT_OK_PREPEND(logc::ParseLogMode(it->second, &mode),
+                                 "the cluster's log_mode setting");
+    }
+    if (auto it = a.settings.find("log_replicas"); it != a.settings.end()) {
+      char* end = nullptr;
+      const long r = std::strtol(it->second.c_str(), &end, 10);
+      if (end == it->second.c_str() || *end != '\0' || r < 1 || r > 16) {
+        return Status::InvalidArgument("the cluster's log_replicas setting '" + it->second +
+                                       "' is not a number from 1 to 16");
+      }
+      replicas = static_cast<int>(r);
+    }
+    int min_insync = options.log.min_insync_replicas;
+    if (auto it = a.settings.find("log_min_insync_replicas"); it != a.settings.end()) {
+      char* end = nullptr;
+      const long m = std::strtol(it->second.c_str(), &end, 10);
+      if (end == it->second.c_str() || *end != '\0' || m < 0 || m > replicas) {
+        return Status::InvalidArgument("the cluster's log_min_insync_replicas setting '" +
+                                       it->second + "' is not a number from 0 to log_replicas (" +
+                                       std::to_string(replicas) + ")");
+      }
+      min_insync = static_cast<int>(m);
+    }
+    if (min_insync > replicas) min_insync = replicas;  // the flag's default with fewer replicas
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (!log_configured) {
+        NOVA_RETURN_NOT_OK(log_client->Configure(mode, replicas, min_insync));
+        log_configured = true;
+        LOG(INFO) << "log mode " << logc::LogModeName(mode) << ", " << replicas
+                  << " replicas, acknowledged on "
+                  << (min_insync == 0 ? replicas : min_insync);
+      } else if (mode != log_client->mode()) {
+        return Status::InvalidArgument(
+            std::string("the cluster's log_mode is ") + logc::LogModeName(mode) +
+            " but this LTC runs with " + logc::LogModeName(log_client->mode()) +
+            " (fixed when its first range opened): restart it");
+      }
+    }
+    const bool logged = mode != logc::LogMode::kNone;
+    if (logged) {
+      if (a.logcs.empty()) {
+        return Status::InvalidArgument(std::string("log_mode=") + logc::LogModeName(mode) +
+                                       " needs LogCs (--logc=id@host:port,... or LogCs "
+                                       "registered in the cluster)");
+      }
+      log_client->SetLogcs(a.logcs);
+    }
+    auto b = std::make_unique<NovaBackend>();
+    stoc::StocTableStoreOptions so;
+    so.range_id = range.id;
+    for (const auto& [id, addr] : a.stocs) so.stocs.push_back(id);
+    so.fragment_replicas = options.fragment_replicas;
+    so.manifest_replicas = options.manifest_replicas;
+    if (!options.dir.empty()) {
+      so.manifest_pointer_path =
+          options.dir + "/manifests/r" + std::to_string(range.id) + ".pointer";
+    }
+    so.force_recovery = std::find(options.force_recovery_ranges.begin(),
+                                  options.force_recovery_ranges.end(),
+                                  range.id) != options.force_recovery_ranges.end();
+    so.placement = options.placement;
+    b->store_ = std::make_unique<stoc::StocTableStore>(client.get(), so);
+    NOVA_RETURN_NOT_OK_PREPEND(b->store_->Init(), "range " + std::to_string(range.id));
+    EngineOptions eo = options.engine;
+    eo.range_id = range.id;
+    eo.compaction_offloader = offloader_ptr;
+    if (logged) {
+      b->log_ = std::make_unique<LogcMemtableLog>(log_client.get(), range.id);
+      eo.log = b->log_.get();
+      eo.recovery_threads = options.recovery_threads;
+    }
+    b->engine_ = std::make_unique<RangeEngine>(eo, b->store_.get());
+    NOVA_RETURN_NOT_OK_PREPEND(b->engine_->Open(), "opening range " + std::to_string(range.id));
+    b->metrics_ = std::make_unique<EngineMetrics>(metrics, b->engine_.get(), range.id);
+    std::unique_ptr<RangeBackend> out = std::move(b);
+    return out;
+  }
+};
+
+NovaBackends::NovaBackends(NovaBackendOptions options, MetricsRegistry* metrics)
+    : impl_(std::make_unique<Impl>(std::move(options), metrics)) {}
+
+NovaBackends::~NovaBackends() { Shutdown(); }
+
+Status NovaBackends::Init() {
+  NOVA_RETURN_NOT_OK(ParseOffloadPolicy(impl_->options.offload_policy, &impl_->policy));
+  auto t = transport::NewTransport(impl_->options.transport, &impl_->endpoint);
+  if (!t.ok()) return t.status();
+  impl_->transport = std::move(t.value());
+  impl_->endpoint.Attach(impl_->transport.get());
+  impl_->client = std::make_unique<stoc::StocClient>(
+      &impl_->endpoint, stoc::StocClientOptions{impl_->options.stoc_timeout});
+  // Before the transport starts: it registers for the LogCs' persist acknowledgments. (Made
+  // whatever the mode: the configuration may ask for logs.)
+  impl_->log_client =
+      std::make_unique<logc::LogClient>(impl_->options.log, &impl_->endpoint, impl_->metrics);
+  NOVA_RETURN_NOT_OK(impl_->transport->Init());
+  return impl_->transport->Start();
+}
+
+BackendFactory NovaBackends::factory() {
+  Impl* impl = impl_.get();
+  return [impl](const RangeInfo& range, const LtcAssignment& a) { return impl->Open(range, a); };
+}
+
+void NovaBackends::Shutdown() {
+  if (impl_->transport) impl_->transport->Shutdown();
+}
+
+}  // namespace nova::ltc

@@ -1,0 +1,123 @@
+// RangeBackend: the storage engine behind one range the LTC server hosts, so the server
+// is the same for --engine=nova (RangeEngine over StoCs) and --engine=leveldb (a stock
+// LevelDB instance on local disk, the baseline of the paper's comparisons).
+//
+// BackendFactory opens a backend for a range; the daemon picks the factory from --engine.
+// NovaBackendFactory owns what every Nova range shares: the exchange transport, its RPC
+// endpoint, the StoC client and the compaction offloader.
+//
+// Thread safety: every RangeBackend method is thread-safe. Factories are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <leveldb/iterator.h>
+#include <leveldb/slice.h>
+
+#include "common/metrics.h"
+#include "common/status.h"
+#include "common/transport/transport.h"
+#include "logc/client/log_client.h"
+#include "ltc/engine/engine_options.h"
+#include "ltc/protocol/client_protocol.h"
+#include "ltc/server/ltc_assignment.h"
+#include "stoc/client/placement.h"
+
+namespace nova::ltc {
+
+class RangeBackend {
+ public:
+  // An opaque snapshot handle; null means "latest".
+  using Snapshot = const void*;
+
+  // Closing a backend makes its data durable where it can (the Nova engine flushes its
+  // memtables to StoCs, so a clean restart replays no log) and waits for background work.
+  virtual ~RangeBackend() = default;
+  virtual Status Put(const leveldb::Slice& key, const leveldb::Slice& value) = 0;
+  virtual Status Delete(const leveldb::Slice& key) = 0;
+  // Applies the entries atomically, in order: readers see all of them or none.
+  virtual Status Write(const std::vector<BatchEntry>& entries) = 0;
+  // NotFound if the key has no value at `snapshot`.
+  virtual Status Get(const leveldb::Slice& key, std::string* value, Snapshot snapshot) = 0;
+  // The user view at `snapshot`; caller deletes it before releasing the snapshot or
+  // destroying the backend.
+  virtual leveldb::Iterator* NewIterator(Snapshot snapshot) = 0;
+  // Never null. Release exactly once.
+  virtual Snapshot GetSnapshot() = 0;
+  virtual void ReleaseSnapshot(Snapshot snapshot) = 0;
+  // One or more lines for `nova_cli stats`.
+  virtual std::string StatsText() = 0;
+};
+
+// Opens the backend of `range` (recovering what it held). `assignment` is the one that
+// gave the range (its StoC set).
+using BackendFactory = std::function<Result<std::unique_ptr<RangeBackend>>(
+    const RangeInfo& range, const LtcAssignment& assignment)>;
+
+// --engine=leveldb: each range is a LevelDB database in <dir>/range-<id>.
+struct LevelDbBackendOptions {
+  std::string dir;
+  // LevelDB's write buffer: its memtable, of which it keeps at most two (one active, one
+  // being flushed).
+  uint64_t write_buffer_bytes = 4ull << 20;
+  // Each range's own LRU block cache (LevelDB's default size).
+  uint64_t block_cache_bytes = 8ull << 20;
+  // Table settings. The defaults are the Nova engine's (EngineOptions: 10-bit bloom
+  // filters, uncompressed blocks), so the two engines compare on design, not on these.
+  int bloom_bits_per_key = 10;  // 0: no filter
+  bool snappy_compression = false;
+};
+BackendFactory LevelDbBackendFactory(LevelDbBackendOptions options);
+
+struct NovaBackendOptions {
+  // Engine options of every range (range_id and the offloader are filled per range).
+  EngineOptions engine;
+  transport::TransportOptions transport;
+  int fragment_replicas = 1;  // R
+  int manifest_replicas = 1;
+  lsm::PlacementPolicy placement = lsm::PlacementPolicy::kPowerOfD;
+  std::string offload_policy = "none";  // --ltc_compaction_offload
+  std::chrono::milliseconds stoc_timeout{30000};
+  // Logging (docs/durability.md): the default mode and replicas; the first assignment's
+  // log_mode and log_replicas settings override them, and fix the mode for good (a later
+  // assignment naming another mode is refused: restart the LTC).
+  logc::LogClientOptions log = [] {
+    logc::LogClientOptions o;
+    o.mode = logc::LogMode::kNone;
+    return o;
+  }();
+  // Threads rebuilding a range's memtables from its logs when it opens.
+  int recovery_threads = 2;
+  // The LTC's data directory (--ltc_dir): it keeps each range's MANIFEST pointer
+  // (stoc/client/manifest_pointer.h) in <dir>/manifests/. Empty: none is kept.
+  std::string dir;
+  // Ranges opened even when their newest MANIFEST or a log that may hold acknowledged
+  // writes cannot be read (--ltc_force_recovery_ranges; docs/durability.md).
+  std::vector<uint32_t> force_recovery_ranges;
+};
+
+// --engine=nova. Thread-safe.
+class NovaBackends {
+ public:
+  // `metrics` must outlive this; each range registers its EngineMetrics there.
+  NovaBackends(NovaBackendOptions options, MetricsRegistry* metrics);
+  ~NovaBackends();  // REQUIRES: every backend it made is destroyed first
+  NovaBackends(const NovaBackends&) = delete;
+  NovaBackends& operator=(const NovaBackends&) = delete;
+
+  // Starts the transport (to reach StoCs). InvalidArgument for a bad offload policy.
+  Status Init();
+  // The factory; this must outlive every backend it opens. Connects to StoCs it has not
+  // seen yet (AddStoc), then opens the range's engine over them.
+  BackendFactory factory();
+  void Shutdown();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nova::ltc

@@ -1,0 +1,104 @@
+#include "ltc/server/zk_assignment_source.h"
+
+#include <charconv>
+
+#include <glog/logging.h>
+
+namespace nova::ltc {
+
+namespace {
+
+// A decimal member id, or nullopt.
+std::optional<uint32_t> NumericId(const std::string& id) {
+  uint32_t v = 0;
+  const char* end = id.data() + id.size();
+  auto [p, ec] = std::from_chars(id.data(), end, v);
+  if (ec != std::errc() || p != end || id.empty()) return std::nullopt;
+  return v;
+}
+
+RangeInfo ToRangeInfo(const coordinator::RangeAssignment& r) {
+  RangeInfo info;
+  info.id = r.id;
+  info.start = r.start;
+  info.end = r.end.value_or("");  // "" = unbounded in the protocol
+  return info;
+}
+
+}  // namespace
+
+LtcAssignment ToAssignment(const coordinator::ClusterConfig& config, uint32_t ltc_id) {
+  LtcAssignment a;
+  a.epoch = config.epoch;
+  a.ltc_id = ltc_id;
+  const std::string me = std::to_string(ltc_id);
+  for (const coordinator::RangeAssignment& r : config.ranges) {
+    if (r.ltc == me) a.ranges.push_back(ToRangeInfo(r));
+  }
+  for (const auto& [id, address] : config.stocs) {
+    auto n = NumericId(id);
+    if (!n) {
+      LOG(WARNING) << "configuration epoch " << config.epoch << ": StoC id '" << id
+                   << "' is not a number; left out";
+      continue;
+    }
+    a.stocs[*n] = address;
+  }
+  a.logcs = config.logcs;
+  a.settings = config.settings;
+  return a;
+}
+
+// ---- ZkAssignmentSource ----------------------------------------------------------------
+
+ZkAssignmentSource::ZkAssignmentSource(coordinator::ConfigStore* store, uint32_t ltc_id,
+                                       std::chrono::milliseconds first_config_wait)
+    : store_(store), first_config_wait_(first_config_wait), state_(std::make_shared<State>()) {
+  state_->ltc_id = ltc_id;
+  std::shared_ptr<State> state = state_;
+  store_->WatchConfig([state](const coordinator::ClusterConfig& c) { OnConfig(state.get(), c); });
+}
+
+ZkAssignmentSource::~ZkAssignmentSource() { Unwatch(); }
+
+Result<LtcAssignment> ZkAssignmentSource::Current() {
+  store_->WaitForEpoch(1, first_config_wait_);
+  std::optional<coordinator::ClusterConfig> config = store_->GetLastConfig();
+  if (!config) {
+    // Serve nothing for now rather than give up: the store keeps trying, and the first
+    // configuration reaches the listener (Watch) whenever it comes.
+    LOG(WARNING) << (store_->connected() ? "no cluster configuration in ZooKeeper yet (was the "
+                                           "cluster created with nova_admin create-cluster?)"
+                                         : "ZooKeeper is unreachable")
+                 << "; starting with no ranges and waiting for the configuration";
+    LtcAssignment empty;
+    empty.ltc_id = state_->ltc_id;
+    return empty;
+  }
+  std::lock_guard lock(state_->mu);
+  state_->delivered_epoch = std::max(state_->delivered_epoch, config->epoch);
+  return ToAssignment(*config, state_->ltc_id);
+}
+
+void ZkAssignmentSource::Watch(AssignmentListener listener) {
+  {
+    std::lock_guard lock(state_->mu);
+    state_->listener = std::move(listener);
+  }
+  // A configuration that arrived between Current() and now.
+  if (std::optional<coordinator::ClusterConfig> config = store_->GetLastConfig()) OnConfig(state_.get(), *config);
+}
+
+void ZkAssignmentSource::Unwatch() {
+  std::lock_guard lock(state_->mu);
+  state_->listener = nullptr;
+}
+
+void ZkAssignmentSource::OnConfig(State* state, const coordinator::ClusterConfig& config) {
+  std::lock_guard lock(state->mu);
+  if (!state->listener || config.epoch <= state->delivered_epoch) return;
+  state->delivered_epoch = config.epoch;
+  state->listener(ToAssignment(config, state->ltc_id));
+}
+
+}  // namespace nova::ltc

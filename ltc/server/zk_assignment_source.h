@@ -1,0 +1,59 @@
+// ZkAssignmentSource (ltc::AssignmentSource): this LTC's ranges and the cluster's StoCs and
+// LogCs at every epoch, from the cluster configuration in ZooKeeper
+// (coordinator/config_store.h), for nova_ltc --zk. ToAssignment: the conversion, usable on
+// its own (tests).
+//
+// It keeps working from the last configuration while ZooKeeper is unreachable (the store
+// keeps it); it never blocks longer than the wait given for the first configuration.
+//
+// Ids: the configuration names members by string ids; LTCs and StoCs must use decimal
+// numbers (their daemons' --ltc_id / --stoc_id). A StoC with a non-numeric id is left out
+// (logged).
+//
+// Thread safety: thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "coordinator/cluster_config.h"
+#include "coordinator/config_store.h"
+#include "ltc/server/ltc_assignment.h"
+
+namespace nova::ltc {
+
+// This LTC's part of `config`: its ranges (owner == ltc_id), the StoCs, the epoch.
+LtcAssignment ToAssignment(const coordinator::ClusterConfig& config, uint32_t ltc_id);
+
+class ZkAssignmentSource final : public AssignmentSource {
+ public:
+  // `store` must be Init()ed and outlive this. Current() waits up to `first_config_wait` for
+  // a first configuration; without one it returns an empty assignment (epoch 0) and the
+  // configuration reaches the listener once ZooKeeper has it.
+  ZkAssignmentSource(coordinator::ConfigStore* store, uint32_t ltc_id,
+                     std::chrono::milliseconds first_config_wait);
+  ~ZkAssignmentSource() override;
+
+  Result<LtcAssignment> Current() override;
+  void Watch(AssignmentListener listener) override;
+  void Unwatch() override;
+
+ private:
+  // Shared with the store's config callback, which the store keeps until its Shutdown()
+  // (it cannot be removed): it must stay valid even after this source is gone.
+  struct State {
+    uint32_t ltc_id = 0;
+    std::mutex mu;  // held while the listener runs, so Unwatch waits for it
+    AssignmentListener listener;
+    uint64_t delivered_epoch = 0;  // newest epoch Current() returned or the listener got
+  };
+  static void OnConfig(State* state, const coordinator::ClusterConfig& config);
+
+  coordinator::ConfigStore* const store_;
+  const std::chrono::milliseconds first_config_wait_;
+  const std::shared_ptr<State> state_;
+};
+
+}  // namespace nova::ltc

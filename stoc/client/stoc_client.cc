@@ -1,0 +1,324 @@
+#include "stoc/client/stoc_client.h"
+
+#include <future>
+
+#include <glog/logging.h>
+
+#include "common/wire/message.h"
+
+namespace nova::stoc {
+
+namespace {
+constexpr wire::TypeRange kAckRange{kAppendAck, kAppendAck};
+}  // namespace
+
+StocClient::StocClient(rpc::RpcEndpoint* endpoint, const StocClientOptions& options)
+    : endpoint_(endpoint), options_(options) {
+  endpoint_->RegisterService(kAckRange, this, nullptr);  // inline: only wakes a waiter
+  endpoint_->AddObserver(this);
+}
+
+StocClient::~StocClient() = default;
+
+Status StocClient::AddStoc(uint32_t stoc_id, const std::string& address) {
+  auto peer = endpoint_->transport()->Connect(address);
+  if (!peer.ok()) return peer.status().Prepend("StoC " + std::to_string(stoc_id));
+  std::lock_guard lock(mu_);
+  peers_[stoc_id] = peer.value();
+  return Status::OK();
+}
+
+std::vector<uint32_t> StocClient::stocs() const {
+  std::lock_guard lock(mu_);
+  std::vector<uint32_t> ids;
+  for (auto& [id, peer] : peers_) ids.push_back(id);
+  return ids;
+}
+
+Result<transport::PeerId> StocClient::PeerOf(uint32_t stoc_id) const {
+  std::lock_guard lock(mu_);
+  auto it = peers_.find(stoc_id);
+  if (it == peers_.end()) return Status::InvalidArgument("unknown StoC " + std::to_string(stoc_id));
+  return it->second;
+}
+
+template <typename Resp>
+Status StocClient::Rpc(uint32_t stoc_id, uint16_t type, const std::string& request, Resp* resp) {
+  auto peer = PeerOf(stoc_id);
+  if (!peer.ok()) return peer.status();
+  auto reply = endpoint_->CallSync(peer.value(), type, request, options_.timeout);
+  if (!reply.ok()) return reply.status().Prepend("StoC " + std::to_string(stoc_id));
+  NOVA_RETURN_NOT_OK(Decode(reply.value(), resp));
+  load_.Update(stoc_id, StocLoad{resp->load.queue_depth, resp->load.pending_bytes, MonoNow()});
+  return Status::OK();
+}
+
+Status StocClient::WaitOp(const std::function<Status(transport::Completion)>& post) {
+  auto promise = std::make_shared<std::promise<Status>>();
+  auto future = promise->get_future();
+  NOVA_RETURN_NOT_OK(post([promise](const Status& s) { promise->set_value(s); }));
+  if (future.wait_for(options_.timeout) != std::future_status::ready) {
+    return Status::TimedOut("one-sided operation did not complete");
+  }
+  return future.get();
+}
+
+Result<std::unique_ptr<StocFile>> StocClient::Open(uint32_t stoc_id, const std::string& name,
+                                                   FileKind kind, const OpenOptions& options) {
+  OpenRequest req;
+  req.name = name;
+  req.kind = kind;
+  req.create = options.create;
+  req.for_append = options.for_append;
+  req.slot_bytes = options.slot_bytes;
+  OpenResponse resp;
+  NOVA_RETURN_NOT_OK(Rpc(stoc_id, kOpen, Encode(req), &resp));
+  auto f = std::make_unique<StocFile>();
+  f->stoc_id = stoc_id;
+  f->file_id = resp.file.file_id;
+  f->kind = resp.file.kind;
+  f->name = resp.file.name;
+  f->length = resp.file.length;
+  f->regions = resp.file.regions;
+  f->slot = resp.slot;
+  if (kind == FileKind::kMemory) {
+    std::lock_guard lock(mu_);
+    regions_[{stoc_id, f->file_id}] = f->regions;
+  }
+  return f;
+}
+
+Result<BlockHandle> StocClient::Append(StocFile* file, const transport::MemoryRegion& src,
+                                       uint64_t src_offset, uint64_t length) {
+  if (file->broken) return Status::IllegalState("StoC file handle is broken: reopen it");
+  auto peer = PeerOf(file->stoc_id);
+  if (!peer.ok()) return peer.status();
+  return file->kind == FileKind::kMemory ? AppendMemory(file, peer.value(), src, src_offset, length)
+                                         : AppendDisk(file, peer.value(), src, src_offset, length);
+}
+
+Result<BlockHandle> StocClient::AppendMemory(StocFile* file, transport::PeerId peer,
+                                             const transport::MemoryRegion& src,
+                                             uint64_t src_offset, uint64_t length) {
+  if (file->regions.empty()) return Status::IllegalState("memory file without regions");
+  const RegionInfo* region = &file->regions.back();
+  if (file->length < region->logical_offset ||
+      file->length - region->logical_offset + length > region->capacity) {
+    // A block never straddles regions: continue in a new one (the old one's tail stays unused).
+    NewRegionResponse resp;
+    NOVA_RETURN_NOT_OK(
+        Rpc(file->stoc_id, kNewRegion, Encode(NewRegionRequest{file->file_id, length}), &resp));
+    file->regions.push_back(resp.region);
+    {
+      std::lock_guard lock(mu_);
+      regions_[{file->stoc_id, file->file_id}] = file->regions;
+    }
+    region = &file->regions.back();
+    file->length = region->logical_offset;
+  }
+  const uint64_t in_region = file->length - region->logical_offset;
+  const transport::RemoteAddr where{region->addr + in_region, region->rkey};
+  Status s = WaitOp([&](transport::Completion done) {
+    return endpoint_->transport()->Write(peer, src, src_offset, length, where, std::nullopt,
+                                         std::move(done));
+  });
+  if (!s.ok()) {
+    if (s.IsTimedOut()) file->broken = true;
+    return s.Prepend("append to in-memory StoC file " + file->name);
+  }
+  BlockHandle h{file->stoc_id, file->file_id, FileKind::kMemory, file->length, length};
+  file->length += length;
+  return h;
+}
+
+Result<BlockHandle> StocClient::AppendDisk(StocFile* file, transport::PeerId peer,
+                                           const transport::MemoryRegion& src,
+                                           uint64_t src_offset, uint64_t length) {
+  if (file->slot.slot_id == 0 || length > file->slot.bytes) {
+    ReserveSlotResponse resp;
+    NOVA_RETURN_NOT_OK(Rpc(file->stoc_id, kReserveSlot,
+                           Encode(ReserveSlotRequest{file->file_id, length, file->slot.slot_id}),
+                           &resp));
+    file->slot = resp.slot;
+  }
+  auto waiter = std::make_shared<AckWaiter>();
+  const auto key = std::make_pair(peer, file->slot.slot_id);
+  {
+    std::lock_guard lock(mu_);
+    waiters_[key] = waiter;
+  }
+  auto forget = [&] {
+    std::lock_guard lock(mu_);
+    auto it = waiters_.find(key);
+    if (it != waiters_.end() && it->second == waiter) waiters_.erase(it);
+  };
+  const transport::RemoteAddr where{file->slot.addr, file->slot.rkey};
+  Status s = WaitOp([&](transport::Completion done) {
+    return endpoint_->transport()->Write(peer, src, src_offset, length, where,
+                                         file->slot.slot_id, std::move(done));
+  });
+  if (!s.ok()) {
+    forget();
+    if (s.IsTimedOut()) file->broken = true;
+    return s.Prepend("append to StoC file " + file->name);
+  }
+  std::unique_lock lock(waiter->mu);
+  if (!waiter->cv.wait_for(lock, options_.timeout, [&] { return waiter->done; })) {
+    lock.unlock();
+    forget();
+    file->broken = true;
+    return Status::TimedOut("StoC did not acknowledge the append to " + file->name);
+  }
+  const AppendAck ack = waiter->ack;
+  lock.unlock();
+  if (!ack.status.ok()) return ack.status.Prepend("append to StoC file " + file->name);
+  load_.Update(file->stoc_id, StocLoad{ack.load.queue_depth, ack.load.pending_bytes, MonoNow()});
+  file->length = ack.offset + ack.size;
+  return BlockHandle{file->stoc_id, file->file_id, FileKind::kDisk, ack.offset, ack.size};
+}
+
+void StocClient::HandleRequest(transport::PeerId peer, uint16_t type, std::string payload,
+                               rpc::Responder responder) {
+  AppendAck ack;
+  Status s = Decode(payload, &ack);
+  if (!s.ok()) {
+    LOG_EVERY_N(WARNING, 100) << "malformed append acknowledgment: " << s.ToString();
+    return;
+  }
+  std::shared_ptr<AckWaiter> waiter;
+  {
+    std::lock_guard lock(mu_);
+    auto it = waiters_.find({peer, ack.slot_id});
+    if (it == waiters_.end()) return;  // timed out meanwhile
+    waiter = std::move(it->second);
+    waiters_.erase(it);
+  }
+  std::lock_guard lock(waiter->mu);
+  waiter->ack = std::move(ack);
+  waiter->done = true;
+  waiter->cv.notify_all();
+}
+
+void StocClient::OnPeerDown(transport::PeerId peer, const Status& why) {
+  std::vector<std::shared_ptr<AckWaiter>> failed;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (it->first.first == peer) {
+        failed.push_back(std::move(it->second));
+        it = waiters_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& w : failed) {
+    std::lock_guard lock(w->mu);
+    w->ack.status = Status::NetworkError("StoC went down before acknowledging: " + why.ToString());
+    w->done = true;
+    w->cv.notify_all();
+  }
+}
+
+Result<std::vector<RegionInfo>> StocClient::RegionsOf(uint32_t stoc_id, uint64_t file_id,
+                                                      bool refresh) {
+  if (!refresh) {
+    std::lock_guard lock(mu_);
+    auto it = regions_.find({stoc_id, file_id});
+    if (it != regions_.end()) return it->second;
+  }
+  auto st = StatFile(stoc_id, file_id);
+  if (!st.ok()) return st.status();
+  std::lock_guard lock(mu_);
+  regions_[{stoc_id, file_id}] = st->regions;
+  return st->regions;
+}
+
+Status StocClient::Read(const BlockHandle& block, const transport::MemoryRegion& dst,
+                        uint64_t dst_offset) {
+  if (dst_offset > dst.length || block.size > dst.length - dst_offset) {
+    return Status::InvalidArgument("read destination outside its region");
+  }
+  auto peer = PeerOf(block.stoc_id);
+  if (!peer.ok()) return peer.status();
+  if (block.kind == FileKind::kMemory) {
+    for (bool refresh : {false, true}) {
+      auto regions = RegionsOf(block.stoc_id, block.file_id, refresh);
+      if (!regions.ok()) return regions.status();
+      for (const RegionInfo& r : regions.value()) {
+        if (block.offset < r.logical_offset || block.offset - r.logical_offset > r.capacity ||
+            block.size > r.capacity - (block.offset - r.logical_offset)) {
+          continue;
+        }
+        const transport::RemoteAddr where{r.addr + (block.offset - r.logical_offset), r.rkey};
+        Status s = WaitOp([&](transport::Completion done) {
+          return endpoint_->transport()->Read(peer.value(), where, block.size, dst, dst_offset,
+                                              std::move(done));
+        });
+        // A dead rkey means our cached regions are stale (file deleted, StoC restarted):
+        // ask the StoC again, which also turns a deleted file into NotFound.
+        if (s.IsPermissionDenied() && !refresh) break;
+        return s;
+      }
+    }
+    return Status::OutOfRange("block is not inside one region of in-memory file " +
+                              std::to_string(block.file_id));
+  }
+  ReadRequest req;
+  req.file_id = block.file_id;
+  req.offset = block.offset;
+  req.size = block.size;
+  const transport::RemoteAddr where = dst.Remote(dst_offset);
+  req.dst_addr = where.addr;
+  req.dst_rkey = where.rkey;
+  LoadOnlyResponse resp;
+  return Rpc(block.stoc_id, kRead, Encode(req), &resp);
+}
+
+Status StocClient::Close(StocFile* file) {
+  CloseRequest req{file->file_id, file->slot.slot_id,
+                   file->kind == FileKind::kMemory ? file->length : 0};
+  LoadOnlyResponse resp;
+  Status s = Rpc(file->stoc_id, kClose, Encode(req), &resp);
+  file->slot = SlotInfo();
+  return s;
+}
+
+Status StocClient::Delete(uint32_t stoc_id, const std::string& name) {
+  LoadOnlyResponse resp;
+  return Rpc(stoc_id, kDelete, Encode(NameRequest{name}), &resp);
+}
+
+Result<std::vector<FileState>> StocClient::List(uint32_t stoc_id) {
+  ListResponse resp;
+  NOVA_RETURN_NOT_OK(Rpc(stoc_id, kList, std::string(), &resp));
+  return std::move(resp.files);
+}
+
+Result<StatsResponse> StocClient::Stats(uint32_t stoc_id) {
+  StatsResponse resp;
+  NOVA_RETURN_NOT_OK(Rpc(stoc_id, kStats, std::string(), &resp));
+  return resp;
+}
+
+Result<FileState> StocClient::StatFile(uint32_t stoc_id, uint64_t file_id) {
+  StatFileResponse resp;
+  NOVA_RETURN_NOT_OK(Rpc(stoc_id, kStatFile, Encode(FileIdRequest{file_id}), &resp));
+  return std::move(resp.file);
+}
+
+Result<std::string> StocClient::Call(uint32_t stoc_id, uint16_t type, std::string_view request,
+                                     std::chrono::milliseconds timeout) {
+  auto peer = PeerOf(stoc_id);
+  if (!peer.ok()) return peer.status();
+  auto reply = endpoint_->CallSync(peer.value(), type, request, timeout);
+  if (!reply.ok()) return reply.status().Prepend("StoC " + std::to_string(stoc_id));
+  LoadStats load;
+  std::string_view body;
+  NOVA_RETURN_NOT_OK_PREPEND(SplitLoad(reply.value(), &load, &body),
+                             "StoC " + std::to_string(stoc_id));
+  load_.Update(stoc_id, StocLoad{load.queue_depth, load.pending_bytes, MonoNow()});
+  return std::string(body);
+}
+
+}  // namespace nova::stoc

@@ -1,0 +1,152 @@
+// StocClient: the client library of StoCs, used by LTCs, LogCs and tools (paper Figure 4.1):
+// Open a file in memory or on disk, Append blocks, Read blocks, Close, Delete, List, Stats.
+//
+//  - In-memory files: appends are one-sided WRITEs at the offset this client tracks and
+//    reads are one-sided READs: the StoC's CPU is not involved (only open/new-region are).
+//  - Persistent files: an append WRITEs the block into the slot the StoC reserved for this
+//    client in its file buffer, with the slot id as immediate, and waits for the StoC's
+//    acknowledgment that the block is durable. A read asks the StoC, whose storage thread
+//    WRITEs the block into the caller's registered buffer, then answers.
+// Every response carries the StoC's queue depth; load_view() keeps the latest for
+// power-of-d placement (placement.h).
+//
+// Operations block the calling thread until done or until options.timeout passes.
+// Thread safety: StocClient is thread-safe; one StocFile must be used by one thread at a time.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/rpc/rpc_endpoint.h"
+#include "common/transport/transport.h"
+#include "stoc/client/placement.h"
+#include "stoc/client/stoc_protocol.h"
+
+namespace nova::stoc {
+
+// Where a block lives. Plain value.
+struct BlockHandle {
+  uint32_t stoc_id = 0;
+  uint64_t file_id = 0;
+  FileKind kind = FileKind::kDisk;
+  uint64_t offset = 0;  // of the block's first byte in the file
+  uint64_t size = 0;
+  // A handle for the sub-range [offset + delta, +size) of this block.
+  BlockHandle Slice(uint64_t delta, uint64_t n) const {
+    BlockHandle b = *this;
+    b.offset += delta;
+    b.size = n;
+    return b;
+  }
+};
+
+// An open file, owned by the caller. Use from one thread at a time.
+struct StocFile {
+  uint32_t stoc_id = 0;
+  uint64_t file_id = 0;
+  FileKind kind = FileKind::kDisk;
+  std::string name;
+  uint64_t length = 0;               // memory: next append offset; disk: bytes in the file
+  std::vector<RegionInfo> regions;   // memory files
+  SlotInfo slot;                     // disk files opened for append
+  // Set when an append's outcome is unknown (timeout): the handle must be reopened.
+  bool broken = false;
+};
+
+struct OpenOptions {
+  bool create = true;         // create if missing (else NotFound)
+  bool for_append = true;     // disk files: reserve an append slot
+  uint64_t slot_bytes = 0;    // disk: largest block expected (0 = the StoC's default, 1 MiB)
+};
+
+struct StocClientOptions {
+  std::chrono::milliseconds timeout{30000};
+};
+
+class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
+ public:
+  // Registers itself with `endpoint` for append acknowledgments and peer events.
+  // REQUIRES: before the endpoint's transport starts. `endpoint` must outlive this.
+  StocClient(rpc::RpcEndpoint* endpoint, const StocClientOptions& options = StocClientOptions());
+  ~StocClient() override;
+  StocClient(const StocClient&) = delete;
+  StocClient& operator=(const StocClient&) = delete;
+
+  // Connects to StoC `stoc_id` at `address` (idempotent).
+  Status AddStoc(uint32_t stoc_id, const std::string& address);
+  std::vector<uint32_t> stocs() const;
+
+  Result<std::unique_ptr<StocFile>> Open(uint32_t stoc_id, const std::string& name, FileKind kind,
+                                         const OpenOptions& options = OpenOptions());
+  // Appends src.base[src_offset, +length) as one block. Returns where it lives. On error the
+  // block was not appended, unless file->broken was set (outcome unknown).
+  // REQUIRES: length <= the StoC's maximum block size; src is registered with this transport.
+  Result<BlockHandle> Append(StocFile* file, const transport::MemoryRegion& src,
+                             uint64_t src_offset, uint64_t length);
+  // Reads block.size bytes into dst.base[dst_offset, ...).
+  // REQUIRES: dst is registered with kRemoteWrite (the StoC writes into it for disk files).
+  Status Read(const BlockHandle& block, const transport::MemoryRegion& dst, uint64_t dst_offset);
+  // Releases the append slot; for memory files records the appended length for readers.
+  Status Close(StocFile* file);
+  Status Delete(uint32_t stoc_id, const std::string& name);
+  Result<std::vector<FileState>> List(uint32_t stoc_id);
+  Result<StatsResponse> Stats(uint32_t stoc_id);
+  Result<FileState> StatFile(uint32_t stoc_id, uint64_t file_id);
+  // A request of a type another library encodes (kCompact): sends `request`, waits up to
+  // `timeout`, records the LoadStats the response starts with and returns the rest of it,
+  // or the StoC's (or the transport's) error.
+  Result<std::string> Call(uint32_t stoc_id, uint16_t type, std::string_view request,
+                           std::chrono::milliseconds timeout);
+
+  const LoadView& load_view() const { return load_; }
+  // The transport the client's endpoint runs on: where callers register the memory they
+  // pass to Append and Read.
+  transport::Transport* transport() const { return endpoint_->transport(); }
+
+  // rpc::RpcService: append acknowledgments.
+  void HandleRequest(transport::PeerId peer, uint16_t type, std::string payload,
+                     rpc::Responder responder) override;
+  // rpc::EndpointObserver: fails the acknowledgments a dead StoC owes.
+  void OnPeerDown(transport::PeerId peer, const Status& why) override;
+
+ private:
+  struct AckWaiter {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    AppendAck ack;
+  };
+
+  Result<transport::PeerId> PeerOf(uint32_t stoc_id) const;
+  // Sends a request and decodes the response into *resp (which must have a `load` field).
+  template <typename Resp>
+  Status Rpc(uint32_t stoc_id, uint16_t type, const std::string& request, Resp* resp);
+  // Runs a one-sided op and waits for its completion.
+  Status WaitOp(const std::function<Status(transport::Completion)>& post);
+  Result<BlockHandle> AppendMemory(StocFile* file, transport::PeerId peer,
+                                   const transport::MemoryRegion& src, uint64_t src_offset,
+                                   uint64_t length);
+  Result<BlockHandle> AppendDisk(StocFile* file, transport::PeerId peer,
+                                 const transport::MemoryRegion& src, uint64_t src_offset,
+                                 uint64_t length);
+  Result<std::vector<RegionInfo>> RegionsOf(uint32_t stoc_id, uint64_t file_id, bool refresh);
+
+  rpc::RpcEndpoint* const endpoint_;  // must outlive this
+  const StocClientOptions options_;
+  LoadView load_;
+
+  mutable std::mutex mu_;
+  // Protected by mu_:
+  std::map<uint32_t, transport::PeerId> peers_;
+  std::map<std::pair<transport::PeerId, uint32_t>, std::shared_ptr<AckWaiter>> waiters_;
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<RegionInfo>> regions_;  // memory files
+};
+
+}  // namespace nova::stoc

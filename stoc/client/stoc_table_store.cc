@@ -1,0 +1,563 @@
+#include "stoc/client/stoc_table_store.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "stoc/client/file_names.h"
+#include "stoc/client/scoped_registration.h"
+
+namespace nova::stoc {
+
+namespace {
+
+// Read buffer pool made when the options bring none: classes from a small data block up
+// to a large index block; bigger reads register their destination instead.
+constexpr uint64_t kReadMinClassBytes = 4 << 10;
+constexpr uint64_t kReadMaxClassBytes = 1 << 20;
+constexpr uint64_t kReadSlabBytes = 1 << 20;
+// Jobs that may wait for an io thread; past it the caller runs them itself.
+constexpr size_t kMaxQueuedIo = 4096;
+
+std::vector<uint32_t> Distinct(std::vector<uint32_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+leveldb::Status ToLevelDB(const Status& s) {
+  if (s.ok()) return leveldb::Status::OK();
+  if (s.IsCorruption()) return leveldb::Status::Corruption(s.ToString());
+  if (s.IsNotFound()) return leveldb::Status::NotFound(s.ToString());
+  return leveldb::Status::IOError(s.ToString());
+}
+
+}  // namespace
+
+// Reads the fragments of one table; remembers per fragment the replica that last worked.
+class StocTableStore::Source final : public lsm::FragmentSource {
+ public:
+  // `store` must outlive this.
+  Source(StocTableStore* store, const lsm::TableMeta& meta)
+      : store_(store),
+        number_(meta.number),
+        fragments_(meta.fragments),
+        preferred_(new std::atomic<uint32_t>[meta.fragments.size()]()) {}
+
+  leveldb::Status ReadFragment(uint32_t fragment, uint64_t offset, size_t n, char* scratch,
+                               leveldb::Slice* result) override {
+    if (fragment >= fragments_.size()) {
+      return leveldb::Status::Corruption("table " + std::to_string(number_) + " has no fragment " +
+                                         std::to_string(fragment));
+    }
+    const std::string what =
+        "fragment " + std::to_string(fragment) + " of table " + std::to_string(number_);
+    Status s = store_->ReadAnyReplica(fragments_[fragment], offset, n, scratch,
+                                      &preferred_[fragment], what);
+    if (s.ok()) *result = leveldb::Slice(scratch, n);
+    return ToLevelDB(s);
+  }
+
+ private:
+  StocTableStore* const store_;  // must outlive this
+  const uint64_t number_;
+  const std::vector<std::vector<lsm::FragmentLocation>> fragments_;
+  const std::unique_ptr<std::atomic<uint32_t>[]> preferred_;  // per fragment
+};
+
+StocTableStore::StocTableStore(StocClient* client, StocTableStoreOptions options)
+    : client_(client),
+      options_(std::move(options)),
+      stocs_(Distinct(options_.stocs)),
+      loads_(options_.loads != nullptr ? options_.loads : &client->load_view()),
+      rng_(options_.seed != 0 ? options_.seed : std::random_device()()) {}
+
+StocTableStore::~StocTableStore() {
+  std::lock_guard lock(manifest_mu_);
+  CloseManifestLocked();
+}
+
+Status StocTableStore::Init() {
+  const std::string what = "table store of range " + std::to_string(options_.range_id);
+  if (stocs_.empty()) return Status::InvalidArgument(what + ": no StoCs");
+  auto check = [&](int n, const char* name) {
+    if (n < 1 || static_cast<size_t>(n) > stocs_.size()) {
+      return Status::InvalidArgument(what + ": " + name + " must be in [1, " +
+                                     std::to_string(stocs_.size()) + "] (the StoCs), not " +
+                                     std::to_string(n));
+    }
+    return Status::OK();
+  };
+  NOVA_RETURN_NOT_OK(check(options_.fragment_replicas, "fragment replicas"));
+  NOVA_RETURN_NOT_OK(check(options_.manifest_replicas, "MANIFEST replicas"));
+  if (options_.io_threads < 1) return Status::InvalidArgument(what + ": io threads must be >= 1");
+  read_buffers_ = options_.read_buffers;
+  if (read_buffers_ == nullptr) {
+    transport::SlabOptions slab;
+    slab.pool_bytes = options_.read_pool_bytes;
+    slab.min_class_bytes = kReadMinClassBytes;
+    slab.max_class_bytes = kReadMaxClassBytes;
+    slab.slab_bytes = kReadSlabBytes;
+    own_read_buffers_ = std::make_unique<transport::SlabAllocator>(client_->transport(), slab);
+    NOVA_RETURN_NOT_OK_PREPEND(own_read_buffers_->Init(), what + ": read buffers");
+    read_buffers_ = own_read_buffers_.get();
+  }
+  io_pool_ = std::make_unique<ThreadPool>("ltc-store-io", static_cast<size_t>(options_.io_threads),
+                                          kMaxQueuedIo);
+  return Status::OK();
+}
+
+// ---- Helpers --------------------------------------------------------------------------
+
+std::vector<Status> StocTableStore::RunAll(const std::vector<std::function<Status()>>& jobs) {
+  std::vector<Status> results(jobs.size());
+  if (jobs.empty()) return results;
+  struct Latch {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t pending = 0;  // protected by mu
+  };
+  auto latch = std::make_shared<Latch>();
+  for (size_t i = 1; i < jobs.size(); ++i) {
+    {
+      std::lock_guard lock(latch->mu);
+      ++latch->pending;
+    }
+    Status queued = io_pool_->Submit([&jobs, &results, i, latch] {
+      Status s = jobs[i]();
+      std::lock_guard lock(latch->mu);
+      results[i] = std::move(s);
+      if (--latch->pending == 0) latch->cv.notify_all();
+    });
+    if (!queued.ok()) {  // the pool is saturated or stopping: do it here
+      {
+        std::lock_guard lock(latch->mu);
+        --latch->pending;
+      }
+      results[i] = jobs[i]();
+    }
+  }
+  results[0] = jobs[0]();
+  std::unique_lock lock(latch->mu);
+  latch->cv.wait(lock, [&] { return latch->pending == 0; });
+  return results;
+}
+
+Status StocTableStore::Choose(int n, const std::vector<uint32_t>& exclude,
+                              std::vector<uint32_t>* out) {
+  std::vector<uint32_t> candidates, healthy;
+  const MonoTime now = MonoNow();
+  std::lock_guard lock(rng_mu_);
+  for (uint32_t id : stocs_) {
+    if (std::find(exclude.begin(), exclude.end(), id) != exclude.end()) continue;
+    candidates.push_back(id);
+    auto it = suspects_.find(id);
+    if (it != suspects_.end() && it->second <= now) {
+      suspects_.erase(it);
+      it = suspects_.end();
+    }
+    if (it == suspects_.end()) healthy.push_back(id);
+  }
+  const auto& from = n > 0 && healthy.size() >= static_cast<size_t>(n) ? healthy : candidates;
+  return ChooseStocs(options_.placement, from, *loads_, n, 2 * n, &rng_, out);
+}
+
+void StocTableStore::MarkSuspect(uint32_t stoc_id, const Status& why) {
+  LOG(WARNING) << "range " << options_.range_id << ": leaving StoC " << stoc_id
+               << " out of placement for " << kSuspectPeriod.count() << " s after "
+               << why.ToString();
+  std::lock_guard lock(rng_mu_);
+  suspects_[stoc_id] = MonoNow() + kSuspectPeriod;
+}
+
+Status StocTableStore::DeleteFile(uint32_t stoc_id, const std::string& name) {
+  Status s = client_->Delete(stoc_id, name);
+  if (s.IsNotFound()) return Status::OK();
+  return s.Prepend("deleting " + name + " at StoC " + std::to_string(stoc_id));
+}
+
+Result<lsm::FragmentLocation> StocTableStore::AppendInBlocks(StocFile* file,
+                                                        const transport::MemoryRegion& src,
+                                                        uint64_t offset, uint64_t length) {
+  DCHECK_GT(length, 0u);
+  const uint64_t chunk = std::max<uint64_t>(1, options_.max_append_bytes);
+  lsm::FragmentLocation whole;
+  for (uint64_t done = 0, i = 0; done < length; ++i) {
+    const uint64_t n = std::min(chunk, length - done);
+    auto h = client_->Append(file, src, offset + done, n);
+    if (!h.ok()) return h.status();
+    if (i == 0) {
+      whole = lsm::FragmentLocation{h->stoc_id, h->file_id, h->offset, 0};
+    } else {
+      if (i == 1) {
+        whole.chunk_bytes = chunk;
+        whole.chunk_stride = h->offset - whole.offset;
+      }
+      // Readers find chunk i at offset + i * stride: the StoC must have placed it there.
+      if (h->file_id != whole.file_id || h->offset < whole.offset + chunk ||
+          h->offset != whole.offset + i * whole.chunk_stride) {
+        return Status::IOError("StoC " + std::to_string(h->stoc_id) + " placed chunk " +
+                               std::to_string(i) + " of a fragment at offset " +
+                               std::to_string(h->offset) + ", not after the previous one at " +
+                               "the same distance as before");
+      }
+    }
+    done += n;
+    whole.size = done;
+  }
+  return whole;
+}
+
+Result<std::unique_ptr<StocFile>> StocTableStore::CreateFile(uint32_t stoc_id,
+                                                                   const std::string& name,
+                                                                   uint64_t slot_bytes) {
+  OpenOptions o;
+  o.create = true;
+  o.for_append = true;
+  o.slot_bytes = slot_bytes;
+  auto file = client_->Open(stoc_id, name, FileKind::kDisk, o);
+  if (!file.ok()) {
+    return file.status().Prepend("creating " + name + " at StoC " + std::to_string(stoc_id));
+  }
+  if (file.value()->length == 0) return file;
+  // Its blocks would sit before ours and its name would be deleted with our table.
+  LOG(WARNING) << "StoC " << stoc_id << " already holds " << name << " (" << file.value()->length
+               << " bytes, left by an earlier attempt): replacing it";
+  client_->Close(file.value().get()).IgnoreError();
+  NOVA_RETURN_NOT_OK(DeleteFile(stoc_id, name));
+  file = client_->Open(stoc_id, name, FileKind::kDisk, o);
+  if (!file.ok()) {
+    return file.status().Prepend("creating " + name + " at StoC " + std::to_string(stoc_id));
+  }
+  return file;
+}
+
+Status StocTableStore::ReadBlock(const lsm::FragmentLocation& loc, uint64_t offset, uint64_t n,
+                                 char* dst) {
+  if (offset > loc.size || n > loc.size - offset) {
+    return Status::Corruption("read [" + std::to_string(offset) + ", +" + std::to_string(n) +
+                              ") outside a block of " + std::to_string(loc.size) + " bytes");
+  }
+  if (n == 0) return Status::OK();
+  // One StoC read stays inside one chunk and carries no more than an append
+  // (--stoc_max_block_mb); a longer range is read piece by piece.
+  const uint64_t max_block = std::max<uint64_t>(1, options_.max_append_bytes);
+  auto piece = [&](uint64_t at, uint64_t left) {
+    const uint64_t k = std::min(left, max_block);
+    return loc.chunk_bytes == 0 ? k : std::min(k, loc.chunk_bytes - at % loc.chunk_bytes);
+  };
+  if (piece(offset, n) < n) {
+    for (uint64_t done = 0; done < n;) {
+      const uint64_t k = piece(offset + done, n - done);
+      NOVA_RETURN_NOT_OK(ReadBlock(loc, offset + done, k, dst + done));
+      done += k;
+    }
+    return Status::OK();
+  }
+  // Where [offset, +n) lies in the file; it is inside one chunk here.
+  const uint64_t file_offset =
+      loc.chunk_bytes == 0 ? loc.offset + offset
+                           : loc.offset + offset / loc.chunk_bytes * loc.chunk_stride +
+                                 offset % loc.chunk_bytes;
+  const BlockHandle block{loc.stoc_id, loc.file_id, FileKind::kDisk, file_offset, n};
+  if (n <= read_buffers_->options().max_class_bytes) {
+    auto buf = read_buffers_->Allocate(n);
+    if (buf.ok()) {
+      Status s = client_->Read(block, *buf->region, buf->offset);
+      if (s.IsTimedOut()) {
+        // The StoC may still WRITE into the buffer later: never hand it out again.
+        LOG(WARNING) << "read timed out; quarantining its " << buf->capacity << "-byte buffer";
+        return s;
+      }
+      if (s.ok()) std::memcpy(dst, buf->data, n);
+      read_buffers_->Free(buf.value());
+      return s;
+    }
+  }
+  // Large, or the pool is exhausted: the StoC writes straight into dst. Deregistering
+  // waits for (and then refuses) any WRITE of a timed-out read.
+  ScopedRegistration reg(client_->transport(), dst, n, transport::kRemoteWrite);
+  NOVA_RETURN_NOT_OK(reg.status());
+  return client_->Read(block, reg.region(), 0);
+}
+
+Status StocTableStore::ReadAnyReplica(const std::vector<lsm::FragmentLocation>& replicas,
+                                      uint64_t offset, uint64_t n, char* dst,
+                                      std::atomic<uint32_t>* preferred, const std::string& what) {
+  if (replicas.empty()) return Status::Corruption(what + " has no replica to read");
+  const size_t start = preferred != nullptr ? preferred->load(std::memory_order_relaxed) : 0;
+  Status last;
+  for (size_t k = 0; k < replicas.size(); ++k) {
+    const size_t r = (start + k) % replicas.size();
+    last = ReadBlock(replicas[r], offset, n, dst);
+    if (last.ok()) {
+      if (k != 0 && preferred != nullptr) preferred->store(static_cast<uint32_t>(r));
+      return last;
+    }
+    const bool more = k + 1 < replicas.size();
+    if (more) read_failovers_.fetch_add(1, std::memory_order_relaxed);
+    LOG(WARNING) << "reading " << what << " from replica " << r << " at StoC "
+                 << replicas[r].stoc_id << ": " << last.ToString()
+                 << (more ? "; trying the next replica" : "; no replica left");
+  }
+  return last.Prepend("reading " + what + " (every replica failed)");
+}
+
+// ---- Tables ---------------------------------------------------------------------------
+
+Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table, lsm::TableMeta* meta) {
+  const std::string what =
+      "writing table " + std::to_string(number) + " of range " + std::to_string(options_.range_id);
+  const lsm::TableLayout& layout = table.layout;
+  NOVA_RETURN_NOT_OK_PREPEND(layout.Validate(), what);
+  if (table.contents.size() != layout.file_size) {
+    return Status::InvalidArgument(what + ": contents are " +
+                                   std::to_string(table.contents.size()) +
+                                   " bytes, the layout says " + std::to_string(layout.file_size));
+  }
+  const uint32_t rho = layout.num_data_fragments();
+  const uint32_t meta_fragment = layout.meta_fragment();
+
+  // Placement: fragment i's replica r goes to where[i][r].
+  std::vector<std::vector<uint32_t>> where(layout.num_fragments());
+  {
+    std::vector<uint32_t> primaries, meta_stoc;
+    NOVA_RETURN_NOT_OK_PREPEND(Choose(static_cast<int>(rho), {}, &primaries),
+                               what + ": placing " + std::to_string(rho) + " data fragments");
+    NOVA_RETURN_NOT_OK_PREPEND(Choose(1, {}, &meta_stoc), what + ": placing the meta fragment");
+    primaries.push_back(meta_stoc[0]);
+    for (uint32_t i = 0; i < layout.num_fragments(); ++i) {
+      where[i] = {primaries[i]};
+      if (options_.fragment_replicas > 1) {
+        std::vector<uint32_t> more;
+        NOVA_RETURN_NOT_OK_PREPEND(Choose(options_.fragment_replicas - 1, {primaries[i]}, &more),
+                                   what + ": placing replicas");
+        where[i].insert(where[i].end(), more.begin(), more.end());
+      }
+    }
+  }
+
+  // One file per replica of a non-empty fragment.
+  struct FileWrite {
+    uint32_t fragment = 0;
+    uint32_t replica = 0;
+    uint32_t stoc_id = 0;
+    std::string name;
+    bool touched = false;            // may exist at the StoC: delete on failure
+    lsm::FragmentLocation block, filter;  // where the fragment (and filter) landed
+  };
+  std::vector<FileWrite> files;
+  for (uint32_t i = 0; i < layout.num_fragments(); ++i) {
+    if (layout.FragmentSize(i) == 0) continue;
+    for (uint32_t r = 0; r < where[i].size(); ++r) {
+      FileWrite f;
+      f.fragment = i;
+      f.replica = r;
+      f.stoc_id = where[i][r];
+      f.name = TableFragmentFileName({options_.range_id, number, i, r});
+      files.push_back(std::move(f));
+    }
+  }
+
+  const bool has_filter = !table.filter.empty();
+  ScopedRegistration contents(client_->transport(), table.contents.data(), table.contents.size(),
+                              transport::kLocalOnly);
+  NOVA_RETURN_NOT_OK_PREPEND(contents.status(), what);
+  std::unique_ptr<ScopedRegistration> filter;
+  if (has_filter) {
+    filter = std::make_unique<ScopedRegistration>(client_->transport(), table.filter.data(),
+                                                  table.filter.size(), transport::kLocalOnly);
+    NOVA_RETURN_NOT_OK_PREPEND(filter->status(), what + ": filter");
+  }
+
+  std::vector<std::function<Status()>> jobs;
+  for (FileWrite& f : files) {
+    jobs.push_back([&, fw = &f]() -> Status {
+      const bool with_filter = has_filter && fw->fragment == meta_fragment;
+      const uint64_t size = layout.FragmentSize(fw->fragment);
+      fw->touched = true;
+      const uint64_t largest = std::max<uint64_t>(size, with_filter ? table.filter.size() : 0);
+      auto file = CreateFile(fw->stoc_id, fw->name, std::min(largest, options_.max_append_bytes));
+      if (!file.ok()) return file.status();
+      auto block = AppendInBlocks(file.value().get(), contents.region(),
+                                  layout.FragmentStart(fw->fragment), size);
+      if (!block.ok()) return block.status();
+      fw->block = block.value();
+      if (with_filter) {
+        block = AppendInBlocks(file.value().get(), filter->region(), 0, table.filter.size());
+        if (!block.ok()) return block.status();
+        fw->filter = block.value();
+      }
+      // The blocks are durable; closing only releases the StoC's append slot.
+      Status c = client_->Close(file.value().get());
+      LOG_IF(WARNING, !c.ok()) << "closing " << fw->name << ": " << c.ToString();
+      return Status::OK();
+    });
+  }
+  const std::vector<Status> results = RunAll(jobs);
+
+  for (size_t k = 0; k < files.size(); ++k) {
+    if (!results[k].ok()) MarkSuspect(files[k].stoc_id, results[k]);
+  }
+  for (size_t k = 0; k < files.size(); ++k) {
+    if (results[k].ok()) continue;
+    const FileWrite& bad = files[k];
+    for (const FileWrite& f : files) {
+      if (!f.touched) continue;
+      Status d = DeleteFile(f.stoc_id, f.name);
+      LOG_IF(WARNING, !d.ok()) << what << ": cleaning up after a failure: " << d.ToString();
+    }
+    return results[k].Prepend(what + ": fragment " + std::to_string(bad.fragment) + " replica " +
+                              std::to_string(bad.replica) + " at StoC " +
+                              std::to_string(bad.stoc_id));
+  }
+
+  meta->fragments.assign(layout.num_fragments(), {});
+  meta->filter.clear();
+  uint64_t bytes = 0;
+  for (const FileWrite& f : files) {
+    auto& replicas = meta->fragments[f.fragment];
+    if (replicas.size() <= f.replica) replicas.resize(f.replica + 1);
+    replicas[f.replica] = f.block;
+    bytes += f.block.size;
+    if (has_filter && f.fragment == meta_fragment) {
+      if (meta->filter.size() <= f.replica) meta->filter.resize(f.replica + 1);
+      meta->filter[f.replica] = f.filter;
+      bytes += f.filter.size;
+    }
+  }
+  tables_written_.fetch_add(1, std::memory_order_relaxed);
+  fragment_files_written_.fetch_add(files.size(), std::memory_order_relaxed);
+  bytes_written_.fetch_add(bytes, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+Result<std::unique_ptr<lsm::FragmentSource>> StocTableStore::OpenTable(const lsm::TableMeta& meta) {
+  const std::string what = "opening table " + std::to_string(meta.number);
+  NOVA_RETURN_NOT_OK_PREPEND(meta.layout.Validate(), what);
+  if (meta.fragments.size() != meta.layout.num_fragments()) {
+    return Status::Corruption(what + ": " + std::to_string(meta.fragments.size()) +
+                              " fragment entries for " +
+                              std::to_string(meta.layout.num_fragments()) + " fragments");
+  }
+  for (uint32_t i = 0; i < meta.fragments.size(); ++i) {
+    const uint64_t size = meta.layout.FragmentSize(i);
+    if (size != 0 && meta.fragments[i].empty()) {
+      return Status::Corruption(what + ": fragment " + std::to_string(i) + " has no replica");
+    }
+    for (const lsm::FragmentLocation& loc : meta.fragments[i]) {
+      if (loc.size != size) {
+        return Status::Corruption(what + ": a replica of fragment " + std::to_string(i) +
+                                  " holds " + std::to_string(loc.size) + " bytes, not " +
+                                  std::to_string(size));
+      }
+    }
+  }
+  return std::unique_ptr<lsm::FragmentSource>(new Source(this, meta));
+}
+
+Result<std::string> StocTableStore::ReadFilter(const lsm::TableMeta& meta) {
+  if (meta.filter.empty()) return std::string();
+  const uint64_t size = meta.filter.front().size;
+  std::string filter(size, '\0');
+  NOVA_RETURN_NOT_OK(ReadAnyReplica(meta.filter, 0, size, filter.data(), nullptr,
+                                    "the filter of table " + std::to_string(meta.number)));
+  return filter;
+}
+
+Status StocTableStore::DeleteTable(const lsm::TableMeta& meta) {
+  Status first;
+  for (uint32_t i = 0; i < meta.fragments.size(); ++i) {
+    for (uint32_t r = 0; r < meta.fragments[i].size(); ++r) {
+      const std::string name = TableFragmentFileName({options_.range_id, meta.number, i, r});
+      Status s = DeleteFile(meta.fragments[i][r].stoc_id, name);
+      if (!s.ok() && first.ok()) first = s;
+    }
+  }
+  if (first.ok()) tables_deleted_.fetch_add(1, std::memory_order_relaxed);
+  return first;
+}
+
+// ---- Garbage collection ---------------------------------------------------------------
+
+std::vector<Status> StocTableStore::VisitTableFiles(
+    const std::function<Status(uint32_t, const std::string&, const ParsedFileName&)>& visit) {
+  std::vector<std::function<Status()>> jobs;
+  for (uint32_t id : stocs_) {
+    jobs.push_back([this, id, &visit]() -> Status {
+      auto list = client_->List(id);
+      if (!list.ok()) return list.status().Prepend("listing StoC " + std::to_string(id));
+      Status first;
+      for (const FileState& f : list.value()) {
+        const ParsedFileName p = ParseStocFileName(f.name);
+        if (p.type != StocFileType::kTableFragment || p.range_id != options_.range_id) {
+          continue;
+        }
+        Status s = visit(id, f.name, p);
+        if (!s.ok() && first.ok()) first = s;
+      }
+      return first;
+    });
+  }
+  return RunAll(jobs);
+}
+
+Result<std::vector<uint64_t>> StocTableStore::ListTables() {
+  const std::string what = "range " + std::to_string(options_.range_id) + ": listing tables";
+  std::mutex mu;
+  std::set<uint64_t> numbers;  // protected by mu
+  const std::vector<Status> results =
+      VisitTableFiles([&](uint32_t, const std::string&, const ParsedFileName& p) {
+        std::lock_guard lock(mu);
+        numbers.insert(p.number);
+        return Status::OK();
+      });
+  Status last;
+  size_t answered = 0;
+  for (const Status& s : results) {
+    if (s.ok()) {
+      ++answered;
+      continue;
+    }
+    LOG(WARNING) << what << ": " << s.ToString() << " (its tables are left out)";
+    last = s;
+  }
+  if (answered == 0) return last.Prepend(what + ": no StoC answered");
+  return std::vector<uint64_t>(numbers.begin(), numbers.end());
+}
+
+Status StocTableStore::DeleteTableFiles(uint64_t number) {
+  const std::string what = "range " + std::to_string(options_.range_id) +
+                           ": deleting the files of table " + std::to_string(number);
+  const std::vector<Status> results = VisitTableFiles(
+      [&](uint32_t id, const std::string& name, const ParsedFileName& p) -> Status {
+        if (p.number != number) return Status::OK();
+        NOVA_RETURN_NOT_OK(DeleteFile(id, name));
+        table_files_collected_.fetch_add(1, std::memory_order_relaxed);
+        return Status::OK();
+      });
+  for (const Status& s : results) {
+    if (!s.ok()) return s.Prepend(what);
+  }
+  return Status::OK();
+}
+
+StocTableStoreStats StocTableStore::GetStats() const {
+  StocTableStoreStats s;
+  s.tables_written = tables_written_.load(std::memory_order_relaxed);
+  s.tables_deleted = tables_deleted_.load(std::memory_order_relaxed);
+  s.fragment_files_written = fragment_files_written_.load(std::memory_order_relaxed);
+  s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
+  s.read_failovers = read_failovers_.load(std::memory_order_relaxed);
+  s.manifest_appends = manifest_appends_.load(std::memory_order_relaxed);
+  s.manifest_rolls = manifest_rolls_.load(std::memory_order_relaxed);
+  s.manifest_repairs = manifest_repairs_.load(std::memory_order_relaxed);
+  s.table_files_collected = table_files_collected_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace nova::stoc

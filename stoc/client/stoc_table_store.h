@@ -1,0 +1,278 @@
+// StocTableStore: a range's SSTables and MANIFEST on StoCs (DESIGN.md sections 4, 5, 7).
+//
+// Tables. WriteTable scatters a table's rho data fragments over rho distinct StoCs chosen
+// by the placement policy (ChooseStocs with d = 2 * rho), and its meta fragment to
+// one more StoC (d = 2). Each fragment has R replicas on R distinct StoCs (replica 0 where
+// placement put the fragment, the others placed the same way among the remaining StoCs).
+// Every replica is one persistent StoC file named
+// TableFragmentFileName({range, table, fragment, replica}) holding the fragment as
+// one block; a meta fragment file holds the whole-table filter as a second block
+// (lsm::TableMeta::filter records it, one location per replica). Empty data fragments get no
+// file. All files of a table are written in parallel; on failure every file written is
+// deleted again. Reads go to a fragment's replicas in turn, starting from the one that
+// last worked; a replica that fails is logged and the next one tried.
+//
+// Suspects. A StoC that fails a write is left out of placement for kSuspectPeriod (while
+// enough other StoCs remain), so a retried flush or MANIFEST write does not pick the StoC
+// that just failed it again.
+//
+// MANIFEST. A persistent StoC file ManifestFileName(range, n) on `manifest_replicas`
+// distinct StoCs; each AppendManifest record is one block appended to every replica (an
+// error if any replica fails). ReadManifest finds the current MANIFEST by itself: it lists
+// every StoC, takes the highest n whose file holds at least one valid record (a higher,
+// empty one is a roll-over that never finished), reads it block by block (extents from
+// StatFile) from the replica holding the most valid records, and reopens it for appending.
+// Invariants that keep a MANIFEST from losing acknowledged records:
+//  1. A new MANIFEST (first append of a new range, a roll-over, a repair) is complete on
+//     all its replicas before the previous one is deleted, and its number is higher than
+//     every MANIFEST number this store has seen or tried.
+//  2. After a failed append or roll-over the replicas may differ, so the store appends no
+//     further record to that MANIFEST: the next AppendManifest first "repairs" by writing
+//     the acknowledged bytes, as one block, into a new MANIFEST (1), then appends.
+//  3. ReadManifest refuses (Unavailable) while as many StoCs as manifest_replicas are
+//     unreachable: they could hold every replica of a newer MANIFEST. With fewer, a newer
+//     MANIFEST has a replica in view.
+//  4. When ReadManifest finds the current MANIFEST on fewer than manifest_replicas StoCs
+//     with identical contents, it repairs it as in (2). Older MANIFESTs and unfinished
+//     roll-overs are deleted (best effort; the next ReadManifest retries).
+//  5. A new MANIFEST is never placed on a StoC this ReadManifest failed to list, read or
+//     reopen (the repair of (4) would fail there), and such a StoC is also a suspect (see
+//     above) for later roll-overs and tables. A new MANIFEST whose write fails at some
+//     StoC is placed again, under a new number, on StoCs that did not fail (a few times).
+//  6. With a manifest_pointer_path (stoc/client/manifest_pointer.h), every number is recorded as
+//     allocated before its files are made (never reused, even by a later run that cannot
+//     list the StoC holding a leftover) and as committed once complete on every replica,
+//     before the previous MANIFEST is deleted. ReadManifest refuses (Unavailable) when the
+//     newest MANIFEST it finds is older than the committed one: a StoC that was down during
+//     a roll-over still holds the older one, and the StoCs of the newer one may have lost
+//     their disks; opening from it would drop every edit since. Unless force_recovery.
+//
+// Registered memory. Writes register the caller's bytes (the table's contents, a MANIFEST
+// record) for the duration of the call: no copy, and no pool sized for the largest table
+// times the concurrent flushes. Reads are small (a data block) and frequent, so they use
+// buffers of a SlabAllocator registered once; a read larger than its largest class, or
+// made while the pool is exhausted, registers its destination for the call instead.
+//
+// Limits: a fragment, and a repaired MANIFEST's contents, must fit in one StoC block
+// (StocOptions::max_block_bytes); choose rho and the roll-over size accordingly.
+//
+//   StocTableStoreOptions o;
+//   o.range_id = 3;
+//   o.stocs = {1, 2, 3, 4};     // every StoC the client was given with AddStoc
+//   o.fragment_replicas = 2;
+//   StocTableStore store(&client, o);
+//   NOVA_RETURN_NOT_OK(store.Init());
+//   auto manifest = store.ReadManifest();  // recovery: the range's MANIFEST bytes, or ""
+//
+// Lifecycle: the constructor cannot fail; Init() validates the options and prepares the
+// read buffers. Thread safety: thread-safe. Table operations run concurrently; MANIFEST
+// operations serialize on manifest_mu_. Lock order: manifest_mu_ before rng_mu_.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/lsm/table_store.h"
+#include "common/thread_pool.h"
+#include "common/transport/slab_allocator.h"
+#include "stoc/client/file_names.h"
+#include "stoc/client/manifest_pointer.h"
+#include "stoc/client/placement.h"
+#include "stoc/client/stoc_client.h"
+
+namespace nova::stoc {
+
+// How long a StoC that failed a write is left out of placement: long enough for the
+// configuration to drop a dead StoC, short enough that a restarted one soon gets work.
+constexpr std::chrono::seconds kSuspectPeriod{10};
+
+struct StocTableStoreOptions {
+  uint32_t range_id = 0;
+  // Every StoC of the cluster (ids the StocClient knows): placement chooses among them and
+  // ReadManifest lists them all.
+  std::vector<uint32_t> stocs;
+  // R: replicas of each fragment, on distinct StoCs (--ltc_fragment_replicas).
+  int fragment_replicas = 1;
+  // How StoCs are chosen for fragments and MANIFEST replicas (--ltc_placement).
+  lsm::PlacementPolicy placement = lsm::PlacementPolicy::kPowerOfD;
+  // Loads power-of-d compares. Null: the StocClient's load_view(), fed by StoC replies.
+  // Must outlive the store.
+  const LoadView* loads = nullptr;
+  // Replicas of the MANIFEST, on distinct StoCs (--ltc_manifest_replicas).
+  int manifest_replicas = 1;
+  // Registered buffers for reads. Null: Init() makes a pool of read_pool_bytes on the
+  // client's transport. Must outlive the store.
+  transport::SlabAllocator* read_buffers = nullptr;
+  uint64_t read_pool_bytes = 16ull << 20;
+  // Threads writing the files of a table (and MANIFEST replicas) in parallel; the calling
+  // thread writes one of them itself.
+  int io_threads = 8;
+  // Seed of the placement generator; 0 picks a random one.
+  uint64_t seed = 0;
+  // Largest block one append carries. A fragment (or filter) larger than this is written as
+  // consecutive appends to its file and recorded as one location, so tables may be larger
+  // than a StoC block (a 16 MiB memtable flushed with rho = 1). Must not exceed any StoC's
+  // --stoc_max_block_mb.
+  uint64_t max_append_bytes = 4ull << 20;
+  // The LTC's own record of the range's MANIFEST numbers (stoc/client/manifest_pointer.h); empty:
+  // none is kept, and a stale MANIFEST left on a StoC cannot be told from the current one
+  // when every StoC holding the current one lost its disk.
+  std::string manifest_pointer_path;
+  // Open the range from the newest MANIFEST found even when it is older than the one the
+  // pointer says was completed (an operator's decision: --ltc_force_recovery_ranges).
+  bool force_recovery = false;
+};
+
+// What the store did (monotonic counters; a snapshot).
+struct StocTableStoreStats {
+  uint64_t tables_written = 0;
+  uint64_t tables_deleted = 0;
+  uint64_t fragment_files_written = 0;  // replicas of fragments, one file each
+  uint64_t bytes_written = 0;           // fragment and filter bytes, all replicas
+  uint64_t read_failovers = 0;          // reads that failed on a replica and moved on
+  uint64_t manifest_appends = 0;
+  uint64_t manifest_rolls = 0;         // roll-overs asked for by RollManifest
+  uint64_t manifest_repairs = 0;       // new MANIFESTs made to repair (invariants 2 and 4)
+  uint64_t table_files_collected = 0;  // files removed by DeleteTableFiles
+};
+
+class StocTableStore final : public lsm::TableStore {
+ public:
+  // `client` must outlive the store and know every StoC of options.stocs.
+  StocTableStore(StocClient* client, StocTableStoreOptions options);
+  ~StocTableStore() override;
+  StocTableStore(const StocTableStore&) = delete;
+  StocTableStore& operator=(const StocTableStore&) = delete;
+
+  // InvalidArgument for options that cannot work (no StoCs, fewer distinct StoCs than R or
+  // than the MANIFEST replicas, R or MANIFEST replicas < 1, io_threads < 1), or the error
+  // preparing the read buffers. REQUIRES: called once, before anything else.
+  Status Init();
+
+  // lsm::TableStore. See the file comment. WriteTable: InvalidArgument if the table needs more
+  // distinct StoCs than there are (rho or R); otherwise the first StoC error, after
+  // deleting what was written. OpenTable: Corruption if `meta` is inconsistent (no
+  // StoC is asked). ReadFilter and source reads: the last replica's error once every
+  // replica failed. DeleteTable: the first error other than NotFound (files already gone
+  // are fine); it still tries every file.
+  Status WriteTable(uint64_t number, const lsm::BuiltTable& table, lsm::TableMeta* meta) override;
+  Result<std::unique_ptr<lsm::FragmentSource>> OpenTable(const lsm::TableMeta& meta) override;
+  Result<std::string> ReadFilter(const lsm::TableMeta& meta) override;
+  Status DeleteTable(const lsm::TableMeta& meta) override;
+  // Garbage collection: both list every StoC (in parallel), and parse the names
+  // (stoc/client/file_names.h); only table fragment files of this range count. ListTables: the
+  // last List error only if no StoC answered. DeleteTableFiles: the first List or Delete
+  // error (NotFound is fine: a file already gone); costs one List per StoC, so a pass over
+  // many tables should list once (ListTables) and delete only the orphans.
+  Result<std::vector<uint64_t>> ListTables() override;
+  Status DeleteTableFiles(uint64_t number) override;
+  // MANIFEST calls find the current MANIFEST first if this store has not yet done so.
+  Status AppendManifest(const std::string& record) override;
+  Status RollManifest(const std::string& snapshot_record) override;
+  // Closes whatever MANIFEST this store had open and finds the current one again.
+  Result<std::string> ReadManifest() override;
+
+  StocTableStoreStats GetStats() const;
+  // Number of the current MANIFEST (0: none yet). For tests and status pages.
+  uint64_t manifest_number() const;
+
+ private:
+  class Source;
+
+  // Reads n bytes at `offset` of the block at `loc` into dst.
+  Status ReadBlock(const lsm::FragmentLocation& loc, uint64_t offset, uint64_t n, char* dst);
+  // Reads n bytes at `offset` of the block of `replicas`, trying the replicas in turn until
+  // one succeeds (each failure is logged). *preferred, if not null, is the replica to try
+  // first and is set to the one that worked. `what` names the block in messages.
+  Status ReadAnyReplica(const std::vector<lsm::FragmentLocation>& replicas, uint64_t offset, uint64_t n,
+                        char* dst, std::atomic<uint32_t>* preferred, const std::string& what);
+  // For each StoC, in parallel: lists it and calls `visit` with the parsed names of the
+  // table fragment files of this range (from several threads at once: `visit` must be
+  // thread-safe). Returns per StoC (in stocs_ order) the List error or visit's first error.
+  std::vector<Status> VisitTableFiles(
+      const std::function<Status(uint32_t stoc_id, const std::string& name,
+                                 const ParsedFileName& parsed)>& visit);
+  // Runs every job, in parallel, and returns their statuses in order.
+  std::vector<Status> RunAll(const std::vector<std::function<Status()>>& jobs);
+  // Chooses `n` distinct StoCs from the candidates other than `exclude`, d = 2 * n,
+  // leaving out suspects unless fewer than n StoCs would remain.
+  Status Choose(int n, const std::vector<uint32_t>& exclude, std::vector<uint32_t>* out);
+  // Leaves the StoC out of placement for a while (it failed a write).
+  void MarkSuspect(uint32_t stoc_id, const Status& why);
+  // Deletes a StoC file; NotFound counts as success.
+  Status DeleteFile(uint32_t stoc_id, const std::string& name);
+  // Opens (creating) a persistent file for appends, replacing a leftover of the same
+  // name that already holds data (a crashed earlier attempt).
+  Result<std::unique_ptr<StocFile>> CreateFile(uint32_t stoc_id, const std::string& name,
+                                                     uint64_t slot_bytes);
+  // Appends src[offset, +length) to `file` in chunks of at most max_append_bytes and
+  // returns where the whole lies: one block, or chunks at a constant distance in the file
+  // (IOError if the StoC placed a chunk elsewhere). REQUIRES: length > 0.
+  Result<lsm::FragmentLocation> AppendInBlocks(StocFile* file, const transport::MemoryRegion& src,
+                                          uint64_t offset, uint64_t length);
+
+  // MANIFEST helpers. REQUIRES: manifest_mu_ held.
+  Status EnsureManifestLocked();
+  Status DiscoverManifestLocked(std::string* contents);
+  // Durably records `allocated` (the pointer's never goes down) and `committed` in the
+  // MANIFEST pointer, then in pointed_. REQUIRES: pointer_ not null.
+  Status RecordPointerLocked(uint64_t allocated, uint64_t committed);
+  // Writes `first_block` as the only block of a new MANIFEST on manifest_replicas StoCs
+  // other than `avoid` and makes it current, deleting the previous one (invariant 1). If
+  // writing fails at some StoC it tries again (a new number) without the StoCs that
+  // failed, up to kManifestPlacements placements. Unavailable if too few StoCs are left
+  // besides `avoid`; otherwise the last write error, with manifest_broken_ set.
+  Status CreateManifestLocked(const std::string& first_block, std::vector<uint32_t> avoid);
+  // One placement of CreateManifestLocked: creates MANIFEST `number` on the StoCs `where`
+  // holding `first_block`. On success the open files go to *out; on failure the StoCs
+  // that failed are added to *failed (and marked suspect) and every file is deleted again.
+  Status WriteManifestReplicas(uint64_t number, const std::string& first_block,
+                               const std::vector<uint32_t>& where,
+                               std::vector<std::unique_ptr<StocFile>>* out,
+                               std::vector<uint32_t>* failed);
+  // Reads the replica's blocks; OK with *contents, or the error.
+  Status ReadManifestReplica(uint32_t stoc_id, uint64_t file_id, std::string* contents);
+  void CloseManifestLocked();
+
+  // Constant after construction.
+  StocClient* const client_;  // must outlive this
+  const StocTableStoreOptions options_;
+  const std::vector<uint32_t> stocs_;  // options_.stocs without repeats, ascending
+  const LoadView* const loads_;  // options_.loads or the client's; must outlive this
+
+  transport::SlabAllocator* read_buffers_ = nullptr;            // set by Init
+  std::unique_ptr<transport::SlabAllocator> own_read_buffers_;  // when options had none
+  std::unique_ptr<ThreadPool> io_pool_;                         // set by Init
+
+  std::mutex rng_mu_;
+  // Protected by rng_mu_:
+  std::mt19937_64 rng_;
+  std::map<uint32_t, MonoTime> suspects_;  // StoC -> until when it is left out
+
+  mutable std::mutex manifest_mu_;
+  // Protected by manifest_mu_:
+  bool manifest_found_ = false;   // the current MANIFEST was looked for
+  std::unique_ptr<ManifestPointer> pointer_;  // null without manifest_pointer_path
+  ManifestPointer::Numbers pointed_;          // as last loaded or stored
+  uint64_t manifest_number_ = 0;  // 0: none
+  uint64_t next_manifest_number_ = 1;
+  std::vector<std::unique_ptr<StocFile>> manifest_files_;  // open for appending
+  std::string manifest_contents_;  // acknowledged bytes of the current MANIFEST
+  bool manifest_broken_ = false;   // invariant 2: repair before the next append
+
+  // Counters.
+  std::atomic<uint64_t> tables_written_{0}, tables_deleted_{0}, fragment_files_written_{0},
+      bytes_written_{0}, read_failovers_{0}, manifest_appends_{0}, manifest_rolls_{0},
+      manifest_repairs_{0}, table_files_collected_{0};
+};
+
+}  // namespace nova::stoc

@@ -1,0 +1,411 @@
+// StocTableStore, MANIFEST half: finding the current MANIFEST, appending to it, rolling it
+// over and repairing it (the invariants are listed in stoc_table_store.h).
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/lsm/manifest_format.h"
+#include "stoc/client/file_names.h"
+#include "stoc/client/scoped_registration.h"
+#include "stoc/client/stoc_table_store.h"
+
+namespace nova::stoc {
+
+namespace {
+
+// Append slot asked for a MANIFEST replica: records are small, and a range keeps its
+// MANIFEST open for its whole life, so a default 1 MiB slot per range would tie up much of
+// a StoC's file buffer. A larger record reserves a larger slot on demand.
+constexpr uint64_t kManifestSlotBytes = 64 << 10;
+// Placements a new MANIFEST gets when writing it fails at some StoC (each further one
+// leaves out the StoCs that failed): steps around a StoC or two that died unnoticed, while
+// bounding how many StoC timeouts one call can wait for.
+constexpr int kManifestPlacements = 3;
+
+std::vector<uint32_t> Distinct(std::vector<uint32_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+}  // namespace
+
+// ---- MANIFEST -------------------------------------------------------------------------
+
+void StocTableStore::CloseManifestLocked() {
+  for (auto& f : manifest_files_) client_->Close(f.get()).IgnoreError();
+  manifest_files_.clear();
+  manifest_found_ = false;
+  manifest_number_ = 0;
+  manifest_contents_.clear();
+  manifest_broken_ = false;
+}
+
+Status StocTableStore::EnsureManifestLocked() {
+  if (manifest_found_) return Status::OK();
+  std::string contents;
+  return DiscoverManifestLocked(&contents);
+}
+
+Status StocTableStore::ReadManifestReplica(uint32_t stoc_id, uint64_t file_id,
+                                           std::string* contents) {
+  auto st = client_->StatFile(stoc_id, file_id);
+  if (!st.ok()) return st.status();
+  if (st->kind != FileKind::kDisk) {
+    return Status::Corruption("MANIFEST " + st->name + " is not a persistent file");
+  }
+  contents->clear();
+  for (const auto& [offset, size] : st->blocks) {
+    const size_t at = contents->size();
+    contents->resize(at + size);
+    NOVA_RETURN_NOT_OK(ReadBlock(lsm::FragmentLocation{stoc_id, file_id, offset, size}, 0, size,
+                                 contents->data() + at));
+  }
+  return Status::OK();
+}
+
+Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
+  const std::string range = "range " + std::to_string(options_.range_id);
+  if (!options_.manifest_pointer_path.empty()) {
+    if (pointer_ == nullptr) {
+      pointer_ = std::make_unique<ManifestPointer>(options_.manifest_pointer_path);
+    }
+    auto loaded = pointer_->Load();
+    if (loaded.ok()) {
+      pointed_ = loaded.value();
+    } else if (options_.force_recovery) {
+      LOG(ERROR) << range << ": ignoring the MANIFEST pointer (--ltc_force_recovery_ranges): "
+                 << loaded.status().ToString();
+      pointed_ = ManifestPointer::Numbers{};
+    } else {
+      return loaded.status().Prepend(range + ": the MANIFEST pointer (" +
+                                     pointer_->path() + ")");
+    }
+    // Never a number a failed attempt may have left files under (invariant 1).
+    next_manifest_number_ = std::max(next_manifest_number_, pointed_.allocated + 1);
+  }
+  // Every replica of every MANIFEST of the range: number -> (StoC, file id).
+  std::map<uint64_t, std::vector<std::pair<uint32_t, uint64_t>>> found;
+  std::string unreachable;
+  int num_unreachable = 0;
+  // StoCs that failed a list, a read or a reopen here: a repair must not place the new
+  // MANIFEST on them (it would fail), and later placements leave them out for a while.
+  std::vector<uint32_t> avoid;
+  for (uint32_t id : stocs_) {
+    auto list = client_->List(id);
+    if (!list.ok()) {
+      LOG(WARNING) << range << ": cannot list StoC " << id << ": " << list.status().ToString();
+      unreachable += (num_unreachable++ ? ", " : "") + std::to_string(id);
+      avoid.push_back(id);
+      MarkSuspect(id, list.status());
+      continue;
+    }
+    for (const FileState& f : list.value()) {
+      const ParsedFileName p = ParseStocFileName(f.name);
+      if (p.type == StocFileType::kManifest && p.range_id == options_.range_id) {
+        found[p.number].emplace_back(id, f.file_id);
+      }
+    }
+  }
+  if (num_unreachable >= options_.manifest_replicas) {  // invariant 3
+    return Status::Unavailable(range + ": cannot tell which MANIFEST is current while StoCs " +
+                               unreachable +
+                               " are unreachable (they may hold every replica of "
+                               "the newest)");
+  }
+  if (!found.empty()) {
+    next_manifest_number_ = std::max(next_manifest_number_, found.rbegin()->first + 1);
+  }
+
+  std::vector<std::pair<uint32_t, std::string>> leftovers;  // (StoC, name) to delete
+  uint64_t chosen = 0;
+  std::string best;
+  std::vector<std::pair<uint32_t, uint64_t>> healthy;  // replicas of `chosen` holding `best`
+  for (auto it = found.rbegin(); it != found.rend(); ++it) {
+    const uint64_t number = it->first;
+    const auto& replicas = it->second;
+    const std::string name = ManifestFileName(options_.range_id, number);
+    if (chosen != 0) {  // older than the current one
+      for (const auto& [id, file_id] : replicas) leftovers.emplace_back(id, name);
+      continue;
+    }
+    struct ReplicaRead {
+      bool ok = false;
+      std::string bytes;
+      lsm::ManifestFrames parsed;
+    };
+    std::vector<ReplicaRead> reads(replicas.size());
+    Status failure;
+    size_t most = replicas.size();
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      Status s = ReadManifestReplica(replicas[i].first, replicas[i].second, &reads[i].bytes);
+      if (s.ok()) s = lsm::ParseManifestFrames(reads[i].bytes, &reads[i].parsed);
+      if (!s.ok()) {
+        LOG(WARNING) << range << ": reading " << name << " at StoC " << replicas[i].first << ": "
+                     << s.ToString();
+        failure = s;
+        // Damaged contents say nothing about the StoC; a failed read does.
+        if (!s.IsCorruption()) avoid.push_back(replicas[i].first);
+        continue;
+      }
+      reads[i].ok = true;
+      if (most == replicas.size() ||
+          reads[i].parsed.payloads.size() > reads[most].parsed.payloads.size()) {
+        most = i;
+      }
+    }
+    if (most < replicas.size() && !reads[most].parsed.payloads.empty()) {
+      chosen = number;
+      best = reads[most].bytes.substr(0, reads[most].parsed.valid_bytes);
+      for (size_t i = 0; i < replicas.size(); ++i) {
+        if (reads[i].ok && reads[i].bytes == best) {
+          healthy.push_back(replicas[i]);
+        } else {
+          leftovers.emplace_back(replicas[i].first, name);  // diverged or unreadable
+        }
+      }
+      continue;
+    }
+    // Without a record on any replica read, it is a roll-over that never finished, unless
+    // a replica could not be read: then nothing can be concluded.
+    if (!failure.ok()) return failure.Prepend(range + ": reading " + name);
+    LOG(WARNING) << range << ": " << name << " holds no record (an unfinished roll-over)";
+    for (const auto& [id, file_id] : replicas) leftovers.emplace_back(id, name);
+  }
+
+  if (chosen < pointed_.committed) {  // invariant 6
+    const std::string why =
+        range + ": this LTC completed MANIFEST " + std::to_string(pointed_.committed) +
+        " but the newest found is " + (chosen == 0 ? "none" : std::to_string(chosen)) +
+        ": the StoCs holding it are unreachable or lost their disks";
+    if (!options_.force_recovery) {
+      return Status::Unavailable(why + "; waiting for them (opening from an older MANIFEST "
+                                 "would drop the edits since)");
+    }
+    LOG(ERROR) << why << "; opening from it anyway (--ltc_force_recovery_ranges): the edits "
+               << "since, with the writes they held, are lost";
+  }
+
+  manifest_files_.clear();
+  manifest_number_ = 0;
+  manifest_contents_.clear();
+  manifest_broken_ = false;
+  bool repair = false;
+  if (chosen != 0) {
+    const std::string name = ManifestFileName(options_.range_id, chosen);
+    repair = healthy.size() < static_cast<size_t>(options_.manifest_replicas);
+    for (size_t i = 0; !repair && i < healthy.size(); ++i) {
+      OpenOptions o;
+      o.create = false;
+      o.for_append = true;
+      o.slot_bytes = kManifestSlotBytes;
+      auto f = client_->Open(healthy[i].first, name, FileKind::kDisk, o);
+      if (!f.ok()) {
+        LOG(WARNING) << range << ": reopening " << name << " at StoC " << healthy[i].first << ": "
+                     << f.status().ToString();
+        avoid.push_back(healthy[i].first);
+        MarkSuspect(healthy[i].first, f.status());
+        repair = true;
+        break;
+      }
+      manifest_files_.push_back(std::move(f.value()));
+    }
+    manifest_contents_ = best;
+    if (repair) {  // invariant 4
+      LOG(WARNING) << range << ": " << name << " is intact on " << healthy.size() << " of "
+                   << options_.manifest_replicas << " StoCs: rewriting it as a new MANIFEST";
+      for (auto& f : manifest_files_) client_->Close(f.get()).IgnoreError();
+      manifest_files_.clear();
+      // Its replicas go only once the new MANIFEST is complete (invariant 1).
+      Status s = CreateManifestLocked(best, avoid);
+      if (!s.ok()) {
+        manifest_contents_.clear();
+        return s.Prepend(range + ": repairing " + name);
+      }
+      manifest_repairs_.fetch_add(1, std::memory_order_relaxed);
+      for (const auto& [id, file_id] : healthy) leftovers.emplace_back(id, name);
+    } else {
+      manifest_number_ = chosen;
+      if (pointer_ != nullptr && chosen > pointed_.committed) {
+        // Completed by an earlier run that died before recording it (invariant 6).
+        NOVA_RETURN_NOT_OK(RecordPointerLocked(chosen, chosen));
+      }
+    }
+  }
+  manifest_found_ = true;
+  for (const auto& [id, name] : leftovers) {
+    Status s = DeleteFile(id, name);
+    LOG_IF(WARNING, !s.ok()) << range << ": removing an old MANIFEST: " << s.ToString();
+  }
+  *contents = best;
+  return Status::OK();
+}
+
+Status StocTableStore::RecordPointerLocked(uint64_t allocated, uint64_t committed) {
+  const ManifestPointer::Numbers n{std::max(pointed_.allocated, allocated), committed};
+  NOVA_RETURN_NOT_OK_PREPEND(pointer_->Store(n), "range " + std::to_string(options_.range_id) +
+                                                     ": the MANIFEST pointer");
+  pointed_ = n;
+  return Status::OK();
+}
+
+Status StocTableStore::CreateManifestLocked(const std::string& first_block,
+                                            std::vector<uint32_t> avoid) {
+  const std::string range = "range " + std::to_string(options_.range_id);
+  Status last;
+  for (int attempt = 0; attempt < kManifestPlacements; ++attempt) {
+    std::vector<uint32_t> where;
+    Status placed = Choose(options_.manifest_replicas, avoid, &where);
+    if (!placed.ok()) {
+      if (!last.ok()) break;  // the failed write says more than "too few StoCs left"
+      std::string left_out;
+      for (uint32_t id : Distinct(avoid)) left_out += " " + std::to_string(id);
+      return Status::Unavailable(
+          range + ": placing a new MANIFEST on " + std::to_string(options_.manifest_replicas) +
+          " StoCs, leaving out unreachable StoCs" + left_out + ": " + placed.ToString());
+    }
+    // Every attempt takes a new number (invariant 1): a replica a failed attempt could not
+    // delete is older than the next attempt's MANIFEST. The pointer records it first, so
+    // no later run reuses it.
+    const uint64_t number = next_manifest_number_++;
+    if (pointer_ != nullptr) NOVA_RETURN_NOT_OK(RecordPointerLocked(number, pointed_.committed));
+    std::vector<std::unique_ptr<StocFile>> files;
+    std::vector<uint32_t> failed;
+    last = WriteManifestReplicas(number, first_block, where, &files, &failed);
+    if (last.ok() && pointer_ != nullptr) {
+      // Complete on every replica: from now on an older MANIFEST is stale (invariant 6).
+      last = RecordPointerLocked(number, number);
+    }
+    if (last.ok()) {
+      // Complete on every replica: retire the previous MANIFEST (invariant 1).
+      for (auto& f : manifest_files_) {
+        client_->Close(f.get()).IgnoreError();
+        Status d = DeleteFile(f->stoc_id, f->name);
+        LOG_IF(WARNING, !d.ok()) << "retiring " << f->name << ": " << d.ToString();
+      }
+      manifest_files_ = std::move(files);
+      manifest_number_ = number;
+      manifest_contents_ = first_block;
+      manifest_broken_ = false;
+      manifest_found_ = true;
+      return Status::OK();
+    }
+    // A replica left behind would be newer than the current MANIFEST (invariant 2).
+    manifest_broken_ = true;
+    LOG(WARNING) << range << ": " << last.ToString()
+                 << (attempt + 1 < kManifestPlacements ? "; placing it on other StoCs" : "");
+    avoid.insert(avoid.end(), failed.begin(), failed.end());
+  }
+  return last;
+}
+
+Status StocTableStore::WriteManifestReplicas(uint64_t number, const std::string& first_block,
+                                             const std::vector<uint32_t>& where,
+                                             std::vector<std::unique_ptr<StocFile>>* out,
+                                             std::vector<uint32_t>* failed) {
+  const std::string name = ManifestFileName(options_.range_id, number);
+  ScopedRegistration src(client_->transport(), first_block.data(), first_block.size(),
+                         transport::kLocalOnly);
+  NOVA_RETURN_NOT_OK_PREPEND(src.status(), "writing " + name);
+  std::vector<std::unique_ptr<StocFile>> files(where.size());
+  std::vector<char> touched(where.size(), 0);  // not vector<bool>: written concurrently
+  std::vector<std::function<Status()>> jobs;
+  for (size_t i = 0; i < where.size(); ++i) {
+    jobs.push_back([&, i]() -> Status {
+      touched[i] = 1;
+      auto f =
+          CreateFile(where[i], name, std::max<uint64_t>(kManifestSlotBytes, first_block.size()));
+      if (!f.ok()) return f.status();
+      files[i] = std::move(f.value());
+      return client_->Append(files[i].get(), src.region(), 0, first_block.size()).status();
+    });
+  }
+  const std::vector<Status> results = RunAll(jobs);
+  Status first;
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (results[k].ok()) continue;
+    MarkSuspect(where[k], results[k]);
+    failed->push_back(where[k]);
+    if (first.ok()) {
+      first = results[k].Prepend("writing " + name + " at StoC " + std::to_string(where[k]));
+    }
+  }
+  if (first.ok()) {
+    *out = std::move(files);
+    return first;
+  }
+  for (size_t i = 0; i < where.size(); ++i) {
+    if (files[i]) client_->Close(files[i].get()).IgnoreError();
+    if (!touched[i]) continue;
+    Status d = DeleteFile(where[i], name);
+    LOG_IF(WARNING, !d.ok()) << "cleaning up the unfinished " << name << ": " << d.ToString();
+  }
+  return first;
+}
+
+Status StocTableStore::AppendManifest(const std::string& record) {
+  const std::string what = "range " + std::to_string(options_.range_id) + ": MANIFEST append";
+  if (record.empty()) return Status::InvalidArgument(what + ": empty record");
+  std::lock_guard lock(manifest_mu_);
+  NOVA_RETURN_NOT_OK_PREPEND(EnsureManifestLocked(), what);
+  if (manifest_number_ != 0 && manifest_broken_) {  // invariant 2
+    NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(manifest_contents_, {}),
+                               what + ": repairing after a failed write");
+    manifest_repairs_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (manifest_number_ == 0) {  // the range's first record starts its first MANIFEST
+    NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(record, {}), what);
+    manifest_appends_.fetch_add(1, std::memory_order_relaxed);
+    return Status::OK();
+  }
+  ScopedRegistration src(client_->transport(), record.data(), record.size(), transport::kLocalOnly);
+  NOVA_RETURN_NOT_OK_PREPEND(src.status(), what);
+  std::vector<std::function<Status()>> jobs;
+  for (auto& f : manifest_files_) {
+    jobs.push_back([&, file = f.get()] {
+      return client_->Append(file, src.region(), 0, record.size()).status();
+    });
+  }
+  const std::vector<Status> results = RunAll(jobs);
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (!results[k].ok()) MarkSuspect(manifest_files_[k]->stoc_id, results[k]);
+  }
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (results[k].ok()) continue;
+    manifest_broken_ = true;
+    return results[k].Prepend(what + " at StoC " + std::to_string(manifest_files_[k]->stoc_id));
+  }
+  manifest_contents_ += record;
+  manifest_appends_.fetch_add(1, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+Status StocTableStore::RollManifest(const std::string& snapshot_record) {
+  const std::string what = "range " + std::to_string(options_.range_id) + ": MANIFEST roll-over";
+  if (snapshot_record.empty()) return Status::InvalidArgument(what + ": empty snapshot");
+  std::lock_guard lock(manifest_mu_);
+  NOVA_RETURN_NOT_OK_PREPEND(EnsureManifestLocked(), what);
+  NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(snapshot_record, {}), what);
+  manifest_rolls_.fetch_add(1, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+Result<std::string> StocTableStore::ReadManifest() {
+  std::lock_guard lock(manifest_mu_);
+  CloseManifestLocked();
+  std::string contents;
+  NOVA_RETURN_NOT_OK(DiscoverManifestLocked(&contents));
+  return contents;
+}
+
+uint64_t StocTableStore::manifest_number() const {
+  std::lock_guard lock(manifest_mu_);
+  return manifest_number_;
+}
+
+}  // namespace nova::stoc

@@ -1,0 +1,98 @@
+// Persistent StoC files on the local disk: one data file per StoC file, holding appended
+// blocks in the block format of block_format.h (header with length and CRC, then data).
+//
+// Appends come in groups: a storage thread writes every block queued for a file, then
+// fdatasyncs once, and only then are the blocks acknowledged (group commit). A block that
+// fails to write is cut off again (ftruncate) so a torn block is never visible; after a
+// failed fdatasync the file refuses further appends (what reached the disk is unknown).
+//
+// Thread safety: DiskFileStore is thread-safe. A DiskFile's mutable state is protected by its
+// own mutex; AppendGroup for one file must not run concurrently with itself (the StoC
+// schedules at most one drain per file).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "stoc/server/block_format.h"
+#include "stoc/server/file_catalog.h"
+
+namespace nova::stoc {
+
+// One block waiting to be appended. `data` must stay valid until AppendGroup returns.
+struct BlockToAppend {
+  const char* data = nullptr;
+  uint32_t size = 0;
+  // Results:
+  Status status;
+  uint64_t offset = 0;  // file offset of the block's data
+};
+
+class DiskFile {
+ public:
+  DiskFile(uint64_t file_id, int fd) : file_id_(file_id), fd_(fd) {}
+  ~DiskFile();  // closes the fd
+  DiskFile(const DiskFile&) = delete;
+  DiskFile& operator=(const DiskFile&) = delete;
+
+  uint64_t file_id() const { return file_id_; }
+  // Bytes in the data file (headers included): where the next block goes.
+  uint64_t size() const;
+  // Non-OK if the file is corrupt or failed an fdatasync.
+  Status health() const;
+  // The valid blocks, in file order (a copy: appends may follow).
+  std::vector<BlockExtent> blocks() const;
+
+  // Writes the blocks in order, fdatasyncs once, and records them. Each block's status says
+  // whether it is durable. `*fsyncs` counts the fdatasyncs done.
+  void AppendGroup(std::vector<BlockToAppend>* blocks, uint64_t* fsyncs);
+
+  // Reads [offset, offset+size) into dst. The range must lie inside one block's data
+  // (OutOfRange otherwise). A whole-block read is checked against its CRC (Corruption).
+  Status Read(uint64_t offset, uint64_t size, char* dst) const;
+
+ private:
+  friend class DiskFileStore;
+  const uint64_t file_id_;
+  const int fd_;
+  mutable std::mutex mu_;
+  // Protected by mu_:
+  std::vector<BlockExtent> blocks_;  // sorted by data_offset
+  uint64_t size_ = 0;
+  Status health_;
+};
+
+class DiskFileStore {
+ public:
+  // Files live in `dir` as <file_id in hex>.dat.
+  explicit DiskFileStore(std::string dir) : dir_(std::move(dir)) {}
+  DiskFileStore(const DiskFileStore&) = delete;
+  DiskFileStore& operator=(const DiskFileStore&) = delete;
+
+  // Opens the data files of `entries` (the catalog's disk files) after a restart: scans each,
+  // cuts a torn tail, marks a corrupt file (it stays listed; reads and appends fail).
+  // A missing data file is recreated empty (the catalog entry was durable, its first block
+  // was not). Returns an error only for failures to create the directory.
+  Status Recover(const std::vector<FileEntry>& entries);
+  // Creates an empty data file.
+  Status Create(uint64_t file_id);
+  // nullptr if unknown.
+  std::shared_ptr<DiskFile> Get(uint64_t file_id) const;
+  // Forgets the file and unlinks its data. Readers holding it keep a valid fd.
+  Status Delete(uint64_t file_id);
+  size_t size() const;
+
+ private:
+  std::string PathOf(uint64_t file_id) const;
+
+  const std::string dir_;
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<DiskFile>> files_;  // protected by mu_
+};
+
+}  // namespace nova::stoc

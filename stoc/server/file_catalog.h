@@ -1,0 +1,148 @@
+// FileCatalog: a StoC's persistent list of its files, so file identity survives restarts.
+//
+// Every StoC file (in-memory or on disk) has
+//  - a file_id: a u64 assigned here, never reused. The next id is 1 + the largest id ever
+//    assigned, and it stays so after the file is deleted, after a restart and after a
+//    rewrite of the catalog (which records it explicitly);
+//  - a kind (FileKind);
+//  - a client-chosen name (ValidateFileName), unique among live files. DESIGN.md section 4:
+//    names encode (range id, table number, fragment, replica) so a restarted StoC can ask
+//    each file's owner whether it is still live.
+//
+// On disk: `<dir>/CATALOG`, an append-only log of records. DO NOT CHANGE: persisted.
+//
+//   record   := masked_crc u32 | payload_length u32 | type u8 | payload
+//     masked_crc = crc32c::Mask(crc32c of type byte and payload); fixed-width integers are
+//     little-endian (common/coding.h).
+//   kCreate  (1) payload := file_id u64 | kind u8 | name (varint32 length + bytes)
+//   kDelete  (2) payload := file_id u64
+//   kNextId  (3) payload := next_id u64          written by a rewrite
+//
+// Each mutation appends one record and fdatasyncs it before the call returns.
+//
+// Recovery (Open) replays the log:
+//  1. An incomplete last record, or a CRC-bad one that is the last thing in the file (or
+//     is followed only by zero bytes: a filesystem that grew the file before the data
+//     reached the disk), is a torn tail: an append interrupted by a crash, never
+//     acknowledged. It is truncated away with a LOG(WARNING).
+//  2. A CRC-bad record followed by more data, or any record whose CRC is good but whose
+//     contents make no sense (unknown type or kind, bad name, duplicate or reused id,
+//     delete of an unknown id), is Corruption: Open fails with a message naming the byte
+//     offset. Nothing after such a record is ever used.
+//  3. A CATALOG.tmp left by a crash during a rewrite is deleted (the rename had not
+//     happened, so CATALOG is still complete).
+//
+// Rewrite (compaction): when the log holds more than max(min_rewrite_records, 2 * live)
+// records, the live entries (kCreate, ascending id) and a kNextId are written to
+// CATALOG.tmp, which is fdatasync'd, renamed over CATALOG, and the directory fsync'd.
+// Checked by Open and after every mutation.
+//
+// Errors: if a write or sync of the log fails, the catalog stops accepting mutations (every
+// later AddFile/RemoveFile returns the same IOError) because it cannot know what reached
+// the disk; reads keep working. Whether the failed mutation survives a restart is
+// unspecified. Reopen to recover.
+//
+// Thread safety: all public methods are thread-safe; one internal mutex serializes them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "stoc/client/file_kind.h"
+#include "stoc/client/file_names.h"
+
+namespace nova::stoc {
+
+struct FileEntry {
+  uint64_t file_id = 0;
+  FileKind kind = FileKind::kMemory;
+  std::string name;
+
+  bool operator==(const FileEntry&) const = default;
+};
+
+struct FileCatalogOptions {
+  // A rewrite happens when the log holds more than max(this, 2 * live entries) records:
+  // small catalogs are not rewritten over and over, large ones stay within 2x their size.
+  uint64_t min_rewrite_records = 1000;
+};
+
+class FileCatalog {
+ public:
+  // Opens the catalog in `dir`, creating the directory and an empty CATALOG if missing,
+  // and recovers it as described above. Returns the catalog (owned by the caller), or
+  // Corruption (naming the byte offset) or IOError. At most one FileCatalog may be open on
+  // a directory at a time (not enforced).
+  static Result<std::unique_ptr<FileCatalog>> Open(const std::string& dir,
+                                                   const FileCatalogOptions& options = {});
+
+  ~FileCatalog();
+  FileCatalog(const FileCatalog&) = delete;
+  FileCatalog& operator=(const FileCatalog&) = delete;
+
+  // Records a new file and returns its id once the record is durable. Returns
+  // InvalidArgument for a bad name (ValidateFileName) or kind, AlreadyExists if a live
+  // file has this name, IOError if the log could not be written or synced.
+  Result<uint64_t> AddFile(std::string_view name, FileKind kind);
+
+  // Forgets a file once the record is durable; its id is never handed out again.
+  // Returns NotFound if no live file has this id, IOError as AddFile.
+  Status RemoveFile(uint64_t file_id);
+
+  // The live file with this name / id, if any.
+  std::optional<FileEntry> Lookup(std::string_view name) const;
+  std::optional<FileEntry> Get(uint64_t file_id) const;
+
+  // All live files, ascending by id.
+  std::vector<FileEntry> List() const;
+
+  // The id the next AddFile will return.
+  uint64_t next_file_id() const;
+  // Records currently in the log (for tests and metrics).
+  uint64_t log_records() const;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  FileCatalog(std::string dir, const FileCatalogOptions& options);
+
+  // Opening steps, run once by Open before the catalog is shared.
+  Status Recover();
+  Status Replay(std::string_view log, uint64_t* valid_length);
+  // Applies one CRC-checked record; returns Corruption (without offset) if it makes no
+  // sense.
+  Status ApplyRecord(uint8_t type, std::string_view payload);
+
+  // Appends one record at the end of the log and fdatasyncs it. On failure the log is
+  // left unusable and error_ is set.
+  Status AppendRecord(uint8_t type, std::string_view payload);
+  // Rewrites the log if it holds too many records. Returns non-OK only if the catalog is
+  // left unusable (a failure before the rename just keeps the old log).
+  Status MaybeRewrite();
+  Status Rewrite();
+
+  std::string CatalogPath() const;
+  std::string TempPath() const;
+
+  // Constant after construction.
+  const std::string dir_;
+  const FileCatalogOptions options_;
+
+  mutable std::mutex mu_;
+  // Protected by mu_.
+  int fd_ = -1;                  // the open CATALOG, positioned by log_size_ (pwrite)
+  uint64_t log_size_ = 0;        // bytes of valid records in CATALOG
+  uint64_t log_records_ = 0;     // records in CATALOG
+  uint64_t next_id_ = 1;         // ids start at 1; 0 is never a file id
+  Status error_;                 // sticky: set when the log can no longer be trusted
+  std::map<uint64_t, FileEntry> by_id_;
+  std::map<std::string, uint64_t, std::less<>> by_name_;
+};
+
+}  // namespace nova::stoc

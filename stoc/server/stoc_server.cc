@@ -1,0 +1,577 @@
+#include "stoc/server/stoc_server.h"
+
+#include <sys/stat.h>
+
+#include <bit>
+#include <cerrno>
+
+#include <glog/logging.h>
+
+#include "common/fault_point.h"
+#include "common/transport/transport_metrics.h"
+#include "common/wire/message.h"
+
+namespace nova::stoc {
+
+namespace {
+
+constexpr uint64_t kMinSlotBytes = 4096;
+constexpr uint64_t kDefaultSlotBytes = 1 << 20;
+constexpr uint64_t kSlabBytes = 1 << 20;
+constexpr wire::TypeRange kControlLow{kOpen, kReserveSlot};
+constexpr wire::TypeRange kStorage{kRead, kRead};
+// kAppendAck (0x0110) is left free: it is the client side's notification.
+constexpr wire::TypeRange kControlHigh{kClose, kStatFile};
+// Only the daemon's own fault points: "stoc.storage" (each append drain) and
+// "stoc.read" (each read).
+constexpr char kStorageFault[] = "stoc.storage";
+constexpr char kReadFault[] = "stoc.read";
+
+Status Malformed(const Status& s) { return s.ok() ? s : Status::InvalidArgument(s.message()); }
+
+}  // namespace
+
+StocServer::StocServer(const StocOptions& options, MetricsRegistry* metrics)
+    : options_(options),
+      metrics_(metrics),
+      endpoint_(rpc::RpcEndpointOptions{options.transport.max_message_bytes}),
+      storage_pool_("stoc-storage", std::max(1, options.storage_threads),
+                    options.max_queued_requests),
+      control_pool_("stoc-control", std::max(1, options.control_threads),
+                    options.max_queued_requests),
+      compaction_pool_("stoc-compact", std::max(1, options.compaction_threads),
+                       options.max_queued_requests) {
+  appends_ = metrics_->GetCounter("stoc_appends_total", "Blocks appended to persistent files");
+  append_bytes_ = metrics_->GetCounter("stoc_append_bytes_total", "Bytes appended to persistent files");
+  reads_ = metrics_->GetCounter("stoc_reads_total", "Reads served by storage threads");
+  read_bytes_ = metrics_->GetCounter("stoc_read_bytes_total", "Bytes served by storage threads");
+  fsyncs_ = metrics_->GetCounter("stoc_fsyncs_total", "fdatasync calls (one per append group)");
+  errors_ = metrics_->GetCounter("stoc_request_errors_total", "Requests answered with an error");
+  append_latency_us_ = metrics_->GetHistogram(
+      "stoc_append_latency_us", "From a block's arrival to its durable acknowledgment");
+  read_latency_us_ = metrics_->GetHistogram("stoc_read_latency_us", "Read service time");
+}
+
+StocServer::~StocServer() {
+  Shutdown();
+  metrics_->UnregisterCallbackGauge("stoc_queue_depth");
+  metrics_->UnregisterCallbackGauge("stoc_pending_bytes");
+  metrics_->UnregisterCallbackGauge("stoc_memory_bytes_used");
+  metrics_->UnregisterCallbackGauge("stoc_files");
+  if (transport_) transport::UnregisterTransportMetrics(metrics_);
+  // Slots go back before the allocator goes away.
+  for (auto& [id, slot] : slots_) file_buffer_->Free(slot.buffer);
+  slots_.clear();
+}
+
+Status StocServer::Init() {
+  if (options_.dir.empty()) return Status::InvalidArgument("StoC needs a data directory");
+  if (options_.max_block_bytes == 0 || options_.max_block_bytes > kMaxBlockBytes) {
+    return Status::InvalidArgument("max block size must be in [1, " +
+                                   std::to_string(kMaxBlockBytes) + "] bytes");
+  }
+  const uint64_t max_class = std::bit_ceil(std::max(options_.max_block_bytes, kMinSlotBytes));
+  if (options_.file_buffer_bytes < max_class || options_.file_buffer_bytes % kSlabBytes != 0) {
+    return Status::InvalidArgument(
+        "file buffer must be a multiple of 1 MiB and hold at least one maximum-size block (" +
+        std::to_string(max_class) + " bytes)");
+  }
+  if (::mkdir(options_.dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::FromErrno("mkdir " + options_.dir, errno);
+  }
+  auto catalog = FileCatalog::Open(options_.dir);
+  if (!catalog.ok()) return catalog.status().Prepend("StoC catalog");
+  catalog_ = std::move(catalog.value());
+
+  // In-memory files do not survive a restart: forget them.
+  std::vector<FileEntry> disk_files;
+  for (const FileEntry& e : catalog_->List()) {
+    if (e.kind == FileKind::kDisk) {
+      disk_files.push_back(e);
+      continue;
+    }
+    LOG(WARNING) << "in-memory file " << e.name << " was lost with the previous process";
+    NOVA_RETURN_NOT_OK(catalog_->RemoveFile(e.file_id));
+  }
+  disk_ = std::make_unique<DiskFileStore>(options_.dir + "/data");
+  NOVA_RETURN_NOT_OK(disk_->Recover(disk_files));
+  LOG(INFO) << "StoC " << options_.stoc_id << ": " << disk_files.size()
+            << " persistent files recovered from " << options_.dir;
+
+  transport::TransportOptions topts = options_.transport;
+  topts.node_name = "stoc-" + std::to_string(options_.stoc_id);
+  auto t = transport::NewTransport(topts, &endpoint_);
+  if (!t.ok()) return t.status();
+  transport_ = std::move(t.value());
+  endpoint_.Attach(transport_.get());
+  endpoint_.RegisterService(kControlLow, this, &control_pool_);
+  endpoint_.RegisterService(kStorage, this, &storage_pool_);
+  endpoint_.RegisterService(kControlHigh, this, &control_pool_);
+  endpoint_.AddObserver(this);
+  NOVA_RETURN_NOT_OK(transport_->Init());
+
+  transport::SlabOptions slab;
+  slab.pool_bytes = options_.file_buffer_bytes;
+  slab.min_class_bytes = kMinSlotBytes;
+  slab.max_class_bytes = max_class;
+  slab.slab_bytes = kSlabBytes;
+  file_buffer_ = std::make_unique<transport::SlabAllocator>(transport_.get(), slab);
+  NOVA_RETURN_NOT_OK_PREPEND(file_buffer_->Init(), "StoC file buffer");
+  memory_ = std::make_unique<MemoryFileStore>(transport_.get(), options_.memory_region_bytes,
+                                              options_.memory_limit_bytes);
+
+  metrics_->RegisterCallbackGauge("stoc_queue_depth", "Storage requests queued or running",
+                                  [this] { return static_cast<double>(CurrentLoad().queue_depth); });
+  metrics_->RegisterCallbackGauge("stoc_pending_bytes", "Bytes of queued storage requests",
+                                  [this] { return static_cast<double>(pending_bytes_.load()); });
+  metrics_->RegisterCallbackGauge("stoc_memory_bytes_used", "Memory of in-memory files",
+                                  [this] { return static_cast<double>(memory_->bytes_used()); });
+  metrics_->RegisterCallbackGauge("stoc_files", "Files in the catalog",
+                                  [this] { return static_cast<double>(catalog_->List().size()); });
+  transport::RegisterTransportMetrics(metrics_, transport_.get());
+  return Status::OK();
+}
+
+void StocServer::RegisterCompactionService(rpc::RpcService* service) {
+  endpoint_.RegisterService(wire::TypeRange{kCompact, kCompact}, service, &compaction_pool_);
+}
+
+Status StocServer::Start() {
+  NOVA_RETURN_NOT_OK(transport_->Start());
+  started_ = true;
+  return Status::OK();
+}
+
+void StocServer::Shutdown() {
+  if (transport_) transport_->Shutdown();
+  storage_pool_.Shutdown();
+  control_pool_.Shutdown();
+  compaction_pool_.Shutdown();
+}
+
+LoadStats StocServer::CurrentLoad() const {
+  LoadStats l;
+  l.queue_depth = queue_depth_.load(std::memory_order_relaxed) +
+                  static_cast<uint32_t>(storage_pool_.queue_depth());
+  l.pending_bytes = pending_bytes_.load(std::memory_order_relaxed);
+  return l;
+}
+
+// ---- Requests ------------------------------------------------------------------------
+
+void StocServer::HandleRequest(transport::PeerId peer, uint16_t type, std::string payload,
+                               rpc::Responder responder) {
+  switch (type) {
+    case kOpen: return HandleOpen(peer, payload, &responder);
+    case kNewRegion: return HandleNewRegion(payload, &responder);
+    case kReserveSlot: return HandleReserveSlot(peer, payload, &responder);
+    case kRead: return HandleRead(peer, payload, std::move(responder));
+    case kClose: return HandleClose(payload, &responder);
+    case kDelete: return HandleDelete(payload, &responder);
+    case kList: return HandleList(&responder);
+    case kStats: return HandleStats(&responder);
+    case kStatFile: return HandleStatFile(payload, &responder);
+    default:
+      errors_->Increment();
+      responder.ReplyError(Status::NotSupported("unknown StoC request " + std::to_string(type)));
+  }
+}
+
+Result<FileState> StocServer::StateOf(const FileEntry& e, bool with_blocks) const {
+  if (e.kind == FileKind::kMemory) return memory_->Stat(e.file_id);
+  auto file = disk_->Get(e.file_id);
+  if (file == nullptr) return Status::NotFound("no data for StoC file " + e.name);
+  FileState st;
+  st.file_id = e.file_id;
+  st.kind = e.kind;
+  st.name = e.name;
+  st.length = file->size();
+  if (with_blocks) {
+    for (const BlockExtent& b : file->blocks()) st.blocks.emplace_back(b.data_offset, b.size);
+  }
+  return st;
+}
+
+void StocServer::HandleOpen(transport::PeerId peer, std::string_view payload, rpc::Responder* r) {
+  OpenRequest req;
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
+  NOVA_REPLY_IF_ERROR(r, ValidateFileName(req.name), errors_);
+  auto entry = catalog_->Lookup(req.name);
+  if (!entry) {
+    if (!req.create)
+      NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file named " + req.name), errors_);
+    auto id = catalog_->AddFile(req.name, req.kind);
+    if (!id.ok() && id.status().code() == Status::Code::kAlreadyExists) {
+      entry = catalog_->Lookup(req.name);  // created concurrently
+    } else {
+      NOVA_REPLY_IF_ERROR(r, id.status(), errors_);
+      Status created = req.kind == FileKind::kDisk ? disk_->Create(id.value())
+                                                   : memory_->Create(id.value(), req.name);
+      if (!created.ok()) {
+        catalog_->RemoveFile(id.value()).IgnoreError();
+        NOVA_REPLY_IF_ERROR(r, created, errors_);
+      }
+      entry = catalog_->Get(id.value());
+    }
+    if (!entry)
+      NOVA_REPLY_IF_ERROR(r, Status::NotFound("StoC file vanished: " + req.name), errors_);
+  }
+  if (entry->kind != req.kind) {
+    NOVA_REPLY_IF_ERROR(r,
+                        Status::InvalidArgument("StoC file " + req.name + " is a " +
+                                                FileKindName(entry->kind) + " file"),
+                        errors_);
+  }
+  OpenResponse resp;
+  auto st = StateOf(*entry);
+  NOVA_REPLY_IF_ERROR(r, st.status(), errors_);
+  resp.file = std::move(st.value());
+  if (entry->kind == FileKind::kDisk && req.for_append) {
+    auto file = disk_->Get(entry->file_id);
+    NOVA_REPLY_IF_ERROR(r, file->health(), errors_);
+    auto slot = ReserveSlot(peer, entry->file_id, req.slot_bytes ? req.slot_bytes : kDefaultSlotBytes);
+    NOVA_REPLY_IF_ERROR(r, slot.status(), errors_);
+    resp.slot = slot.value();
+  }
+  resp.load = CurrentLoad();
+  r->Reply(Encode(resp));
+}
+
+void StocServer::HandleNewRegion(std::string_view payload, rpc::Responder* r) {
+  NewRegionRequest req;
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
+  auto region = memory_->NewRegion(req.file_id, req.min_bytes);
+  NOVA_REPLY_IF_ERROR(r, region.status(), errors_);
+  r->Reply(Encode(NewRegionResponse{CurrentLoad(), region.value()}));
+}
+
+void StocServer::HandleReserveSlot(transport::PeerId peer, std::string_view payload,
+                                   rpc::Responder* r) {
+  ReserveSlotRequest req;
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
+  if (disk_->Get(req.file_id) == nullptr) {
+    NOVA_REPLY_IF_ERROR(r, Status::NotFound("no disk file " + std::to_string(req.file_id)),
+                        errors_);
+  }
+  if (req.release_slot_id != 0) ReleaseSlot(req.release_slot_id);
+  auto slot = ReserveSlot(peer, req.file_id, req.bytes);
+  NOVA_REPLY_IF_ERROR(r, slot.status(), errors_);
+  r->Reply(Encode(ReserveSlotResponse{CurrentLoad(), slot.value()}));
+}
+
+void StocServer::HandleRead(transport::PeerId peer, std::string_view payload, rpc::Responder r) {
+  const MonoTime start = MonoNow();
+  ReadRequest req;
+  NOVA_REPLY_IF_ERROR(&r, Malformed(Decode(payload, &req)), errors_);
+  if (req.size > options_.max_block_bytes) {
+    NOVA_REPLY_IF_ERROR(&r,
+                        Status::InvalidArgument("read of " + std::to_string(req.size) +
+                                                " bytes exceeds the maximum block size"),
+                        errors_);
+  }
+  auto entry = catalog_->Get(req.file_id);
+  if (!entry)
+    NOVA_REPLY_IF_ERROR(&r, Status::NotFound("no StoC file " + std::to_string(req.file_id)),
+                        errors_);
+  if (entry->kind != FileKind::kDisk) {
+    NOVA_REPLY_IF_ERROR(
+        &r, Status::InvalidArgument("in-memory files are read with one-sided READs, not requests"),
+        errors_);
+  }
+  NOVA_REPLY_IF_ERROR(&r, MAYBE_FAULT(kReadFault), errors_);
+  if (req.size == 0) return r.Reply(Encode(LoadOnlyResponse{CurrentLoad()}));
+  auto file = disk_->Get(req.file_id);
+  if (file == nullptr) NOVA_REPLY_IF_ERROR(&r, Status::NotFound("StoC file was deleted"), errors_);
+  auto buf = file_buffer_->Allocate(req.size);
+  NOVA_REPLY_IF_ERROR(&r, buf.status().Prepend("StoC read staging buffer"), errors_);
+  queue_depth_.fetch_add(1);
+  pending_bytes_.fetch_add(req.size);
+  auto finish = [this, size = req.size](const transport::Buffer& b) {
+    file_buffer_->Free(b);
+    queue_depth_.fetch_sub(1);
+    pending_bytes_.fetch_sub(size);
+  };
+  Status s = file->Read(req.offset, req.size, buf->data);
+  if (!s.ok()) {
+    finish(buf.value());
+    NOVA_REPLY_IF_ERROR(&r, s, errors_);
+  }
+  auto responder = std::make_shared<rpc::Responder>(std::move(r));
+  const transport::Buffer b = buf.value();
+  // WRITE the bytes into the client's buffer; answer once they are there.
+  s = transport_->Write(
+      peer, *b.region, b.offset, req.size, transport::RemoteAddr{req.dst_addr, req.dst_rkey},
+      std::nullopt,
+      [this, b, finish, responder, start, size = req.size](const Status& written) {
+        finish(b);
+        if (!written.ok()) {
+          errors_->Increment();
+          return responder->ReplyError(written.Prepend("writing the block to the client"));
+        }
+        reads_->Increment();
+        read_bytes_->Increment(size);
+        read_latency_us_->Record(static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count()));
+        responder->Reply(Encode(LoadOnlyResponse{CurrentLoad()}));
+      });
+  if (!s.ok()) {
+    finish(b);
+    errors_->Increment();
+    responder->ReplyError(s);
+  }
+}
+
+void StocServer::HandleClose(std::string_view payload, rpc::Responder* r) {
+  CloseRequest req;
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
+  auto entry = catalog_->Get(req.file_id);
+  if (!entry)
+    NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file " + std::to_string(req.file_id)),
+                        errors_);
+  if (req.slot_id != 0) ReleaseSlot(req.slot_id);
+  if (entry->kind == FileKind::kMemory)
+    NOVA_REPLY_IF_ERROR(r, memory_->SetLength(req.file_id, req.length), errors_);
+  r->Reply(Encode(LoadOnlyResponse{CurrentLoad()}));
+}
+
+void StocServer::HandleDelete(std::string_view payload, rpc::Responder* r) {
+  NameRequest req;
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
+  auto entry = catalog_->Lookup(req.name);
+  if (!entry) NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file named " + req.name), errors_);
+  const uint64_t file_id = entry->file_id;
+  ReleaseSlotsWhere([file_id](const Slot& slot) { return slot.file_id == file_id; });
+  NOVA_REPLY_IF_ERROR(r, catalog_->RemoveFile(entry->file_id), errors_);
+  Status s = entry->kind == FileKind::kDisk ? disk_->Delete(entry->file_id)
+                                            : memory_->Delete(entry->file_id);
+  LOG_IF(WARNING, !s.ok()) << "deleting the data of " << req.name << ": " << s.ToString();
+  r->Reply(Encode(LoadOnlyResponse{CurrentLoad()}));
+}
+
+void StocServer::HandleList(rpc::Responder* r) {
+  ListResponse resp;
+  for (const FileEntry& e : catalog_->List()) {
+    auto st = StateOf(e);
+    if (!st.ok()) continue;  // deleted meanwhile
+    st->regions.clear();
+    resp.files.push_back(std::move(st.value()));
+  }
+  resp.load = CurrentLoad();
+  r->Reply(Encode(resp));
+}
+
+void StocServer::HandleStats(rpc::Responder* r) {
+  StatsResponse resp;
+  resp.load = CurrentLoad();
+  resp.files = catalog_->List().size();
+  resp.appends = appends_->value();
+  resp.append_bytes = append_bytes_->value();
+  resp.reads = reads_->value();
+  resp.read_bytes = read_bytes_->value();
+  resp.fsyncs = fsyncs_->value();
+  resp.memory_bytes_used = memory_->bytes_used();
+  resp.memory_bytes_limit = memory_->limit_bytes();
+  auto slab = file_buffer_->GetStats();
+  resp.file_buffer_bytes_used = slab.bytes_allocated;
+  resp.file_buffer_bytes = slab.pool_bytes_total;
+  r->Reply(Encode(resp));
+}
+
+void StocServer::HandleStatFile(std::string_view payload, rpc::Responder* r) {
+  FileIdRequest req;
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
+  auto entry = catalog_->Get(req.file_id);
+  if (!entry)
+    NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file " + std::to_string(req.file_id)),
+                        errors_);
+  auto st = StateOf(*entry, /*with_blocks=*/true);
+  NOVA_REPLY_IF_ERROR(r, st.status(), errors_);
+  r->Reply(Encode(StatFileResponse{CurrentLoad(), std::move(st.value())}));
+}
+
+// ---- Slots and appends ---------------------------------------------------------------
+
+Result<SlotInfo> StocServer::ReserveSlot(transport::PeerId peer, uint64_t file_id, uint64_t bytes) {
+  bytes = std::max(bytes, kMinSlotBytes);
+  if (bytes > options_.max_block_bytes) {
+    return Status::InvalidArgument("slot of " + std::to_string(bytes) +
+                                   " bytes exceeds the maximum block size " +
+                                   std::to_string(options_.max_block_bytes));
+  }
+  auto buf = file_buffer_->Allocate(bytes);
+  if (!buf.ok()) return buf.status().Prepend("StoC file buffer");
+  std::lock_guard lock(slots_mu_);
+  uint32_t id;
+  do {
+    id = next_slot_id_++;
+  } while (id == 0 || slots_.count(id) != 0);
+  Slot& slot = slots_[id];
+  slot.id = id;
+  slot.buffer = buf.value();
+  slot.file_id = file_id;
+  slot.owner = peer;
+  auto remote = slot.buffer.remote();
+  return SlotInfo{id, remote.addr, remote.rkey, slot.buffer.capacity};
+}
+
+void StocServer::ReleaseSlot(uint32_t slot_id) {
+  ReleaseSlotsWhere([slot_id](const Slot& slot) { return slot.id == slot_id; });
+}
+
+void StocServer::ReleaseSlotsWhere(const std::function<bool(const Slot&)>& pred) {
+  std::lock_guard lock(slots_mu_);
+  std::vector<uint32_t> ids;
+  for (auto& [id, slot] : slots_) {
+    if (pred(slot)) ids.push_back(id);
+  }
+  for (uint32_t id : ids) {
+    Slot& slot = slots_[id];
+    if (slot.busy) {
+      slot.released = true;  // DrainAppends frees it after writing its block
+    } else {
+      FreeSlotLocked(&slot);
+    }
+  }
+}
+
+void StocServer::FreeSlotLocked(Slot* slot) {
+  file_buffer_->Free(slot->buffer);
+  slots_.erase(slot->id);
+}
+
+void StocServer::OnPeerDown(transport::PeerId peer, const Status& why) {
+  ReleaseSlotsWhere([peer](const Slot& slot) { return slot.owner == peer; });
+}
+
+std::shared_ptr<StocServer::AppendQueue> StocServer::QueueFor(uint64_t file_id) {
+  std::lock_guard lock(slots_mu_);
+  auto& q = queues_[file_id];
+  if (!q) q = std::make_shared<AppendQueue>();
+  return q;
+}
+
+void StocServer::SendAck(transport::PeerId peer, const AppendAck& ack) {
+  Status s = endpoint_.Notify(peer, kAppendAck, Encode(ack));
+  LOG_IF(INFO, !s.ok()) << "cannot acknowledge an append to peer " << peer << ": " << s.ToString();
+}
+
+bool StocServer::OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t length) {
+  AppendAck refused;
+  refused.slot_id = imm;
+  uint64_t file_id = 0;
+  const char* data = nullptr;
+  {
+    std::lock_guard lock(slots_mu_);
+    auto it = slots_.find(imm);
+    if (it == slots_.end() || it->second.owner != peer || it->second.released) {
+      refused.status = Status::PermissionDenied("append into slot " + std::to_string(imm) +
+                                                " that this client does not hold");
+    } else if (it->second.busy) {
+      refused.status = Status::IllegalState("append into a slot whose previous append is not acknowledged");
+    } else if (length > it->second.buffer.capacity || length > options_.max_block_bytes) {
+      refused.status = Status::InvalidArgument("append of " + std::to_string(length) +
+                                               " bytes exceeds its slot");
+    } else {
+      it->second.busy = true;
+      file_id = it->second.file_id;
+      data = it->second.buffer.data;
+    }
+  }
+  if (data == nullptr) {
+    errors_->Increment();
+    LOG_EVERY_N(WARNING, 100) << "refused an append from peer " << peer << ": "
+                              << refused.status.ToString();
+    refused.load = CurrentLoad();
+    SendAck(peer, refused);
+    return true;
+  }
+  queue_depth_.fetch_add(1);
+  pending_bytes_.fetch_add(length);
+  auto queue = QueueFor(file_id);
+  bool schedule;
+  {
+    std::lock_guard lock(queue->mu);
+    queue->pending.push_back(
+        PendingAppend{imm, peer, data, static_cast<uint32_t>(length), MonoNow()});
+    schedule = !queue->scheduled;
+    queue->scheduled = true;
+  }
+  if (schedule) {
+    Status s = storage_pool_.Submit([this, file_id] { DrainAppends(file_id); });
+    if (!s.ok()) {
+      // Shutting down (or the pool is saturated): drain here with an error.
+      LOG(WARNING) << "storage pool refused an append drain: " << s.ToString();
+      DrainAppends(file_id);
+    }
+  }
+  return true;
+}
+
+void StocServer::DrainAppends(uint64_t file_id) {
+  auto queue = QueueFor(file_id);
+  Status fault = MAYBE_FAULT(kStorageFault);
+  std::shared_ptr<DiskFile> file = disk_->Get(file_id);
+  while (true) {
+    std::vector<PendingAppend> batch;
+    {
+      std::lock_guard lock(queue->mu);
+      if (queue->pending.empty()) {
+        queue->scheduled = false;
+        return;
+      }
+      batch.assign(queue->pending.begin(), queue->pending.end());
+      queue->pending.clear();
+    }
+    std::vector<BlockToAppend> blocks(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      blocks[i].data = batch[i].data;
+      blocks[i].size = batch[i].size;
+    }
+    if (!fault.ok() || file == nullptr) {
+      const Status s = !fault.ok() ? fault : Status::NotFound("StoC file was deleted");
+      for (auto& b : blocks) b.status = s;
+    } else {
+      uint64_t fsyncs = 0;
+      file->AppendGroup(&blocks, &fsyncs);
+      fsyncs_->Increment(fsyncs);
+    }
+    // Free the slots for their next append before acknowledging this one.
+    {
+      std::lock_guard lock(slots_mu_);
+      for (const PendingAppend& p : batch) {
+        auto it = slots_.find(p.slot_id);
+        if (it == slots_.end()) continue;
+        it->second.busy = false;
+        if (it->second.released) FreeSlotLocked(&it->second);
+      }
+    }
+    // The load an acknowledgment reports includes its own group: the queue this block
+    // waited in, which is what power-of-d should compare.
+    const LoadStats load = CurrentLoad();
+    uint64_t bytes = 0;
+    for (const PendingAppend& p : batch) bytes += p.size;
+    queue_depth_.fetch_sub(static_cast<uint32_t>(batch.size()));
+    pending_bytes_.fetch_sub(bytes);
+    const MonoTime now = MonoNow();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      AppendAck ack;
+      ack.slot_id = batch[i].slot_id;
+      ack.status = blocks[i].status;
+      ack.file_id = file_id;
+      ack.offset = blocks[i].offset;
+      ack.size = blocks[i].size;
+      ack.load = load;
+      if (ack.status.ok()) {
+        appends_->Increment();
+        append_bytes_->Increment(ack.size);
+        append_latency_us_->Record(static_cast<uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(now - batch[i].arrived).count()));
+      } else {
+        errors_->Increment();
+      }
+      SendAck(batch[i].peer, ack);
+    }
+  }
+}
+
+}  // namespace nova::stoc

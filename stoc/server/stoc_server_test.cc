@@ -1,0 +1,289 @@
+// StoC server and client in one process (over loopback): the protocol end to end. The
+// multi-process tests (kill -9, disk full, many clients) are in tests/stoc_itest.cc.
+#include "stoc/server/stoc_server.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "common/crc32c.h"
+#include "stoc/client/stoc_client.h"
+#include "tests/util/test_util.h"
+
+namespace nova::stoc {
+namespace {
+
+constexpr char kSecret[] = "stoc-test-secret";
+
+StocOptions ServerOptions(const std::string& dir) {
+  StocOptions o;
+  o.stoc_id = 1;
+  o.dir = dir;
+  o.transport.cluster_secret = kSecret;
+  o.memory_region_bytes = 1 << 20;
+  o.memory_limit_bytes = 8 << 20;
+  o.file_buffer_bytes = 64 << 20;
+  o.max_block_bytes = 16 << 20;
+  return o;
+}
+
+class StocServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = test::TestTempDir("stoc_server_test");
+    StartServer();
+    transport::TransportOptions o;
+    o.node_name = "client";
+    o.cluster_secret = kSecret;
+    auto t = transport::NewTransport(o, &endpoint_);
+    ASSERT_TRUE(t.ok());
+    transport_ = std::move(t.value());
+    endpoint_.Attach(transport_.get());
+    client_ = std::make_unique<StocClient>(&endpoint_);
+    ASSERT_TRUE(transport_->Init().ok());
+    ASSERT_TRUE(transport_->Start().ok());
+    ASSERT_TRUE(client_->AddStoc(1, server_->address()).ok());
+    buf_.reset(new char[kBuf]);
+    back_.reset(new char[kBuf]);
+    auto r1 = transport_->RegisterMemory(buf_.get(), kBuf, transport::kLocalOnly);
+    auto r2 = transport_->RegisterMemory(back_.get(), kBuf, transport::kRemoteWrite);
+    ASSERT_TRUE(r1.ok() && r2.ok());
+    src_ = r1.value();
+    dst_ = r2.value();
+  }
+  void TearDown() override {
+    transport_->Shutdown();
+    server_.reset();
+  }
+  void StartServer() {
+    server_ = std::make_unique<StocServer>(ServerOptions(dir_), metrics_.get());
+    Status s = server_->Init();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(server_->Start().ok());
+  }
+  // Restarts the server on the same port and directory; the client reconnects by itself.
+  void RestartServer() {
+    const std::string addr = server_->address();
+    server_.reset();
+    metrics_ = std::make_unique<MetricsRegistry>();
+    StocOptions o = ServerOptions(dir_);
+    o.transport.listen_port = static_cast<uint16_t>(std::stoi(addr.substr(addr.rfind(':') + 1)));
+    server_ = std::make_unique<StocServer>(o, metrics_.get());
+    ASSERT_TRUE(server_->Init().ok());
+    ASSERT_TRUE(server_->Start().ok());
+    ASSERT_TRUE(test::WaitFor([&] { return client_->Stats(1).ok(); }, std::chrono::seconds(20)));
+  }
+  void Fill(uint64_t n, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    for (uint64_t i = 0; i < n; ++i) buf_[i] = static_cast<char>(rng());
+  }
+
+  static constexpr uint64_t kBuf = 16 << 20;
+  std::string dir_;
+  std::unique_ptr<MetricsRegistry> metrics_ = std::make_unique<MetricsRegistry>();
+  std::unique_ptr<StocServer> server_;
+  rpc::RpcEndpoint endpoint_;
+  std::unique_ptr<transport::Transport> transport_;
+  std::unique_ptr<StocClient> client_;
+  std::unique_ptr<char[]> buf_, back_;
+  transport::MemoryRegion src_, dst_;
+};
+
+TEST_F(StocServerTest, DiskAppendAndReadBlocksOfManySizes) {
+  auto f = client_->Open(1, "r1-t7-f0-p0", FileKind::kDisk, OpenOptions{true, true, 16 << 20});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  std::vector<std::pair<BlockHandle, uint32_t>> blocks;
+  for (uint64_t size : {1ull, 100ull, 4096ull, 65536ull, 1ull << 20, 16ull << 20}) {
+    Fill(size, size);
+    auto h = client_->Append(f.value().get(), src_, 0, size);
+    ASSERT_TRUE(h.ok()) << size << ": " << h.status().ToString();
+    EXPECT_EQ(h->size, size);
+    blocks.emplace_back(h.value(), crc32c::Value(buf_.get(), size));
+  }
+  for (auto& [h, crc] : blocks) {
+    std::memset(back_.get(), 0, h.size);
+    Status s = client_->Read(h, dst_, 0);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(crc32c::Value(back_.get(), h.size), crc);
+  }
+  // A sub-range of a block.
+  const auto& big = blocks.back().first;
+  Fill(big.size, big.size);
+  ASSERT_TRUE(client_->Read(big.Slice(1000, 5000), dst_, 0).ok());
+  EXPECT_EQ(std::memcmp(back_.get(), buf_.get() + 1000, 5000), 0);
+  ASSERT_TRUE(client_->Close(f.value().get()).ok());
+  auto list = client_->List(1);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].name, "r1-t7-f0-p0");
+  auto stats = client_->Stats(1);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->appends, 6u);
+  EXPECT_GE(stats->fsyncs, 1u);
+}
+
+TEST_F(StocServerTest, BadRequestsGetClearErrors) {
+  auto f = client_->Open(1, "f", FileKind::kDisk);
+  ASSERT_TRUE(f.ok());
+  Fill(100, 1);
+  auto h = client_->Append(f.value().get(), src_, 0, 100);
+  ASSERT_TRUE(h.ok());
+  // Past the end of the block / file.
+  EXPECT_TRUE(client_->Read(h->Slice(50, 100), dst_, 0).IsOutOfRange());
+  BlockHandle nowhere = h.value();
+  nowhere.offset = 1 << 20;
+  EXPECT_TRUE(client_->Read(nowhere, dst_, 0).IsOutOfRange());
+  // Unknown file.
+  BlockHandle unknown = h.value();
+  unknown.file_id = 999;
+  EXPECT_TRUE(client_->Read(unknown, dst_, 0).IsNotFound());
+  EXPECT_TRUE(client_->Open(1, "missing", FileKind::kDisk, OpenOptions{false}).status().IsNotFound());
+  EXPECT_TRUE(client_->Delete(1, "missing").IsNotFound());
+  // Bad names and kinds.
+  EXPECT_EQ(client_->Open(1, "a/b", FileKind::kDisk).status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(client_->Open(1, "f", FileKind::kMemory).status().code(), Status::Code::kInvalidArgument);
+  // Too large a block.
+  EXPECT_FALSE(client_->Append(f.value().get(), src_, 0, (16 << 20) + 1).ok());
+  // Unknown StoC.
+  EXPECT_EQ(client_->Stats(7).status().code(), Status::Code::kInvalidArgument);
+  // The server still serves.
+  EXPECT_TRUE(client_->Read(h.value(), dst_, 0).ok());
+}
+
+TEST_F(StocServerTest, MemoryFilesAppendAcrossRegionsAndReadOneSided) {
+  auto f = client_->Open(1, "log-r1-m5", FileKind::kMemory);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  std::vector<std::pair<BlockHandle, uint32_t>> blocks;
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 40; ++i) {
+    const uint64_t size = 1 + rng() % (300 << 10);  // crosses 1 MiB regions several times
+    Fill(size, i);
+    auto h = client_->Append(f.value().get(), src_, 0, size);
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    blocks.emplace_back(h.value(), crc32c::Value(buf_.get(), size));
+  }
+  EXPECT_GT(f.value()->regions.size(), 1u);
+  for (auto& [h, crc] : blocks) {
+    ASSERT_TRUE(client_->Read(h, dst_, 0).ok());
+    EXPECT_EQ(crc32c::Value(back_.get(), h.size), crc);
+  }
+  ASSERT_TRUE(client_->Close(f.value().get()).ok());
+  // Another reader finds the length and regions.
+  auto st = client_->StatFile(1, f.value()->file_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->length, f.value()->length);
+  EXPECT_EQ(st->regions.size(), f.value()->regions.size());
+  // The memory limit (8 MiB) is enforced.
+  auto g = client_->Open(1, "big", FileKind::kMemory);
+  ASSERT_TRUE(g.ok());
+  Status last;
+  for (int i = 0; i < 16 && last.ok(); ++i) {
+    last = client_->Append(g.value().get(), src_, 0, 1 << 20).status();
+  }
+  EXPECT_TRUE(last.IsResourceExhausted()) << last.ToString();
+  ASSERT_TRUE(client_->Delete(1, "big").ok());
+  auto stats = client_->Stats(1);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_LE(stats->memory_bytes_used, stats->memory_bytes_limit);
+}
+
+TEST_F(StocServerTest, PersistentFilesSurviveRestartMemoryFilesDoNot) {
+  auto f = client_->Open(1, "durable", FileKind::kDisk);
+  ASSERT_TRUE(f.ok());
+  std::vector<std::pair<BlockHandle, uint32_t>> blocks;
+  for (int i = 0; i < 50; ++i) {
+    const uint64_t size = 1000 + i * 37;
+    Fill(size, i);
+    auto h = client_->Append(f.value().get(), src_, 0, size);
+    ASSERT_TRUE(h.ok());
+    blocks.emplace_back(h.value(), crc32c::Value(buf_.get(), size));
+  }
+  ASSERT_TRUE(client_->Open(1, "volatile", FileKind::kMemory).ok());
+  RestartServer();
+  for (auto& [h, crc] : blocks) {
+    Status s = client_->Read(h, dst_, 0);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(crc32c::Value(back_.get(), h.size), crc);
+  }
+  auto list = client_->List(1);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].name, "durable");
+  // The old slot is gone with the old process: appending needs a reopen.
+  Fill(10, 1);
+  EXPECT_FALSE(client_->Append(f.value().get(), src_, 0, 10).ok());
+  auto again = client_->Open(1, "durable", FileKind::kDisk);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.value()->file_id, f.value()->file_id);
+  auto h = client_->Append(again.value().get(), src_, 0, 10);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_GT(h->offset, blocks.back().first.offset);
+}
+
+TEST_F(StocServerTest, StatFileListsTheBlocksOfPersistentFiles) {
+  auto f = client_->Open(1, "r2-manifest-000001", FileKind::kDisk);
+  ASSERT_TRUE(f.ok());
+  std::vector<BlockHandle> appended;
+  for (uint64_t size : {1ull, 777ull, 4096ull, 100ull}) {
+    Fill(size, size);
+    auto h = client_->Append(f.value().get(), src_, 0, size);
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    appended.push_back(h.value());
+  }
+  auto check = [&] {
+    auto st = client_->StatFile(1, f.value()->file_id);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    ASSERT_EQ(st->blocks.size(), appended.size());
+    for (size_t i = 0; i < appended.size(); ++i) {
+      EXPECT_EQ(st->blocks[i].first, appended[i].offset);
+      EXPECT_EQ(st->blocks[i].second, appended[i].size);
+    }
+    // A listing stays small: no extents.
+    auto list = client_->List(1);
+    ASSERT_TRUE(list.ok());
+    ASSERT_EQ(list->size(), 1u);
+    EXPECT_TRUE((*list)[0].blocks.empty());
+  };
+  ASSERT_NO_FATAL_FAILURE(check());
+  // The extents are recovered from the file after a restart, and read back by them alone.
+  RestartServer();
+  ASSERT_NO_FATAL_FAILURE(check());
+  auto st = client_->StatFile(1, f.value()->file_id);
+  ASSERT_TRUE(st.ok());
+  const auto [offset, size] = st->blocks[1];
+  ASSERT_TRUE(client_->Read(BlockHandle{1, st->file_id, FileKind::kDisk, offset, size}, dst_, 0).ok());
+  Fill(size, size);
+  EXPECT_EQ(std::memcmp(back_.get(), buf_.get(), size), 0);
+}
+
+TEST_F(StocServerTest, ConcurrentAppendersShareFsyncs) {
+  constexpr int kThreads = 4, kBlocks = 50;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto f = client_->Open(1, "shared-" + std::to_string(t % 2), FileKind::kDisk);
+      if (!f.ok()) {
+        ++failures;
+        return;
+      }
+      for (int i = 0; i < kBlocks; ++i) {
+        if (!client_->Append(f.value().get(), src_, t * 4096, 4096).ok()) ++failures;
+      }
+      client_->Close(f.value().get()).IgnoreError();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  auto stats = client_->Stats(1);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->appends, static_cast<uint64_t>(kThreads * kBlocks));
+  EXPECT_LE(stats->fsyncs, stats->appends);
+  std::fprintf(stderr, "%llu appends, %llu fsyncs\n", (unsigned long long)stats->appends,
+               (unsigned long long)stats->fsyncs);
+}
+
+}  // namespace
+}  // namespace nova::stoc
