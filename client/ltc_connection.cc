@@ -11,11 +11,11 @@
 
 #include "common/transport/tcp_socket.h"
 #include "common/wire/message.h"
+#include "common/wire/message_stream.h"
 
 namespace nova::client {
 namespace {
 
-constexpr size_t kReadChunk = 64 << 10;
 constexpr int kSocketBufferBytes = 1 << 20;
 // The LTC's connection-level error type (request id 0); see docs/protocol.md.
 constexpr uint16_t kConnectionErrorType = 0x0300;
@@ -146,7 +146,7 @@ MonoTime LtcConnection::ExpireOverdue() {
 }
 
 void LtcConnection::ReadLoop() {
-  std::string buf;
+  wire::MessageStream in(fd_, max_response_bytes_);
   for (;;) {
     const MonoTime nearest = ExpireOverdue();
     pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
@@ -164,33 +164,25 @@ void LtcConnection::ReadLoop() {
       if (closing_) return;
     }
     if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-    const size_t old = buf.size();
-    buf.resize(old + kReadChunk);
-    const ssize_t got = ::recv(fd_, buf.data() + old, kReadChunk, MSG_DONTWAIT);
-    if (got <= 0) {
-      buf.resize(old);
-      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    Status got = in.Fill(/*dont_wait=*/true);
+    if (got.IsUnavailable()) continue;
+    if (!got.ok()) {
       Fail(Status::NetworkError("connection to LTC " + address_ + " lost" +
-                                (got == 0 ? std::string(" (closed by the LTC)")
-                                          : ": " + std::string(strerror(errno)))));
+                                (got.message() == "closed by the peer"
+                                     ? std::string(" (closed by the LTC)")
+                                     : ": " + got.message())));
       return;
     }
-    buf.resize(old + static_cast<size_t>(got));
-    size_t used = 0;
     for (;;) {
-      std::string_view avail(buf.data() + used, buf.size() - used);
-      size_t need = 0;
-      Status s = wire::PeekMessageLength(avail, max_response_bytes_, &need);
-      if (s.ok() && (need == 0 || avail.size() < need)) break;
       wire::MessageHeader h;
       std::string_view payload;
-      if (s.ok()) s = wire::DecodeMessage(avail.substr(0, need), &h, &payload, max_response_bytes_);
+      Status s = in.Next(&h, &payload);
+      if (s.IsNotFound()) break;
       if (s.ok() && !h.is_response()) s = Status::Corruption("the LTC sent a request");
       if (!s.ok()) {
         Fail(Status::NetworkError("bad response from LTC " + address_ + ": " + s.ToString()));
         return;
       }
-      used += need;
       Status err = h.is_error() ? wire::DecodeErrorPayload(payload) : Status::OK();
       if (h.request_id == 0 && h.type == kConnectionErrorType) {
         // The LTC refuses this connection and will close it.
@@ -208,7 +200,6 @@ void LtcConnection::ReadLoop() {
       }
       p.done(err, err.ok() ? std::string(payload) : std::string());
     }
-    buf.erase(0, used);
   }
 }
 

@@ -4,10 +4,12 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "client/ltc_connection.h"
+#include "common/retry_policy.h"
 #include "common/wire/message.h"
 
 namespace nova::client {
@@ -17,11 +19,6 @@ using ltc::ClientMsg;
 
 // Pairs asked for per Scan request; a server may return fewer (its reply size cap).
 constexpr uint32_t kScanPage = 10000;
-
-bool Retryable(const Status& s) {
-  return s.IsWrongRange() || s.IsNetworkError() || s.IsUnavailable() ||
-         s.code() == Status::Code::kAborted;
-}
 
 uint16_t T(ClientMsg m) { return static_cast<uint16_t>(m); }
 
@@ -98,7 +95,7 @@ struct NovaClient::Impl {
     std::string route_key;
     std::function<std::string(uint64_t epoch)> encode;
     Deadline deadline = Deadline::Never();
-    std::chrono::milliseconds backoff{0};
+    std::optional<Backoff> backoff;  // from the first retry on
     Status last;
     const char* what = "";
     CallCallback done;
@@ -114,6 +111,8 @@ struct NovaClient::Impl {
   std::map<std::string, std::vector<std::shared_ptr<LtcConnection>>> pools;
   uint64_t round_robin = 0;
   MonoTime last_refresh{};
+
+  RetryPolicy Policy() const { return RetryPolicy{options.initial_backoff, options.max_backoff}; }
 
   // The retry thread: runs delayed retries in deadline order.
   std::mutex retry_mu;
@@ -227,9 +226,9 @@ struct NovaClient::Impl {
   // Completes `op` with `s` unless it may be retried before its deadline.
   void Retry(const std::shared_ptr<Op>& op, const Status& s) {
     // A connection-level TimedOut means the LTC did not answer within the op's deadline.
-    if (!Retryable(s) || op->deadline.Expired()) {
+    if (!RetryPolicy::Retryable(s) || op->deadline.Expired()) {
       Status final = s;
-      if (Retryable(s) || s.IsTimedOut()) {
+      if (RetryPolicy::Retryable(s) || s.IsTimedOut()) {
         final = s.Prepend(std::string(op->what) + " gave up at its deadline (" +
                           std::to_string(options.timeout.count()) + " ms)");
       }
@@ -237,9 +236,8 @@ struct NovaClient::Impl {
       return;
     }
     op->last = s;
-    op->backoff = std::min(options.max_backoff,
-                           op->backoff.count() == 0 ? options.initial_backoff : op->backoff * 2);
-    const MonoTime when = std::min(MonoNow() + op->backoff, op->deadline.when());
+    if (!op->backoff) op->backoff.emplace(Policy());
+    const MonoTime when = op->backoff->NextAttempt(op->deadline);
     std::unique_lock<std::mutex> l(retry_mu);
     if (stopping) {
       l.unlock();
@@ -411,7 +409,7 @@ Status NovaClient::Write(const std::vector<ltc::BatchEntry>& batch) {
   if (batch.empty()) return Status::OK();
   const Deadline deadline = Deadline::After(impl_->options.timeout);
   std::vector<ltc::BatchEntry> left = batch;
-  std::chrono::milliseconds backoff = impl_->options.initial_backoff;
+  Backoff backoff(impl_->Policy());
   for (;;) {
     // Split what is left by the current routing: one part per range, sent in parallel.
     const RoutingTable t = routing();
@@ -452,7 +450,7 @@ Status NovaClient::Write(const std::vector<ltc::BatchEntry>& batch) {
     for (Sent& s : sent) {
       const Status st = s.result.get().first;
       if (st.ok()) continue;
-      if (!Retryable(st)) return st.Prepend("Write");
+      if (!RetryPolicy::Retryable(st)) return st.Prepend("Write");
       last = st;
       for (auto& e : *s.entries) retry.push_back(std::move(e));
     }
@@ -463,9 +461,7 @@ Status NovaClient::Write(const std::vector<ltc::BatchEntry>& batch) {
                           " ms); parts in other ranges may have been applied");
     }
     // Back off (this is the calling thread, not a shared one), then re-route.
-    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(
-        backoff, deadline.when() - MonoNow()));
-    backoff = std::min(impl_->options.max_backoff, backoff * 2);
+    std::this_thread::sleep_until(backoff.NextAttempt(deadline));
     impl_->Refresh();
     left = std::move(retry);
   }

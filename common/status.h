@@ -65,6 +65,7 @@ class [[nodiscard]] Status {
   Code code() const { return code_; }
   const std::string& message() const { return msg_; }
   bool IsNotFound() const { return code_ == Code::kNotFound; }
+  bool IsInvalidArgument() const { return code_ == Code::kInvalidArgument; }
   bool IsCorruption() const { return code_ == Code::kCorruption; }
   bool IsNetworkError() const { return code_ == Code::kNetworkError; }
   bool IsUnavailable() const { return code_ == Code::kUnavailable; }

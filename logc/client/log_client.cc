@@ -54,7 +54,7 @@ LogClient::LogClient(LogClientOptions options, rpc::RpcEndpoint* endpoint,
   metrics->RegisterCallbackGauge(
       "log_client_recovery_blocked_ranges",
       "Ranges whose recovery waits for a LogC that may hold a log no other has", [this] {
-        std::lock_guard lock(mu_);
+        MutexLock lock(&mu_);
         return static_cast<double>(blocked_ranges_.size());
       });
   endpoint_->RegisterService(wire::TypeRange{kLogPersisted, kLogPersisted}, this, nullptr);
@@ -64,10 +64,10 @@ LogClient::LogClient(LogClientOptions options, rpc::RpcEndpoint* endpoint,
 
 LogClient::~LogClient() {
   {
-    std::lock_guard lock(repair_mu_);
+    MutexLock lock(&repair_mu_);
     stopping_ = true;
   }
-  repair_cv_.notify_all();
+  repair_cv_.NotifyAll();
   repairer_.join();
   for (const char* gauge : {"log_client_underreplicated_logs", "log_client_unsynced_logcs",
                             "log_client_recovery_blocked_ranges"}) {
@@ -83,7 +83,7 @@ int LogClient::InsyncTarget() const {
 }
 
 void LogClient::SetLogcs(std::map<std::string, std::string> logcs) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   for (auto it = logcs_.begin(); it != logcs_.end();) {
     if (logcs.count(it->first) == 0 && it->second.open_logs == 0) {
       it = logcs_.erase(it);
@@ -101,7 +101,7 @@ void LogClient::SetLogcs(std::map<std::string, std::string> logcs) {
 }
 
 void LogClient::ForgetRange(uint32_t range) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   ranges_.erase(range);
 }
 
@@ -123,7 +123,7 @@ LogClient::Stats LogClient::GetStats() const {
 Result<transport::PeerId> LogClient::PeerFor(const std::string& logc_id) {
   std::string address;
   auto connected = [&]() -> Result<transport::PeerId> {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     auto it = logcs_.find(logc_id);
     if (it == logcs_.end()) return Status::NotFound("unknown LogC " + logc_id);
     if (it->second.peer != transport::kInvalidPeer &&
@@ -137,25 +137,25 @@ Result<transport::PeerId> LogClient::PeerFor(const std::string& logc_id) {
   if (known.ok() || known.status().IsNotFound()) return known;
   // Concurrent connects to one address would replace each other's connection: one at a
   // time, and the second finds the first's.
-  std::lock_guard connect_lock(connect_mu_);
+  MutexLock connect_lock(&connect_mu_);
   known = connected();
   if (known.ok() || known.status().IsNotFound()) return known;
   auto peer = endpoint_->transport()->Connect(address);
   if (!peer.ok()) return peer.status().Prepend("connecting to LogC " + logc_id);
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = logcs_.find(logc_id);
   if (it != logcs_.end() && it->second.address == address) it->second.peer = peer.value();
   return peer.value();
 }
 
 void LogClient::MarkFailed(const std::string& logc_id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = logcs_.find(logc_id);
   if (it != logcs_.end()) it->second.failed_until = MonoNow() + options_.retry_interval;
 }
 
 std::optional<std::string> LogClient::ReserveLogc(std::vector<std::string>* exclude) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   const MonoTime now = MonoNow();
   LogcState* best = nullptr;
   const std::string* best_id = nullptr;
@@ -174,7 +174,7 @@ std::optional<std::string> LogClient::ReserveLogc(std::vector<std::string>* excl
 }
 
 void LogClient::ReleaseLogc(const std::string& logc_id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = logcs_.find(logc_id);
   if (it != logcs_.end()) --it->second.open_logs;
 }
@@ -182,7 +182,7 @@ void LogClient::ReleaseLogc(const std::string& logc_id) {
 void LogClient::OnPeerDown(transport::PeerId peer, const Status& why) {
   std::vector<std::shared_ptr<Log>> logs;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& [id, s] : logcs_) {
       if (s.peer == peer) s.failed_until = MonoNow() + options_.retry_interval;
     }
@@ -200,7 +200,7 @@ void LogClient::OnPeerDown(transport::PeerId peer, const Status& why) {
     }
     if (changed) log->cv.notify_all();
   }
-  repair_cv_.notify_all();  // re-replicate at once where a spare is up
+  repair_cv_.NotifyAll();  // re-replicate at once where a spare is up
 }
 
 void LogClient::HandleRequest(transport::PeerId peer, uint16_t type, std::string payload,
@@ -216,7 +216,7 @@ void LogClient::HandleRequest(transport::PeerId peer, uint16_t type, std::string
   }
   AckRoute route;
   {
-    std::lock_guard lock(acks_mu_);
+    MutexLock lock(&acks_mu_);
     auto it = acks_.find({peer, m.handle});
     if (it == acks_.end()) return;  // a deleted or dropped replica
     route = it->second;
@@ -240,7 +240,7 @@ void LogClient::Delete(uint32_t range, std::vector<uint64_t> memtables) {
   std::vector<std::shared_ptr<Log>> logs;
   std::vector<std::string> logc_ids;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     for (uint64_t m : memtables) {
       auto it = logs_.find({range, m});
       if (it == logs_.end()) continue;

@@ -40,6 +40,7 @@
 
 #include "common/clock.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/rpc/rpc_endpoint.h"
 #include "common/thread_pool.h"
 #include "common/transport/transport.h"
@@ -260,17 +261,16 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   std::atomic<int> min_insync_;
   rpc::RpcEndpoint* const endpoint_;  // must outlive this
 
-  std::mutex connect_mu_;  // held while connecting; taken before mu_
-  mutable std::mutex mu_;
-  // Protected by mu_:
-  std::map<std::string, LogcState> logcs_;
-  std::map<std::pair<uint32_t, uint64_t>, std::shared_ptr<Log>> logs_;
-  std::set<uint32_t> ranges_;          // ranges this client logged or recovered
-  std::set<uint32_t> blocked_ranges_;  // ranges whose last ReadAll was refused
+  Mutex connect_mu_ ACQUIRED_BEFORE(mu_);  // held while connecting
+  mutable Mutex mu_;
+  std::map<std::string, LogcState> logcs_ GUARDED_BY(mu_);
+  std::map<std::pair<uint32_t, uint64_t>, std::shared_ptr<Log>> logs_ GUARDED_BY(mu_);
+  std::set<uint32_t> ranges_ GUARDED_BY(mu_);          // ranges this client logged or recovered
+  std::set<uint32_t> blocked_ranges_ GUARDED_BY(mu_);  // ranges whose last ReadAll was refused
 
-  std::mutex acks_mu_;
-  // Protected by acks_mu_: where kLogPersisted of (LogC peer, handle) goes.
-  std::map<std::pair<transport::PeerId, uint32_t>, AckRoute> acks_;
+  Mutex acks_mu_;
+  // Where kLogPersisted of (LogC peer, handle) goes.
+  std::map<std::pair<transport::PeerId, uint32_t>, AckRoute> acks_ GUARDED_BY(acks_mu_);
 
   // Metrics: this client's own counters, mirrored into the registry when there is one.
   std::unique_ptr<MetricsRegistry> own_metrics_;  // when none was given
@@ -287,9 +287,9 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   std::atomic<uint64_t> unsynced_logcs_{0};
 
   // The repairer thread (RepairLoop).
-  std::mutex repair_mu_;
-  std::condition_variable repair_cv_;
-  bool stopping_ = false;  // protected by repair_mu_
+  Mutex repair_mu_;
+  CondVar repair_cv_;
+  bool stopping_ GUARDED_BY(repair_mu_) = false;
   std::thread repairer_;
 
   ThreadPool delete_pool_;  // background deletes; last member: drained first

@@ -131,7 +131,7 @@ void LogClient::AdoptRecovered(const SegmentToRead* const* segments, size_t n,
     }
     if (rep->segments.size() == n) log->replicas.push_back(rep);
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto& slot = logs_[{log->range, log->memtable}];
   if (slot != nullptr) {
     // A log this client writes (an engine reopened in the same process) stays as it is.
@@ -159,7 +159,7 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
   std::vector<std::string> ids;
   std::set<uint64_t> expected;  // memtables this client wrote
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& [id, s] : logcs_) {
       if (!s.address.empty()) ids.push_back(id);
     }
@@ -219,7 +219,7 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
     if (!forced) {
       recovery_refusals_->Increment();
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(&mu_);
         blocked_ranges_.insert(range);
       }
       LOG_EVERY_N(WARNING, 10) << "recovery waits: " << why;
@@ -232,7 +232,7 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
     // The range's recovery goes on: from now on the repairer may mark it in sync (never
     // before: a refused range has logs this client does not know of, and marking a LogC
     // that lost them would make the next attempt go on without them).
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     blocked_ranges_.erase(range);
     ranges_.insert(range);
   }
@@ -314,7 +314,7 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
                << " LogC(s) it could not list: the logs only they held (any number, of up to "
                << "a memtable each) are lost";
   }
-  repair_cv_.notify_all();  // re-replicate what was read at fewer than R replicas
+  repair_cv_.NotifyAll();  // re-replicate what was read at fewer than R replicas
   return Status::OK();
 }
 

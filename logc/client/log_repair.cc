@@ -89,7 +89,7 @@ void LogClient::NoteIncarnation(const std::string& logc_id, uint64_t incarnation
   if (incarnation == 0) return;  // not a LogC's (they are never 0)
   std::vector<std::shared_ptr<Log>> logs;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     auto it = logcs_.find(logc_id);
     if (it == logcs_.end() || it->second.incarnation == incarnation) return;
     LOG_IF(WARNING, it->second.incarnation != 0)
@@ -112,13 +112,13 @@ void LogClient::NoteIncarnation(const std::string& logc_id, uint64_t incarnation
     }
     if (changed) log->cv.notify_all();
   }
-  repair_cv_.notify_all();
+  repair_cv_.NotifyAll();
 }
 
 bool LogClient::RangeFullyReplicated(uint32_t range) {
   std::vector<std::shared_ptr<Log>> logs;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     for (auto it = logs_.lower_bound({range, 0}); it != logs_.end() && it->first.first == range;
          ++it) {
       logs.push_back(it->second);
@@ -135,7 +135,7 @@ bool LogClient::RangeFullyReplicated(uint32_t range) {
 }
 
 bool LogClient::RangeMarkedAt(uint32_t range, const std::vector<std::string>& logcs) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   for (const std::string& id : logcs) {
     auto it = logcs_.find(id);
     if (it == logcs_.end() || it->second.in_sync.count(range) == 0) return false;
@@ -146,7 +146,7 @@ bool LogClient::RangeMarkedAt(uint32_t range, const std::vector<std::string>& lo
 void LogClient::MarkRange(uint32_t range, const std::vector<std::string>& only) {
   std::vector<std::string> ids;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (ranges_.count(range) == 0) return;  // not open here (or its recovery was refused)
     const MonoTime now = MonoNow();
     for (auto& [id, st] : logcs_) {
@@ -197,7 +197,7 @@ Result<ListLogsResponse> LogClient::ListAt(const std::string& logc_id, uint32_t 
 }
 
 void LogClient::NoteInSync(const std::string& logc_id, uint64_t incarnation, uint32_t range) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = logcs_.find(logc_id);
   if (it != logcs_.end() && it->second.incarnation == incarnation) {
     it->second.in_sync.insert(range);
@@ -205,13 +205,13 @@ void LogClient::NoteInSync(const std::string& logc_id, uint64_t incarnation, uin
 }
 
 void LogClient::RepairLoop() {
-  std::unique_lock lock(repair_mu_);
+  MutexLock lock(&repair_mu_);
   while (!stopping_) {
-    repair_cv_.wait_for(lock, options_.repair_interval);
+    repair_cv_.WaitFor(&lock, options_.repair_interval);
     if (stopping_) break;
-    lock.unlock();
+    lock.Unlock();
     RepairPass();
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -220,7 +220,7 @@ void LogClient::RepairPass() {
   std::vector<std::shared_ptr<Log>> logs;
   std::set<uint32_t> ranges;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& [key, log] : logs_) logs.push_back(log);
     ranges = ranges_;
   }
@@ -253,7 +253,7 @@ void LogClient::RepairPass() {
   for (uint32_t range : ranges) MarkRange(range);
   uint64_t unsynced = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& [id, st] : logcs_) {
       if (st.address.empty()) continue;
       for (uint32_t range : ranges) {

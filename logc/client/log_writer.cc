@@ -18,7 +18,7 @@ namespace nova::logc {
 // ---- Appends ----------------------------------------------------------------------
 
 std::shared_ptr<LogClient::Log> LogClient::GetLog(uint32_t range, uint64_t memtable, bool create) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (create) ranges_.insert(range);
   auto& log = logs_[{range, memtable}];
   if (log == nullptr) {
@@ -40,7 +40,7 @@ Status LogClient::Configure(LogMode mode, int replicas, int min_insync) {
                                    std::to_string(replicas) + ", not " +
                                    std::to_string(min_insync));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (!logs_.empty() && (mode != mode_.load() || replicas != replicas_.load() ||
                          min_insync != min_insync_.load())) {
     return Status::IllegalState("the log client already has open logs");
@@ -197,7 +197,7 @@ Status LogClient::OpenAt(const std::shared_ptr<Log>& log, const std::shared_ptr<
     rep->segments.push_back(seg);
   }
   if (req.persist) {
-    std::lock_guard lock(acks_mu_);
+    MutexLock lock(&acks_mu_);
     acks_[{rep->peer, resp.handle}] = AckRoute{log, rep, segment};
   }
   // Persisted files tell how much they hold; CopyTo continues after it. New segments of a
@@ -439,7 +439,7 @@ void LogClient::ReapFailedLocked(Log* log, std::vector<std::shared_ptr<Replica>>
 void LogClient::Forget(const std::vector<std::shared_ptr<Replica>>& reaped, bool failed) {
   if (reaped.empty()) return;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     for (auto& rep : reaped) {
       auto it = logcs_.find(rep->logc_id);
       if (it == logcs_.end()) continue;
@@ -453,7 +453,7 @@ void LogClient::Forget(const std::vector<std::shared_ptr<Replica>>& reaped, bool
 
 void LogClient::DropAckRoutes(const Replica& rep) {
   // By scanning the routes rather than rep.segments, which a turn may still be extending.
-  std::lock_guard lock(acks_mu_);
+  MutexLock lock(&acks_mu_);
   for (auto it = acks_.begin(); it != acks_.end();) {
     if (it->second.replica.get() == &rep) {
       it = acks_.erase(it);

@@ -45,8 +45,9 @@ TEST_F(CompactionPickerTest, Level0ClusterAtItsTriggerWithTheTablesBelow) {
   CompactionPicker picker(options_);
   Version v;
   // Cluster [a..f]: three overlapping tables; cluster [m..p] (another Drange): two.
-  v.levels[0] = {tables_.Span(1, 'a', 'c'), tables_.Span(2, 'm', 'n'), tables_.Span(3, 'b', 'e'),
-                 tables_.Span(4, 'd', 'f'), tables_.Span(5, 'o', 'p')};
+  const TableRef t2 = tables_.Span(2, 'm', 'n'), t5 = tables_.Span(5, 'o', 'p');
+  v.levels[0] = {tables_.Span(1, 'a', 'c'), t2, tables_.Span(3, 'b', 'e'),
+                 tables_.Span(4, 'd', 'f'), t5};
   v.levels[1] = {tables_.Span(10, 'a', 'b'), tables_.Span(11, 'e', 'h'), tables_.Span(12, 'm', 'z')};
   std::optional<CompactionPick> pick = picker.Pick(v, 2, NoneInMemory);
   ASSERT_TRUE(pick.has_value());
@@ -55,7 +56,7 @@ TEST_F(CompactionPickerTest, Level0ClusterAtItsTriggerWithTheTablesBelow) {
   EXPECT_EQ(Numbers(pick->next), (std::vector<uint64_t>{10, 11}));
 
   // Below the trigger nothing is due.
-  v.levels[0] = {tables_.Span(2, 'm', 'n'), tables_.Span(5, 'o', 'p')};
+  v.levels[0] = {t2, t5};
   EXPECT_FALSE(picker.Pick(v, 2, NoneInMemory).has_value());
 }
 

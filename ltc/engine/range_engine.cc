@@ -21,8 +21,6 @@ namespace nova::ltc {
 
 namespace {
 
-// Attempts at one MANIFEST record before the range stops taking writes.
-constexpr int kManifestAppendAttempts = 3;
 // A flush waiting this long for writes still going into its memtable logs a warning.
 constexpr auto kSealWaitLog = std::chrono::seconds(10);
 
@@ -73,6 +71,7 @@ RangeEngine::RangeEngine(const EngineOptions& options, lsm::TableStore* store)
       icmp_(options.comparator),
       filter_policy_(leveldb::NewBloomFilterPolicy(options.bloom_bits_per_key)),
       block_cache_(leveldb::NewLRUCache(options.block_cache_bytes)),
+      versions_(VersionSetOptions{options.range_id, options.manifest_roll_bytes}, &table_ctx_),
       picker_(CompactionPickerOptions{options.comparator, options.l0_compaction_trigger,
                                       options.l0_slowdown_writes_bytes,
                                       options.l0_stop_writes_bytes, options.level1_bytes,
@@ -87,11 +86,11 @@ RangeEngine::RangeEngine(const EngineOptions& options, lsm::TableStore* store)
 
 RangeEngine::~RangeEngine() {
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(&mu_);
     shutting_down_ = true;
     writes_blocked_ = true;
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return running_ == 0; });
+    cv_.NotifyAll();
+    cv_.Wait(&lock, [&]() REQUIRES(mu_) { return bg_.running == 0; });
   }
   pool_.Shutdown();
 }
@@ -105,40 +104,15 @@ constexpr uint64_t kRecoveryMemtableIdGap = 1ull << 32;
 }  // namespace
 
 Status RangeEngine::Open() {
-  auto contents = store_->ReadManifest();
-  if (!contents.ok()) return contents.status().Prepend("reading the MANIFEST");
-  ParsedManifest parsed;
-  NOVA_RETURN_NOT_OK(ParseManifest(contents.value(), &parsed));
-  std::unique_lock lock(mu_);
-  for (const VersionEdit& e : parsed.edits) NOVA_RETURN_NOT_OK(manifest_.Apply(e));
-  // manifest_bytes_ counts the MANIFEST's bytes from here on, so that the roll-over
-  // (LogAndApplyLocked) bounds the file across reopens too, not only within one Open.
-  if (parsed.edits.empty()) {
-    const std::string snapshot = EncodeManifestRecord(manifest_.Snapshot());
-    NOVA_RETURN_NOT_OK(store_->AppendManifest(snapshot));
-    manifest_bytes_ = snapshot.size();
-  } else if (parsed.torn_bytes > 0) {
-    // Records appended after the torn bytes would leave them in the middle of the MANIFEST:
-    // continue in a new one.
-    LOG(WARNING) << "range " << options_.range_id << ": ignoring a torn MANIFEST record of "
-                 << parsed.torn_bytes << " bytes; starting a new MANIFEST";
-    const std::string snapshot = EncodeManifestRecord(manifest_.Snapshot());
-    NOVA_RETURN_NOT_OK_PREPEND(store_->RollManifest(snapshot),
-                               "starting a new MANIFEST after a torn record");
-    manifest_bytes_ = snapshot.size();
-  } else {
-    manifest_bytes_ = parsed.valid_bytes;
-  }
-  // The version from the MANIFEST's tables.
-  VersionEdit all = manifest_.Snapshot();
-  current_ = BuildVersion(std::make_shared<Version>(), all);
-  next_memtable_id_ = std::max(next_memtable_id_, manifest_.next_memtable_id());
+  MutexLock lock(&mu_);
+  bool new_range = false;
+  NOVA_RETURN_NOT_OK(versions_.Recover(&new_range));
+  next_memtable_id_ = std::max(next_memtable_id_, versions_.state().next_memtable_id());
   // The memtables of the logs (range_engine_recovery.cc). Their ids are older than any new
   // memtable's: RebuildFromLogsLocked moves next_memtable_id_ past them.
   std::vector<std::shared_ptr<MemTable>> rebuilt;
   lsm::SequenceNumber replayed = 0;
-  const bool new_range = parsed.edits.empty();
-  const uint64_t unreplayed_from = manifest_.log_floor();
+  const uint64_t unreplayed_from = versions_.state().log_floor();
   if (options_.log != nullptr) {
     NOVA_RETURN_NOT_OK(
         RebuildFromLogsLocked(new_range, &rebuilt, &absorbed_logs_, &replayed));
@@ -150,8 +124,8 @@ Status RangeEngine::Open() {
     if (!new_range) next_memtable_id_ += kRecoveryMemtableIdGap;
   }
   const uint64_t first_new_id = next_memtable_id_;
-  seq_.Reset(std::max<lsm::SequenceNumber>(manifest_.last_sequence(), replayed));
-  layout_ = manifest_.dranges() ? RestoreLayout(*manifest_.dranges())
+  seq_.Reset(std::max<lsm::SequenceNumber>(versions_.state().last_sequence(), replayed));
+  layout_ = versions_.state().dranges() ? RestoreLayout(*versions_.state().dranges())
                                 : std::make_unique<DrangeLayout>(options_.comparator, 0);
   for (int d = 0; d < layout_->size(); ++d) {
     auto ds = std::make_shared<DrangeState>();
@@ -189,17 +163,17 @@ Status RangeEngine::Open() {
       begin = std::max(begin, id + 1);
     }
     if (first_new_id > begin) e.obsolete_log_ranges.emplace_back(begin, first_new_id);
-    NOVA_RETURN_NOT_OK_PREPEND(LogAndApplyLocked(&e, &lock),
+    NOVA_RETURN_NOT_OK_PREPEND(LogAndApplyLocked(&e),
                                "recording the logs recovery did not replay");
   }
   CollectOrphansLocked();
   PublishRoutingLocked();
   RebuildRangeIndexLocked();
-  l0_bytes_ = current_->LevelBytes(0);
+  l0_bytes_ = versions_.current()->LevelBytes(0);
   opened_ = true;
   writes_blocked_ = false;
   if (!immutables_.empty()) ScheduleWork();
-  LOG(INFO) << "range " << options_.range_id << " opened: " << current_->levels[0].size()
+  LOG(INFO) << "range " << options_.range_id << " opened: " << versions_.current()->levels[0].size()
             << " L0 tables, " << rebuilt.size() << " memtables rebuilt from logs, last sequence "
             << seq_.last_assigned() << ", " << layout_->size() << " Dranges";
   return Status::OK();
@@ -217,7 +191,7 @@ void RangeEngine::CollectOrphansLocked() {
     return;
   }
   std::set<uint64_t> live;
-  for (const auto& level : current_->levels) {
+  for (const auto& level : versions_.current()->levels) {
     for (const TableRef& t : level) live.insert(t->meta().number);
   }
   uint64_t largest = 0;
@@ -235,24 +209,20 @@ void RangeEngine::CollectOrphansLocked() {
   LOG_IF(INFO, stats_.orphans_collected > 0)
       << "range " << options_.range_id << ": collected " << stats_.orphans_collected
       << " orphaned tables";
-  if (largest >= manifest_.next_file_number()) {
-    // Never reuse the number of a table file that may still exist (an orphan whose
-    // deletion failed, or one a StoC was still writing).
-    VersionEdit e;
-    e.next_file_number = largest + 1;
-    manifest_.Apply(e).IgnoreError();  // only a counter
-  }
+  // Never reuse the number of a table file that may still exist (an orphan whose deletion
+  // failed, or one a StoC was still writing).
+  versions_.SkipFileNumbersThrough(largest);
 }
 
 // ---- Writes ---------------------------------------------------------------------------
 
 Status RangeEngine::Put(const leveldb::Slice& key, const leveldb::Slice& value) {
-  puts_.fetch_add(1, std::memory_order_relaxed);
+  counters_.puts.fetch_add(1, std::memory_order_relaxed);
   return Write({WriteOp{lsm::kTypeValue, key, value}});
 }
 
 Status RangeEngine::Delete(const leveldb::Slice& key) {
-  deletes_.fetch_add(1, std::memory_order_relaxed);
+  counters_.deletes.fetch_add(1, std::memory_order_relaxed);
   return Write({WriteOp{lsm::kTypeDeletion, key, leveldb::Slice()}});
 }
 
@@ -284,14 +254,14 @@ Status RangeEngine::Write(const std::vector<WriteOp>& ops) {
   }
   FinishWrite(first, ops.size());
   if (!logged.ok()) {
-    log_failures_.fetch_add(1, std::memory_order_relaxed);
+    counters_.log_failures.fetch_add(1, std::memory_order_relaxed);
     // The memtable's log is dead (no replica left): retire the memtable so the next writes
     // get a new one, with a new log on the LogCs still alive.
     RetireActive(log_failed);
     return logged.Prepend(reached ? "logging the write (it may or may not be applied)"
                                   : "logging the write (not applied)");
   }
-  if (writes_since_reorg_.fetch_add(ops.size()) + ops.size() >= options_.reorganize_every_writes) {
+  if (reorg_.writes_since.fetch_add(ops.size()) + ops.size() >= options_.reorganize_every_writes) {
     MaybeReorganize();
   }
   // Acknowledge the write only once readers see it: a Get that starts after Put returned
@@ -312,7 +282,7 @@ void RangeEngine::RetireActive(const std::shared_ptr<MemTable>& mem) {
     DrangeState* ds = routing->states[d].get();
     std::lock_guard dl(ds->mu);
     if (ds->retired || ds->active != mem) continue;
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     // Within the memtable budget only: while every LogC is down each write would otherwise
     // leave a memtable behind. A later failing write retires it once there is room.
     if (RoomToRotateLocked(d)) RotateLocked(d, ds);
@@ -355,7 +325,7 @@ bool RangeEngine::RoomToRotateLocked(uint32_t d) const {
   const int per_drange = std::max(1, options_.memtables / std::max<int>(1, layout_->size()) - 1);
   int mine = 0;
   for (const Immutable& imm : immutables_) mine += imm.drange == d;
-  return mine < per_drange && current_->LevelBytes(0) < options_.l0_stop_writes_bytes;
+  return mine < per_drange && versions_.current()->LevelBytes(0) < options_.l0_stop_writes_bytes;
 }
 
 void RangeEngine::RotateLocked(uint32_t d, DrangeState* ds, bool no_merge) {
@@ -374,7 +344,7 @@ std::shared_ptr<MemTable> RangeEngine::NewMemTableLocked() {
 }
 
 std::shared_ptr<const RangeEngine::Routing> RangeEngine::CurrentRouting() const {
-  std::lock_guard lock(routing_mu_);
+  MutexLock lock(&routing_mu_);
   return routing_;
 }
 
@@ -382,7 +352,7 @@ void RangeEngine::PublishRoutingLocked() {
   auto r = std::make_shared<Routing>();
   r->layout = layout_;
   r->states = dranges_;
-  std::lock_guard lock(routing_mu_);
+  MutexLock lock(&routing_mu_);
   routing_ = std::move(r);
 }
 
@@ -394,7 +364,7 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
   bool slowed = false;
   while (true) {
     if (writes_blocked_.load(std::memory_order_acquire)) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       if (!opened_) return Status::IllegalState("range is not open");
       if (shutting_down_) return Status::Aborted("engine shutting down");
       if (!bg_error_.ok()) return bg_error_.Prepend("writes stopped");
@@ -414,8 +384,8 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
           static_cast<int64_t>(share * options_.l0_slowdown_micros) + 1);
       const MonoTime start = MonoNow();
       std::this_thread::sleep_for(delay);
-      slowdowns_.fetch_add(1, std::memory_order_relaxed);
-      slowdown_micros_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+      counters_.slowdowns.fetch_add(1, std::memory_order_relaxed);
+      counters_.slowdown_micros.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                      MonoNow() - start).count()),
                                  std::memory_order_relaxed);
     }
@@ -447,7 +417,7 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
         break;
       }
       if (ds->active->ApproximateMemoryUsage() < options_.memtable_bytes) continue;
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       if (RoomToRotateLocked(d)) {
         RotateLocked(d, ds);
       } else {
@@ -458,16 +428,16 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
     if (retry) continue;
     if (stall) {
       locks.clear();  // let other writers and the rotation path go while we wait
-      std::unique_lock lock(mu_);
+      MutexLock lock(&mu_);
       const MonoTime start = MonoNow();
       if (!stalled) ++stats_.stalls;
       stalled = true;
       // Level 0 at the stop blocks every rotation; otherwise the Drange is out of memtables.
-      const bool l0_stop = current_->LevelBytes(0) >= options_.l0_stop_writes_bytes;
+      const bool l0_stop = versions_.current()->LevelBytes(0) >= options_.l0_stop_writes_bytes;
       if (l0_stop && !stalled_by_l0) ++stats_.l0_stop_stalls;
       stalled_by_l0 = stalled_by_l0 || l0_stop;
       ScheduleWork();
-      cv_.wait_for(lock, std::chrono::milliseconds(10));
+      cv_.WaitFor(&lock, std::chrono::milliseconds(10));
       const auto waited = static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count());
       stats_.stall_micros += waited;
@@ -491,12 +461,8 @@ void RangeEngine::FinishWrite(lsm::SequenceNumber first, size_t count) {
 }
 
 uint64_t RangeEngine::NewFileNumber() {
-  std::lock_guard lock(mu_);
-  const uint64_t n = manifest_.next_file_number();
-  VersionEdit e;
-  e.next_file_number = n + 1;
-  manifest_.Apply(e).IgnoreError();  // only a counter: cannot contradict the state
-  return n;
+  MutexLock lock(&mu_);
+  return versions_.NewFileNumber();
 }
 
 lsm::SequenceNumber RangeEngine::VisibleSequence() const { return seq_.visible(); }
@@ -505,7 +471,7 @@ lsm::SequenceNumber RangeEngine::VisibleSequence() const { return seq_.visible()
 
 Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
                         const EngineSnapshot* snapshot) {
-  gets_.fetch_add(1, std::memory_order_relaxed);
+  counters_.gets.fetch_add(1, std::memory_order_relaxed);
   lsm::SequenceNumber seq;
   std::vector<std::shared_ptr<MemTable>> mems;
   std::shared_ptr<const RangeIndex> rindex;
@@ -518,7 +484,7 @@ Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
     // table and drops its memtable under mu_, and it may have dropped versions older than
     // the newest one (no snapshot needed them), so a sequence taken before a flush must not
     // be read in the state after it.
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (!opened_) return Status::IllegalState("range is not open");
     seq = snapshot ? snapshot->sequence() : VisibleSequence();
     if (range_index_ != nullptr) {
@@ -526,7 +492,7 @@ Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
     } else {
       mems = live_;
     }
-    version = current_;
+    version = versions_.current();
     if (indexed) {
       auto it = mid_to_table_.find(indexed->memtable_id);
       if (it != mid_to_table_.end()) where = it->second;
@@ -546,7 +512,7 @@ Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
       }
     }
     if (hit.found && hit.sequence == indexed->sequence) {
-      index_hits_.fetch_add(1, std::memory_order_relaxed);
+      counters_.index_hits.fetch_add(1, std::memory_order_relaxed);
       if (hit.type == lsm::kTypeDeletion) return Status::NotFound("key not found");
       *value = std::move(hit.value);
       return Status::OK();
@@ -586,7 +552,7 @@ Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
     // where the newest version is. Safe while that memtable is live: a newer version of the
     // key would have its own entry, which only a compaction of its flushed table erases,
     // and that waits for every memtable holding older versions of its keys (this one).
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (mid_to_table_.count(best_mem->id()) != 0 &&
         std::find(live_.begin(), live_.end(), best_mem) != live_.end()) {
       index_.InsertIfAbsent(key, best_mem->id(), best.sequence);
@@ -607,7 +573,7 @@ leveldb::Iterator* RangeEngine::NewIterator(const EngineSnapshot* snapshot) {
   std::shared_ptr<const RangeIndex> rindex;
   std::shared_ptr<Version> version;
   {
-    std::lock_guard lock(mu_);  // the sequence with the state it is read in (see Get)
+    MutexLock lock(&mu_);  // the sequence with the state it is read in (see Get)
     if (!opened_) return new ErrorIterator(Status::IllegalState("range is not open"));
     seq = snapshot ? snapshot->sequence() : VisibleSequence();
     if (range_index_ != nullptr) {
@@ -615,7 +581,7 @@ leveldb::Iterator* RangeEngine::NewIterator(const EngineSnapshot* snapshot) {
     } else {
       mems = live_;
     }
-    version = current_;
+    version = versions_.current();
   }
   pins.push_back(version);
   leveldb::Iterator* merged = NewInternalIterator(mems, std::move(rindex), version);
@@ -634,7 +600,7 @@ Status RangeEngine::Scan(const leveldb::Slice& start, size_t count,
 }
 
 const EngineSnapshot* RangeEngine::GetSnapshot() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto* s = new EngineSnapshot(VisibleSequence());
   snapshots_.insert(s->sequence());
   return s;
@@ -642,7 +608,7 @@ const EngineSnapshot* RangeEngine::GetSnapshot() {
 
 void RangeEngine::ReleaseSnapshot(const EngineSnapshot* snapshot) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     auto it = snapshots_.find(snapshot->sequence());
     if (it != snapshots_.end()) snapshots_.erase(it);
   }
@@ -656,10 +622,10 @@ std::vector<lsm::SequenceNumber> RangeEngine::LiveSnapshots() const {
 // ---- Background work ------------------------------------------------------------------
 
 void RangeEngine::ScheduleWork() {
-  if (shutting_down_ || running_ >= std::max(1, options_.compaction_threads)) return;
-  ++running_;
+  if (shutting_down_ || bg_.running >= std::max(1, options_.compaction_threads)) return;
+  ++bg_.running;
   Status s = pool_.Submit([this] { BackgroundWork(); });
-  if (!s.ok()) --running_;
+  if (!s.ok()) --bg_.running;
 }
 
 const RangeEngine::Immutable* RangeEngine::NextFlushLocked() const {
@@ -670,7 +636,7 @@ const RangeEngine::Immutable* RangeEngine::NextFlushLocked() const {
   std::vector<const DrangeState*> waiting;
   for (const Immutable& imm : immutables_) {
     const bool blocked = std::find(waiting.begin(), waiting.end(), imm.state.get()) != waiting.end();
-    if (!blocked && flushing_ids_.count(imm.mem->id()) == 0) return &imm;
+    if (!blocked && bg_.flushing_ids.count(imm.mem->id()) == 0) return &imm;
     waiting.push_back(imm.state.get());
   }
   return nullptr;
@@ -683,15 +649,15 @@ void RangeEngine::EraseImmutableLocked(const std::shared_ptr<MemTable>& mem) {
   if (it != immutables_.end()) immutables_.erase(it);
 }
 
-void RangeEngine::RotateForCompaction(std::unique_lock<std::mutex>* lock) {
-  const std::set<uint32_t> wanted = std::move(rotate_for_compaction_);
-  rotate_for_compaction_.clear();
+void RangeEngine::RotateForCompaction() {
+  const std::set<uint32_t> wanted = std::move(bg_.rotate_for_compaction);
+  bg_.rotate_for_compaction.clear();
   const std::vector<std::shared_ptr<DrangeState>> states = dranges_;
-  lock->unlock();
+  mu_.Unlock();
   for (uint32_t d : wanted) {
     if (d >= states.size()) continue;
     std::lock_guard dl(states[d]->mu);
-    std::lock_guard l(mu_);
+    MutexLock l(&mu_);
     // Past the memtable budget by one at most: this memtable is about to be flushed, and
     // not rotating it could stop Level 0 (and so writes) for good. Not merged: that would
     // put the same old versions back into the active memtable.
@@ -699,7 +665,7 @@ void RangeEngine::RotateForCompaction(std::unique_lock<std::mutex>* lock) {
       RotateLocked(d, states[d].get(), /*no_merge=*/true);
     }
   }
-  lock->lock();
+  mu_.Lock();
 }
 
 namespace {
@@ -714,75 +680,75 @@ std::chrono::milliseconds RetryDelay(int failures) {
 }  // namespace
 
 void RangeEngine::BackgroundWork() {
-  std::unique_lock lock(mu_);
-  // Runs one flush (of a copy: the queue may change meanwhile). REQUIRES: lock held.
-  auto flush = [&](Immutable imm) {
-    flushing_ids_.insert(imm.mem->id());
-    lock.unlock();
+  MutexLock lock(&mu_);
+  // Runs one flush (of a copy: the queue may change meanwhile).
+  auto flush = [&](Immutable imm) REQUIRES(mu_) {
+    bg_.flushing_ids.insert(imm.mem->id());
+    mu_.Unlock();
     Status s = FlushOne(imm);
-    lock.lock();
-    flushing_ids_.erase(imm.mem->id());
+    mu_.Lock();
+    bg_.flushing_ids.erase(imm.mem->id());
     if (s.ok()) {
-      flush_failures_in_row_ = 0;
+      bg_.flush_failures_in_row = 0;
     } else if (bg_error_.ok()) {
       // The memtable stays immutable and readable; a StoC that failed is left out of
       // placement for a while, so the retry goes elsewhere.
       ++stats_.flush_failures;
-      last_flush_error_ = s;
-      const auto delay = RetryDelay(++flush_failures_in_row_);
-      flush_retry_at_ = MonoNow() + delay;
+      bg_.last_flush_error = s;
+      const auto delay = RetryDelay(++bg_.flush_failures_in_row);
+      bg_.flush_retry_at = MonoNow() + delay;
       LOG(WARNING) << "range " << options_.range_id << ": flush failed (retry in "
                    << delay.count() << " ms): " << s.ToString();
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   };
   while (!shutting_down_ && bg_error_.ok()) {
     const MonoTime now = MonoNow();
     const Immutable* next_flush = NextFlushLocked();
     const bool flush_due = next_flush != nullptr;
-    const bool flush_now = flush_due && now >= flush_retry_at_;
+    const bool flush_now = flush_due && now >= bg_.flush_retry_at;
     // Flushes come first, but a second concurrent flush only when no compaction is
     // waiting: else a steady stream of flushes would starve Level 0.
-    if (flush_now && flushing_ids_.empty()) {
+    if (flush_now && bg_.flushing_ids.empty()) {
       flush(*next_flush);
       continue;
     }
     std::optional<CompactionPick> pick;
-    if (now >= compaction_retry_at_ && (pick = PickCompactionLocked())) {
+    if (now >= bg_.compaction_retry_at && (pick = PickCompactionLocked())) {
       picker_.Start(*pick);
-      lock.unlock();
+      lock.Unlock();
       Status s = RunCompaction(pick->level, pick->inputs, pick->next);
-      lock.lock();
+      lock.Lock();
       picker_.Finish(*pick);
       if (s.ok()) {
-        compaction_failures_in_row_ = 0;
+        bg_.compaction_failures_in_row = 0;
       } else if (bg_error_.ok()) {
         ++stats_.compaction_failures;
-        const auto delay = RetryDelay(++compaction_failures_in_row_);
-        compaction_retry_at_ = MonoNow() + delay;
+        const auto delay = RetryDelay(++bg_.compaction_failures_in_row);
+        bg_.compaction_retry_at = MonoNow() + delay;
         LOG(WARNING) << "range " << options_.range_id << ": compaction failed (retry in "
                      << delay.count() << " ms): " << s.ToString();
       }
-      cv_.notify_all();
+      cv_.NotifyAll();
       continue;
     }
     if (flush_now) {
       flush(*next_flush);  // (picking does not change the queue)
       continue;
     }
-    if (!rotate_for_compaction_.empty()) {
-      RotateForCompaction(&lock);
+    if (!bg_.rotate_for_compaction.empty()) {
+      RotateForCompaction();
       continue;
     }
     if (flush_due) {
       // Only a flush waiting out its backoff: wait here (woken early by shutdown).
-      cv_.wait_until(lock, flush_retry_at_);
+      cv_.WaitUntil(&lock, bg_.flush_retry_at);
       continue;
     }
     break;
   }
-  --running_;
-  cv_.notify_all();
+  --bg_.running;
+  cv_.NotifyAll();
 }
 
 Status RangeEngine::FlushOne(const Immutable& imm) {
@@ -794,7 +760,7 @@ Status RangeEngine::FlushOne(const Immutable& imm) {
   }
   if (imm.mem->num_entries() == 0) {
     // Nothing to write (e.g. a reorganization retired an empty memtable): just drop it.
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     EraseImmutableLocked(imm.mem);
     live_.erase(std::remove(live_.begin(), live_.end(), imm.mem), live_.end());
     mid_to_table_.erase(imm.mem->id());
@@ -816,7 +782,7 @@ Status RangeEngine::FlushOne(const Immutable& imm) {
   lsm::CompactionMergeOptions mo;
   mo.icmp = &icmp_;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     mo.snapshots = LiveSnapshots();
   }
   mo.smallest_snapshot_or_max = mo.snapshots.empty() ? lsm::kMaxSequenceNumber : mo.snapshots.front();
@@ -829,15 +795,15 @@ Status RangeEngine::FlushOne(const Immutable& imm) {
     return s.Prepend("flushing memtable " + std::to_string(imm.mem->id()));
   }
   std::vector<lsm::TableMeta> outputs = std::move(sink.outputs());
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   VersionEdit edit;
-  lsm::SequenceNumber last = manifest_.last_sequence();
+  lsm::SequenceNumber last = versions_.state().last_sequence();
   for (lsm::TableMeta& m : outputs) {
     last = std::max(last, m.largest_sequence);
     edit.new_tables.emplace_back(0, std::move(m));
   }
   edit.last_sequence = last;
-  edit.next_file_number = manifest_.next_file_number();
+  edit.next_file_number = versions_.state().next_file_number();
   if (options_.log != nullptr) {
     // The memtable's log (and those of memtables merged into it) become obsolete with it.
     edit.obsolete_logs.push_back(imm.mem->id());
@@ -847,7 +813,7 @@ Status RangeEngine::FlushOne(const Immutable& imm) {
                                 absorbed->second.end());
     }
   }
-  s = LogAndApplyLocked(&edit, &lock);
+  s = LogAndApplyLocked(&edit);
   if (!s.ok()) return s;
   absorbed_logs_.erase(imm.mem->id());
   // The memtable is now in a table: readers stop seeing it in the same step.
@@ -863,93 +829,24 @@ Status RangeEngine::FlushOne(const Immutable& imm) {
   return Status::OK();
 }
 
-Status RangeEngine::LogAndApplyLocked(VersionEdit* edit, std::unique_lock<std::mutex>* lock) {
-  (void)lock;
+Status RangeEngine::LogAndApplyLocked(VersionEdit* edit) {
   if (options_.log != nullptr) AddLogBookkeepingLocked(edit);
-  std::string record = EncodeManifestRecord(*edit);
-  Status appended;
-  for (int attempt = 0; attempt < kManifestAppendAttempts; ++attempt) {
-    // A failed append leaves the store to repair on the next one (e.g. a StoC restarted and
-    // its append slot is gone); only repeated failure stops the range.
-    appended = store_->AppendManifest(record);
-    if (appended.ok()) break;
-    LOG(WARNING) << "range " << options_.range_id << ": MANIFEST append failed (attempt "
-                 << attempt + 1 << "): " << appended.ToString();
+  bool fatal = false;
+  Status s = versions_.LogAndApply(*edit, &fatal);
+  if (!s.ok()) {
+    if (fatal) {
+      // Nothing may be appended or deleted any more (the edit's tables may be referenced
+      // after a restart).
+      LOG(ERROR) << "range " << options_.range_id << ": writes stop: " << s.ToString();
+      bg_error_ = s;
+      writes_blocked_ = true;
+    }
+    return s;
   }
-  if (!appended.ok()) return RecoverFromFailedAppendLocked(*edit, appended);
-  NOVA_RETURN_NOT_OK(manifest_.Apply(*edit));
   if (options_.log != nullptr) DropLogsLocked(*edit);
-  current_ = BuildVersion(current_, *edit);
   RebuildRangeIndexLocked();  // Level 0 may have changed
-  l0_bytes_.store(current_->LevelBytes(0), std::memory_order_relaxed);
-  manifest_bytes_ += record.size();
-  if (manifest_bytes_ > options_.manifest_roll_bytes) {
-    // Start a new MANIFEST with the whole state; the old one is retired by the store.
-    const std::string snapshot = EncodeManifestRecord(manifest_.Snapshot());
-    Status s = store_->RollManifest(snapshot);
-    if (s.ok()) {
-      manifest_bytes_ = snapshot.size();
-    } else {
-      LOG(WARNING) << "MANIFEST roll-over failed (will retry): " << s.ToString();
-    }
-  }
+  l0_bytes_.store(versions_.current()->LevelBytes(0), std::memory_order_relaxed);
   return Status::OK();
-}
-
-Status RangeEngine::RecoverFromFailedAppendLocked(const VersionEdit& edit, const Status& error) {
-  // The record may still have reached a replica, and a later Open could pick it up (then
-  // contradicting the edits that follow). A new MANIFEST holding the state without it
-  // settles the question: Open reads only the newest MANIFEST.
-  const std::string snapshot = EncodeManifestRecord(manifest_.Snapshot());
-  const Status rolled = store_->RollManifest(snapshot);
-  if (!rolled.ok()) {
-    // Whether the edit is in the MANIFEST is unknown: nothing may be appended or deleted
-    // any more (the edit's tables may be referenced after a restart).
-    LOG(ERROR) << "range " << options_.range_id << ": MANIFEST append failed ("
-               << error.ToString() << ") and a new MANIFEST could not be written ("
-               << rolled.ToString() << "): writes stop";
-    bg_error_ = error.Prepend("MANIFEST append");
-    writes_blocked_ = true;
-    return bg_error_;
-  }
-  manifest_bytes_ = snapshot.size();
-  ++stats_.manifest_failures;
-  // The edit is gone for good, and with it the only reference to its new tables.
-  for (const auto& [level, meta] : edit.new_tables) {
-    Status d = store_->DeleteTable(meta);
-    LOG_IF(WARNING, !d.ok()) << "range " << options_.range_id << ": deleting table "
-                             << meta.number << " of a failed edit: " << d.ToString();
-  }
-  LOG(WARNING) << "range " << options_.range_id << ": MANIFEST append failed, edit dropped "
-               << "(a new MANIFEST holds the state without it): " << error.ToString();
-  return error.Prepend("MANIFEST append");
-}
-
-std::shared_ptr<Version> RangeEngine::BuildVersion(const std::shared_ptr<Version>& base,
-                                                   const VersionEdit& edit) {
-  auto v = std::make_shared<Version>();
-  for (int l = 0; l < lsm::kNumLevels; ++l) {
-    for (const TableRef& t : base->levels[l]) {
-      const bool deleted = std::any_of(edit.deleted_tables.begin(), edit.deleted_tables.end(),
-                                       [&](const auto& d) { return d.first == l && d.second == t->meta().number; });
-      if (deleted) {
-        t->MarkObsolete();
-      } else {
-        v->levels[l].push_back(t);
-      }
-    }
-  }
-  for (const auto& [level, meta] : edit.new_tables) {
-    v->levels[level].push_back(std::make_shared<TableHandle>(meta, &table_ctx_));
-  }
-  std::sort(v->levels[0].begin(), v->levels[0].end(),
-            [](const TableRef& a, const TableRef& b) { return a->meta().number < b->meta().number; });
-  for (int l = 1; l < lsm::kNumLevels; ++l) {
-    std::sort(v->levels[l].begin(), v->levels[l].end(), [this](const TableRef& a, const TableRef& b) {
-      return icmp_.Compare(a->meta().smallest, b->meta().smallest) < 0;
-    });
-  }
-  return v;
 }
 
 }  // namespace nova::ltc

@@ -48,6 +48,7 @@
 #include "common/clock.h"
 #include "common/lsm/compaction_merge.h"
 #include "common/lsm/internal_key.h"
+#include "common/mutex.h"
 #include "common/lsm/table_store.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
@@ -60,6 +61,7 @@
 #include "ltc/engine/range_index.h"
 #include "ltc/engine/sequence_watermark.h"
 #include "ltc/engine/version.h"
+#include "ltc/engine/version_set.h"
 
 namespace nova::ltc {
 
@@ -201,7 +203,7 @@ class RangeEngine {
                   std::shared_ptr<MemTable>* failed, bool* reached);
   // Rotates `mem` out if it is still a Drange's active memtable (its log died) and the
   // Drange has room for another memtable. REQUIRES: no Drange lock or mu_ held.
-  void RetireActive(const std::shared_ptr<MemTable>& mem);
+  void RetireActive(const std::shared_ptr<MemTable>& mem) EXCLUDES(mu_);
   // Recovery (range_engine_recovery.cc): reads the range's logs, drops the obsolete ones and
   // rebuilds a memtable per live log (same id) with --ltc_recovery_threads threads. Fills
   // *rebuilt (ascending id), *absorbed (rebuilt id -> ids of logless memtables whose
@@ -209,34 +211,35 @@ class RangeEngine {
   // REQUIRES: mu_ held, during Open.
   Status RebuildFromLogsLocked(bool new_range, std::vector<std::shared_ptr<MemTable>>* rebuilt,
                                std::unordered_map<uint64_t, std::vector<uint64_t>>* absorbed,
-                               lsm::SequenceNumber* max_sequence);
+                               lsm::SequenceNumber* max_sequence) REQUIRES(mu_);
   // Adds the log bookkeeping to an edit: logs dropped since the last edit (merged or empty
   // memtables) join its obsolete_logs, and it records the log floor (every memtable below
   // the oldest live one) and the next memtable id. REQUIRES: mu_ held.
-  void AddLogBookkeepingLocked(VersionEdit* edit);
+  void AddLogBookkeepingLocked(VersionEdit* edit) REQUIRES(mu_);
   // After the edit is in the MANIFEST: drops the logs it made obsolete. REQUIRES: mu_ held.
-  void DropLogsLocked(const VersionEdit& edit);
+  void DropLogsLocked(const VersionEdit& edit) REQUIRES(mu_);
   // Returns the active memtable of `d` with room, rotating (and stalling) as needed;
   // *seq gets `count` fresh sequence numbers (the first). REQUIRES: not holding mu_.
   // Locks the Dranges of `keys` (routing them), makes sure each has an active memtable with
   // room (rotating and stalling as needed), assigns `keys.size()` sequence numbers and
   // returns the memtable for each key and the first sequence.
   Status PrepareWrite(const std::vector<leveldb::Slice>& keys,
-                      std::vector<std::shared_ptr<MemTable>>* mems, lsm::SequenceNumber* first);
+                      std::vector<std::shared_ptr<MemTable>>* mems, lsm::SequenceNumber* first)
+      EXCLUDES(mu_);
   // A new memtable, registered for readers and the lookup index. REQUIRES: mu_ held.
-  std::shared_ptr<MemTable> NewMemTableLocked();
+  std::shared_ptr<MemTable> NewMemTableLocked() REQUIRES(mu_);
   // Erases the lookup-index entries that point at the memtables flushed into Level-0 tables
   // that compaction just replaced. recorded_keys[i], if present, holds the user keys of
   // tables[i] (varint32-length-prefixed, as the local merge recorded them); a table without
   // them is read again. REQUIRES: mu_ not held.
   void ForgetCompactedLevel0(const std::vector<TableRef>& tables,
-                             const std::vector<std::string>& recorded_keys);
+                             const std::vector<std::string>& recorded_keys) EXCLUDES(mu_);
 
   // Range index (range_engine_index.cc). Builds range_index_ anew from layout_, dranges_,
-  // live_ and current_, recording the interval of each active memtable not seen before; to
+  // live_ and the current version, recording the interval of each active memtable not seen before; to
   // be called in the same mu_ critical section as every change to those (readers take the
   // index with the sequence they read at). REQUIRES: mu_ held; dranges_ belong to layout_.
-  void RebuildRangeIndexLocked();
+  void RebuildRangeIndexLocked() REQUIRES(mu_);
   // The internal iterator (every version of every key) over `version` and the memtables
   // and Level-0 tables of `rindex` (if not null) or else `mems` and version's Level 0.
   // Caller deletes it; it holds what it reads except `version` (the caller pins it).
@@ -245,27 +248,27 @@ class RangeEngine {
                                          const std::shared_ptr<Version>& version);
   // Makes the active memtable of `d` immutable and starts a new one.
   // REQUIRES: ds->mu and mu_ held.
-  void RotateLocked(uint32_t d, DrangeState* ds, bool no_merge = false);
+  void RotateLocked(uint32_t d, DrangeState* ds, bool no_merge = false) REQUIRES(mu_);
   // True if Drange d may rotate now (a free memtable and Level 0 not over its limit).
   // REQUIRES: mu_ held.
-  bool RoomToRotateLocked(uint32_t d) const;
+  bool RoomToRotateLocked(uint32_t d) const REQUIRES(mu_);
   void InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major);
   void FinishWrite(lsm::SequenceNumber first, size_t count);
   lsm::SequenceNumber VisibleSequence() const;
   // Takes the next table number. REQUIRES: mu_ not held.
-  uint64_t NewFileNumber();
+  uint64_t NewFileNumber() EXCLUDES(mu_);
   void MaybeReorganize();
 
   // Background work.
-  void ScheduleWork();
+  void ScheduleWork() REQUIRES(mu_);
   void BackgroundWork();
-  // Rotates the Dranges in rotate_for_compaction_. REQUIRES: *lock holds mu_ (released
-  // and retaken: a Drange's lock comes first).
-  void RotateForCompaction(std::unique_lock<std::mutex>* lock);
+  // Rotates the Dranges in bg_.rotate_for_compaction. REQUIRES: mu_ held (released and
+  // retaken: a Drange's lock comes first).
+  void RotateForCompaction() REQUIRES(mu_);
   // The immutable memtable to flush next, or null. REQUIRES: mu_ held.
-  const Immutable* NextFlushLocked() const;
+  const Immutable* NextFlushLocked() const REQUIRES(mu_);
   // Removes `mem` from immutables_. REQUIRES: mu_ held.
-  void EraseImmutableLocked(const std::shared_ptr<MemTable>& mem);
+  void EraseImmutableLocked(const std::shared_ptr<MemTable>& mem) REQUIRES(mu_);
   Status FlushOne(const Immutable& imm);
   // The small-memtable rule (paper 4.4.2): if `imm` has fewer unique keys than
   // drange_merge_threshold_keys, moves the versions of it that readers may still need into
@@ -274,33 +277,30 @@ class RangeEngine {
   bool MaybeMergeIntoActive(const Immutable& imm);
   // The next compaction (picker_ over the current version), or nullopt if nothing can run
   // now. REQUIRES: mu_ held.
-  std::optional<CompactionPick> PickCompactionLocked();
+  std::optional<CompactionPick> PickCompactionLocked() REQUIRES(mu_);
   // True if a memtable may hold a version, older than `cluster`'s newest, of a key in
   // [lo, hi] (user keys): the cluster must not move below Level 0 yet. Asks for the
   // rotation or flush of such memtables. REQUIRES: mu_ held.
   bool OlderVersionsInMemory(const std::vector<TableRef>& cluster, const std::string& lo,
-                             const std::string& hi);
+                             const std::string& hi) REQUIRES(mu_);
   // Memtables that may hold a version older than one already flushed. REQUIRES: mu_ held.
-  std::vector<std::shared_ptr<MemTable>> MemtablesThatMayHoldOlderVersions() const;
+  std::vector<std::shared_ptr<MemTable>> MemtablesThatMayHoldOlderVersions() const
+      REQUIRES(mu_);
   Status RunCompaction(int level, const std::vector<TableRef>& inputs,
                        const std::vector<TableRef>& next);
   // Runs the job through options_.compaction_offloader (range_engine_offload.cc); on OK,
   // *outputs are the written outputs for level + 1. REQUIRES: mu_ not held.
   Status OffloadCompaction(int level, const std::vector<TableRef>& inputs,
                            const std::vector<TableRef>& next,
-                           const lsm::CompactionMergeOptions& mo, std::vector<lsm::TableMeta>* outputs);
-  // Records the edit in the MANIFEST and installs the new version. REQUIRES: mu_ held.
-  Status LogAndApplyLocked(VersionEdit* edit, std::unique_lock<std::mutex>* lock);
-  // After an edit's MANIFEST append failed for good: starts a new MANIFEST without it and
-  // deletes its new tables, or, if that fails too, stops the range. Returns the error for
-  // the caller. REQUIRES: mu_ held.
-  Status RecoverFromFailedAppendLocked(const VersionEdit& edit, const Status& error);
+                           const lsm::CompactionMergeOptions& mo,
+                           std::vector<lsm::TableMeta>* outputs) EXCLUDES(mu_);
+  // Records the edit in the MANIFEST and installs the new version (versions_); after a
+  // failure that leaves the MANIFEST unknown, stops the range. REQUIRES: mu_ held.
+  Status LogAndApplyLocked(VersionEdit* edit) REQUIRES(mu_);
   // Deletes tables the store has but the current version does not reference, and moves
   // the next file number past every listed table. REQUIRES: mu_ held, at Open.
-  void CollectOrphansLocked();
-  std::shared_ptr<Version> BuildVersion(const std::shared_ptr<Version>& base,
-                                        const VersionEdit& edit);
-  std::vector<lsm::SequenceNumber> LiveSnapshots() const;
+  void CollectOrphansLocked() REQUIRES(mu_);
+  std::vector<lsm::SequenceNumber> LiveSnapshots() const REQUIRES(mu_);
   PersistedDrangeLayout PersistLayout(const DrangeLayout& l) const;
   std::unique_ptr<DrangeLayout> RestoreLayout(const PersistedDrangeLayout& p) const;
 
@@ -322,65 +322,76 @@ class RangeEngine {
     std::shared_ptr<const DrangeLayout> layout;
     std::vector<std::shared_ptr<DrangeState>> states;
   };
-  mutable std::mutex routing_mu_;          // a leaf
-  std::shared_ptr<const Routing> routing_;  // protected by routing_mu_
+  mutable Mutex routing_mu_ ACQUIRED_AFTER(mu_);  // a leaf
+  std::shared_ptr<const Routing> routing_ GUARDED_BY(routing_mu_);
   std::shared_ptr<const Routing> CurrentRouting() const;
   // Publishes layout_ and dranges_ to the write path. REQUIRES: mu_ held.
-  void PublishRoutingLocked();
+  void PublishRoutingLocked() REQUIRES(mu_);
   // Set (under mu_) when writes stop (bg_error_) or the engine shuts down; the write path
   // reads it without mu_ and only then takes mu_ for the reason.
   std::atomic<bool> writes_blocked_{true};
   // Level-0 bytes of the current version, for the write path's slow-down check.
   std::atomic<uint64_t> l0_bytes_{0};
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;  // background progress (flush, compaction, shutdown)
-  // Protected by mu_:
-  std::shared_ptr<const DrangeLayout> layout_;
-  std::vector<std::shared_ptr<DrangeState>> dranges_;
-  std::deque<Immutable> immutables_;              // oldest first
-  std::vector<std::shared_ptr<MemTable>> live_;   // every memtable readers must see
-  std::shared_ptr<Version> current_;
-  ManifestState manifest_;
-  uint64_t next_memtable_id_ = 1;
+  mutable Mutex mu_;
+  CondVar cv_;  // background progress (flush, compaction, shutdown)
+  // Protected by mu_ (the versions current() returns are immutable):
+  VersionSet versions_ GUARDED_BY(mu_);
+  std::shared_ptr<const DrangeLayout> layout_ GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<DrangeState>> dranges_ GUARDED_BY(mu_);
+  std::deque<Immutable> immutables_ GUARDED_BY(mu_);  // oldest first
+  std::vector<std::shared_ptr<MemTable>> live_ GUARDED_BY(mu_);  // all readers must see
+  uint64_t next_memtable_id_ GUARDED_BY(mu_) = 1;
   // Memtable id -> ids of memtables merged into it (their entries were re-logged into its
   // log): its flush makes their logs obsolete too.
-  std::unordered_map<uint64_t, std::vector<uint64_t>> absorbed_logs_;
+  std::unordered_map<uint64_t, std::vector<uint64_t>> absorbed_logs_ GUARDED_BY(mu_);
   // Logs dropped without an edit (memtables merged or empty): the next edit marks them.
-  std::vector<uint64_t> unrecorded_obsolete_logs_;
+  std::vector<uint64_t> unrecorded_obsolete_logs_ GUARDED_BY(mu_);
   // MIDToTable (paper 4.4.1.1): memtable id -> the memtable, or the Level-0 table it became.
   struct MidLocation {
     std::shared_ptr<MemTable> mem;
     uint64_t table = 0;
   };
-  std::unordered_map<uint64_t, MidLocation> mid_to_table_;
+  std::unordered_map<uint64_t, MidLocation> mid_to_table_ GUARDED_BY(mu_);
   // The range index readers use (null until Open), and the key interval of each live
   // memtable (the Drange it was created for), by memtable id.
-  std::shared_ptr<const RangeIndex> range_index_;
-  std::unordered_map<uint64_t, KeyInterval> memtable_intervals_;
-  uint64_t manifest_bytes_ = 0;
-  std::multiset<lsm::SequenceNumber> snapshots_;
-  CompactionPicker picker_;  // which compaction next; the tables running ones hold
-  int running_ = 0;                // background tasks queued or running
-  // After a failed flush or compaction, none is tried before these times (backoff).
-  MonoTime flush_retry_at_{}, compaction_retry_at_{};
-  int flush_failures_in_row_ = 0, compaction_failures_in_row_ = 0;
-  Status last_flush_error_;  // of the last failed flush (FlushAll reports it)
-  std::set<uint64_t> flushing_ids_;  // memtables being flushed (or merged) now
-  // Dranges whose active memtable blocks a Level-0 compaction (the picker): the
-  // background thread rotates them whatever the room (RotateForCompaction).
-  std::set<uint32_t> rotate_for_compaction_;
-  bool shutting_down_ = false;
-  bool opened_ = false;            // Open() succeeded; until then every call is refused
-  Status bg_error_;                // a failed flush or MANIFEST write: writes stop
-  EngineStats stats_;
-  std::atomic<uint64_t> writes_since_reorg_{0};
-  std::atomic<bool> reorganizing_{false};
-  // The imbalance the last load check measured (NaN: no check yet).
-  std::atomic<double> last_window_imbalance_{std::numeric_limits<double>::quiet_NaN()};
-  std::atomic<uint64_t> puts_{0}, deletes_{0}, gets_{0}, index_hits_{0};
-  std::atomic<uint64_t> slowdowns_{0}, slowdown_micros_{0};
-  std::atomic<uint64_t> log_failures_{0};
+  std::shared_ptr<const RangeIndex> range_index_ GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, KeyInterval> memtable_intervals_ GUARDED_BY(mu_);
+  std::multiset<lsm::SequenceNumber> snapshots_ GUARDED_BY(mu_);
+  // Which compaction next; the tables running ones hold.
+  CompactionPicker picker_ GUARDED_BY(mu_);
+  // Background work: the tasks running, and after a failed flush or compaction the
+  // backoff (none is tried before its retry time).
+  struct Background {
+    int running = 0;  // tasks queued or running
+    MonoTime flush_retry_at{}, compaction_retry_at{};
+    int flush_failures_in_row = 0, compaction_failures_in_row = 0;
+    Status last_flush_error;          // of the last failed flush (FlushAll reports it)
+    std::set<uint64_t> flushing_ids;  // memtables being flushed (or merged) now
+    // Dranges whose active memtable blocks a Level-0 compaction (the picker): the
+    // background thread rotates them whatever the room (RotateForCompaction).
+    std::set<uint32_t> rotate_for_compaction;
+  };
+  Background bg_ GUARDED_BY(mu_);
+  bool shutting_down_ GUARDED_BY(mu_) = false;
+  bool opened_ GUARDED_BY(mu_) = false;  // Open() succeeded; until then every call is refused
+  Status bg_error_ GUARDED_BY(mu_);      // a failed flush or MANIFEST write: writes stop
+  EngineStats stats_ GUARDED_BY(mu_);
+  // Drange reorganization (MaybeReorganize): writes since the last load check, whether a
+  // check runs, and the imbalance the last one measured (NaN: none yet).
+  struct Reorganization {
+    std::atomic<uint64_t> writes_since{0};
+    std::atomic<bool> running{false};
+    std::atomic<double> last_window_imbalance{std::numeric_limits<double>::quiet_NaN()};
+  };
+  Reorganization reorg_;
+  // What the read and write paths count without a lock.
+  struct Counters {
+    std::atomic<uint64_t> puts{0}, deletes{0}, gets{0}, index_hits{0};
+    std::atomic<uint64_t> slowdowns{0}, slowdown_micros{0};
+    std::atomic<uint64_t> log_failures{0};
+  };
+  Counters counters_;
   // FlushAll calls in progress: while any runs, immutables are flushed, never merged.
   std::atomic<int> forcing_flush_{0};
   LookupIndex index_;

@@ -86,9 +86,11 @@ std::vector<std::shared_ptr<MemTable>> RangeEngine::MemtablesThatMayHoldOlderVer
 }
 
 std::optional<CompactionPick> RangeEngine::PickCompactionLocked() {
-  return picker_.Pick(*current_, layout_->size(),
+  return picker_.Pick(*versions_.current(), layout_->size(),
                       [this](const std::vector<TableRef>& cluster, const std::string& lo,
-                             const std::string& hi) { return OlderVersionsInMemory(cluster, lo, hi); });
+                             const std::string& hi) REQUIRES(mu_) {
+                        return OlderVersionsInMemory(cluster, lo, hi);
+                      });
 }
 
 bool RangeEngine::OlderVersionsInMemory(const std::vector<TableRef>& cluster,
@@ -111,7 +113,7 @@ bool RangeEngine::OlderVersionsInMemory(const std::vector<TableRef>& cluster,
       // goes cold, or may not rotate while writes are stopped: ask for a rotation, so
       // it gets flushed or merged and the cluster can move down.
       for (uint32_t d = 0; d < dranges_.size(); ++d) {
-        if (dranges_[d]->active == m) rotate_for_compaction_.insert(d);
+        if (dranges_[d]->active == m) bg_.rotate_for_compaction.insert(d);
       }
       // An immutable one that merging keeps giving back to its Drange: flush it.
       for (Immutable& imm : immutables_) {
@@ -132,12 +134,12 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
   mo.icmp = &icmp_;
   mo.max_output_bytes = options_.sstable_bytes;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     mo.snapshots = LiveSnapshots();
     // Nothing of these keys below the output level: deletions can go.
     mo.bottommost = true;
     for (int l = level + 2; l < lsm::kNumLevels && mo.bottommost; ++l) {
-      for (const TableRef& t : current_->levels[l]) {
+      for (const TableRef& t : versions_.current()->levels[l]) {
         if (t->Overlaps(lo, hi)) mo.bottommost = false;
       }
     }
@@ -164,7 +166,7 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
     if (!offloaded) {
       LOG(WARNING) << "range " << options_.range_id << ": running a Level-" << level
                    << " compaction here after its offload failed: " << o.ToString();
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       ++stats_.compaction_offload_fallbacks;
     }
   }
@@ -205,13 +207,13 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
     }
     outputs = std::move(sink.outputs());
   }
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   VersionEdit edit;
   for (const TableRef& t : inputs) edit.deleted_tables.emplace_back(level, t->meta().number);
   for (const TableRef& t : next) edit.deleted_tables.emplace_back(level + 1, t->meta().number);
   for (lsm::TableMeta& m : outputs) edit.new_tables.emplace_back(level + 1, std::move(m));
-  edit.next_file_number = manifest_.next_file_number();
-  Status s = LogAndApplyLocked(&edit, &lock);
+  edit.next_file_number = versions_.state().next_file_number();
+  Status s = LogAndApplyLocked(&edit);
   if (!s.ok()) {
     // LogAndApplyLocked deleted the outputs if it could start a new MANIFEST without the
     // edit; else the range stopped and they stay (a restart may find the edit).
@@ -219,7 +221,7 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
   }
   ++stats_.compactions;
   if (offloaded) ++stats_.compactions_offloaded;
-  lock.unlock();
+  lock.Unlock();
   if (level == 0 && options_.lookup_index) ForgetCompactedLevel0(inputs, recorded_keys);
   return Status::OK();
 }
@@ -230,7 +232,7 @@ void RangeEngine::ForgetCompactedLevel0(const std::vector<TableRef>& tables,
     const TableRef& t = tables[i];
     std::vector<uint64_t> mids;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       for (const auto& [mid, where] : mid_to_table_) {
         if (where.mem == nullptr && where.table == t->meta().number) mids.push_back(mid);
       }
@@ -252,14 +254,14 @@ void RangeEngine::ForgetCompactedLevel0(const std::vector<TableRef>& tables,
       }
     }
     // Entries left behind (a read error) only cost a full search later: they never match.
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     for (uint64_t mid : mids) mid_to_table_.erase(mid);
   }
 }
 
 Status RangeEngine::FlushAll() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (!opened_) return Status::IllegalState("range is not open");
   }
   // Before any rotation: a merge that has not yet looked at the flag will flush instead, and
@@ -272,37 +274,37 @@ Status RangeEngine::FlushAll() {
   std::vector<std::shared_ptr<DrangeState>> states;
   uint64_t failures;  // flush failures before this call: a new one is reported
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     states = dranges_;
     failures = stats_.flush_failures;
   }
   for (size_t d = 0; d < states.size(); ++d) {
     std::lock_guard dl(states[d]->mu);
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (!states[d]->retired && states[d]->active->num_entries() > 0) {
       RotateLocked(static_cast<uint32_t>(d), states[d].get());
     }
   }
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   ScheduleWork();
-  cv_.wait(lock, [&] {
+  cv_.Wait(&lock, [&]() REQUIRES(mu_) {
     return immutables_.empty() || !bg_error_.ok() || shutting_down_ ||
            stats_.flush_failures != failures;
   });
   if (bg_error_.ok() && stats_.flush_failures != failures) {
-    return last_flush_error_.Prepend("flush failed (retried in the background)");
+    return bg_.last_flush_error.Prepend("flush failed (retried in the background)");
   }
   return bg_error_;
 }
 
 Status RangeEngine::WaitForCompactions() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   if (!opened_) return Status::IllegalState("range is not open");
   while (bg_error_.ok()) {
     const bool work = !immutables_.empty() || PickCompactionLocked().has_value();
-    if (!work && running_ == 0) break;
+    if (!work && bg_.running == 0) break;
     if (work) ScheduleWork();
-    cv_.wait_for(lock, std::chrono::milliseconds(50));  // woken by background progress
+    cv_.WaitFor(&lock, std::chrono::milliseconds(50));  // woken by background progress
   }
   return bg_error_;
 }
@@ -310,19 +312,19 @@ Status RangeEngine::WaitForCompactions() {
 // ---- Dranges --------------------------------------------------------------------------
 
 void RangeEngine::MaybeReorganize() {
-  if (options_.dranges <= 1 || reorganizing_.exchange(true)) return;
-  writes_since_reorg_ = 0;
+  if (options_.dranges <= 1 || reorg_.running.exchange(true)) return;
+  reorg_.writes_since = 0;
   std::shared_ptr<const DrangeLayout> layout;
   std::vector<std::shared_ptr<MemTable>> mems;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     layout = layout_;
     mems = live_;
   }
   const DrangeLoad load = layout->Load();
   // The window ends here (counters are reset or a new layout starts from zero): keep its
   // figure for GetStats, which would otherwise see a window just begun.
-  if (load.total > 0) last_window_imbalance_.store(load.imbalance, std::memory_order_relaxed);
+  if (load.total > 0) reorg_.last_window_imbalance.store(load.imbalance, std::memory_order_relaxed);
   std::unique_ptr<DrangeLayout> next;
   bool major = layout->size() < options_.dranges ||
                load.imbalance > options_.drange_imbalance_threshold / options_.dranges;
@@ -346,18 +348,18 @@ void RangeEngine::MaybeReorganize() {
                            options_.tranges_per_drange, layout->generation() + 1);
   }
   if (next != nullptr) InstallLayout(std::move(next), major);
-  reorganizing_ = false;
+  reorg_.running = false;
 }
 
 void RangeEngine::InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major) {
   std::vector<std::shared_ptr<DrangeState>> old;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     old = dranges_;
   }
   std::vector<std::unique_lock<std::mutex>> locks;
   for (auto& ds : old) locks.emplace_back(ds->mu);
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   // The active memtables of the old layout become immutable (a new generation starts).
   for (size_t d = 0; d < old.size(); ++d) {
     old[d]->retired = true;
@@ -375,10 +377,10 @@ void RangeEngine::InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major
   }
   VersionEdit edit;
   edit.dranges = PersistLayout(*layout);
-  Status s = LogAndApplyLocked(&edit, &lock);
+  Status s = LogAndApplyLocked(&edit);
   if (!s.ok() && bg_error_.ok()) {
     // The failed record was dropped into a new MANIFEST: record the layout there.
-    s = LogAndApplyLocked(&edit, &lock);
+    s = LogAndApplyLocked(&edit);
   }
   if (!s.ok() && bg_error_.ok()) {
     LOG(ERROR) << "cannot record the Drange layout, writes stop: " << s.ToString();
@@ -423,41 +425,42 @@ std::unique_ptr<DrangeLayout> RangeEngine::RestoreLayout(const PersistedDrangeLa
 // ---- Introspection --------------------------------------------------------------------
 
 EngineStats RangeEngine::GetStats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   EngineStats s = stats_;
+  s.manifest_failures = versions_.manifest_failures();
   if (!opened_) return s;
-  s.puts = puts_.load();
-  s.deletes = deletes_.load();
-  s.gets = gets_.load();
-  s.slowdowns = slowdowns_.load();
-  s.slowdown_micros = slowdown_micros_.load();
-  s.log_failures = log_failures_.load();
-  s.lookup_index_hits = index_hits_.load();
+  s.puts = counters_.puts.load();
+  s.deletes = counters_.deletes.load();
+  s.gets = counters_.gets.load();
+  s.slowdowns = counters_.slowdowns.load();
+  s.slowdown_micros = counters_.slowdown_micros.load();
+  s.log_failures = counters_.log_failures.load();
+  s.lookup_index_hits = counters_.index_hits.load();
   s.lookup_index_entries = index_.size();
   s.dranges = layout_->size();
-  const double window = last_window_imbalance_.load(std::memory_order_relaxed);
+  const double window = reorg_.last_window_imbalance.load(std::memory_order_relaxed);
   s.drange_imbalance = std::isnan(window) ? layout_->Load().imbalance : window;
   s.immutable_memtables = static_cast<int>(immutables_.size());
   for (int l = 0; l < lsm::kNumLevels; ++l) {
-    s.level_tables[l] = current_->levels[l].size();
-    s.level_bytes[l] = current_->LevelBytes(l);
+    s.level_tables[l] = versions_.current()->levels[l].size();
+    s.level_bytes[l] = versions_.current()->LevelBytes(l);
   }
   s.last_sequence = VisibleSequence();
   return s;
 }
 
 std::string RangeEngine::DrangeDebugString() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (!opened_) return "range is not open";
   return layout_->DebugString();
 }
 
 EngineShape RangeEngine::GetShape() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   EngineShape shape;
   if (!opened_) return shape;
   for (int l = 0; l < lsm::kNumLevels; ++l) {
-    for (const TableRef& t : current_->levels[l]) shape.levels[l].push_back(t->meta());
+    for (const TableRef& t : versions_.current()->levels[l]) shape.levels[l].push_back(t->meta());
   }
   shape.dranges = PersistLayout(*layout_);
   return shape;

@@ -10,7 +10,7 @@
 namespace nova::ltc {
 
 void RangeEngine::RebuildRangeIndexLocked() {
-  if (!options_.range_index || layout_ == nullptr || current_ == nullptr) return;
+  if (!options_.range_index || layout_ == nullptr) return;
   // A memtable holds only keys routed to the Drange it is the active memtable of (the write
   // path routes by the layout whose Drange states it locks), so that Drange's interval,
   // taken while it is active, bounds it for its whole life.
@@ -27,7 +27,7 @@ void RangeEngine::RebuildRangeIndexLocked() {
         {m, it != memtable_intervals_.end() ? it->second : KeyInterval::All()});
   }
   std::erase_if(memtable_intervals_, [&](const auto& e) { return live_ids.count(e.first) == 0; });
-  sources.level0 = current_->levels[0];
+  sources.level0 = versions_.current()->levels[0];
   std::vector<KeyBound> boundaries;
   for (int d = 0; d < layout_->size(); ++d) boundaries.push_back(layout_->drange(d).lower);
   range_index_ = RangeIndex::Build(options_.comparator, std::move(boundaries), std::move(sources));

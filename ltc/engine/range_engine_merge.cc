@@ -56,7 +56,7 @@ bool RangeEngine::MaybeMergeIntoActive(const Immutable& imm) {
   lsm::CompactionMergeOptions mo;
   mo.icmp = &icmp_;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     mo.snapshots = LiveSnapshots();
   }
   mo.smallest_snapshot_or_max = mo.snapshots.empty() ? lsm::kMaxSequenceNumber : mo.snapshots.front();
@@ -87,7 +87,7 @@ bool RangeEngine::MaybeMergeIntoActive(const Immutable& imm) {
       // gone to the active memtable, the newer one's table (with newer versions) could be
       // compacted below them. It cannot be flushed meanwhile: a Drange's memtables flush
       // in order, and this one is still pending (RangeEngine::NextFlushLocked).
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       for (const Immutable& other : immutables_) {
         if (other.mem != imm.mem && other.state == imm.state) {
           target = other.mem;
@@ -135,7 +135,7 @@ bool RangeEngine::MaybeMergeIntoActive(const Immutable& imm) {
   }
   // The versions are readable in their new memtable: readers may stop seeing this one.
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     EraseImmutableLocked(imm.mem);
     live_.erase(std::remove(live_.begin(), live_.end(), imm.mem), live_.end());
     RebuildRangeIndexLocked();  // the range index lets go of it too

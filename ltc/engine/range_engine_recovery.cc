@@ -68,7 +68,7 @@ Status RangeEngine::RebuildFromLogsLocked(
   std::vector<MemtableLog::Recovered> live;
   for (auto& l : logs) {
     next_memtable_id_ = std::max(next_memtable_id_, l.memtable + 1);
-    if (manifest_.LogIsObsolete(l.memtable)) {
+    if (versions_.state().LogIsObsolete(l.memtable)) {
       obsolete.push_back(l.memtable);
     } else {
       live.push_back(std::move(l));
@@ -104,7 +104,7 @@ Status RangeEngine::RebuildFromLogsLocked(
       // An id named by an entry may belong to a memtable whose own log was never created
       // (or is lost): it must not be handed out again either.
       next_memtable_id_ = std::max(next_memtable_id_, e.memtable + 1);
-      if (manifest_.LogIsObsolete(e.memtable)) continue;
+      if (versions_.state().LogIsObsolete(e.memtable)) continue;
       auto own = index_of.find(e.memtable);
       size_t t = i;
       if (own != index_of.end()) {

@@ -30,7 +30,8 @@ class TestTables {
     ctx_.icmp = &icmp_;
   }
 
-  // Table `number` holding `entries` (in internal-key order).
+  // Table `number` holding `entries` (in internal-key order). Each number once per
+  // TestTables.
   TableRef Table(uint64_t number, const std::vector<Entry>& entries) {
     lsm::TableBuildOptions o;
     o.block_size = 256;
@@ -60,6 +61,9 @@ class TestTables {
     for (char c = from; c <= to; ++c) entries.push_back({std::string(1, c), "v", sequence});
     return Table(number, entries);
   }
+
+ lsm::MemoryTableStore& store() { return store_; }
+  const TableContext* ctx() const { return &ctx_; }
 
  private:
   lsm::InternalKeyComparator icmp_;

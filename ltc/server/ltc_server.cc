@@ -15,13 +15,12 @@
 #include "common/clock.h"
 #include "common/coding.h"
 #include "common/transport/tcp_socket.h"
+#include "common/wire/message_stream.h"
 #include "ltc/server/ltc_server_conn.h"
 
 namespace nova::ltc {
 namespace {
 
-// Bytes asked of recv() at a time; a larger message is read straight to its full size.
-constexpr size_t kReadChunk = 64 << 10;
 // Socket buffer size for client connections.
 constexpr int kSocketBufferBytes = 1 << 20;
 
@@ -348,88 +347,55 @@ void LtcServer::AcceptLoop() {
 }
 
 void LtcServer::ReadLoop(std::shared_ptr<Conn> conn) {
-  std::string buf;
-  size_t used = 0;  // bytes of buf consumed by complete messages
-  Status end;
+  wire::MessageStream in(conn->fd, options_.limits.max_request_bytes);
   for (;;) {
-    // Parse every complete message buffered so far.
-    for (;;) {
-      std::string_view avail(buf.data() + used, buf.size() - used);
-      if (avail.size() < wire::kHeaderBytes) break;
-      const uint64_t request_id = DecodeFixed64(avail.data() + 8);
-      const uint16_t type = DecodeFixed16(avail.data() + 4);
-      const uint32_t plen = DecodeFixed32(avail.data() + 16);
-      // A header that cannot start a message (bad magic, version, reserved bits) first:
-      // only then are its type, id and length worth answering about.
-      size_t need = 0;
-      Status s = wire::PeekMessageLength(avail, std::numeric_limits<uint32_t>::max(), &need);
-      if (!s.ok()) {
-        end = s.Prepend("malformed request");
-        SendError(conn.get(), kConnectionErrorType, 0, end);
-        goto done;
-      }
-      if (plen + wire::kHeaderBytes > options_.limits.max_request_bytes) {
-        end = Status::InvalidArgument("request of " + std::to_string(plen + wire::kHeaderBytes) +
-                                      " bytes exceeds the limit of " +
-                                      std::to_string(options_.limits.max_request_bytes) +
-                                      " bytes (--ltc_max_request_bytes)");
-        SendError(conn.get(), type, request_id, end);
-        goto done;
-      }
-      if (avail.size() < need) break;
-      wire::MessageHeader h;
-      std::string_view payload;
-      if (s.ok()) s = wire::DecodeMessage(avail.substr(0, need), &h, &payload, options_.limits.max_request_bytes);
-      if (s.ok() && h.is_response()) s = Status::Corruption("a client sent a response");
-      if (!s.ok()) {
-        // The stream cannot be trusted past a bad frame: say why and hang up.
-        end = s.Prepend("malformed request");
-        SendError(conn.get(), kConnectionErrorType, 0, end);
-        goto done;
-      }
-      requests_->Increment();
-      {
-        std::unique_lock<std::mutex> l(conn->mu);
-        conn->cv.wait(l, [&] {
-          return conn->inflight < options_.max_inflight_per_connection || stopping_;
-        });
-        if (stopping_) goto done;
-        ++conn->inflight;
-      }
-      std::string p(payload);
-      used += need;
-      Status sub = pool_->Submit([this, conn, t = h.type, id = h.request_id, p = std::move(p)]() mutable {
-        Serve(conn, t, id, std::move(p));
-      });
-      if (!sub.ok()) {
-        {
-          std::lock_guard<std::mutex> l(conn->mu);
-          --conn->inflight;
-        }
-        SendError(conn.get(), h.type, h.request_id,
-                  sub.IsResourceExhausted()
-                      ? Status::ResourceExhausted("LTC overloaded: request queue full")
-                      : Status::Unavailable("LTC shutting down"));
-      }
-    }
-    if (used > 0) {
-      buf.erase(0, used);
-      used = 0;
-    }
-    const size_t old = buf.size();
-    buf.resize(old + kReadChunk);
-    const ssize_t n = ::recv(conn->fd, buf.data() + old, kReadChunk, 0);
-    if (n <= 0) {
-      if (n < 0 && errno == EINTR) {
-        buf.resize(old);
-        continue;
-      }
-      buf.resize(old);
+    wire::MessageHeader h;
+    std::string_view payload;
+    Status s = in.Next(&h, &payload);
+    if (s.IsNotFound()) {
+      s = in.Fill(/*dont_wait=*/false);
+      if (s.ok() || s.IsUnavailable()) continue;
       break;  // closed by the client, or shut down by us
     }
-    buf.resize(old + static_cast<size_t>(n));
+    if (s.IsInvalidArgument()) {
+      // Too long: answer the request it would have been, then hang up.
+      SendError(conn.get(), h.type, h.request_id,
+                Status::InvalidArgument("request of " + std::to_string(in.refused_bytes()) +
+                                        " bytes exceeds the limit of " +
+                                        std::to_string(options_.limits.max_request_bytes) +
+                                        " bytes (--ltc_max_request_bytes)"));
+      break;
+    }
+    if (s.ok() && h.is_response()) s = Status::Corruption("a client sent a response");
+    if (!s.ok()) {
+      // The stream cannot be trusted past a bad frame: say why and hang up.
+      SendError(conn.get(), kConnectionErrorType, 0, s.Prepend("malformed request"));
+      break;
+    }
+    requests_->Increment();
+    {
+      std::unique_lock<std::mutex> l(conn->mu);
+      conn->cv.wait(l, [&] {
+        return conn->inflight < options_.max_inflight_per_connection || stopping_;
+      });
+      if (stopping_) break;
+      ++conn->inflight;
+    }
+    Status sub = pool_->Submit(
+        [this, conn, t = h.type, id = h.request_id, p = std::string(payload)]() mutable {
+          Serve(conn, t, id, std::move(p));
+        });
+    if (!sub.ok()) {
+      {
+        std::lock_guard<std::mutex> l(conn->mu);
+        --conn->inflight;
+      }
+      SendError(conn.get(), h.type, h.request_id,
+                sub.IsResourceExhausted()
+                    ? Status::ResourceExhausted("LTC overloaded: request queue full")
+                    : Status::Unavailable("LTC shutting down"));
+    }
   }
-done:
   ::shutdown(conn->fd, SHUT_RD);
   std::lock_guard<std::mutex> l(conns_mu_);
   if (conns_.erase(conn->id) > 0 && conn->reader.joinable()) {

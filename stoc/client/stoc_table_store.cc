@@ -77,7 +77,7 @@ StocTableStore::StocTableStore(StocClient* client, StocTableStoreOptions options
       rng_(options_.seed != 0 ? options_.seed : std::random_device()()) {}
 
 StocTableStore::~StocTableStore() {
-  std::lock_guard lock(manifest_mu_);
+  MutexLock lock(&manifest_mu_);
   CloseManifestLocked();
 }
 
@@ -151,7 +151,7 @@ Status StocTableStore::Choose(int n, const std::vector<uint32_t>& exclude,
                               std::vector<uint32_t>* out) {
   std::vector<uint32_t> candidates, healthy;
   const MonoTime now = MonoNow();
-  std::lock_guard lock(rng_mu_);
+  MutexLock lock(&rng_mu_);
   for (uint32_t id : stocs_) {
     if (std::find(exclude.begin(), exclude.end(), id) != exclude.end()) continue;
     candidates.push_back(id);
@@ -170,7 +170,7 @@ void StocTableStore::MarkSuspect(uint32_t stoc_id, const Status& why) {
   LOG(WARNING) << "range " << options_.range_id << ": leaving StoC " << stoc_id
                << " out of placement for " << kSuspectPeriod.count() << " s after "
                << why.ToString();
-  std::lock_guard lock(rng_mu_);
+  MutexLock lock(&rng_mu_);
   suspects_[stoc_id] = MonoNow() + kSuspectPeriod;
 }
 

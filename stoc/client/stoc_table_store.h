@@ -81,6 +81,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/lsm/table_store.h"
 #include "common/thread_pool.h"
 #include "common/transport/slab_allocator.h"
@@ -205,9 +206,10 @@ class StocTableStore final : public lsm::TableStore {
   std::vector<Status> RunAll(const std::vector<std::function<Status()>>& jobs);
   // Chooses `n` distinct StoCs from the candidates other than `exclude`, d = 2 * n,
   // leaving out suspects unless fewer than n StoCs would remain.
-  Status Choose(int n, const std::vector<uint32_t>& exclude, std::vector<uint32_t>* out);
+  Status Choose(int n, const std::vector<uint32_t>& exclude, std::vector<uint32_t>* out)
+      EXCLUDES(rng_mu_);
   // Leaves the StoC out of placement for a while (it failed a write).
-  void MarkSuspect(uint32_t stoc_id, const Status& why);
+  void MarkSuspect(uint32_t stoc_id, const Status& why) EXCLUDES(rng_mu_);
   // Deletes a StoC file; NotFound counts as success.
   Status DeleteFile(uint32_t stoc_id, const std::string& name);
   // Opens (creating) a persistent file for appends, replacing a leftover of the same
@@ -221,17 +223,18 @@ class StocTableStore final : public lsm::TableStore {
                                           uint64_t offset, uint64_t length);
 
   // MANIFEST helpers. REQUIRES: manifest_mu_ held.
-  Status EnsureManifestLocked();
-  Status DiscoverManifestLocked(std::string* contents);
+  Status EnsureManifestLocked() REQUIRES(manifest_mu_);
+  Status DiscoverManifestLocked(std::string* contents) REQUIRES(manifest_mu_);
   // Durably records `allocated` (the pointer's never goes down) and `committed` in the
   // MANIFEST pointer, then in pointed_. REQUIRES: pointer_ not null.
-  Status RecordPointerLocked(uint64_t allocated, uint64_t committed);
+  Status RecordPointerLocked(uint64_t allocated, uint64_t committed) REQUIRES(manifest_mu_);
   // Writes `first_block` as the only block of a new MANIFEST on manifest_replicas StoCs
   // other than `avoid` and makes it current, deleting the previous one (invariant 1). If
   // writing fails at some StoC it tries again (a new number) without the StoCs that
   // failed, up to kManifestPlacements placements. Unavailable if too few StoCs are left
   // besides `avoid`; otherwise the last write error, with manifest_broken_ set.
-  Status CreateManifestLocked(const std::string& first_block, std::vector<uint32_t> avoid);
+  Status CreateManifestLocked(const std::string& first_block, std::vector<uint32_t> avoid)
+      REQUIRES(manifest_mu_);
   // One placement of CreateManifestLocked: creates MANIFEST `number` on the StoCs `where`
   // holding `first_block`. On success the open files go to *out; on failure the StoCs
   // that failed are added to *failed (and marked suspect) and every file is deleted again.
@@ -241,7 +244,7 @@ class StocTableStore final : public lsm::TableStore {
                                std::vector<uint32_t>* failed);
   // Reads the replica's blocks; OK with *contents, or the error.
   Status ReadManifestReplica(uint32_t stoc_id, uint64_t file_id, std::string* contents);
-  void CloseManifestLocked();
+  void CloseManifestLocked() REQUIRES(manifest_mu_);
 
   // Constant after construction.
   StocClient* const client_;  // must outlive this
@@ -253,22 +256,22 @@ class StocTableStore final : public lsm::TableStore {
   std::unique_ptr<transport::SlabAllocator> own_read_buffers_;  // when options had none
   std::unique_ptr<ThreadPool> io_pool_;                         // set by Init
 
-  std::mutex rng_mu_;
-  // Protected by rng_mu_:
-  std::mt19937_64 rng_;
-  std::map<uint32_t, MonoTime> suspects_;  // StoC -> until when it is left out
+  Mutex rng_mu_ ACQUIRED_AFTER(manifest_mu_);
+  std::mt19937_64 rng_ GUARDED_BY(rng_mu_);
+  std::map<uint32_t, MonoTime> suspects_ GUARDED_BY(rng_mu_);  // StoC -> until when left out
 
-  mutable std::mutex manifest_mu_;
-  // Protected by manifest_mu_:
-  bool manifest_found_ = false;   // the current MANIFEST was looked for
-  std::unique_ptr<ManifestPointer> pointer_;  // null without manifest_pointer_path
-  ManifestPointer::Numbers pointed_;          // as last loaded or stored
-  uint64_t manifest_number_ = 0;  // 0: none
-  uint64_t next_manifest_number_ = 1;
-  std::vector<std::unique_ptr<StocFile>> manifest_files_;  // open for appending
-  std::string manifest_contents_;  // acknowledged bytes of the current MANIFEST
-  bool manifest_broken_ = false;   // invariant 2: repair before the next append
-
+  mutable Mutex manifest_mu_;
+  bool manifest_found_ GUARDED_BY(manifest_mu_) = false;  // the current MANIFEST was looked for
+  // Null without manifest_pointer_path.
+  std::unique_ptr<ManifestPointer> pointer_ GUARDED_BY(manifest_mu_);
+  ManifestPointer::Numbers pointed_ GUARDED_BY(manifest_mu_);  // as last loaded or stored
+  uint64_t manifest_number_ GUARDED_BY(manifest_mu_) = 0;  // 0: none
+  uint64_t next_manifest_number_ GUARDED_BY(manifest_mu_) = 1;
+  // Open for appending.
+  std::vector<std::unique_ptr<StocFile>> manifest_files_ GUARDED_BY(manifest_mu_);
+  // Acknowledged bytes of the current MANIFEST.
+  std::string manifest_contents_ GUARDED_BY(manifest_mu_);
+  bool manifest_broken_ GUARDED_BY(manifest_mu_) = false;  // invariant 2: repair first
   // Counters.
   std::atomic<uint64_t> tables_written_{0}, tables_deleted_{0}, fragment_files_written_{0},
       bytes_written_{0}, read_failovers_{0}, manifest_appends_{0}, manifest_rolls_{0},

@@ -351,7 +351,7 @@ Status StocTableStore::WriteManifestReplicas(uint64_t number, const std::string&
 Status StocTableStore::AppendManifest(const std::string& record) {
   const std::string what = "range " + std::to_string(options_.range_id) + ": MANIFEST append";
   if (record.empty()) return Status::InvalidArgument(what + ": empty record");
-  std::lock_guard lock(manifest_mu_);
+  MutexLock lock(&manifest_mu_);
   NOVA_RETURN_NOT_OK_PREPEND(EnsureManifestLocked(), what);
   if (manifest_number_ != 0 && manifest_broken_) {  // invariant 2
     NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(manifest_contents_, {}),
@@ -388,7 +388,7 @@ Status StocTableStore::AppendManifest(const std::string& record) {
 Status StocTableStore::RollManifest(const std::string& snapshot_record) {
   const std::string what = "range " + std::to_string(options_.range_id) + ": MANIFEST roll-over";
   if (snapshot_record.empty()) return Status::InvalidArgument(what + ": empty snapshot");
-  std::lock_guard lock(manifest_mu_);
+  MutexLock lock(&manifest_mu_);
   NOVA_RETURN_NOT_OK_PREPEND(EnsureManifestLocked(), what);
   NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(snapshot_record, {}), what);
   manifest_rolls_.fetch_add(1, std::memory_order_relaxed);
@@ -396,7 +396,7 @@ Status StocTableStore::RollManifest(const std::string& snapshot_record) {
 }
 
 Result<std::string> StocTableStore::ReadManifest() {
-  std::lock_guard lock(manifest_mu_);
+  MutexLock lock(&manifest_mu_);
   CloseManifestLocked();
   std::string contents;
   NOVA_RETURN_NOT_OK(DiscoverManifestLocked(&contents));
@@ -404,7 +404,7 @@ Result<std::string> StocTableStore::ReadManifest() {
 }
 
 uint64_t StocTableStore::manifest_number() const {
-  std::lock_guard lock(manifest_mu_);
+  MutexLock lock(&manifest_mu_);
   return manifest_number_;
 }
 

@@ -1,0 +1,136 @@
+#include "ltc/engine/version_set.h"
+
+#include <algorithm>
+#include <string>
+
+#include <glog/logging.h>
+
+namespace nova::ltc {
+
+VersionSet::VersionSet(const VersionSetOptions& options, const TableContext* ctx)
+    : options_(options), ctx_(ctx), current_(std::make_shared<Version>()) {}
+
+Status VersionSet::Recover(bool* new_range) {
+  auto contents = ctx_->store->ReadManifest();
+  if (!contents.ok()) return contents.status().Prepend("reading the MANIFEST");
+  ParsedManifest parsed;
+  NOVA_RETURN_NOT_OK(ParseManifest(contents.value(), &parsed));
+  for (const VersionEdit& e : parsed.edits) NOVA_RETURN_NOT_OK(state_.Apply(e));
+  *new_range = parsed.edits.empty();
+  if (parsed.edits.empty()) {
+    const std::string snapshot = SnapshotRecord();
+    NOVA_RETURN_NOT_OK(ctx_->store->AppendManifest(snapshot));
+    manifest_bytes_ = snapshot.size();
+  } else if (parsed.torn_bytes > 0) {
+    // Records appended after the torn bytes would leave them in the middle of the MANIFEST:
+    // continue in a new one.
+    LOG(WARNING) << "range " << options_.range_id << ": ignoring a torn MANIFEST record of "
+                 << parsed.torn_bytes << " bytes; starting a new MANIFEST";
+    const std::string snapshot = SnapshotRecord();
+    NOVA_RETURN_NOT_OK_PREPEND(ctx_->store->RollManifest(snapshot),
+                               "starting a new MANIFEST after a torn record");
+    manifest_bytes_ = snapshot.size();
+  } else {
+    manifest_bytes_ = parsed.valid_bytes;
+  }
+  current_ = BuildVersion(Version(), state_.Snapshot());
+  return Status::OK();
+}
+
+Status VersionSet::LogAndApply(const VersionEdit& edit, bool* fatal) {
+  *fatal = false;
+  const std::string record = EncodeManifestRecord(edit);
+  Status appended;
+  for (int attempt = 0; attempt < options_.append_attempts; ++attempt) {
+    // A failed append leaves the store to repair on the next one (e.g. a StoC restarted and
+    // its append slot is gone); only repeated failure gives the edit up.
+    appended = ctx_->store->AppendManifest(record);
+    if (appended.ok()) break;
+    LOG(WARNING) << "range " << options_.range_id << ": MANIFEST append failed (attempt "
+                 << attempt + 1 << "): " << appended.ToString();
+  }
+  if (!appended.ok()) {
+    // The record may still have reached a replica, and a later Open could pick it up (then
+    // contradicting the edits that follow). A new MANIFEST holding the state without it
+    // settles the question: Open reads only the newest MANIFEST.
+    const std::string snapshot = SnapshotRecord();
+    const Status rolled = ctx_->store->RollManifest(snapshot);
+    if (!rolled.ok()) {
+      LOG(ERROR) << "range " << options_.range_id << ": MANIFEST append failed ("
+                 << appended.ToString() << ") and a new MANIFEST could not be written ("
+                 << rolled.ToString() << ")";
+      *fatal = true;
+      return appended.Prepend("MANIFEST append");
+    }
+    manifest_bytes_ = snapshot.size();
+    ++manifest_failures_;
+    // The edit is gone for good, and with it the only reference to its new tables.
+    for (const auto& [level, meta] : edit.new_tables) {
+      Status d = ctx_->store->DeleteTable(meta);
+      LOG_IF(WARNING, !d.ok()) << "range " << options_.range_id << ": deleting table "
+                               << meta.number << " of a failed edit: " << d.ToString();
+    }
+    LOG(WARNING) << "range " << options_.range_id << ": MANIFEST append failed, edit dropped "
+                 << "(a new MANIFEST holds the state without it): " << appended.ToString();
+    return appended.Prepend("MANIFEST append");
+  }
+  NOVA_RETURN_NOT_OK(state_.Apply(edit));
+  current_ = BuildVersion(*current_, edit);
+  manifest_bytes_ += record.size();
+  if (manifest_bytes_ > options_.manifest_roll_bytes) {
+    // Start a new MANIFEST with the whole state; the old one is retired by the store.
+    const std::string snapshot = SnapshotRecord();
+    Status s = ctx_->store->RollManifest(snapshot);
+    if (s.ok()) {
+      manifest_bytes_ = snapshot.size();
+    } else {
+      LOG(WARNING) << "range " << options_.range_id
+                   << ": MANIFEST roll-over failed (will retry): " << s.ToString();
+    }
+  }
+  return Status::OK();
+}
+
+uint64_t VersionSet::NewFileNumber() {
+  const uint64_t n = state_.next_file_number();
+  SkipFileNumbersThrough(n);
+  return n;
+}
+
+void VersionSet::SkipFileNumbersThrough(uint64_t number) {
+  if (number < state_.next_file_number()) return;
+  VersionEdit e;
+  e.next_file_number = number + 1;
+  state_.Apply(e).IgnoreError();  // only a counter: cannot contradict the state
+}
+
+std::shared_ptr<Version> VersionSet::BuildVersion(const Version& base,
+                                                  const VersionEdit& edit) const {
+  auto v = std::make_shared<Version>();
+  for (int l = 0; l < lsm::kNumLevels; ++l) {
+    for (const TableRef& t : base.levels[l]) {
+      const bool deleted =
+          std::any_of(edit.deleted_tables.begin(), edit.deleted_tables.end(),
+                      [&](const auto& d) { return d.first == l && d.second == t->meta().number; });
+      if (deleted) {
+        t->MarkObsolete();
+      } else {
+        v->levels[l].push_back(t);
+      }
+    }
+  }
+  for (const auto& [level, meta] : edit.new_tables) {
+    v->levels[level].push_back(std::make_shared<TableHandle>(meta, ctx_));
+  }
+  std::sort(v->levels[0].begin(), v->levels[0].end(), [](const TableRef& a, const TableRef& b) {
+    return a->meta().number < b->meta().number;
+  });
+  for (int l = 1; l < lsm::kNumLevels; ++l) {
+    std::sort(v->levels[l].begin(), v->levels[l].end(), [this](const TableRef& a, const TableRef& b) {
+      return ctx_->icmp->Compare(a->meta().smallest, b->meta().smallest) < 0;
+    });
+  }
+  return v;
+}
+
+}  // namespace nova::ltc

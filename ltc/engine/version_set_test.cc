@@ -1,0 +1,125 @@
+// VersionSet: a new range gets its first MANIFEST; edits survive a recovery; the MANIFEST
+// rolls over to a snapshot; an edit whose append fails is given up (a new MANIFEST without
+// it, its tables deleted) or, if no new MANIFEST can be written either, reported fatal;
+// table numbers are never handed out twice.
+#include "ltc/engine/version_set.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/lsm/memory_table_store.h"
+#include "ltc/engine/manifest.h"
+#include "ltc/engine/version_test_util.h"
+
+namespace nova::ltc {
+namespace {
+
+class VersionSetTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<VersionSet> Recover(bool* new_range, uint64_t roll_bytes = 1ull << 20) {
+    VersionSetOptions o;
+    o.range_id = 1;
+    o.manifest_roll_bytes = roll_bytes;
+    auto v = std::make_unique<VersionSet>(o, tables_.ctx());
+    const Status s = v->Recover(new_range);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return v;
+  }
+
+  // An edit adding table `number` (one key, "k<number>") at `level`.
+  VersionEdit AddTable(uint64_t number, int level = 0) {
+    VersionEdit e;
+    const TableRef t =
+        tables_.Table(number, {{"k" + std::to_string(number), "v", number, lsm::kTypeValue}});
+    e.new_tables.emplace_back(level, t->meta());
+    e.next_file_number = number + 1;
+    e.last_sequence = number;
+    return e;
+  }
+
+  static std::vector<uint64_t> Level(const VersionSet& v, int level) {
+    std::vector<uint64_t> n;
+    for (const TableRef& t : v.current()->levels[level]) n.push_back(t->meta().number);
+    return n;
+  }
+
+  version_test::TestTables tables_;
+  lsm::MemoryTableStore& store_ = tables_.store();
+};
+
+TEST_F(VersionSetTest, EditsSurviveRecovery) {
+  bool new_range = false;
+  auto v = Recover(&new_range);
+  EXPECT_TRUE(new_range);
+  EXPECT_EQ(store_.manifest_appends(), 1u) << "a new range gets its first MANIFEST";
+  bool fatal = true;
+  ASSERT_TRUE(v->LogAndApply(AddTable(5), &fatal).ok());
+  EXPECT_FALSE(fatal);
+  ASSERT_TRUE(v->LogAndApply(AddTable(6, 1), &fatal).ok());
+  VersionEdit del;
+  del.deleted_tables.emplace_back(0, 5);
+  ASSERT_TRUE(v->LogAndApply(del, &fatal).ok());
+  EXPECT_EQ(Level(*v, 0), std::vector<uint64_t>{});
+  EXPECT_EQ(Level(*v, 1), std::vector<uint64_t>{6});
+
+  auto again = Recover(&new_range);
+  EXPECT_FALSE(new_range);
+  EXPECT_EQ(Level(*again, 1), std::vector<uint64_t>{6});
+  EXPECT_EQ(again->state().last_sequence(), 6u);
+  EXPECT_EQ(again->NewFileNumber(), 7u);
+  EXPECT_EQ(again->NewFileNumber(), 8u) << "a number is handed out once";
+  again->SkipFileNumbersThrough(20);
+  EXPECT_EQ(again->NewFileNumber(), 21u);
+  again->SkipFileNumbersThrough(3);
+  EXPECT_EQ(again->NewFileNumber(), 22u) << "skipping never goes back";
+}
+
+TEST_F(VersionSetTest, RollsOverToASnapshot) {
+  bool new_range = false;
+  auto v = Recover(&new_range, /*roll_bytes=*/256);
+  bool fatal = false;
+  for (uint64_t n = 1; n <= 40; ++n) ASSERT_TRUE(v->LogAndApply(AddTable(n), &fatal).ok());
+  EXPECT_GT(store_.manifest_rolls(), 0u);
+  auto contents = store_.ReadManifest();
+  ASSERT_TRUE(contents.ok());
+  ParsedManifest parsed;
+  ASSERT_TRUE(ParseManifest(contents.value(), &parsed).ok());
+  ASSERT_FALSE(parsed.edits.empty());
+  EXPECT_TRUE(parsed.edits.front().snapshot);
+  EXPECT_LT(parsed.edits.size(), 40u) << "the MANIFEST was not bounded";
+  auto again = Recover(&new_range);
+  EXPECT_EQ(Level(*again, 0).size(), 40u);
+}
+
+TEST_F(VersionSetTest, FailedAppendGivesTheEditUp) {
+  bool new_range = false;
+  auto v = Recover(&new_range);
+  bool fatal = false;
+  ASSERT_TRUE(v->LogAndApply(AddTable(1), &fatal).ok());
+  // Every append attempt fails; the roll-over that settles the edit works.
+  VersionSetOptions o;
+  store_.FailNextManifestWrites(o.append_attempts);
+  Status s = v->LogAndApply(AddTable(2), &fatal);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("MANIFEST append"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(fatal);
+  EXPECT_EQ(v->manifest_failures(), 1u);
+  EXPECT_EQ(Level(*v, 0), std::vector<uint64_t>{1}) << "the edit must not be installed";
+  EXPECT_FALSE(store_.HasTable(2)) << "the given-up edit's table must be deleted";
+  auto again = Recover(&new_range);
+  EXPECT_EQ(Level(*again, 0), std::vector<uint64_t>{1}) << "a recovery must not see it";
+
+  // The roll-over fails too: whether the edit is in the MANIFEST is unknown.
+  store_.FailNextManifestWrites(o.append_attempts + 1);
+  s = again->LogAndApply(AddTable(3), &fatal);
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(fatal);
+  EXPECT_EQ(Level(*again, 0), std::vector<uint64_t>{1});
+  EXPECT_TRUE(store_.HasTable(3)) << "the MANIFEST may reference it: it must stay";
+}
+
+}  // namespace
+}  // namespace nova::ltc
