@@ -22,11 +22,13 @@ Result<RoutingTable> ZkRoutingSource::Fetch() {
   std::optional<coordinator::ClusterConfig> config = store_->GetLastConfig();
   if (!config) {
     if (!store_->connected()) {
-      return Status::Unavailable("ZooKeeper is unreachable and no cluster configuration is "
-                                 "known yet");
+      return Status::Unavailable(
+          "ZooKeeper is unreachable and no cluster configuration is "
+          "known yet");
     }
-    return Status::Unavailable("no cluster configuration in ZooKeeper yet (was the cluster "
-                               "created with nova_admin create-cluster?)");
+    return Status::Unavailable(
+        "no cluster configuration in ZooKeeper yet (was the cluster "
+        "created with nova_admin create-cluster?)");
   }
   return ToRoutingTable(*config);
 }

@@ -41,8 +41,7 @@ class Backoff {
   // The wait before the next attempt: initial_backoff the first time, then twice the
   // previous one, at most max_backoff.
   std::chrono::milliseconds Next() {
-    last_ = last_.count() == 0 ? policy_.initial_backoff
-                               : std::min(policy_.max_backoff, last_ * 2);
+    last_ = last_.count() == 0 ? policy_.initial_backoff : std::min(policy_.max_backoff, last_ * 2);
     return last_;
   }
 

@@ -31,8 +31,8 @@ std::string FrameManifestRecord(std::string_view payload);
 
 struct ManifestFrames {
   std::vector<std::string_view> payloads;  // into the parsed contents
-  uint64_t valid_bytes = 0;  // bytes of complete, valid records
-  uint64_t torn_bytes = 0;   // ignored bytes of a torn last record
+  uint64_t valid_bytes = 0;                // bytes of complete, valid records
+  uint64_t torn_bytes = 0;                 // ignored bytes of a torn last record
 };
 
 // Splits `contents` into its records. Corruption (naming the byte offset) on damage other

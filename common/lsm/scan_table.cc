@@ -10,8 +10,8 @@ Result<std::unique_ptr<ScanTable>> ScanTable::Open(TableStore* store, const Tabl
   auto base = store->OpenTable(meta);
   if (!base.ok()) return base.status();
   std::unique_ptr<ScanTable> t(new ScanTable());
-  t->source_ = std::make_unique<ReadaheadSource>(std::move(base.value()), meta.layout,
-                                                      kScanReadaheadBytes);
+  t->source_ =
+      std::make_unique<ReadaheadSource>(std::move(base.value()), meta.layout, kScanReadaheadBytes);
   TableReadOptions ro;
   ro.comparator = icmp;  // no block cache: each block is read once
   NOVA_RETURN_NOT_OK(OpenTable(ro, meta.layout, t->source_.get(), &t->table_));

@@ -7,10 +7,10 @@
 // Thread safety: as FragmentedTable.
 #pragma once
 
+#include <leveldb/iterator.h>
+
 #include <cstddef>
 #include <memory>
-
-#include <leveldb/iterator.h>
 
 #include "common/lsm/fragmented_table.h"
 #include "common/lsm/internal_key.h"

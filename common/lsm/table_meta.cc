@@ -36,8 +36,8 @@ bool GetLocation(std::string_view* in, FragmentLocation* l, bool chunked) {
 }
 
 void PutReplicas(std::string* dst, const std::vector<FragmentLocation>& r) {
-  const bool chunked = std::any_of(r.begin(), r.end(),
-                                   [](const FragmentLocation& l) { return l.chunk_bytes != 0; });
+  const bool chunked =
+      std::any_of(r.begin(), r.end(), [](const FragmentLocation& l) { return l.chunk_bytes != 0; });
   PutVarint32(dst, static_cast<uint32_t>(r.size()) | (chunked ? kChunkedFlag : 0));
   for (const auto& l : r) PutLocation(dst, l, chunked);
 }

@@ -42,7 +42,7 @@ struct TableMeta {
   // memtable holds older versions of its keys.
   uint64_t smallest_sequence = 0;
   uint64_t largest_sequence = 0;
-  uint32_t drange = 0;   // the Drange it was flushed from (Level 0); informational above
+  uint32_t drange = 0;  // the Drange it was flushed from (Level 0); informational above
   TableLayout layout;
   // fragments[i] = the replicas of fragment i (layout.num_fragments() entries; an empty
   // data fragment has no replicas).

@@ -2,10 +2,9 @@
 // the limit refused with its type and id, a damaged header, and the ends of a stream.
 #include "common/wire/message_stream.h"
 
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <string>
 

@@ -159,12 +159,19 @@ std::optional<std::string> LogClient::ReserveLogc(std::vector<std::string>* excl
   const MonoTime now = MonoNow();
   LogcState* best = nullptr;
   const std::string* best_id = nullptr;
+  bool best_down = false;
   for (auto& [id, s] : logcs_) {
     if (s.failed_until > now || s.address.empty()) continue;
     if (std::find(exclude->begin(), exclude->end(), id) != exclude->end()) continue;
-    if (best == nullptr || s.open_logs < best->open_logs) {  // ties: the first id
+    // A LogC whose connection is down is tried only when no other is left: it may be gone
+    // for good (still in the configuration), and each try costs a connect attempt, which
+    // would hold up a copy to a healthy spare for as long as the dead one wins the ties.
+    const bool down = s.peer != transport::kInvalidPeer && !endpoint_->transport()->IsUp(s.peer);
+    if (best == nullptr || (!down && best_down) ||
+        (down == best_down && s.open_logs < best->open_logs)) {  // ties: the first id
       best = &s;
       best_id = &id;
+      best_down = down;
     }
   }
   if (best == nullptr) return std::nullopt;

@@ -63,7 +63,8 @@ struct LogClientOptions {
   // is failed. Also how long an append waits for enough replicas.
   std::chrono::milliseconds timeout{5000};
   // A LogC that failed is tried again (for new logs and re-replication) after this long,
-  // so a LogC that comes back is used at once.
+  // so a LogC that comes back is used at once; while its connection is down it is chosen
+  // only when no connected LogC is left.
   std::chrono::milliseconds retry_interval{100};
   // How often the background repairer re-replicates logs with fewer than R replicas (idle
   // and recovered logs included) and marks LogCs in sync.

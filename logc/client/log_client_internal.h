@@ -73,14 +73,14 @@ struct LogClient::Log {
   std::mutex mu;
   std::condition_variable cv;  // turn ended, op completed, ack arrived, replica failed
   // Protected by mu:
-  std::string pending;        // appended, not yet taken by a turn
-  uint64_t queued_end = 0;    // logical end of every byte appended
-  uint64_t durable_end = 0;   // bytes [0, durable_end) hold the mode's guarantee
-  uint64_t sent_end = 0;      // bytes [0, sent_end) may have reached a replica
-  bool turn = false;          // a thread is writing a batch
-  Status dead;                // set once an append failed (no more appends), or deleted
-  bool recovered = false;     // read back by ReadAll: kept and re-replicated, not appended
-  bool deleted = false;       // Delete ran: no replica may be added any more
+  std::string pending;             // appended, not yet taken by a turn
+  uint64_t queued_end = 0;         // logical end of every byte appended
+  uint64_t durable_end = 0;        // bytes [0, durable_end) hold the mode's guarantee
+  uint64_t sent_end = 0;           // bytes [0, sent_end) may have reached a replica
+  bool turn = false;               // a thread is writing a batch
+  Status dead;                     // set once an append failed (no more appends), or deleted
+  bool recovered = false;          // read back by ReadAll: kept and re-replicated, not appended
+  bool deleted = false;            // Delete ran: no replica may be added any more
   std::vector<uint64_t> capacity;  // per segment
   uint64_t written = 0;            // bytes in the last segment
   std::vector<std::shared_ptr<Replica>> replicas;

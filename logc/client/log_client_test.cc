@@ -468,6 +468,28 @@ TEST_F(LogClientTest, AppendsWaitForMinInsyncReplicasThenFail) {
   EXPECT_TRUE(client_->Append(1, 2, Record(0, 0, 100, 1)).IsUnavailable());
 }
 
+// A dead LogC still in the configuration never holds up re-replication: once its retry
+// interval has passed it is eligible again, and it used to win the choice over a healthy
+// spare whenever their open logs tied (the lower id), every repair pass, each costing a
+// connect attempt. Now a LogC whose connection is down is chosen only when nothing else is.
+TEST_F(LogClientTest, DeadLogcDoesNotHoldUpACopyToASpare) {
+  StartServers(3);
+  LogClientOptions o = Options(LogMode::kMemory, 2);
+  o.retry_interval = std::chrono::milliseconds(0);  // a failed LogC is eligible at once
+  StartClient(o);
+  ASSERT_TRUE(client_->Append(1, 1, Record(0, 0, 100, 1)).ok());
+  // Ties go to the lower ids: the log is at LogCs 0 and 1; 2 is the spare.
+  ASSERT_GT(servers_[0]->server->GetStats().files, 0u);
+  ASSERT_GT(servers_[1]->server->GetStats().files, 0u);
+  ASSERT_EQ(servers_[2]->server->GetStats().files, 0u);
+  servers_[0]->server->Shutdown();
+  ASSERT_TRUE(test::WaitFor([&] { return client_->GetStats().rereplications > 0; },
+                            std::chrono::seconds(5)))
+      << "the idle log was not copied to the spare";
+  EXPECT_GT(servers_[2]->server->GetStats().files, 0u);
+  EXPECT_EQ(client_->GetStats().underreplicated, 0u);
+}
+
 // A LogC that comes back is used at once: an append waiting for a second replica completes
 // as soon as the LogC restarts (no cool-down), and the log has both replicas again.
 TEST_F(LogClientTest, ReturningLogcIsUsedAtOnce) {

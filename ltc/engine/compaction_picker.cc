@@ -58,7 +58,7 @@ std::optional<CompactionPick> CompactionPicker::Pick(const Version& v, int num_d
   size_t largest_cluster = 0;
   for (const auto& c : clusters) largest_cluster = std::max(largest_cluster, c.size());
   double l0_score = std::max(l0_bytes_score, static_cast<double>(largest_cluster) /
-                                                std::max(1, options_.l0_compaction_trigger));
+                                                 std::max(1, options_.l0_compaction_trigger));
   // Once writes are being slowed down, Level 0 goes first whatever the other levels say.
   if (l0_bytes_score >= 2.0) l0_score = std::numeric_limits<double>::infinity();
   std::vector<std::pair<double, int>> due;  // (score, level)

@@ -22,14 +22,14 @@
 // Thread safety: not thread-safe (the engine calls it under its mutex).
 #pragma once
 
+#include <leveldb/comparator.h>
+
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <leveldb/comparator.h>
 
 #include "common/lsm/table_meta.h"
 #include "ltc/engine/version.h"
@@ -46,17 +46,17 @@ struct CompactionPickerOptions {
 };
 
 struct CompactionPick {
-  int level = 0;                // of the inputs; the outputs go to level + 1
+  int level = 0;  // of the inputs; the outputs go to level + 1
   std::vector<TableRef> inputs;
-  std::vector<TableRef> next;   // the tables of level + 1 the inputs overlap
+  std::vector<TableRef> next;  // the tables of level + 1 the inputs overlap
 };
 
 class CompactionPicker {
  public:
   // True while a memtable may hold a version, older than the cluster's newest, of a key in
   // [lo, hi] (user keys): the cluster must not move below Level 0 yet.
-  using OlderVersionsInMemory = std::function<bool(
-      const std::vector<TableRef>& cluster, const std::string& lo, const std::string& hi)>;
+  using OlderVersionsInMemory = std::function<bool(const std::vector<TableRef>& cluster,
+                                                   const std::string& lo, const std::string& hi)>;
 
   explicit CompactionPicker(const CompactionPickerOptions& options) : options_(options) {}
 

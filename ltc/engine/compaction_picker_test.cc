@@ -48,7 +48,8 @@ TEST_F(CompactionPickerTest, Level0ClusterAtItsTriggerWithTheTablesBelow) {
   const TableRef t2 = tables_.Span(2, 'm', 'n'), t5 = tables_.Span(5, 'o', 'p');
   v.levels[0] = {tables_.Span(1, 'a', 'c'), t2, tables_.Span(3, 'b', 'e'),
                  tables_.Span(4, 'd', 'f'), t5};
-  v.levels[1] = {tables_.Span(10, 'a', 'b'), tables_.Span(11, 'e', 'h'), tables_.Span(12, 'm', 'z')};
+  v.levels[1] = {tables_.Span(10, 'a', 'b'), tables_.Span(11, 'e', 'h'),
+                 tables_.Span(12, 'm', 'z')};
   std::optional<CompactionPick> pick = picker.Pick(v, 2, NoneInMemory);
   ASSERT_TRUE(pick.has_value());
   EXPECT_EQ(pick->level, 0);
@@ -115,7 +116,8 @@ TEST_F(CompactionPickerTest, RoundRobinAboveLevel0) {
   options_.level1_bytes = 1;
   CompactionPicker picker(options_);
   Version v;
-  v.levels[1] = {tables_.Span(10, 'a', 'b'), tables_.Span(11, 'c', 'd'), tables_.Span(12, 'e', 'f')};
+  v.levels[1] = {tables_.Span(10, 'a', 'b'), tables_.Span(11, 'c', 'd'),
+                 tables_.Span(12, 'e', 'f')};
   v.levels[2] = {tables_.Span(20, 'c', 'c')};
   std::vector<uint64_t> order;
   for (int i = 0; i < 4; ++i) {

@@ -21,10 +21,6 @@ namespace nova::ltc {
 
 namespace {
 
-// A flush waiting this long for writes still going into its memtable logs a warning.
-constexpr auto kSealWaitLog = std::chrono::seconds(10);
-
-
 // Iterator that keeps what it reads (memtables, the version) alive.
 class PinningIterator : public leveldb::Iterator {
  public:
@@ -69,26 +65,25 @@ RangeEngine::RangeEngine(const EngineOptions& options, lsm::TableStore* store)
     : options_(options),
       store_(store),
       icmp_(options.comparator),
-      filter_policy_(leveldb::NewBloomFilterPolicy(options.bloom_bits_per_key)),
-      block_cache_(leveldb::NewLRUCache(options.block_cache_bytes)),
-      versions_(VersionSetOptions{options.range_id, options.manifest_roll_bytes}, &table_ctx_),
+      table_ctx_(store, &icmp_, options.bloom_bits_per_key, options.block_cache_bytes),
+      versions_(VersionSetOptions{options.range_id, options.manifest_roll_bytes},
+                &table_ctx_.ctx),
       picker_(CompactionPickerOptions{options.comparator, options.l0_compaction_trigger,
                                       options.l0_slowdown_writes_bytes,
                                       options.l0_stop_writes_bytes, options.level1_bytes,
                                       options.sstable_bytes}),
+      reorganizer_(DrangeReorganizerOptions{options.comparator, options.dranges,
+                                            options.tranges_per_drange,
+                                            options.drange_imbalance_threshold,
+                                            options.reorganize_every_writes}),
       pool_("ltc-bg-" + std::to_string(options.range_id), std::max(1, options.compaction_threads),
-            1024) {
-  table_ctx_.store = store_;
-  table_ctx_.icmp = &icmp_;
-  table_ctx_.block_cache = block_cache_.get();
-  table_ctx_.filter_policy = filter_policy_.get();
-}
+            1024) {}
 
 RangeEngine::~RangeEngine() {
   {
     MutexLock lock(&mu_);
     shutting_down_ = true;
-    writes_blocked_ = true;
+    write_gate_.blocked = true;
     cv_.NotifyAll();
     cv_.Wait(&lock, [&]() REQUIRES(mu_) { return bg_.running == 0; });
   }
@@ -107,23 +102,23 @@ Status RangeEngine::Open() {
   MutexLock lock(&mu_);
   bool new_range = false;
   NOVA_RETURN_NOT_OK(versions_.Recover(&new_range));
-  next_memtable_id_ = std::max(next_memtable_id_, versions_.state().next_memtable_id());
+  ids_.next = std::max(ids_.next, versions_.state().next_memtable_id());
   // The memtables of the logs (range_engine_recovery.cc). Their ids are older than any new
-  // memtable's: RebuildFromLogsLocked moves next_memtable_id_ past them.
+  // memtable's: RebuildFromLogsLocked moves ids_.next past them.
   std::vector<std::shared_ptr<MemTable>> rebuilt;
   lsm::SequenceNumber replayed = 0;
   const uint64_t unreplayed_from = versions_.state().log_floor();
   if (options_.log != nullptr) {
     NOVA_RETURN_NOT_OK(
-        RebuildFromLogsLocked(new_range, &rebuilt, &absorbed_logs_, &replayed));
+        RebuildFromLogsLocked(new_range, &rebuilt, &ids_.absorbed, &replayed));
     // A log recovery did not see (its LogC could not be listed; by the recovery rule it
     // held no acknowledged write) must never be replayed later: its versions could shadow
     // newer ones. New memtables skip far past every id an earlier run can have used since
     // its last MANIFEST edit, and the ids in between that were not replayed are recorded
     // obsolete below, before the range serves.
-    if (!new_range) next_memtable_id_ += kRecoveryMemtableIdGap;
+    if (!new_range) ids_.next += kRecoveryMemtableIdGap;
   }
-  const uint64_t first_new_id = next_memtable_id_;
+  const uint64_t first_new_id = ids_.next;
   seq_.Reset(std::max<lsm::SequenceNumber>(versions_.state().last_sequence(), replayed));
   layout_ = versions_.state().dranges() ? RestoreLayout(*versions_.state().dranges())
                                 : std::make_unique<DrangeLayout>(options_.comparator, 0);
@@ -142,7 +137,7 @@ Status RangeEngine::Open() {
       const leveldb::Slice smallest = lsm::ExtractUserKey(it->key());
       d = static_cast<uint32_t>(layout_->Find(smallest).first);
       it->SeekToLast();
-      memtable_intervals_[mem->id()] =
+      range_index_.memtable_intervals[mem->id()] =
           KeyInterval::Closed(smallest, lsm::ExtractUserKey(it->key()));
     }
     live_.push_back(mem);
@@ -155,7 +150,7 @@ Status RangeEngine::Open() {
     // replayed log took (absorbed): a later recovery must route those entries again.
     std::vector<uint64_t> kept;
     for (const auto& mem : rebuilt) kept.push_back(mem->id());
-    for (const auto& [into, ids] : absorbed_logs_) kept.insert(kept.end(), ids.begin(), ids.end());
+    for (const auto& [into, ids] : ids_.absorbed) kept.insert(kept.end(), ids.begin(), ids.end());
     std::sort(kept.begin(), kept.end());
     uint64_t begin = unreplayed_from;
     for (uint64_t id : kept) {
@@ -169,9 +164,9 @@ Status RangeEngine::Open() {
   CollectOrphansLocked();
   PublishRoutingLocked();
   RebuildRangeIndexLocked();
-  l0_bytes_ = versions_.current()->LevelBytes(0);
+  write_gate_.l0_bytes = versions_.current()->LevelBytes(0);
   opened_ = true;
-  writes_blocked_ = false;
+  write_gate_.blocked = false;
   if (!immutables_.empty()) ScheduleWork();
   LOG(INFO) << "range " << options_.range_id << " opened: " << versions_.current()->levels[0].size()
             << " L0 tables, " << rebuilt.size() << " memtables rebuilt from logs, last sequence "
@@ -261,7 +256,7 @@ Status RangeEngine::Write(const std::vector<WriteOp>& ops) {
     return logged.Prepend(reached ? "logging the write (it may or may not be applied)"
                                   : "logging the write (not applied)");
   }
-  if (reorg_.writes_since.fetch_add(ops.size()) + ops.size() >= options_.reorganize_every_writes) {
+  if (reorganizer_.CountWrites(ops.size())) {
     MaybeReorganize();
   }
   // Acknowledge the write only once readers see it: a Get that starts after Put returned
@@ -337,7 +332,7 @@ void RangeEngine::RotateLocked(uint32_t d, DrangeState* ds, bool no_merge) {
 }
 
 std::shared_ptr<MemTable> RangeEngine::NewMemTableLocked() {
-  auto m = std::make_shared<MemTable>(&icmp_, next_memtable_id_++);
+  auto m = std::make_shared<MemTable>(&icmp_, ids_.next++);
   live_.push_back(m);
   mid_to_table_[m->id()] = MidLocation{m, 0};
   return m;
@@ -363,13 +358,13 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
   bool stalled_by_l0 = false;
   bool slowed = false;
   while (true) {
-    if (writes_blocked_.load(std::memory_order_acquire)) {
+    if (write_gate_.blocked.load(std::memory_order_acquire)) {
       MutexLock lock(&mu_);
       if (!opened_) return Status::IllegalState("range is not open");
       if (shutting_down_) return Status::Aborted("engine shutting down");
       if (!bg_error_.ok()) return bg_error_.Prepend("writes stopped");
     }
-    const uint64_t l0 = l0_bytes_.load(std::memory_order_relaxed);
+    const uint64_t l0 = write_gate_.l0_bytes.load(std::memory_order_relaxed);
     if (!slowed && l0 >= options_.l0_slowdown_writes_bytes && options_.l0_slowdown_micros > 0) {
       // Level 0 is nearing the stop: delay the write once, by a share of
       // l0_slowdown_micros growing linearly from 0 at the slow-down mark to all of it at the
@@ -487,8 +482,8 @@ Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
     MutexLock lock(&mu_);
     if (!opened_) return Status::IllegalState("range is not open");
     seq = snapshot ? snapshot->sequence() : VisibleSequence();
-    if (range_index_ != nullptr) {
-      rindex = range_index_;
+    if (range_index_.index != nullptr) {
+      rindex = range_index_.index;
     } else {
       mems = live_;
     }
@@ -576,8 +571,8 @@ leveldb::Iterator* RangeEngine::NewIterator(const EngineSnapshot* snapshot) {
     MutexLock lock(&mu_);  // the sequence with the state it is read in (see Get)
     if (!opened_) return new ErrorIterator(Status::IllegalState("range is not open"));
     seq = snapshot ? snapshot->sequence() : VisibleSequence();
-    if (range_index_ != nullptr) {
-      rindex = range_index_;  // holds its memtables and Level-0 tables
+    if (range_index_.index != nullptr) {
+      rindex = range_index_.index;  // holds its memtables and Level-0 tables
     } else {
       mems = live_;
     }
@@ -619,216 +614,6 @@ std::vector<lsm::SequenceNumber> RangeEngine::LiveSnapshots() const {
   return std::vector<lsm::SequenceNumber>(snapshots_.begin(), snapshots_.end());
 }
 
-// ---- Background work ------------------------------------------------------------------
-
-void RangeEngine::ScheduleWork() {
-  if (shutting_down_ || bg_.running >= std::max(1, options_.compaction_threads)) return;
-  ++bg_.running;
-  Status s = pool_.Submit([this] { BackgroundWork(); });
-  if (!s.ok()) --bg_.running;
-}
-
-const RangeEngine::Immutable* RangeEngine::NextFlushLocked() const {
-  // Oldest first, and within a Drange strictly in order: a memtable waits while an older
-  // one of its Drange is pending or being flushed (the small-memtable merge moves versions
-  // into the next one; Level-0 compaction relies on a Drange's tables arriving in order).
-  // Memtables of different Dranges flush in parallel, up to the background threads.
-  std::vector<const DrangeState*> waiting;
-  for (const Immutable& imm : immutables_) {
-    const bool blocked = std::find(waiting.begin(), waiting.end(), imm.state.get()) != waiting.end();
-    if (!blocked && bg_.flushing_ids.count(imm.mem->id()) == 0) return &imm;
-    waiting.push_back(imm.state.get());
-  }
-  return nullptr;
-}
-
-void RangeEngine::EraseImmutableLocked(const std::shared_ptr<MemTable>& mem) {
-  auto it = std::find_if(immutables_.begin(), immutables_.end(),
-                         [&](const Immutable& i) { return i.mem == mem; });
-  DCHECK(it != immutables_.end());
-  if (it != immutables_.end()) immutables_.erase(it);
-}
-
-void RangeEngine::RotateForCompaction() {
-  const std::set<uint32_t> wanted = std::move(bg_.rotate_for_compaction);
-  bg_.rotate_for_compaction.clear();
-  const std::vector<std::shared_ptr<DrangeState>> states = dranges_;
-  mu_.Unlock();
-  for (uint32_t d : wanted) {
-    if (d >= states.size()) continue;
-    std::lock_guard dl(states[d]->mu);
-    MutexLock l(&mu_);
-    // Past the memtable budget by one at most: this memtable is about to be flushed, and
-    // not rotating it could stop Level 0 (and so writes) for good. Not merged: that would
-    // put the same old versions back into the active memtable.
-    if (!states[d]->retired && states[d]->active->num_entries() > 0) {
-      RotateLocked(d, states[d].get(), /*no_merge=*/true);
-    }
-  }
-  mu_.Lock();
-}
-
-namespace {
-
-// Backoff after `failures` failures in a row of a flush or compaction.
-std::chrono::milliseconds RetryDelay(int failures) {
-  constexpr int64_t kFirstMs = 10, kMaxMs = 5000;
-  const int64_t ms = kFirstMs << std::min(failures - 1, 9);
-  return std::chrono::milliseconds(std::min(ms, kMaxMs));
-}
-
-}  // namespace
-
-void RangeEngine::BackgroundWork() {
-  MutexLock lock(&mu_);
-  // Runs one flush (of a copy: the queue may change meanwhile).
-  auto flush = [&](Immutable imm) REQUIRES(mu_) {
-    bg_.flushing_ids.insert(imm.mem->id());
-    mu_.Unlock();
-    Status s = FlushOne(imm);
-    mu_.Lock();
-    bg_.flushing_ids.erase(imm.mem->id());
-    if (s.ok()) {
-      bg_.flush_failures_in_row = 0;
-    } else if (bg_error_.ok()) {
-      // The memtable stays immutable and readable; a StoC that failed is left out of
-      // placement for a while, so the retry goes elsewhere.
-      ++stats_.flush_failures;
-      bg_.last_flush_error = s;
-      const auto delay = RetryDelay(++bg_.flush_failures_in_row);
-      bg_.flush_retry_at = MonoNow() + delay;
-      LOG(WARNING) << "range " << options_.range_id << ": flush failed (retry in "
-                   << delay.count() << " ms): " << s.ToString();
-    }
-    cv_.NotifyAll();
-  };
-  while (!shutting_down_ && bg_error_.ok()) {
-    const MonoTime now = MonoNow();
-    const Immutable* next_flush = NextFlushLocked();
-    const bool flush_due = next_flush != nullptr;
-    const bool flush_now = flush_due && now >= bg_.flush_retry_at;
-    // Flushes come first, but a second concurrent flush only when no compaction is
-    // waiting: else a steady stream of flushes would starve Level 0.
-    if (flush_now && bg_.flushing_ids.empty()) {
-      flush(*next_flush);
-      continue;
-    }
-    std::optional<CompactionPick> pick;
-    if (now >= bg_.compaction_retry_at && (pick = PickCompactionLocked())) {
-      picker_.Start(*pick);
-      lock.Unlock();
-      Status s = RunCompaction(pick->level, pick->inputs, pick->next);
-      lock.Lock();
-      picker_.Finish(*pick);
-      if (s.ok()) {
-        bg_.compaction_failures_in_row = 0;
-      } else if (bg_error_.ok()) {
-        ++stats_.compaction_failures;
-        const auto delay = RetryDelay(++bg_.compaction_failures_in_row);
-        bg_.compaction_retry_at = MonoNow() + delay;
-        LOG(WARNING) << "range " << options_.range_id << ": compaction failed (retry in "
-                     << delay.count() << " ms): " << s.ToString();
-      }
-      cv_.NotifyAll();
-      continue;
-    }
-    if (flush_now) {
-      flush(*next_flush);  // (picking does not change the queue)
-      continue;
-    }
-    if (!bg_.rotate_for_compaction.empty()) {
-      RotateForCompaction();
-      continue;
-    }
-    if (flush_due) {
-      // Only a flush waiting out its backoff: wait here (woken early by shutdown).
-      cv_.WaitUntil(&lock, bg_.flush_retry_at);
-      continue;
-    }
-    break;
-  }
-  --bg_.running;
-  cv_.NotifyAll();
-}
-
-Status RangeEngine::FlushOne(const Immutable& imm) {
-  // Writes that took a sequence before the rotation may still be adding to the memtable.
-  while (!seq_.WaitVisible(imm.sealed, Deadline::After(kSealWaitLog))) {
-    LOG(WARNING) << "range " << options_.range_id << ": flush of memtable " << imm.mem->id()
-                 << " still waits for writes up to sequence " << imm.sealed << " (visible "
-                 << seq_.visible() << ")";
-  }
-  if (imm.mem->num_entries() == 0) {
-    // Nothing to write (e.g. a reorganization retired an empty memtable): just drop it.
-    MutexLock lock(&mu_);
-    EraseImmutableLocked(imm.mem);
-    live_.erase(std::remove(live_.begin(), live_.end(), imm.mem), live_.end());
-    mid_to_table_.erase(imm.mem->id());
-    RebuildRangeIndexLocked();
-    if (options_.log != nullptr) {
-      // Every logged write is added to its memtable, so an empty one has no log records;
-      // its id is marked obsolete all the same (a log may have been opened).
-      unrecorded_obsolete_logs_.push_back(imm.mem->id());
-      options_.log->Drop({imm.mem->id()});
-    }
-    return Status::OK();
-  }
-  if (MaybeMergeIntoActive(imm)) return Status::OK();
-  lsm::TableBuildOptions opts;
-  opts.block_size = options_.block_bytes;
-  opts.num_data_fragments = options_.scatter_width;
-  opts.filter_policy = filter_policy_.get();
-  lsm::TableSink sink(&icmp_, opts, store_, [this] { return NewFileNumber(); }, imm.drange);
-  lsm::CompactionMergeOptions mo;
-  mo.icmp = &icmp_;
-  {
-    MutexLock lock(&mu_);
-    mo.snapshots = LiveSnapshots();
-  }
-  mo.smallest_snapshot_or_max = mo.snapshots.empty() ? lsm::kMaxSequenceNumber : mo.snapshots.front();
-  mo.max_output_bytes = UINT64_MAX / 2;  // a memtable becomes one table
-  std::unique_ptr<leveldb::Iterator> it(imm.mem->NewIterator());
-  lsm::CompactionStats cs;
-  Status s = lsm::RunCompactionMerge(it.get(), mo, &sink, &cs);
-  if (!s.ok()) {
-    sink.Discard();
-    return s.Prepend("flushing memtable " + std::to_string(imm.mem->id()));
-  }
-  std::vector<lsm::TableMeta> outputs = std::move(sink.outputs());
-  MutexLock lock(&mu_);
-  VersionEdit edit;
-  lsm::SequenceNumber last = versions_.state().last_sequence();
-  for (lsm::TableMeta& m : outputs) {
-    last = std::max(last, m.largest_sequence);
-    edit.new_tables.emplace_back(0, std::move(m));
-  }
-  edit.last_sequence = last;
-  edit.next_file_number = versions_.state().next_file_number();
-  if (options_.log != nullptr) {
-    // The memtable's log (and those of memtables merged into it) become obsolete with it.
-    edit.obsolete_logs.push_back(imm.mem->id());
-    auto absorbed = absorbed_logs_.find(imm.mem->id());
-    if (absorbed != absorbed_logs_.end()) {
-      edit.obsolete_logs.insert(edit.obsolete_logs.end(), absorbed->second.begin(),
-                                absorbed->second.end());
-    }
-  }
-  s = LogAndApplyLocked(&edit);
-  if (!s.ok()) return s;
-  absorbed_logs_.erase(imm.mem->id());
-  // The memtable is now in a table: readers stop seeing it in the same step.
-  EraseImmutableLocked(imm.mem);
-  live_.erase(std::remove(live_.begin(), live_.end(), imm.mem), live_.end());
-  RebuildRangeIndexLocked();
-  if (edit.new_tables.empty()) {
-    mid_to_table_.erase(imm.mem->id());
-  } else {
-    mid_to_table_[imm.mem->id()] = MidLocation{nullptr, edit.new_tables.front().second.number};
-  }
-  ++stats_.flushes;
-  return Status::OK();
-}
-
 Status RangeEngine::LogAndApplyLocked(VersionEdit* edit) {
   if (options_.log != nullptr) AddLogBookkeepingLocked(edit);
   bool fatal = false;
@@ -839,13 +624,13 @@ Status RangeEngine::LogAndApplyLocked(VersionEdit* edit) {
       // after a restart).
       LOG(ERROR) << "range " << options_.range_id << ": writes stop: " << s.ToString();
       bg_error_ = s;
-      writes_blocked_ = true;
+      write_gate_.blocked = true;
     }
     return s;
   }
   if (options_.log != nullptr) DropLogsLocked(*edit);
   RebuildRangeIndexLocked();  // Level 0 may have changed
-  l0_bytes_.store(versions_.current()->LevelBytes(0), std::memory_order_relaxed);
+  write_gate_.l0_bytes.store(versions_.current()->LevelBytes(0), std::memory_order_relaxed);
   return Status::OK();
 }
 

@@ -23,8 +23,16 @@
 // the live logs (range_engine_recovery.cc). Compactions may be offloaded to StoCs
 // (EngineOptions::compaction_offloader, range_engine_offload.cc).
 //
+// Parts with one job each: VersionSet (versions and the MANIFEST), Version::GetBelowLevel0
+// (the level search of a Get), CompactionPicker (which compaction next), DrangeReorganizer
+// (when and how the Drange layout changes); the engine holds them together under mu_.
+// Sources: range_engine.cc (Open, writes, reads), range_engine_flush.cc (background work,
+// flushes), range_engine_compaction.cc (compactions, layout installs, stats),
+// range_engine_merge.cc, range_engine_index.cc, range_engine_recovery.cc,
+// range_engine_offload.cc.
+//
 // Thread safety: all public methods are thread-safe. Lock order: a Drange's mu, then mu_;
-// routing_mu_ is a leaf.
+// routing_mu_ is a leaf. Members are GUARDED_BY their lock (clang checks them).
 #pragma once
 
 #include <atomic>
@@ -54,6 +62,7 @@
 #include "common/thread_pool.h"
 #include "ltc/engine/compaction_picker.h"
 #include "ltc/engine/drange.h"
+#include "ltc/engine/drange_reorganizer.h"
 #include "ltc/engine/engine_options.h"
 #include "ltc/engine/lookup_index.h"
 #include "ltc/engine/manifest.h"
@@ -177,6 +186,9 @@ class RangeEngine {
   EngineShape GetShape() const;
 
  private:
+  // A write or flush waiting this long for earlier writes to become visible logs a warning.
+  static constexpr std::chrono::seconds kSealWaitLog{10};
+
   struct DrangeState {
     std::mutex mu;
     std::shared_ptr<MemTable> active;  // protected by mu
@@ -308,9 +320,7 @@ class RangeEngine {
   const EngineOptions options_;
   lsm::TableStore* const store_;  // must outlive this
   const lsm::InternalKeyComparator icmp_;
-  std::unique_ptr<const leveldb::FilterPolicy> filter_policy_;
-  std::unique_ptr<leveldb::Cache> block_cache_;
-  TableContext table_ctx_;
+  OwnedTableContext table_ctx_;  // what tables are read with
 
   // Sequence numbers: assigned in order, visible once every smaller one is in a memtable.
   SequenceWatermark seq_;
@@ -327,11 +337,15 @@ class RangeEngine {
   std::shared_ptr<const Routing> CurrentRouting() const;
   // Publishes layout_ and dranges_ to the write path. REQUIRES: mu_ held.
   void PublishRoutingLocked() REQUIRES(mu_);
-  // Set (under mu_) when writes stop (bg_error_) or the engine shuts down; the write path
-  // reads it without mu_ and only then takes mu_ for the reason.
-  std::atomic<bool> writes_blocked_{true};
-  // Level-0 bytes of the current version, for the write path's slow-down check.
-  std::atomic<uint64_t> l0_bytes_{0};
+  // What the write path checks without mu_.
+  struct WriteGate {
+    // Set (under mu_) when writes stop (bg_error_) or the engine shuts down; the write
+    // path reads it without mu_ and only then takes mu_ for the reason.
+    std::atomic<bool> blocked{true};
+    // Level-0 bytes of the current version, for the slow-down check.
+    std::atomic<uint64_t> l0_bytes{0};
+  };
+  WriteGate write_gate_;
 
   mutable Mutex mu_;
   CondVar cv_;  // background progress (flush, compaction, shutdown)
@@ -341,12 +355,16 @@ class RangeEngine {
   std::vector<std::shared_ptr<DrangeState>> dranges_ GUARDED_BY(mu_);
   std::deque<Immutable> immutables_ GUARDED_BY(mu_);  // oldest first
   std::vector<std::shared_ptr<MemTable>> live_ GUARDED_BY(mu_);  // all readers must see
-  uint64_t next_memtable_id_ GUARDED_BY(mu_) = 1;
-  // Memtable id -> ids of memtables merged into it (their entries were re-logged into its
-  // log): its flush makes their logs obsolete too.
-  std::unordered_map<uint64_t, std::vector<uint64_t>> absorbed_logs_ GUARDED_BY(mu_);
-  // Logs dropped without an edit (memtables merged or empty): the next edit marks them.
-  std::vector<uint64_t> unrecorded_obsolete_logs_ GUARDED_BY(mu_);
+  // Memtable ids and their logs (docs/durability.md).
+  struct MemtableIds {
+    uint64_t next = 1;
+    // Memtable id -> ids of memtables merged into it (their entries were re-logged into
+    // its log): its flush makes their logs obsolete too.
+    std::unordered_map<uint64_t, std::vector<uint64_t>> absorbed;
+    // Logs dropped without an edit (memtables merged or empty): the next edit marks them.
+    std::vector<uint64_t> unrecorded_obsolete;
+  };
+  MemtableIds ids_ GUARDED_BY(mu_);
   // MIDToTable (paper 4.4.1.1): memtable id -> the memtable, or the Level-0 table it became.
   struct MidLocation {
     std::shared_ptr<MemTable> mem;
@@ -355,8 +373,11 @@ class RangeEngine {
   std::unordered_map<uint64_t, MidLocation> mid_to_table_ GUARDED_BY(mu_);
   // The range index readers use (null until Open), and the key interval of each live
   // memtable (the Drange it was created for), by memtable id.
-  std::shared_ptr<const RangeIndex> range_index_ GUARDED_BY(mu_);
-  std::unordered_map<uint64_t, KeyInterval> memtable_intervals_ GUARDED_BY(mu_);
+  struct RangeIndexState {
+    std::shared_ptr<const RangeIndex> index;
+    std::unordered_map<uint64_t, KeyInterval> memtable_intervals;
+  };
+  RangeIndexState range_index_ GUARDED_BY(mu_);
   std::multiset<lsm::SequenceNumber> snapshots_ GUARDED_BY(mu_);
   // Which compaction next; the tables running ones hold.
   CompactionPicker picker_ GUARDED_BY(mu_);
@@ -377,14 +398,8 @@ class RangeEngine {
   bool opened_ GUARDED_BY(mu_) = false;  // Open() succeeded; until then every call is refused
   Status bg_error_ GUARDED_BY(mu_);      // a failed flush or MANIFEST write: writes stop
   EngineStats stats_ GUARDED_BY(mu_);
-  // Drange reorganization (MaybeReorganize): writes since the last load check, whether a
-  // check runs, and the imbalance the last one measured (NaN: none yet).
-  struct Reorganization {
-    std::atomic<uint64_t> writes_since{0};
-    std::atomic<bool> running{false};
-    std::atomic<double> last_window_imbalance{std::numeric_limits<double>::quiet_NaN()};
-  };
-  Reorganization reorg_;
+  // When and how the Drange layout changes (MaybeReorganize installs what it plans).
+  DrangeReorganizer reorganizer_;
   // What the read and write paths count without a lock.
   struct Counters {
     std::atomic<uint64_t> puts{0}, deletes{0}, gets{0}, index_hits{0};

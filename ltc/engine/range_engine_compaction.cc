@@ -1,5 +1,6 @@
-// RangeEngine: compaction picking and running, reorganizing Dranges, flushing everything,
-// statistics. (range_engine.cc has the read and write paths and flushes.)
+// RangeEngine: running compactions (the picker chooses them), installing reorganized Drange
+// layouts, flushing everything, statistics. (range_engine.cc has Open and the read and
+// write paths; range_engine_flush.cc the background work and flushes.)
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -19,8 +20,6 @@
 namespace nova::ltc {
 
 namespace {
-
-constexpr size_t kMaxReorganizeSamples = 100000;
 
 // Passes a table's iterator through and appends each distinct user key it moves onto to
 // *keys (varint32-length-prefixed), so a Level-0 compaction learns its inputs' keys for the
@@ -195,7 +194,7 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
     lsm::TableBuildOptions opts;
     opts.block_size = options_.block_bytes;
     opts.num_data_fragments = options_.scatter_width;
-    opts.filter_policy = filter_policy_.get();
+    opts.filter_policy = table_ctx_.filter_policy.get();
     lsm::TableSink sink(&icmp_, opts, store_, [this] { return NewFileNumber(); },
                    inputs.front()->meta().drange);
     lsm::CompactionStats cs;
@@ -312,8 +311,7 @@ Status RangeEngine::WaitForCompactions() {
 // ---- Dranges --------------------------------------------------------------------------
 
 void RangeEngine::MaybeReorganize() {
-  if (options_.dranges <= 1 || reorg_.running.exchange(true)) return;
-  reorg_.writes_since = 0;
+  if (!reorganizer_.TryBegin()) return;
   std::shared_ptr<const DrangeLayout> layout;
   std::vector<std::shared_ptr<MemTable>> mems;
   {
@@ -321,34 +319,10 @@ void RangeEngine::MaybeReorganize() {
     layout = layout_;
     mems = live_;
   }
-  const DrangeLoad load = layout->Load();
-  // The window ends here (counters are reset or a new layout starts from zero): keep its
-  // figure for GetStats, which would otherwise see a window just begun.
-  if (load.total > 0) reorg_.last_window_imbalance.store(load.imbalance, std::memory_order_relaxed);
-  std::unique_ptr<DrangeLayout> next;
-  bool major = layout->size() < options_.dranges ||
-               load.imbalance > options_.drange_imbalance_threshold / options_.dranges;
-  if (!major) {
-    next = MinorReorganize(*layout, options_.drange_imbalance_threshold);
-    if (next == nullptr) layout->ResetCounters();
-  } else {
-    // Sample the keys in memory: every version counts, so hot keys weigh more.
-    std::vector<KeySample> samples;
-    uint64_t entries = 0;
-    for (const auto& m : mems) entries += m->num_entries();
-    const uint64_t step = std::max<uint64_t>(1, entries / kMaxReorganizeSamples);
-    uint64_t i = 0;
-    for (const auto& m : mems) {
-      std::unique_ptr<leveldb::Iterator> it(m->NewIterator());
-      for (it->SeekToFirst(); it->Valid(); it->Next()) {
-        if (i++ % step == 0) samples.push_back({lsm::ExtractUserKey(it->key()).ToString(), 1});
-      }
-    }
-    next = MajorReorganize(options_.comparator, std::move(samples), options_.dranges,
-                           options_.tranges_per_drange, layout->generation() + 1);
-  }
+  bool major = false;
+  std::unique_ptr<DrangeLayout> next = reorganizer_.Plan(*layout, mems, &major);
   if (next != nullptr) InstallLayout(std::move(next), major);
-  reorg_.running = false;
+  reorganizer_.End();
 }
 
 void RangeEngine::InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major) {
@@ -385,7 +359,7 @@ void RangeEngine::InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major
   if (!s.ok() && bg_error_.ok()) {
     LOG(ERROR) << "cannot record the Drange layout, writes stop: " << s.ToString();
     bg_error_ = s;
-    writes_blocked_ = true;
+    write_gate_.blocked = true;
   }
   dranges_ = std::move(states);
   layout_ = std::move(layout);
@@ -438,7 +412,7 @@ EngineStats RangeEngine::GetStats() const {
   s.lookup_index_hits = counters_.index_hits.load();
   s.lookup_index_entries = index_.size();
   s.dranges = layout_->size();
-  const double window = reorg_.last_window_imbalance.load(std::memory_order_relaxed);
+  const double window = reorganizer_.last_window_imbalance();
   s.drange_imbalance = std::isnan(window) ? layout_->Load().imbalance : window;
   s.immutable_memtables = static_cast<int>(immutables_.size());
   for (int l = 0; l < lsm::kNumLevels; ++l) {

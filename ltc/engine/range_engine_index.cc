@@ -15,22 +15,23 @@ void RangeEngine::RebuildRangeIndexLocked() {
   // path routes by the layout whose Drange states it locks), so that Drange's interval,
   // taken while it is active, bounds it for its whole life.
   for (int d = 0; d < static_cast<int>(dranges_.size()) && d < layout_->size(); ++d) {
-    memtable_intervals_.try_emplace(dranges_[d]->active->id(), KeyInterval::OfDrange(*layout_, d));
+    range_index_.memtable_intervals.try_emplace(dranges_[d]->active->id(), KeyInterval::OfDrange(*layout_, d));
   }
   RangeIndexSources sources;
   std::unordered_set<uint64_t> live_ids;
   for (const auto& m : live_) {
     live_ids.insert(m->id());
-    auto it = memtable_intervals_.find(m->id());
+    auto it = range_index_.memtable_intervals.find(m->id());
     // Not known (not created as a Drange's active memtable): it may hold any key.
     sources.memtables.push_back(
-        {m, it != memtable_intervals_.end() ? it->second : KeyInterval::All()});
+        {m, it != range_index_.memtable_intervals.end() ? it->second : KeyInterval::All()});
   }
-  std::erase_if(memtable_intervals_, [&](const auto& e) { return live_ids.count(e.first) == 0; });
+  std::erase_if(range_index_.memtable_intervals, [&](const auto& e) { return live_ids.count(e.first) == 0; });
   sources.level0 = versions_.current()->levels[0];
   std::vector<KeyBound> boundaries;
   for (int d = 0; d < layout_->size(); ++d) boundaries.push_back(layout_->drange(d).lower);
-  range_index_ = RangeIndex::Build(options_.comparator, std::move(boundaries), std::move(sources));
+  range_index_.index =
+      RangeIndex::Build(options_.comparator, std::move(boundaries), std::move(sources));
 }
 
 leveldb::Iterator* RangeEngine::NewInternalIterator(

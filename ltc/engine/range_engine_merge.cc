@@ -142,15 +142,15 @@ bool RangeEngine::MaybeMergeIntoActive(const Immutable& imm) {
     mid_to_table_.erase(imm.mem->id());
     if (options_.log != nullptr) {
       // Its versions are logged in the target's log now.
-      std::vector<uint64_t>& into = absorbed_logs_[target->id()];
+      std::vector<uint64_t>& into = ids_.absorbed[target->id()];
       into.push_back(imm.mem->id());
-      auto own = absorbed_logs_.find(imm.mem->id());
-      if (own != absorbed_logs_.end()) {
+      auto own = ids_.absorbed.find(imm.mem->id());
+      if (own != ids_.absorbed.end()) {
         into.insert(into.end(), own->second.begin(), own->second.end());
-        absorbed_logs_.erase(own);
+        ids_.absorbed.erase(own);
       }
       if (relogged.ok()) {
-        unrecorded_obsolete_logs_.push_back(imm.mem->id());
+        ids_.unrecorded_obsolete.push_back(imm.mem->id());
         options_.log->Drop({imm.mem->id()});
       }
     }

@@ -67,7 +67,7 @@ Status RangeEngine::RebuildFromLogsLocked(
   std::vector<uint64_t> obsolete;
   std::vector<MemtableLog::Recovered> live;
   for (auto& l : logs) {
-    next_memtable_id_ = std::max(next_memtable_id_, l.memtable + 1);
+    ids_.next = std::max(ids_.next, l.memtable + 1);
     if (versions_.state().LogIsObsolete(l.memtable)) {
       obsolete.push_back(l.memtable);
     } else {
@@ -103,7 +103,7 @@ Status RangeEngine::RebuildFromLogsLocked(
     for (const ltc::LogEntry& e : parsed[i]) {
       // An id named by an entry may belong to a memtable whose own log was never created
       // (or is lost): it must not be handed out again either.
-      next_memtable_id_ = std::max(next_memtable_id_, e.memtable + 1);
+      ids_.next = std::max(ids_.next, e.memtable + 1);
       if (versions_.state().LogIsObsolete(e.memtable)) continue;
       auto own = index_of.find(e.memtable);
       size_t t = i;
@@ -159,23 +159,23 @@ Status RangeEngine::RebuildFromLogsLocked(
 }
 
 void RangeEngine::AddLogBookkeepingLocked(VersionEdit* edit) {
-  edit->obsolete_logs.insert(edit->obsolete_logs.end(), unrecorded_obsolete_logs_.begin(),
-                             unrecorded_obsolete_logs_.end());
+  edit->obsolete_logs.insert(edit->obsolete_logs.end(), ids_.unrecorded_obsolete.begin(),
+                             ids_.unrecorded_obsolete.end());
   // Below every live memtable, and below every memtable merged into a live one whose log
   // is kept until that one flushes (its re-logging failed).
-  uint64_t floor = next_memtable_id_;
+  uint64_t floor = ids_.next;
   for (const auto& m : live_) floor = std::min(floor, m->id());
-  for (const auto& [into, ids] : absorbed_logs_) {
+  for (const auto& [into, ids] : ids_.absorbed) {
     for (uint64_t id : ids) floor = std::min(floor, id);
   }
   edit->log_floor = floor;
-  edit->next_memtable_id = next_memtable_id_;
+  edit->next_memtable_id = ids_.next;
 }
 
 void RangeEngine::DropLogsLocked(const VersionEdit& edit) {
   // The edit recorded them: they need no record any more (whether or not the drop works,
   // a surviving log is recognized as obsolete).
-  std::erase_if(unrecorded_obsolete_logs_, [&](uint64_t id) {
+  std::erase_if(ids_.unrecorded_obsolete, [&](uint64_t id) {
     return std::find(edit.obsolete_logs.begin(), edit.obsolete_logs.end(), id) !=
            edit.obsolete_logs.end();
   });

@@ -27,6 +27,17 @@ Status SeekNewest(leveldb::Iterator* it, const lsm::InternalKeyComparator* icmp,
   return lsm::FromLevelDbStatus(it->status());
 }
 
+OwnedTableContext::OwnedTableContext(lsm::TableStore* store,
+                                     const lsm::InternalKeyComparator* icmp,
+                                     int bloom_bits_per_key, size_t block_cache_bytes)
+    : filter_policy(leveldb::NewBloomFilterPolicy(bloom_bits_per_key)),
+      block_cache(leveldb::NewLRUCache(block_cache_bytes)) {
+  ctx.store = store;
+  ctx.icmp = icmp;
+  ctx.block_cache = block_cache.get();
+  ctx.filter_policy = filter_policy.get();
+}
+
 TableHandle::~TableHandle() {
   if (!obsolete_) return;
   table_.reset();

@@ -47,6 +47,16 @@ struct TableContext {
   const leveldb::FilterPolicy* filter_policy = nullptr;
 };
 
+// A TableContext with what it points at that the range owns: the bloom filter policy and
+// the block cache. Constant after construction.
+struct OwnedTableContext {
+  OwnedTableContext(lsm::TableStore* store, const lsm::InternalKeyComparator* icmp,
+                    int bloom_bits_per_key, size_t block_cache_bytes);
+  std::unique_ptr<const leveldb::FilterPolicy> filter_policy;
+  std::unique_ptr<leveldb::Cache> block_cache;
+  TableContext ctx;  // points at the above
+};
+
 class TableHandle {
  public:
   TableHandle(lsm::TableMeta meta, const TableContext* ctx) : meta_(std::move(meta)), ctx_(ctx) {}

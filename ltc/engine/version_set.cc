@@ -1,9 +1,9 @@
 #include "ltc/engine/version_set.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <string>
-
-#include <glog/logging.h>
 
 namespace nova::ltc {
 
@@ -126,9 +126,10 @@ std::shared_ptr<Version> VersionSet::BuildVersion(const Version& base,
     return a->meta().number < b->meta().number;
   });
   for (int l = 1; l < lsm::kNumLevels; ++l) {
-    std::sort(v->levels[l].begin(), v->levels[l].end(), [this](const TableRef& a, const TableRef& b) {
-      return ctx_->icmp->Compare(a->meta().smallest, b->meta().smallest) < 0;
-    });
+    std::sort(v->levels[l].begin(), v->levels[l].end(),
+              [this](const TableRef& a, const TableRef& b) {
+                return ctx_->icmp->Compare(a->meta().smallest, b->meta().smallest) < 0;
+              });
   }
   return v;
 }

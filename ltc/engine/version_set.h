@@ -25,7 +25,7 @@
 namespace nova::ltc {
 
 struct VersionSetOptions {
-  uint32_t range_id = 0;                     // for messages
+  uint32_t range_id = 0;                      // for messages
   uint64_t manifest_roll_bytes = 4ull << 20;  // a new MANIFEST starts past this size
   // Attempts at one MANIFEST record before giving the edit up.
   int append_attempts = 3;

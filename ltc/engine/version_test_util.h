@@ -62,7 +62,7 @@ class TestTables {
     return Table(number, entries);
   }
 
- lsm::MemoryTableStore& store() { return store_; }
+  lsm::MemoryTableStore& store() { return store_; }
   const TableContext* ctx() const { return &ctx_; }
 
  private:

@@ -1,8 +1,8 @@
 #include "ltc/server/zk_assignment_source.h"
 
-#include <charconv>
-
 #include <glog/logging.h>
+
+#include <charconv>
 
 namespace nova::ltc {
 
@@ -86,7 +86,8 @@ void ZkAssignmentSource::Watch(AssignmentListener listener) {
     state_->listener = std::move(listener);
   }
   // A configuration that arrived between Current() and now.
-  if (std::optional<coordinator::ClusterConfig> config = store_->GetLastConfig()) OnConfig(state_.get(), *config);
+  if (std::optional<coordinator::ClusterConfig> config = store_->GetLastConfig())
+    OnConfig(state_.get(), *config);
 }
 
 void ZkAssignmentSource::Unwatch() {
