@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "ltc/engine/manifest.h"
 #include "stoc/client/file_names.h"
 #include "stoc/client/placement.h"
 #include "tests/util/test_util.h"
@@ -109,6 +110,7 @@ Status CaseEngine::Open(const EngineOptions& options) {
   so.range_id = options.range_id;
   so.stocs = conn_->stocs();
   so.placement = lsm::PlacementPolicy::kPowerOfD;
+  so.validate_manifest = ltc::ValidateManifest;
   store_ = std::make_unique<stoc::StocTableStore>(conn_->client(), so);
   NOVA_RETURN_NOT_OK_PREPEND(store_->Init(), "table store");
   engine_ = std::make_unique<RangeEngine>(options, store_.get());

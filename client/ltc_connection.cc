@@ -146,7 +146,8 @@ MonoTime LtcConnection::ExpireOverdue() {
 }
 
 void LtcConnection::ReadLoop() {
-  wire::MessageStream in(fd_, max_response_bytes_);
+  // The limit is of payloads: a whole message is a header longer.
+  wire::MessageStream in(fd_, max_response_bytes_ + wire::kHeaderBytes);
   for (;;) {
     const MonoTime nearest = ExpireOverdue();
     pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};

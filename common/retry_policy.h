@@ -39,9 +39,11 @@ class Backoff {
   explicit Backoff(const RetryPolicy& policy) : policy_(policy) {}
 
   // The wait before the next attempt: initial_backoff the first time, then twice the
-  // previous one, at most max_backoff.
+  // previous one; never more than max_backoff.
   std::chrono::milliseconds Next() {
-    last_ = last_.count() == 0 ? policy_.initial_backoff : std::min(policy_.max_backoff, last_ * 2);
+    const std::chrono::milliseconds next =
+        last_.count() == 0 ? policy_.initial_backoff : last_ * 2;
+    last_ = std::min(policy_.max_backoff, next);
     return last_;
   }
 

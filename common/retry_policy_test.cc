@@ -21,6 +21,15 @@ TEST(BackoffTest, DoublesUpToTheCap) {
   EXPECT_EQ(b.Next(), milliseconds(30));
 }
 
+TEST(BackoffTest, InitialWaitIsCappedToo) {
+  RetryPolicy p;
+  p.initial_backoff = milliseconds(100);
+  p.max_backoff = milliseconds(40);
+  Backoff b(p);
+  EXPECT_EQ(b.Next(), milliseconds(40));
+  EXPECT_EQ(b.Next(), milliseconds(40));
+}
+
 TEST(BackoffTest, NeverPastTheDeadline) {
   RetryPolicy p;
   p.initial_backoff = milliseconds(10000);

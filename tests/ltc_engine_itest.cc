@@ -26,6 +26,7 @@
 #include "common/clock.h"
 #include "common/rpc/rpc_endpoint.h"
 #include "common/transport/transport.h"
+#include "ltc/engine/manifest.h"
 #include "ltc/engine/compaction_offloader.h"
 #include "ltc/engine/engine_model_test_util.h"
 #include "ltc/engine/range_engine.h"
@@ -135,6 +136,7 @@ class LtcEngineClusterTest : public ::testing::TestWithParam<ClusterCase> {
     so.manifest_replicas = GetParam().manifest_replicas;
     so.seed = seed_ + ++opens_;  // placement replays with the seed too
     so.placement = GetParam().placement;
+    so.validate_manifest = ValidateManifest;
     store_ = std::make_unique<stoc::StocTableStore>(conn_.client(), so);
     Status s = store_->Init();
     ASSERT_TRUE(s.ok()) << s.ToString();

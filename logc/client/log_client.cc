@@ -115,6 +115,7 @@ LogClient::Stats LogClient::GetStats() const {
   s.underreplicated = underreplicated_.load();
   s.unsynced_logcs = unsynced_logcs_.load();
   s.recovery_refusals = recovery_refusals_->value();
+  s.repair_passes = repair_passes_.load();
   return s;
 }
 
@@ -144,14 +145,20 @@ Result<transport::PeerId> LogClient::PeerFor(const std::string& logc_id) {
   if (!peer.ok()) return peer.status().Prepend("connecting to LogC " + logc_id);
   MutexLock lock(&mu_);
   auto it = logcs_.find(logc_id);
-  if (it != logcs_.end() && it->second.address == address) it->second.peer = peer.value();
+  if (it != logcs_.end() && it->second.address == address) {
+    it->second.peer = peer.value();
+    it->second.unreachable = false;
+  }
   return peer.value();
 }
 
 void LogClient::MarkFailed(const std::string& logc_id) {
   MutexLock lock(&mu_);
   auto it = logcs_.find(logc_id);
-  if (it != logcs_.end()) it->second.failed_until = MonoNow() + options_.retry_interval;
+  if (it != logcs_.end()) {
+    it->second.failed_until = MonoNow() + options_.retry_interval;
+    it->second.unreachable = true;
+  }
 }
 
 std::optional<std::string> LogClient::ReserveLogc(std::vector<std::string>* exclude) {
@@ -163,10 +170,12 @@ std::optional<std::string> LogClient::ReserveLogc(std::vector<std::string>* excl
   for (auto& [id, s] : logcs_) {
     if (s.failed_until > now || s.address.empty()) continue;
     if (std::find(exclude->begin(), exclude->end(), id) != exclude->end()) continue;
-    // A LogC whose connection is down is tried only when no other is left: it may be gone
-    // for good (still in the configuration), and each try costs a connect attempt, which
-    // would hold up a copy to a healthy spare for as long as the dead one wins the ties.
-    const bool down = s.peer != transport::kInvalidPeer && !endpoint_->transport()->IsUp(s.peer);
+    // A LogC that is unreachable is tried only when no other is left: it may be gone for
+    // good (still in the configuration), and each try costs a connect attempt, which would
+    // hold up a copy to a healthy spare for as long as the dead one wins the ties. One the
+    // transport has reconnected to (it redials peers) counts as reachable again.
+    const bool down = s.unreachable && !(s.peer != transport::kInvalidPeer &&
+                                         endpoint_->transport()->IsUp(s.peer));
     if (best == nullptr || (!down && best_down) ||
         (down == best_down && s.open_logs < best->open_logs)) {  // ties: the first id
       best = &s;
@@ -191,7 +200,10 @@ void LogClient::OnPeerDown(transport::PeerId peer, const Status& why) {
   {
     MutexLock lock(&mu_);
     for (auto& [id, s] : logcs_) {
-      if (s.peer == peer) s.failed_until = MonoNow() + options_.retry_interval;
+      if (s.peer == peer) {
+        s.failed_until = MonoNow() + options_.retry_interval;
+        s.unreachable = true;
+      }
     }
     for (auto& [key, log] : logs_) logs.push_back(log);
   }

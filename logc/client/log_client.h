@@ -160,6 +160,9 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
     uint64_t underreplicated = 0;   // logs holding data with fewer than R live replicas
     uint64_t unsynced_logcs = 0;    // LogCs not yet marked in sync for every range known
     uint64_t recovery_refusals = 0; // ReadAll calls refused (a log might be missed)
+    // Repair passes completed: `underreplicated` and `unsynced_logcs` are as of the last
+    // one, so a caller that wants them to reflect an event waits for a pass after it.
+    uint64_t repair_passes = 0;
   };
   Stats GetStats() const;
 
@@ -177,6 +180,9 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
     std::string address;
     transport::PeerId peer = transport::kInvalidPeer;
     MonoTime failed_until{};
+    // Its connection went down, or a connect or request to it failed, since the last
+    // successful connect: chosen for new replicas only when no other LogC is left.
+    bool unreachable = false;
     int open_logs = 0;  // logs of this client with a replica here
     uint64_t incarnation = 0;  // the LogC process last seen (0: none yet)
     std::set<uint32_t> in_sync;  // ranges marked in sync in that incarnation
@@ -286,6 +292,7 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   Histogram* append_latency_us_;
   std::atomic<uint64_t> underreplicated_{0};  // as of the last repair pass
   std::atomic<uint64_t> unsynced_logcs_{0};
+  std::atomic<uint64_t> repair_passes_{0};
 
   // The repairer thread (RepairLoop).
   Mutex repair_mu_;

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <atomic>
 #include <cstring>
 #include <future>
@@ -141,6 +143,15 @@ class LogClientTest : public ::testing::Test {
     o.segment_bytes = 1 << 20;
     o.timeout = std::chrono::milliseconds(3000);
     return o;
+  }
+  // Waits until `done` holds for the stats of a repair pass that began after this call:
+  // the gauges (underreplicated, unsynced_logcs) are as of the last completed pass.
+  bool WaitForRepair(const std::function<bool(const LogClient::Stats&)>& done) {
+    const uint64_t passes = client_->GetStats().repair_passes;
+    return test::WaitFor([&] {
+      const LogClient::Stats st = client_->GetStats();
+      return st.repair_passes >= passes + 2 && done(st);
+    });
   }
   std::vector<LogClient::RecoveredLog> ReadAll(uint32_t range, std::vector<uint64_t>* missing) {
     std::vector<LogClient::RecoveredLog> logs;
@@ -346,8 +357,7 @@ TEST_P(LogClientFailoverTest, LosingOneOfTwoReplicasFailsNoAppendWithMinInsyncOn
   EXPECT_TRUE(client_->ReadAll(1, 4, &refused, &missing).IsUnavailable());
   // ...until it is back and the logs are copied to it again.
   RestartServer(1, /*wipe=*/false);
-  ASSERT_TRUE(test::WaitFor([&] {
-    auto st = client_->GetStats();
+  ASSERT_TRUE(WaitForRepair([](const LogClient::Stats& st) {
     return st.underreplicated == 0 && st.unsynced_logcs == 0;
   }));
   auto logs = ReadAll(1, &missing);
@@ -379,8 +389,7 @@ TEST_P(LogClientFailoverTest, ReReplicationRestoresTheReplicaCount) {
   const uint64_t at_copy = client_->GetStats().appends;
   ASSERT_TRUE(test::WaitFor([&] { return client_->GetStats().appends >= at_copy + 300; }));
   // The range is fully replicated again: the copy's LogC is marked in sync.
-  ASSERT_TRUE(test::WaitFor([&] {
-    auto st = client_->GetStats();
+  ASSERT_TRUE(WaitForRepair([](const LogClient::Stats& st) {
     return st.underreplicated == 0 && st.unsynced_logcs <= 1;  // the dead LogC
   }));
   // Now the other original replica goes too: the copy alone holds the log.
@@ -538,10 +547,11 @@ TEST_F(LogClientTest, IdleLogIsReReplicatedWhenItsLogcReturns) {
     expected += r;
   }
   RestartServer(0, /*wipe=*/false);  // memory copies gone
-  ASSERT_TRUE(test::WaitFor([&] {
-    auto st = client_->GetStats();
-    return st.rereplications >= 1 && st.underreplicated == 0 && st.unsynced_logcs == 0;
-  })) << "the idle log was not re-replicated to the returning LogC";
+  ASSERT_TRUE(test::WaitFor([&] { return client_->GetStats().rereplications >= 1; }))
+      << "the idle log was not re-replicated to the returning LogC";
+  ASSERT_TRUE(WaitForRepair([](const LogClient::Stats& st) {
+    return st.underreplicated == 0 && st.unsynced_logcs == 0;
+  })) << "the returning LogC was not marked in sync";
   servers_[1]->server->Shutdown();
   std::vector<uint64_t> missing;
   auto logs = ReadAll(1, &missing);
@@ -579,9 +589,9 @@ TEST_F(LogClientTest, RecoveryWaitsUntilALogcThatCanVouchIsBack) {
   EXPECT_EQ(logs[0].bytes, r);
   EXPECT_EQ(logs[0].replicas, std::vector<std::string>{"1"});
   // The log read back is re-replicated (to LogC 0) and both LogCs end in sync.
-  ASSERT_TRUE(test::WaitFor([&] {
-    auto st = client_->GetStats();
-    return st.rereplications >= 1 && st.underreplicated == 0 && st.unsynced_logcs == 0;
+  ASSERT_TRUE(test::WaitFor([&] { return client_->GetStats().rereplications >= 1; }));
+  ASSERT_TRUE(WaitForRepair([](const LogClient::Stats& st) {
+    return st.underreplicated == 0 && st.unsynced_logcs == 0;
   }));
   logs = ReadAll(1, &missing);
   ASSERT_EQ(logs.size(), 1u);

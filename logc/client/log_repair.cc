@@ -265,6 +265,7 @@ void LogClient::RepairPass() {
     }
   }
   unsynced_logcs_ = unsynced;
+  repair_passes_.fetch_add(1);
 }
 
 Status LogClient::WaitOp(const std::shared_ptr<Staging>& staging,

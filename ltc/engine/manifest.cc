@@ -34,6 +34,11 @@ Status ParseManifest(std::string_view contents, ParsedManifest* out) {
   return Status::OK();
 }
 
+Status ValidateManifest(std::string_view contents) {
+  ParsedManifest parsed;
+  return ParseManifest(contents, &parsed);
+}
+
 Status ManifestState::Apply(const VersionEdit& edit) {
   ManifestState next = edit.snapshot ? ManifestState() : *this;
   if (edit.next_file_number) next.next_file_number_ = *edit.next_file_number;

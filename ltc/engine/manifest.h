@@ -38,6 +38,9 @@ struct ParsedManifest {
 // the last, or a first record that is not a snapshot.
 Status ParseManifest(std::string_view contents, ParsedManifest* out);
 
+// ParseManifest's verdict alone (for stoc::StocTableStoreOptions::validate_manifest).
+Status ValidateManifest(std::string_view contents);
+
 // The metadata a MANIFEST describes: tables per level, counters and the Drange layout.
 class ManifestState {
  public:

@@ -54,8 +54,9 @@ class VersionSet {
   // if the edit contradicts the state (a bug).
   Status LogAndApply(const VersionEdit& edit, bool* fatal);
 
-  // Takes the next table number. It reaches the MANIFEST with the next edit (every edit
-  // records the counter); a number is never handed out twice by one VersionSet.
+  // Takes the next table number; a number is never handed out twice by one VersionSet. It
+  // reaches the MANIFEST with the next edit that records the counter (flushes and
+  // compactions do) or snapshot; Open moves it past every table file found on the StoCs.
   uint64_t NewFileNumber();
   // Moves the next table number past `number` (a table file that may still exist).
   void SkipFileNumbersThrough(uint64_t number);

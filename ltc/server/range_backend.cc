@@ -14,6 +14,7 @@
 #include <leveldb/write_batch.h>
 
 #include "common/rpc/rpc_endpoint.h"
+#include "ltc/engine/manifest.h"
 #include "ltc/engine/compaction_offloader.h"
 #include "ltc/engine/engine_metrics.h"
 #include "ltc/engine/logc_memtable_log.h"
@@ -285,6 +286,7 @@ struct NovaBackends::Impl {
                                   options.force_recovery_ranges.end(),
                                   range.id) != options.force_recovery_ranges.end();
     so.placement = options.placement;
+    so.validate_manifest = ValidateManifest;
     b->store_ = std::make_unique<stoc::StocTableStore>(client.get(), so);
     NOVA_RETURN_NOT_OK_PREPEND(b->store_->Init(), "range " + std::to_string(range.id));
     EngineOptions eo = options.engine;

@@ -22,6 +22,8 @@
 // every StoC, takes the highest n whose file holds at least one valid record (a higher,
 // empty one is a roll-over that never finished), reads it block by block (extents from
 // StatFile) from the replica holding the most valid records, and reopens it for appending.
+// Valid: well framed (common/lsm/manifest_format.h) and, with validate_manifest, accepted by
+// it (the LTC's decoder), so a replica whose records do not decode is never chosen.
 // Invariants that keep a MANIFEST from losing acknowledged records:
 //  1. A new MANIFEST (first append of a new range, a roll-over, a repair) is complete on
 //     all its replicas before the previous one is deleted, and its number is higher than
@@ -78,6 +80,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/clock.h"
@@ -131,6 +134,10 @@ struct StocTableStoreOptions {
   // Open the range from the newest MANIFEST found even when it is older than the one the
   // pointer says was completed (an operator's decision: --ltc_force_recovery_ranges).
   bool force_recovery = false;
+  // Checks a MANIFEST replica's records beyond their framing (the LTC passes its
+  // VersionEdit decoder, ltc::ValidateManifest): a replica it rejects is not chosen, as one
+  // with damaged frames is not. Null: framing only.
+  std::function<Status(std::string_view contents)> validate_manifest;
 };
 
 // What the store did (monotonic counters; a snapshot).

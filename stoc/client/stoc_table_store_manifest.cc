@@ -145,6 +145,10 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
     for (size_t i = 0; i < replicas.size(); ++i) {
       Status s = ReadManifestReplica(replicas[i].first, replicas[i].second, &reads[i].bytes);
       if (s.ok()) s = lsm::ParseManifestFrames(reads[i].bytes, &reads[i].parsed);
+      if (s.ok() && options_.validate_manifest) {
+        s = options_.validate_manifest(
+            std::string_view(reads[i].bytes).substr(0, reads[i].parsed.valid_bytes));
+      }
       if (!s.ok()) {
         LOG(WARNING) << range << ": reading " << name << " at StoC " << replicas[i].first << ": "
                      << s.ToString();

@@ -582,6 +582,46 @@ TEST_F(StocTableStoreTest, ManifestRecoveryPrefersTheLongestReplicaAndIgnoresEmp
   ASSERT_TRUE(transport_->DeregisterMemory(reg.value()).ok());
 }
 
+// With validate_manifest (the LTC passes its VersionEdit decoder), a replica whose frames
+// check out but whose records the validator rejects is not chosen, however long it is; the
+// replica that passes is kept and repaired onto the others.
+TEST_F(StocTableStoreTest, ManifestRecoveryPassesOverAReplicaTheValidatorRejects) {
+  StocTableStoreOptions o;
+  o.manifest_replicas = 2;
+  o.validate_manifest = [](std::string_view contents) {
+    lsm::ManifestFrames frames;
+    NOVA_RETURN_NOT_OK(lsm::ParseManifestFrames(contents, &frames));
+    for (std::string_view p : frames.payloads) {
+      if (p.substr(0, 3) == "bad") return Status::Corruption("undecodable record");
+    }
+    return Status::OK();
+  };
+  auto store = NewStore(o);
+  ASSERT_TRUE(store->AppendManifest(Record(true, 1)).ok());
+  ASSERT_TRUE(store->AppendManifest(Record(false, 2)).ok());
+  const std::set<uint32_t> holders = Holders(StocFileType::kManifest, 1);
+  ASSERT_EQ(holders.size(), 2u);
+  store.reset();
+  // One replica gets a well-framed record the validator rejects: it is now the longest.
+  const std::string bad = lsm::FrameManifestRecord("bad record");
+  auto reg = transport_->RegisterMemory(const_cast<char*>(bad.data()), bad.size(),
+                                        transport::kLocalOnly);
+  ASSERT_TRUE(reg.ok());
+  auto f = client_->Open(*holders.begin(), ManifestFileName(kRange, 1), FileKind::kDisk);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(client_->Append(f.value().get(), reg.value(), 0, bad.size()).ok());
+  ASSERT_TRUE(client_->Close(f.value().get()).ok());
+
+  auto got = NewStore(o)->ReadManifest();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got.value(), Record(true, 1) + Record(false, 2));
+  // Without the validator the longest replica, the one with the bad record, would win.
+  o.validate_manifest = nullptr;
+  EXPECT_EQ(NewStore(o)->ReadManifest().value(), Record(true, 1) + Record(false, 2))
+      << "the repair must have replaced the rejected replica";
+  ASSERT_TRUE(transport_->DeregisterMemory(reg.value()).ok());
+}
+
 // Regression: recovery with manifest_replicas = 2 and a stopped StoC holding one replica of
 // the current MANIFEST must repair it onto reachable StoCs. It used to place the new
 // MANIFEST without excluding the StoC it had just failed to list, and failed (Unavailable)
