@@ -179,8 +179,9 @@ void RunReplay(Report* report) {
       std::string chunk;
       while (in_log < memtable) {
         char key[32];
-        const int n = std::snprintf(key, sizeof(key), "user%016llx",
-                                    static_cast<unsigned long long>((++seq * 0x9E3779B97F4A7C15ull) >> 8));
+        const int n =
+            std::snprintf(key, sizeof(key), "user%016llx",
+                          static_cast<unsigned long long>((++seq * 0x9E3779B97F4A7C15ull) >> 8));
         const size_t before = chunk.size();
         ltc::AppendLogRecord(&chunk, {ltc::LogEntry{m, seq, 1, std::string_view(key, n), value}});
         in_log += chunk.size() - before;
@@ -213,7 +214,8 @@ void RunReplay(Report* report) {
       const double read_s = st.recovery_read_micros / 1e6;
       const double replay_s = std::max(1e-9, open_s - read_s);
       (void)start;
-      const std::string k = "replay_" + std::to_string(volume_mb) + "mib_t" + std::to_string(threads);
+      const std::string k =
+          "replay_" + std::to_string(volume_mb) + "mib_t" + std::to_string(threads);
       auto& out = report->out();
       out[k + "_logs"] = logs;
       out[k + "_log_mb"] = static_cast<double>(st.recovered_log_bytes) / 1e6;
@@ -226,17 +228,19 @@ void RunReplay(Report* report) {
           st.recovered_log_bytes / 1e6 / replay_s / std::min<double>(threads, Cores());
       out[k + "_total_s"] = open_s;
       if (!FLAGS_json) {
-        std::printf("replay %6llu MiB (%4llu logs) threads %llu: READ %.2f s (%.0f MB/s), replay %.2f s "
-                    "(%.0f MB/s, %.0f MB/s per core), total %.2f s\n",
-                    static_cast<unsigned long long>(volume_mb), static_cast<unsigned long long>(logs),
-                    static_cast<unsigned long long>(threads), read_s,
-                    out[k + "_read_mb_per_s"].get<double>(), replay_s,
-                    out[k + "_replay_mb_per_s"].get<double>(),
-                    out[k + "_replay_mb_per_s_per_core"].get<double>(), open_s);
+        std::printf(
+            "replay %6llu MiB (%4llu logs) threads %llu: READ %.2f s (%.0f MB/s), replay %.2f s "
+            "(%.0f MB/s, %.0f MB/s per core), total %.2f s\n",
+            static_cast<unsigned long long>(volume_mb), static_cast<unsigned long long>(logs),
+            static_cast<unsigned long long>(threads), read_s,
+            out[k + "_read_mb_per_s"].get<double>(), replay_s,
+            out[k + "_replay_mb_per_s"].get<double>(),
+            out[k + "_replay_mb_per_s_per_core"].get<double>(), open_s);
         std::fflush(stdout);
       }
     }
-    report->out()["replay_" + std::to_string(volume_mb) + "mib_fill_mb_per_s"] = bytes / 1e6 / fill_s;
+    report->out()["replay_" + std::to_string(volume_mb) + "mib_fill_mb_per_s"] =
+        bytes / 1e6 / fill_s;
   }
 }
 
@@ -268,8 +272,9 @@ void RunLatency(Report* report) {
         writers.emplace_back([&, w] {
           for (uint64_t i = next.fetch_add(1); i < FLAGS_puts; i = next.fetch_add(1)) {
             char key[32];
-            const int n = std::snprintf(key, sizeof(key), "user%012llu",
-                                        static_cast<unsigned long long>((i * 2654435761u) % 1000000007));
+            const int n =
+                std::snprintf(key, sizeof(key), "user%012llu",
+                              static_cast<unsigned long long>((i * 2654435761u) % 1000000007));
             const MonoTime t0 = MonoNow();
             LogRig::Check(engine.Put(leveldb::Slice(key, n), value), "Put");
             lat[w].push_back(std::chrono::duration<double, std::micro>(MonoNow() - t0).count());
@@ -280,14 +285,16 @@ void RunLatency(Report* report) {
       const double secs = SecondsSince(start);
       std::vector<double> all;
       for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
-      const std::string k = "put_" + mode_name + (mode == logc::LogMode::kNone ? "" : "_r" + std::to_string(replicas));
+      const std::string k = "put_" + mode_name +
+                            (mode == logc::LogMode::kNone ? "" : "_r" + std::to_string(replicas));
       auto& out = report->out();
       out[k + "_p50_us"] = Percentile(all, 50);
       out[k + "_p99_us"] = Percentile(all, 99);
       out[k + "_ops"] = FLAGS_puts / secs;
       if (!FLAGS_json) {
-        std::printf("put %-14s p50 %7.1f us  p99 %7.1f us  %8.0f puts/s (%d writers)\n", k.c_str() + 4,
-                    Percentile(all, 50), Percentile(all, 99), FLAGS_puts / secs, FLAGS_writers);
+        std::printf("put %-14s p50 %7.1f us  p99 %7.1f us  %8.0f puts/s (%d writers)\n",
+                    k.c_str() + 4, Percentile(all, 50), Percentile(all, 99), FLAGS_puts / secs,
+                    FLAGS_writers);
         std::fflush(stdout);
       }
     }

@@ -89,7 +89,8 @@ class OwningZkRoutingSource final : public RoutingSource {
 }  // namespace
 
 Result<std::unique_ptr<RoutingSource>> NewZooKeeperRoutingSource(
-    const std::string& zk, const std::string& cluster, std::chrono::milliseconds first_config_wait) {
+    const std::string& zk, const std::string& cluster,
+    std::chrono::milliseconds first_config_wait) {
   coordinator::ConfigStoreOptions o;
   o.zk_servers = zk;
   o.cluster = cluster;

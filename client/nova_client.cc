@@ -346,19 +346,21 @@ void NovaClient::GetAsync(const std::string& key, std::function<void(Result<std:
 
 void NovaClient::PutAsync(const std::string& key, const std::string& value,
                           std::function<void(Status)> done) {
-  impl_->Start("Put", ClientMsg::kPut, key,
-               [key, value](uint64_t epoch) {
-                 return ltc::EncodeKeyRequest(ClientMsg::kPut, ltc::KeyRequest{epoch, key, value, 0});
-               },
-               [done = std::move(done)](const Status& s, std::string) { done(s); });
+  impl_->Start(
+      "Put", ClientMsg::kPut, key,
+      [key, value](uint64_t epoch) {
+        return ltc::EncodeKeyRequest(ClientMsg::kPut, ltc::KeyRequest{epoch, key, value, 0});
+      },
+      [done = std::move(done)](const Status& s, std::string) { done(s); });
 }
 
 void NovaClient::DeleteAsync(const std::string& key, std::function<void(Status)> done) {
-  impl_->Start("Delete", ClientMsg::kDelete, key,
-               [key](uint64_t epoch) {
-                 return ltc::EncodeKeyRequest(ClientMsg::kDelete, ltc::KeyRequest{epoch, key, "", 0});
-               },
-               [done = std::move(done)](const Status& s, std::string) { done(s); });
+  impl_->Start(
+      "Delete", ClientMsg::kDelete, key,
+      [key](uint64_t epoch) {
+        return ltc::EncodeKeyRequest(ClientMsg::kDelete, ltc::KeyRequest{epoch, key, "", 0});
+      },
+      [done = std::move(done)](const Status& s, std::string) { done(s); });
 }
 
 std::future<Result<std::string>> NovaClient::GetFuture(const std::string& key) {

@@ -50,7 +50,9 @@ class [[nodiscard]] Status {
   static Status IOError(std::string_view m) { return Status(Code::kIOError, m); }
   static Status NetworkError(std::string_view m) { return Status(Code::kNetworkError, m); }
   static Status TimedOut(std::string_view m) { return Status(Code::kTimedOut, m); }
-  static Status ResourceExhausted(std::string_view m) { return Status(Code::kResourceExhausted, m); }
+  static Status ResourceExhausted(std::string_view m) {
+    return Status(Code::kResourceExhausted, m);
+  }
   static Status PermissionDenied(std::string_view m) { return Status(Code::kPermissionDenied, m); }
   static Status Unavailable(std::string_view m) { return Status(Code::kUnavailable, m); }
   static Status Aborted(std::string_view m) { return Status(Code::kAborted, m); }

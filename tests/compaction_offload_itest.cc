@@ -81,9 +81,10 @@ class CompactionOffloadTest : public ::testing::Test {
     auto secret = test::WriteClusterSecret(dir_);
     ASSERT_TRUE(secret.ok()) << secret.status().ToString();
     for (uint32_t id = 1; id <= kNumStocs; ++id) {
-      auto d = std::make_unique<test::ExternalDaemon>(test::StocDaemonOptions(
-          dir_, secret.value(), id,
-          {"--stoc_memory_limit_mb=64", "--stoc_file_buffer_mb=64", "--stoc_compaction_threads=2"}));
+      auto d = std::make_unique<test::ExternalDaemon>(
+          test::StocDaemonOptions(dir_, secret.value(), id,
+                                  {"--stoc_memory_limit_mb=64", "--stoc_file_buffer_mb=64",
+                                   "--stoc_compaction_threads=2"}));
       Status s = d->Start();
       ASSERT_TRUE(s.ok()) << s.ToString();
       stocs_[id] = std::move(d);
@@ -126,7 +127,8 @@ class CompactionOffloadTest : public ::testing::Test {
   }
 
   // An input table of keys [first, first + n) at `seq`, every `del_every`-th a deletion.
-  lsm::TableMeta WriteInput(uint64_t number, int first, int n, lsm::SequenceNumber seq, int del_every) {
+  lsm::TableMeta WriteInput(uint64_t number, int first, int n, lsm::SequenceNumber seq,
+                            int del_every) {
     std::unique_ptr<const leveldb::FilterPolicy> policy(leveldb::NewBloomFilterPolicy(10));
     lsm::TableBuildOptions o;
     o.block_size = 512;

@@ -390,23 +390,32 @@ TEST_P(LtcEngineStocRestartTest, WritesGoOnAfterAStocRestart) {
 
 INSTANTIATE_TEST_SUITE_P(
     OptionSets, LtcEngineClusterTest,
-    ::testing::Values(ClusterCase{{"theta8_rho3_zipfian", 8, 3, true}, 1, 1, false},
-                      ClusterCase{{"theta1_rho1_uniform", 1, 1, false}, 1, 1, false},
-                      ClusterCase{{"theta64_rho3_zipfian", 64, 3, true}, 1, 1, false},
-                      ClusterCase{{"theta8_rho3_uniform_no_range_index", 8, 3, false, false}, 1, 1, false},
-                      // Every Get searches its partition's memtables and Level-0 tables.
-                      ClusterCase{{"theta8_rho1_zipfian_no_lookup_index", 8, 1, true, true, false},
-                                  1, 1, false},
-                      ClusterCase{{"theta8_rho3_zipfian_R2_kill", 8, 3, true}, 2, 2, true},
-                      // Compactions offloaded to the StoCs (docs/ltc.md "Compaction offload").
-                      ClusterCase{{"theta8_rho3_zipfian_offload_rr_random", 8, 3, true}, 1, 1,
-                                  false, OffloadPolicy::kRoundRobin,
-                                  lsm::PlacementPolicy::kRandom},
-                      ClusterCase{{"theta1_rho1_uniform_offload_ll", 1, 1, false}, 1, 1, false,
-                                  OffloadPolicy::kLeastLoaded},
-                      // A StoC dies while jobs run there: they fall back to the LTC.
-                      ClusterCase{{"theta8_rho3_zipfian_R2_kill_offload_ll", 8, 3, true}, 2, 2,
-                                  true, OffloadPolicy::kLeastLoaded}),
+    ::testing::Values(
+        ClusterCase{{"theta8_rho3_zipfian", 8, 3, true}, 1, 1, false},
+        ClusterCase{{"theta1_rho1_uniform", 1, 1, false}, 1, 1, false},
+        ClusterCase{{"theta64_rho3_zipfian", 64, 3, true}, 1, 1, false},
+        ClusterCase{{"theta8_rho3_uniform_no_range_index", 8, 3, false, false}, 1, 1, false},
+        // Every Get searches its partition's memtables and Level-0 tables.
+        ClusterCase{{"theta8_rho1_zipfian_no_lookup_index", 8, 1, true, true, false}, 1, 1, false},
+        ClusterCase{{"theta8_rho3_zipfian_R2_kill", 8, 3, true}, 2, 2, true},
+        // Compactions offloaded to the StoCs (docs/ltc.md "Compaction offload").
+        ClusterCase{{"theta8_rho3_zipfian_offload_rr_random", 8, 3, true},
+                    1,
+                    1,
+                    false,
+                    OffloadPolicy::kRoundRobin,
+                    lsm::PlacementPolicy::kRandom},
+        ClusterCase{{"theta1_rho1_uniform_offload_ll", 1, 1, false},
+                    1,
+                    1,
+                    false,
+                    OffloadPolicy::kLeastLoaded},
+        // A StoC dies while jobs run there: they fall back to the LTC.
+        ClusterCase{{"theta8_rho3_zipfian_R2_kill_offload_ll", 8, 3, true},
+                    2,
+                    2,
+                    true,
+                    OffloadPolicy::kLeastLoaded}),
     [](const auto& info) { return std::string(info.param.c.name); });
 
 INSTANTIATE_TEST_SUITE_P(Replicated, LtcEngineStocRestartTest,

@@ -139,7 +139,8 @@ class LtcServerITest : public ::testing::Test {
           *dir_, *secret_, id, {"--stoc_memory_limit_mb=128", "--stoc_file_buffer_mb=32"}));
       Status s = stocs_[id]->Start();
       ASSERT_TRUE(s.ok()) << s.ToString();
-      stoc_list += (stoc_list.empty() ? "" : ",") + std::to_string(id) + "@" + stocs_[id]->address();
+      stoc_list +=
+          (stoc_list.empty() ? "" : ",") + std::to_string(id) + "@" + stocs_[id]->address();
     }
     for (int i = 0; i < 2; ++i) {
       ltcs_[i] = StartLtc("ltc-" + std::to_string(i + 1),
@@ -156,7 +157,8 @@ class LtcServerITest : public ::testing::Test {
   }
 
   static test::ExternalDaemon* StartLtc(const std::string& id, std::vector<std::string> flags) {
-    auto* d = new test::ExternalDaemon(test::LtcDaemonOptions(*dir_, *secret_, id, std::move(flags)));
+    auto* d =
+        new test::ExternalDaemon(test::LtcDaemonOptions(*dir_, *secret_, id, std::move(flags)));
     Status s = d->Start();
     EXPECT_TRUE(s.ok()) << s.ToString();
     return d;
@@ -311,8 +313,9 @@ TEST_F(LtcServerITest, WrongRangeForUnownedRangeAndOldEpoch) {
   EXPECT_EQ(ltc::ParseWrongRangeEpoch(s), kEpoch);
   // A batch spanning two ranges of the same LTC is refused as a whole.
   std::tie(s, p) = Raw(ltcs_[0]->address(), ClientMsg::kWrite,
-                       ltc::EncodeWriteRequest({kEpoch, {{ltc::BatchOp::kPut, KeyIn(0, "a"), "1"},
-                                                         {ltc::BatchOp::kPut, KeyIn(1, "a"), "1"}}}));
+                       ltc::EncodeWriteRequest({kEpoch,
+                                                {{ltc::BatchOp::kPut, KeyIn(0, "a"), "1"},
+                                                 {ltc::BatchOp::kPut, KeyIn(1, "a"), "1"}}}));
   EXPECT_TRUE(s.IsWrongRange()) << s.ToString();
   // A newer epoch than the LTC's: not yet, retry.
   std::tie(s, p) = Raw(ltcs_[0]->address(), ClientMsg::kGet,
@@ -337,7 +340,8 @@ TEST_F(LtcServerITest, LimitsGiveClearErrors) {
   EXPECT_NE(s.message().find("--ltc_max_batch_ops"), std::string::npos) << s.ToString();
   // A request over --ltc_max_request_mb is answered with the limit, then the LTC hangs up.
   std::vector<ltc::BatchEntry> fat;
-  for (int i = 0; i < 20; ++i) fat.push_back({ltc::BatchOp::kPut, KeyIn(0, "f" + std::to_string(i)), std::string(60000, 'x')});
+  for (int i = 0; i < 20; ++i)
+    fat.push_back({ltc::BatchOp::kPut, KeyIn(0, "f" + std::to_string(i)), std::string(60000, 'x')});
   s = c->Write(fat);
   EXPECT_NE(s.message().find("--ltc_max_request_bytes"), std::string::npos) << s.ToString();
   // The client recovers from the closed connection.

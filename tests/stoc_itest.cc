@@ -277,8 +277,9 @@ TEST_F(StocClusterTest, FullDiskGivesErrorsAndNoCorruption) {
   EXPECT_GT(acked.size(), 10u);
   // A second attempt fails the same way; the StoC keeps serving.
   client->Fill(1 << 20, 999);
-  EXPECT_TRUE(
-      client->client->Append(f.value().get(), client->src_mr, 0, 1 << 20).status().IsResourceExhausted());
+  EXPECT_TRUE(client->client->Append(f.value().get(), client->src_mr, 0, 1 << 20)
+                  .status()
+                  .IsResourceExhausted());
   auto check = [&] {
     for (const Acked& a : acked) {
       auto crc = client->ReadCrc(a.handle);
@@ -328,7 +329,8 @@ TEST_F(StocClusterTest, PowerOfDAvoidsASlowStoc) {
   constexpr int kTables = 1000;
   for (int i = 0; i < kTables; ++i) {
     std::vector<uint32_t> out;
-    ASSERT_TRUE(ChooseStocs(lsm::PlacementPolicy::kPowerOfD, {0, 1, 2}, view, 1, 0, &rng, &out).ok());
+    ASSERT_TRUE(
+        ChooseStocs(lsm::PlacementPolicy::kPowerOfD, {0, 1, 2}, view, 1, 0, &rng, &out).ok());
     slow_power += out[0] == 2;
     ASSERT_TRUE(ChooseStocs(lsm::PlacementPolicy::kRandom, {0, 1, 2}, view, 1, 0, &rng, &out).ok());
     slow_random += out[0] == 2;

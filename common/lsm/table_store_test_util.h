@@ -1,6 +1,7 @@
 // Test helpers for TableStore implementations: random tables built with
 // FragmentedTableBuilder, and checks that a table read back through a store's
-// FragmentSource holds exactly what was written. Header-only; for the tests of table stores and the engine.
+// FragmentSource holds exactly what was written. Header-only; for the tests of table stores and the
+// engine.
 //
 // Thread safety: none of these objects is thread-safe.
 #pragma once

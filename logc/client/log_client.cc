@@ -28,29 +28,29 @@ LogClient::LogClient(LogClientOptions options, rpc::RpcEndpoint* endpoint,
     metrics = own_metrics_.get();
   }
   metrics_ = metrics;
-  appends_ = metrics->GetCounter("log_client_appends_total", "Log appends");
-  writes_ = metrics->GetCounter("log_client_writes_total",
+  m_.appends = metrics->GetCounter("log_client_appends_total", "Log appends");
+  m_.writes = metrics->GetCounter("log_client_writes_total",
                                 "Group-commit rounds (one WRITE per replica each)");
-  bytes_ = metrics->GetCounter("log_client_bytes_total", "Bytes appended to logs");
-  replica_failures_ = metrics->GetCounter("log_client_replica_failures_total",
+  m_.bytes = metrics->GetCounter("log_client_bytes_total", "Bytes appended to logs");
+  m_.replica_failures = metrics->GetCounter("log_client_replica_failures_total",
                                           "Log replicas dropped after an error or timeout");
-  rereplications_ = metrics->GetCounter("log_client_rereplications_total",
+  m_.rereplications = metrics->GetCounter("log_client_rereplications_total",
                                         "Log replicas re-created on a spare LogC");
-  errors_ = metrics->GetCounter("log_client_errors_total",
+  m_.errors = metrics->GetCounter("log_client_errors_total",
                                 "Failed opens, re-replications and deletes");
-  recovery_refusals_ = metrics->GetCounter(
+  m_.recovery_refusals = metrics->GetCounter(
       "log_client_recovery_refusals_total",
       "Recoveries refused because a log with acknowledged writes might be missed");
-  append_latency_us_ = metrics->GetHistogram("log_client_append_latency_us",
+  m_.append_latency_us = metrics->GetHistogram("log_client_append_latency_us",
                                              "Append latency (until the mode's guarantee holds)");
   metrics->RegisterCallbackGauge(
       "log_client_underreplicated_logs",
       "Logs holding data with fewer than log_replicas live replicas (last repair pass)",
-      [this] { return static_cast<double>(underreplicated_.load()); });
+      [this] { return static_cast<double>(repair_gauges_.underreplicated.load()); });
   metrics->RegisterCallbackGauge(
       "log_client_unsynced_logcs",
       "LogCs not yet marked in sync for every range of this LTC (last repair pass)",
-      [this] { return static_cast<double>(unsynced_logcs_.load()); });
+      [this] { return static_cast<double>(repair_gauges_.unsynced_logcs.load()); });
   metrics->RegisterCallbackGauge(
       "log_client_recovery_blocked_ranges",
       "Ranges whose recovery waits for a LogC that may hold a log no other has", [this] {
@@ -107,15 +107,15 @@ void LogClient::ForgetRange(uint32_t range) {
 
 LogClient::Stats LogClient::GetStats() const {
   Stats s;
-  s.appends = appends_->value();
-  s.writes = writes_->value();
-  s.bytes = bytes_->value();
-  s.replica_failures = replica_failures_->value();
-  s.rereplications = rereplications_->value();
-  s.underreplicated = underreplicated_.load();
-  s.unsynced_logcs = unsynced_logcs_.load();
-  s.recovery_refusals = recovery_refusals_->value();
-  s.repair_passes = repair_passes_.load();
+  s.appends = m_.appends->value();
+  s.writes = m_.writes->value();
+  s.bytes = m_.bytes->value();
+  s.replica_failures = m_.replica_failures->value();
+  s.rereplications = m_.rereplications->value();
+  s.underreplicated = repair_gauges_.underreplicated.load();
+  s.unsynced_logcs = repair_gauges_.unsynced_logcs.load();
+  s.recovery_refusals = m_.recovery_refusals->value();
+  s.repair_passes = repair_gauges_.passes.load();
   return s;
 }
 
@@ -290,7 +290,7 @@ void LogClient::Delete(uint32_t range, std::vector<uint64_t> memtables) {
       if (s.ok())
         s = endpoint_->CallSync(peer.value(), kDeleteLogs, payload, options_.timeout).status();
       if (!s.ok()) {
-        errors_->Increment();
+        m_.errors->Increment();
         LOG(WARNING) << "deleting logs of range " << range << " at LogC " << id << ": "
                      << s.ToString();
       }
@@ -301,7 +301,7 @@ void LogClient::Delete(uint32_t range, std::vector<uint64_t> memtables) {
   // so they are never replayed and the next recovery deletes them.
   Status queued = delete_pool_.Submit(task);
   if (!queued.ok()) {
-    errors_->Increment();
+    m_.errors->Increment();
     LOG(WARNING) << "deleting logs of range " << range << " not queued (" << queued.ToString()
                  << "); recovery collects them";
   }

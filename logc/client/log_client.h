@@ -282,17 +282,25 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   // Metrics: this client's own counters, mirrored into the registry when there is one.
   std::unique_ptr<MetricsRegistry> own_metrics_;  // when none was given
   MetricsRegistry* metrics_ = nullptr;            // given or own_metrics_; outlives this
-  Counter* appends_;
-  Counter* writes_;
-  Counter* bytes_;
-  Counter* replica_failures_;
-  Counter* rereplications_;
-  Counter* errors_;
-  Counter* recovery_refusals_;
-  Histogram* append_latency_us_;
-  std::atomic<uint64_t> underreplicated_{0};  // as of the last repair pass
-  std::atomic<uint64_t> unsynced_logcs_{0};
-  std::atomic<uint64_t> repair_passes_{0};
+  // In metrics_ (GetStats reads them back).
+  struct Metrics {
+    Counter* appends = nullptr;
+    Counter* writes = nullptr;
+    Counter* bytes = nullptr;
+    Counter* replica_failures = nullptr;
+    Counter* rereplications = nullptr;
+    Counter* errors = nullptr;
+    Counter* recovery_refusals = nullptr;
+    Histogram* append_latency_us = nullptr;
+  };
+  Metrics m_;
+  // What the last repair pass found (gauges), and how many passes completed.
+  struct RepairGauges {
+    std::atomic<uint64_t> underreplicated{0};
+    std::atomic<uint64_t> unsynced_logcs{0};
+    std::atomic<uint64_t> passes{0};
+  };
+  RepairGauges repair_gauges_;
 
   // The repairer thread (RepairLoop).
   Mutex repair_mu_;

@@ -217,7 +217,7 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
         std::to_string(InsyncTarget()) + " of them: a log with acknowledged writes may be on " +
         "those only";
     if (!forced) {
-      recovery_refusals_->Increment();
+      m_.recovery_refusals->Increment();
       {
         MutexLock lock(&mu_);
         blocked_ranges_.insert(range);

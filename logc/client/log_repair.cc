@@ -41,12 +41,12 @@ void LogClient::MaybeRereplicate(const std::shared_ptr<Log>& log, int max_attemp
     if (!s.ok()) ReleaseLogc(id);
     if (s.ok()) {
       ++live;
-      rereplications_->Increment();
+      m_.rereplications->Increment();
       LOG(INFO) << LogName(log->range, log->memtable) << " re-replicated to LogC " << id;
     } else if (s.code() == Status::Code::kAborted) {
       break;  // the log was deleted meanwhile
     } else {
-      errors_->Increment();
+      m_.errors->Increment();
       MarkFailed(id);
       LOG_EVERY_N(WARNING, 50) << LogName(log->range, log->memtable)
                                << ": re-replication to LogC " << id
@@ -249,7 +249,7 @@ void LogClient::RepairPass() {
     if (log->LiveLocked() < r) ++under;
     log->cv.notify_all();
   }
-  underreplicated_ = under;
+  repair_gauges_.underreplicated = under;
   for (uint32_t range : ranges) MarkRange(range);
   uint64_t unsynced = 0;
   {
@@ -264,8 +264,8 @@ void LogClient::RepairPass() {
       }
     }
   }
-  unsynced_logcs_ = unsynced;
-  repair_passes_.fetch_add(1);
+  repair_gauges_.unsynced_logcs = unsynced;
+  repair_gauges_.passes.fetch_add(1);
 }
 
 Status LogClient::WaitOp(const std::shared_ptr<Staging>& staging,

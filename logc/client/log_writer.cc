@@ -97,9 +97,9 @@ Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view byt
   *reached = my_start < log->sent_end;
   if (!log->dead.ok()) return log->dead;
   lock.unlock();
-  appends_->Increment();
-  bytes_->Increment(bytes.size());
-  append_latency_us_->Record(static_cast<uint64_t>(
+  m_.appends->Increment();
+  m_.bytes->Increment(bytes.size());
+  m_.append_latency_us->Record(static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count()));
   return Status::OK();
 }
@@ -250,7 +250,7 @@ Status LogClient::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity
           s = open_one(rep);
         }
         if (!s.ok()) {
-          errors_->Increment();
+          m_.errors->Increment();
           ReleaseLogc(id);
           DropAckRoutes(*rep);
           MarkFailed(id);
@@ -413,7 +413,7 @@ Status LogClient::WritePiece(const std::shared_ptr<Log>& log, size_t segment, ui
     ReapFailedLocked(log.get(), &reaped);
   }
   Forget(reaped, true);
-  writes_->Increment();
+  m_.writes->Increment();
   if (!any) {
     return Status::Unavailable(
         "every replica failed" +
@@ -448,7 +448,7 @@ void LogClient::Forget(const std::vector<std::shared_ptr<Replica>>& reaped, bool
     }
   }
   for (auto& rep : reaped) DropAckRoutes(*rep);
-  if (failed) replica_failures_->Increment(reaped.size());
+  if (failed) m_.replica_failures->Increment(reaped.size());
 }
 
 void LogClient::DropAckRoutes(const Replica& rep) {

@@ -93,7 +93,8 @@ class LevelPieces : public ConcatenatingIterator::Pieces {
   }
   leveldb::Iterator* Open(size_t i) override {
     auto it = tables_[i]->NewIterator();
-    if (!it.ok()) return leveldb::NewErrorIterator(leveldb::Status::IOError(it.status().ToString()));
+    if (!it.ok())
+      return leveldb::NewErrorIterator(leveldb::Status::IOError(it.status().ToString()));
     return it.value();
   }
   void SeekToFirstIn(size_t, leveldb::Iterator* it) const override { it->SeekToFirst(); }

@@ -90,7 +90,8 @@ TEST(DrangeTest, ZipfianGetsDuplicatedPointDrangesAndStaysBalanced) {
   auto ul = MajorReorganize(Bytewise(), uniform, kTheta, kGamma, 1);
   for (int i = 0; i < 1'000'000; ++i) ul->Route(Key(rng() % kKeys));
   const double uniform_imbalance = ul->Load().imbalance;
-  std::fprintf(stderr, "zipfian 0.99: %d point Dranges (%d duplicated), imbalance %.2e; uniform %.2e\n",
+  std::fprintf(stderr,
+               "zipfian 0.99: %d point Dranges (%d duplicated), imbalance %.2e; uniform %.2e\n",
                points, duplicated, zipf_imbalance, uniform_imbalance);
   EXPECT_LT(zipf_imbalance, 10 * uniform_imbalance);
 }

@@ -1,8 +1,8 @@
 // The randomized model test of RangeEngine (LevelDB db_test's ModelDB style), shared by
-// ltc/engine/range_engine_test.cc (over a lsm::MemoryTableStore) and tests/ltc_engine_itest.cc (over
-// real nova_stoc daemons): a workload of keys and values, the std::map model, and a
-// driver that applies random puts, deletes, batches, snapshots, point reads, scans and
-// iterators to an engine and the model and checks every read. Header-only; for tests.
+// ltc/engine/range_engine_test.cc (over a lsm::MemoryTableStore) and tests/ltc_engine_itest.cc
+// (over real nova_stoc daemons): a workload of keys and values, the std::map model, and a driver
+// that applies random puts, deletes, batches, snapshots, point reads, scans and iterators to an
+// engine and the model and checks every read. Header-only; for tests.
 //
 //   ModelDriver driver(seed, /*zipfian=*/true);
 //   driver.Attach(engine.get());

@@ -69,7 +69,8 @@ std::pair<std::string, ManifestState> RandomManifest(uint64_t seed, int edits) {
   for (int i = 0; i < edits; ++i) {
     VersionEdit e;
     for (int n = 0; n < 1 + static_cast<int>(rng() % 3); ++n) {
-      e.new_tables.emplace_back(static_cast<int>(rng() % lsm::kNumLevels), RandomTable(&rng, next++));
+      e.new_tables.emplace_back(static_cast<int>(rng() % lsm::kNumLevels),
+                                RandomTable(&rng, next++));
     }
     // Delete a random existing table.
     for (int l = 0; l < lsm::kNumLevels; ++l) {
@@ -83,7 +84,8 @@ std::pair<std::string, ManifestState> RandomManifest(uint64_t seed, int edits) {
     if (rng() % 2 == 0) {  // log bookkeeping (docs/durability.md)
       e.next_memtable_id = 10 * (i + 1);
       e.log_floor = 10 * i - rng() % 10;
-      for (int n = 0; n < static_cast<int>(rng() % 3); ++n) e.obsolete_logs.push_back(10 * i + rng() % 10);
+      for (int n = 0; n < static_cast<int>(rng() % 3); ++n)
+        e.obsolete_logs.push_back(10 * i + rng() % 10);
       if (rng() % 3 == 0) e.obsolete_log_ranges.emplace_back(10 * i + 1, 10 * i + 5 + rng() % 100);
     }
     EXPECT_TRUE(state.Apply(e).ok());

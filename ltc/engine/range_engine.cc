@@ -142,7 +142,8 @@ Status RangeEngine::Open() {
     }
     live_.push_back(mem);
     mid_to_table_[mem->id()] = MidLocation{mem, 0};
-    immutables_.push_back(Immutable{mem, d, mem->largest_sequence(), dranges_[d], /*no_merge=*/true});
+    immutables_.push_back(
+        Immutable{mem, d, mem->largest_sequence(), dranges_[d], /*no_merge=*/true});
   }
   if (options_.log != nullptr && !new_range) {
     VersionEdit e;
@@ -380,9 +381,10 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
       const MonoTime start = MonoNow();
       std::this_thread::sleep_for(delay);
       counters_.slowdowns.fetch_add(1, std::memory_order_relaxed);
-      counters_.slowdown_micros.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                     MonoNow() - start).count()),
-                                 std::memory_order_relaxed);
+      counters_.slowdown_micros.fetch_add(
+          static_cast<uint64_t>(
+              std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count()),
+          std::memory_order_relaxed);
     }
     const std::shared_ptr<const Routing> routing = CurrentRouting();
     const DrangeLayout& layout = *routing->layout;

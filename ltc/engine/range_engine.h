@@ -248,9 +248,9 @@ class RangeEngine {
                              const std::vector<std::string>& recorded_keys) EXCLUDES(mu_);
 
   // Range index (range_engine_index.cc). Builds range_index_ anew from layout_, dranges_,
-  // live_ and the current version, recording the interval of each active memtable not seen before; to
-  // be called in the same mu_ critical section as every change to those (readers take the
-  // index with the sequence they read at). REQUIRES: mu_ held; dranges_ belong to layout_.
+  // live_ and the current version, recording the interval of each active memtable not seen before;
+  // to be called in the same mu_ critical section as every change to those (readers take the index
+  // with the sequence they read at). REQUIRES: mu_ held; dranges_ belong to layout_.
   void RebuildRangeIndexLocked() REQUIRES(mu_);
   // The internal iterator (every version of every key) over `version` and the memtables
   // and Level-0 tables of `rindex` (if not null) or else `mems` and version's Level 0.

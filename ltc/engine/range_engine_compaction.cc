@@ -152,7 +152,8 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
       }
     }
   }
-  mo.smallest_snapshot_or_max = mo.snapshots.empty() ? lsm::kMaxSequenceNumber : mo.snapshots.front();
+  mo.smallest_snapshot_or_max =
+      mo.snapshots.empty() ? lsm::kMaxSequenceNumber : mo.snapshots.front();
   // Offloaded (paper 4.4.3) if configured; any failure there runs the job here instead, so
   // offloading never loses or blocks a compaction.
   std::vector<lsm::TableMeta> outputs;
@@ -388,7 +389,8 @@ std::unique_ptr<DrangeLayout> RangeEngine::RestoreLayout(const PersistedDrangeLa
   for (const PersistedDrange& pd : p.dranges) {
     Drange d;
     d.point = pd.point;
-    for (const PersistedBound& b : pd.tranges) d.tranges.emplace_back(KeyBound{b.key, b.after, b.min});
+    for (const PersistedBound& b : pd.tranges)
+      d.tranges.emplace_back(KeyBound{b.key, b.after, b.min});
     d.lower = d.tranges.front().lower;
     ds.push_back(std::move(d));
   }

@@ -16,7 +16,9 @@
 namespace nova::ltc {
 namespace {
 
-std::string Key(int writer, int k) { return "w" + std::to_string(writer) + "-" + std::to_string(k); }
+std::string Key(int writer, int k) {
+  return "w" + std::to_string(writer) + "-" + std::to_string(k);
+}
 
 class RangeEngineConcurrencyTest : public ::testing::TestWithParam<bool> {};
 

@@ -33,7 +33,8 @@ const RangeEngine::Immutable* RangeEngine::NextFlushLocked() const {
   // Memtables of different Dranges flush in parallel, up to the background threads.
   std::vector<const DrangeState*> waiting;
   for (const Immutable& imm : immutables_) {
-    const bool blocked = std::find(waiting.begin(), waiting.end(), imm.state.get()) != waiting.end();
+    const bool blocked =
+        std::find(waiting.begin(), waiting.end(), imm.state.get()) != waiting.end();
     if (!blocked && bg_.flushing_ids.count(imm.mem->id()) == 0) return &imm;
     waiting.push_back(imm.state.get());
   }
@@ -183,7 +184,8 @@ Status RangeEngine::FlushOne(const Immutable& imm) {
     MutexLock lock(&mu_);
     mo.snapshots = LiveSnapshots();
   }
-  mo.smallest_snapshot_or_max = mo.snapshots.empty() ? lsm::kMaxSequenceNumber : mo.snapshots.front();
+  mo.smallest_snapshot_or_max =
+      mo.snapshots.empty() ? lsm::kMaxSequenceNumber : mo.snapshots.front();
   mo.max_output_bytes = UINT64_MAX / 2;  // a memtable becomes one table
   std::unique_ptr<leveldb::Iterator> it(imm.mem->NewIterator());
   lsm::CompactionStats cs;

@@ -15,7 +15,8 @@ void RangeEngine::RebuildRangeIndexLocked() {
   // path routes by the layout whose Drange states it locks), so that Drange's interval,
   // taken while it is active, bounds it for its whole life.
   for (int d = 0; d < static_cast<int>(dranges_.size()) && d < layout_->size(); ++d) {
-    range_index_.memtable_intervals.try_emplace(dranges_[d]->active->id(), KeyInterval::OfDrange(*layout_, d));
+    range_index_.memtable_intervals.try_emplace(dranges_[d]->active->id(),
+                                                KeyInterval::OfDrange(*layout_, d));
   }
   RangeIndexSources sources;
   std::unordered_set<uint64_t> live_ids;
@@ -26,7 +27,8 @@ void RangeEngine::RebuildRangeIndexLocked() {
     sources.memtables.push_back(
         {m, it != range_index_.memtable_intervals.end() ? it->second : KeyInterval::All()});
   }
-  std::erase_if(range_index_.memtable_intervals, [&](const auto& e) { return live_ids.count(e.first) == 0; });
+  std::erase_if(range_index_.memtable_intervals,
+                [&](const auto& e) { return live_ids.count(e.first) == 0; });
   sources.level0 = versions_.current()->levels[0];
   std::vector<KeyBound> boundaries;
   for (int d = 0; d < layout_->size(); ++d) boundaries.push_back(layout_->drange(d).lower);
@@ -51,7 +53,8 @@ leveldb::Iterator* RangeEngine::NewInternalIterator(
   }
   // Levels 1..6: one concatenating iterator each, opening a table when it gets there.
   for (int level = 1; level < lsm::kNumLevels; ++level) {
-    if (!version->levels[level].empty()) children.push_back(NewLevelIterator(&icmp_, version, level));
+    if (!version->levels[level].empty())
+      children.push_back(NewLevelIterator(&icmp_, version, level));
   }
   return lsm::NewMergingIterator(&icmp_, std::move(children));
 }

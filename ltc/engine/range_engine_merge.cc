@@ -59,7 +59,8 @@ bool RangeEngine::MaybeMergeIntoActive(const Immutable& imm) {
     MutexLock lock(&mu_);
     mo.snapshots = LiveSnapshots();
   }
-  mo.smallest_snapshot_or_max = mo.snapshots.empty() ? lsm::kMaxSequenceNumber : mo.snapshots.front();
+  mo.smallest_snapshot_or_max =
+      mo.snapshots.empty() ? lsm::kMaxSequenceNumber : mo.snapshots.front();
   mo.max_output_bytes = UINT64_MAX / 2;
   EntryCollector kept;
   std::unique_ptr<leveldb::Iterator> it(imm.mem->NewIterator());

@@ -32,7 +32,9 @@ class OpenRecordingStore final : public lsm::TableStore {
     }
     return base_.OpenTable(meta);
   }
-  Result<std::string> ReadFilter(const lsm::TableMeta& meta) override { return base_.ReadFilter(meta); }
+  Result<std::string> ReadFilter(const lsm::TableMeta& meta) override {
+    return base_.ReadFilter(meta);
+  }
   Status DeleteTable(const lsm::TableMeta& meta) override { return base_.DeleteTable(meta); }
   Result<std::vector<uint64_t>> ListTables() override { return base_.ListTables(); }
   Status DeleteTableFiles(uint64_t number) override { return base_.DeleteTableFiles(number); }

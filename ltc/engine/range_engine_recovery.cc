@@ -59,7 +59,8 @@ Status RangeEngine::RebuildFromLogsLocked(
   const MonoTime start = MonoNow();
   const int threads = std::max(1, options_.recovery_threads);
   std::vector<MemtableLog::Recovered> logs;
-  NOVA_RETURN_NOT_OK_PREPEND(options_.log->ReadAll(threads, new_range, &logs), "reading the range's logs");
+  NOVA_RETURN_NOT_OK_PREPEND(options_.log->ReadAll(threads, new_range, &logs),
+                             "reading the range's logs");
   stats_.recovery_read_micros = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count());
 
@@ -126,9 +127,10 @@ Status RangeEngine::RebuildFromLogsLocked(
     auto& entries = targets[i];
     std::sort(entries.begin(), entries.end(),
               [](const auto* a, const auto* b) { return a->sequence < b->sequence; });
-    entries.erase(std::unique(entries.begin(), entries.end(),
-                              [](const auto* a, const auto* b) { return a->sequence == b->sequence; }),
-                  entries.end());
+    entries.erase(
+        std::unique(entries.begin(), entries.end(),
+                    [](const auto* a, const auto* b) { return a->sequence == b->sequence; }),
+        entries.end());
     auto mem = std::make_shared<MemTable>(&icmp_, live[i].memtable);
     for (const ltc::LogEntry* e : entries) {
       mem->Add(e->sequence,

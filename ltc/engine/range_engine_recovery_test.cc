@@ -310,7 +310,8 @@ TEST(RecoveryTest, AbsorbedEntriesSurviveASecondCrash) {
   lsm::MemoryTableStore store;
   InMemoryMemtableLog log;
   std::string record;
-  ltc::AppendLogRecord(&record, {ltc::LogEntry{5, 1, 1, "a", "1"}, ltc::LogEntry{9, 2, 1, "b", "2"}});
+  ltc::AppendLogRecord(&record,
+                       {ltc::LogEntry{5, 1, 1, "a", "1"}, ltc::LogEntry{9, 2, 1, "b", "2"}});
   ASSERT_TRUE(log.Append(5, record).ok());
   for (int crash = 0; crash < 2; ++crash) {
     RangeEngine engine(BigMemtables(&log), &store);
@@ -325,7 +326,8 @@ TEST(RecoveryTest, MemtableIdsNamedOnlyByEntriesAreNotReused) {
   lsm::MemoryTableStore store;
   InMemoryMemtableLog log;
   std::string record;
-  ltc::AppendLogRecord(&record, {ltc::LogEntry{5, 1, 1, "a", "1"}, ltc::LogEntry{9, 2, 1, "b", "2"}});
+  ltc::AppendLogRecord(&record,
+                       {ltc::LogEntry{5, 1, 1, "a", "1"}, ltc::LogEntry{9, 2, 1, "b", "2"}});
   ASSERT_TRUE(log.Append(5, record).ok());
   RangeEngine engine(BigMemtables(&log), &store);
   ASSERT_TRUE(engine.Open().ok());

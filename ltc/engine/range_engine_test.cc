@@ -80,16 +80,16 @@ TEST_P(RangeEngineModelTest, RandomOperationsMatchTheModel) {
 
 INSTANTIATE_TEST_SUITE_P(
     OptionSets, RangeEngineModelTest,
-    ::testing::Values(Case{"theta1_rho1_uniform", 1, 1, false}, Case{"theta8_rho3_uniform", 8, 3, false},
-                      Case{"theta8_rho1_zipfian", 8, 1, true}, Case{"theta1_rho3_zipfian", 1, 3, true},
-                      // The range index off (every memtable and Level-0 table read), and on
-                      // without the lookup index (every Get searches its partition).
-                      Case{"theta8_rho1_zipfian_no_range_index", 8, 1, true, false},
-                      Case{"theta8_rho1_uniform_no_lookup_index", 8, 1, false, true, false},
-                      Case{"theta1_rho1_uniform_no_indexes", 1, 1, false, false, false},
-                      // Many Dranges: duplicated hot keys, small memtables merged back.
-                      Case{"theta64_rho3_zipfian", 64, 3, true},
-                      Case{"theta64_rho1_uniform", 64, 1, false}),
+    ::testing::Values(
+        Case{"theta1_rho1_uniform", 1, 1, false}, Case{"theta8_rho3_uniform", 8, 3, false},
+        Case{"theta8_rho1_zipfian", 8, 1, true}, Case{"theta1_rho3_zipfian", 1, 3, true},
+        // The range index off (every memtable and Level-0 table read), and on
+        // without the lookup index (every Get searches its partition).
+        Case{"theta8_rho1_zipfian_no_range_index", 8, 1, true, false},
+        Case{"theta8_rho1_uniform_no_lookup_index", 8, 1, false, true, false},
+        Case{"theta1_rho1_uniform_no_indexes", 1, 1, false, false, false},
+        // Many Dranges: duplicated hot keys, small memtables merged back.
+        Case{"theta64_rho3_zipfian", 64, 3, true}, Case{"theta64_rho1_uniform", 64, 1, false}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // ---- MANIFEST damage at Open ----------------------------------------------------------
@@ -245,7 +245,8 @@ TEST(RangeEngineTest, FourMiBValuesSurviveFlushCompactionAndReopen) {
   Model model;
   auto big = [](int round, int key) {
     std::string v(kBig, '\0');
-    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<char>((i * 31 + round * 7 + key) % 251);
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<char>((i * 31 + round * 7 + key) % 251);
     return v;
   };
   {

@@ -1,6 +1,6 @@
 // Tests of the range index (ltc/engine/range_index.h) and of the iterators over it
-// (ltc/engine/range_index_iterator.h, ltc/engine/concatenating_iterator.h): partition building, splits
-// and merges, sources per partition, and, randomized against a sorted model of every
+// (ltc/engine/range_index_iterator.h, ltc/engine/concatenating_iterator.h): partition building,
+// splits and merges, sources per partition, and, randomized against a sorted model of every
 // internal entry, the partitioned iterator forwards, backwards and after seeks across
 // partition boundaries, with point Dranges (duplicated too) and "just after" bounds.
 #include "ltc/engine/range_index.h"
@@ -150,7 +150,8 @@ TEST_F(RangeIndexTest, PartitionsAndSources) {
   auto names = [&](int p) {
     std::vector<uint64_t> out;
     for (uint32_t m : index->partition(p).memtables) out.push_back(index->memtables()[m]->id());
-    for (uint32_t x : index->partition(p).tables) out.push_back(1000 + index->tables()[x]->meta().number);
+    for (uint32_t x : index->partition(p).tables)
+      out.push_back(1000 + index->tables()[x]->meta().number);
     return out;
   };
   const uint64_t tn = 1000 + t->meta().number;
@@ -168,7 +169,8 @@ TEST_F(RangeIndexTest, NeighboursWithTheSameSourcesMerge) {
   auto m = Mem();
   src.memtables.push_back({m, KeyInterval{KeyBound::At(Key(10)), KeyBound::At(Key(30))}});
   auto index = RangeIndex::Build(
-      Bytewise(), {KeyBound::At(Key(30)), KeyBound::At(Key(10)), KeyBound::At(Key(20)), KeyBound::At(Key(20))},
+      Bytewise(),
+      {KeyBound::At(Key(30)), KeyBound::At(Key(10)), KeyBound::At(Key(20)), KeyBound::At(Key(20))},
       src);
   ASSERT_EQ(index->size(), 3) << index->DebugString();
   EXPECT_EQ(index->partition(1).memtables.size(), 1u);
@@ -227,7 +229,8 @@ TEST_F(RangeIndexTest, RandomizedIteratorMatchesModel) {
       std::vector<std::map<std::string, std::string, ByIcmp>> per_mem(
           mems.size(), std::map<std::string, std::string, ByIcmp>(ByIcmp{&icmp_}));
       for (int w = 0; w < writes; ++w) {
-        const std::string k = rng() % 50 == 0 ? std::string() : Key(static_cast<int>(rng() % kKeys));
+        const std::string k =
+            rng() % 50 == 0 ? std::string() : Key(static_cast<int>(rng() % kKeys));
         const int d = l.Route(k);
         const auto type = rng() % 5 == 0 ? lsm::kTypeDeletion : lsm::kTypeValue;
         const std::string v = type == lsm::kTypeValue ? "v" + std::to_string(seq) : "";
@@ -256,7 +259,8 @@ TEST_F(RangeIndexTest, RandomizedIteratorMatchesModel) {
       src.memtables.push_back({m, KeyInterval::All()});
     }
     std::vector<KeyBound> bounds;
-    for (int d = 0; d < layouts.back()->size(); ++d) bounds.push_back(layouts.back()->drange(d).lower);
+    for (int d = 0; d < layouts.back()->size(); ++d)
+      bounds.push_back(layouts.back()->drange(d).lower);
     auto index = RangeIndex::Build(Bytewise(), bounds, src);
 
     // Exactness: every source holding a key is listed in that key's partition.
@@ -291,12 +295,14 @@ TEST_F(RangeIndexTest, RandomizedIteratorMatchesModel) {
     for (int s = 0; s < 200; ++s) {
       std::string user = Key(static_cast<int>(rng() % (kKeys + 2)));
       if (rng() % 4 == 0) user.push_back('\0');  // between keys
-      const std::string target =
-          lsm::MakeInternalKey(user, rng() % (seq + 2), rng() % 2 ? lsm::kTypeValue : lsm::kTypeDeletion);
-      size_t pos = static_cast<size_t>(
-          std::lower_bound(all.begin(), all.end(), target,
-                           [this](const auto& e, const std::string& t) { return icmp_.Compare(e.first, t) < 0; }) -
-          all.begin());
+      const std::string target = lsm::MakeInternalKey(
+          user, rng() % (seq + 2), rng() % 2 ? lsm::kTypeValue : lsm::kTypeDeletion);
+      size_t pos =
+          static_cast<size_t>(std::lower_bound(all.begin(), all.end(), target,
+                                               [this](const auto& e, const std::string& t) {
+                                                 return icmp_.Compare(e.first, t) < 0;
+                                               }) -
+                              all.begin());
       it->Seek(target);
       for (int step = 0; step < 30; ++step) {
         if (pos == all.size()) {

@@ -102,10 +102,10 @@ Status Version::GetBelowLevel0(const leveldb::Comparator* ucmp, const leveldb::S
   hit->found = false;
   for (int level = 1; level < lsm::kNumLevels; ++level) {
     const auto& tables = levels[level];
-    auto it = std::lower_bound(tables.begin(), tables.end(), user_key,
-                               [ucmp](const TableRef& t, const leveldb::Slice& k) {
-                                 return ucmp->Compare(lsm::ExtractUserKey(t->meta().largest), k) < 0;
-                               });
+    auto it = std::lower_bound(
+        tables.begin(), tables.end(), user_key, [ucmp](const TableRef& t, const leveldb::Slice& k) {
+          return ucmp->Compare(lsm::ExtractUserKey(t->meta().largest), k) < 0;
+        });
     if (it == tables.end() || !(*it)->Overlaps(user_key, user_key)) continue;
     NOVA_RETURN_NOT_OK((*it)->Get(user_key, snapshot, hit));
     if (hit->found) return Status::OK();

@@ -27,7 +27,8 @@ TEST(ClientProtocolTest, DescribeRoundTrip) {
 }
 
 TEST(ClientProtocolTest, RequestsRoundTrip) {
-  for (ClientMsg t : {ClientMsg::kGet, ClientMsg::kPut, ClientMsg::kDelete, ClientMsg::kGetSnapshot}) {
+  for (ClientMsg t :
+       {ClientMsg::kGet, ClientMsg::kPut, ClientMsg::kDelete, ClientMsg::kGetSnapshot}) {
     KeyRequest k{9, std::string("k\0ey", 4), "value", 0};
     if (t != ClientMsg::kPut) k.value.clear();
     if (t == ClientMsg::kGet) k.snapshot = 12;
@@ -70,8 +71,9 @@ TEST(ClientProtocolTest, HostileInputIsRefused) {
   std::string scan = EncodeScanRequest(ScanRequest{1, "a", 1, 0, false});
   scan.back() = 0x40;
   EXPECT_TRUE(DecodeClientRequest(0x0306, scan, &r).IsCorruption());
-  EXPECT_TRUE(DecodeClientRequest(0x0304, EncodeKeyRequest(ClientMsg::kDelete, {1, "k", "", 0}) + "z", &r)
-                  .IsCorruption());
+  EXPECT_TRUE(
+      DecodeClientRequest(0x0304, EncodeKeyRequest(ClientMsg::kDelete, {1, "k", "", 0}) + "z", &r)
+          .IsCorruption());
   // Every truncation of a valid request fails cleanly; random bytes never crash.
   const std::string full = EncodeWriteRequest(WriteRequest{3, {{BatchOp::kPut, "key", "val"}}});
   for (size_t i = 0; i < full.size(); ++i) {

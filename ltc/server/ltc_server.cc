@@ -134,9 +134,10 @@ void LtcServer::OpenInBackground(const RangeInfo& r, const LtcAssignment& a,
       }
       if (b.ok()) {
         slot->Set(std::shared_ptr<RangeBackend>(std::move(b.value())));
-        LOG(INFO) << "range " << r.id << " open after "
-                  << std::chrono::duration_cast<std::chrono::milliseconds>(MonoNow() - start).count()
-                  << " ms";
+        LOG(INFO)
+            << "range " << r.id << " open after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(MonoNow() - start).count()
+            << " ms";
         return;
       }
       slot->SetError(b.status());

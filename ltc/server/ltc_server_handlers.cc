@@ -177,14 +177,16 @@ Result<std::string> LtcServer::HandleScan(Conn* conn, const Table& t, const Clie
   return EncodeScanResponse(resp);
 }
 
-Result<std::string> LtcServer::HandleSnapshotOp(Conn* conn, const Table& t, const ClientRequest& r) {
+Result<std::string> LtcServer::HandleSnapshotOp(Conn* conn, const Table& t,
+                                                const ClientRequest& r) {
   if (r.type == ClientMsg::kReleaseSnapshot) {
     Conn::Snap snap;
     {
       std::lock_guard<std::mutex> l(conn->mu);
       auto it = conn->snapshots.find(r.snapshot);
       if (it == conn->snapshots.end()) {
-        return Status::NotFound("no snapshot " + std::to_string(r.snapshot) + " on this connection");
+        return Status::NotFound("no snapshot " + std::to_string(r.snapshot) +
+                                " on this connection");
       }
       snap = it->second;
       conn->snapshots.erase(it);
@@ -220,7 +222,8 @@ Result<std::string> LtcServer::HandleSnapshotOp(Conn* conn, const Table& t, cons
     backend = it->second.backend.lock();
     handle = it->second.handle;
   }
-  if (backend == nullptr) return FormatWrongRange(t.epoch, "the snapshot's range has left this LTC");
+  if (backend == nullptr)
+    return FormatWrongRange(t.epoch, "the snapshot's range has left this LTC");
   std::string value;
   NOVA_RETURN_NOT_OK(backend->Get(r.key.key, &value, handle));
   return EncodeBytes(value);

@@ -203,7 +203,8 @@ struct NovaBackends::Impl {
       std::lock_guard<std::mutex> l(mu);
       for (const auto& [id, addr] : a.stocs) {
         if (stocs.count(id) > 0) continue;
-        NOVA_RETURN_NOT_OK_PREPEND(client->AddStoc(id, addr), "connecting to StoC " + std::to_string(id));
+        NOVA_RETURN_NOT_OK_PREPEND(client->AddStoc(id, addr),
+                                   "connecting to StoC " + std::to_string(id));
         stocs[id] = addr;
       }
       if (policy != OffloadPolicy::kNone && offloader == nullptr) {

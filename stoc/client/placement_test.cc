@@ -24,9 +24,9 @@ StocLoad Load(uint32_t queue_depth, uint64_t pending_bytes = 0) {
 
 // Runs ChooseStocs `trials` times and counts how often each StoC is chosen, checking
 // every answer has rho distinct candidates.
-std::map<uint32_t, int> CountChoices(lsm::PlacementPolicy policy, const std::vector<uint32_t>& candidates,
-                                     const LoadView& loads, int rho, int d, int trials,
-                                     std::mt19937_64* rng) {
+std::map<uint32_t, int> CountChoices(lsm::PlacementPolicy policy,
+                                     const std::vector<uint32_t>& candidates, const LoadView& loads,
+                                     int rho, int d, int trials, std::mt19937_64* rng) {
   std::map<uint32_t, int> counts;
   std::vector<uint32_t> out;
   for (int t = 0; t < trials; ++t) {
@@ -65,7 +65,9 @@ TEST(PlacementTest, Errors) {
   for (lsm::PlacementPolicy p : {lsm::PlacementPolicy::kRandom, lsm::PlacementPolicy::kPowerOfD}) {
     SCOPED_TRACE(lsm::PlacementPolicyName(p));
     auto code = [&](const std::vector<uint32_t>& c, int rho, int d, std::mt19937_64* r,
-                    std::vector<uint32_t>* o) { return ChooseStocs(p, c, loads, rho, d, r, o).code(); };
+                    std::vector<uint32_t>* o) {
+      return ChooseStocs(p, c, loads, rho, d, r, o).code();
+    };
     const auto kInvalid = Status::Code::kInvalidArgument;
     EXPECT_EQ(kInvalid, code(three, 0, 0, &rng, &out));
     EXPECT_EQ(kInvalid, code(three, -1, 0, &rng, &out));
@@ -126,7 +128,8 @@ TEST(PlacementTest, SameSeedSameChoices) {
 }
 
 TEST(PlacementTest, PowerOfDNeverPicksTheLoadedStocWhenAllAreSampled) {
-  std::mt19937_64 rng(nova::test::TestSeed("PlacementTest.PowerOfDNeverPicksTheLoadedStocWhenAllAreSampled"));
+  std::mt19937_64 rng(
+      nova::test::TestSeed("PlacementTest.PowerOfDNeverPicksTheLoadedStocWhenAllAreSampled"));
   const std::vector<uint32_t> candidates = {1, 2, 3, 4, 5, 6};
   LoadView loads;
   for (uint32_t id : candidates) loads.Update(id, Load(id == 4 ? 100 : 0));
@@ -144,8 +147,10 @@ TEST(PlacementTest, PowerOfTwoChoicesAvoidsLoad) {
   {
     LoadView loads;
     for (uint32_t id : candidates) loads.Update(id, Load(id == 4 ? 100 : 0));
-    auto power = CountChoices(lsm::PlacementPolicy::kPowerOfD, candidates, loads, 1, 2, kTrials, &rng);
-    auto random = CountChoices(lsm::PlacementPolicy::kRandom, candidates, loads, 1, 0, kTrials, &rng);
+    auto power =
+        CountChoices(lsm::PlacementPolicy::kPowerOfD, candidates, loads, 1, 2, kTrials, &rng);
+    auto random =
+        CountChoices(lsm::PlacementPolicy::kRandom, candidates, loads, 1, 0, kTrials, &rng);
     const int uniform_share = kTrials / static_cast<int>(candidates.size());
     EXPECT_GT(random[4], uniform_share / 2);
     EXPECT_LT(power[4], uniform_share / 10);
@@ -155,7 +160,8 @@ TEST(PlacementTest, PowerOfTwoChoicesAvoidsLoad) {
     // StoC k is chosen with probability (6 - k) / 15: 2000, 1600, 1200, 800, 400, 0.
     LoadView loads;
     for (uint32_t id : candidates) loads.Update(id, Load(id));
-    auto power = CountChoices(lsm::PlacementPolicy::kPowerOfD, candidates, loads, 1, 2, kTrials, &rng);
+    auto power =
+        CountChoices(lsm::PlacementPolicy::kPowerOfD, candidates, loads, 1, 2, kTrials, &rng);
     for (uint32_t id = 1; id < 6; ++id) {
       EXPECT_GT(power[id], power[id + 1]) << id;
       const double p = (6.0 - id) / 15.0;
@@ -175,7 +181,8 @@ TEST(PlacementTest, PendingBytesBreakQueueTies) {
   loads.Update(5, Load(1, 1ull << 40));  // a shorter queue beats fewer bytes
   std::vector<uint32_t> out;
   for (int t = 0; t < 500; ++t) {
-    ASSERT_TRUE(ChooseStocs(lsm::PlacementPolicy::kPowerOfD, candidates, loads, 4, 5, &rng, &out).ok());
+    ASSERT_TRUE(
+        ChooseStocs(lsm::PlacementPolicy::kPowerOfD, candidates, loads, 4, 5, &rng, &out).ok());
     EXPECT_EQ(5u, out[0]) << "least loaded first";
     EXPECT_EQ(out.end(), std::find(out.begin(), out.end(), 3u));
   }
@@ -220,7 +227,8 @@ TEST(PlacementTest, RandomIsRoughlyUniform) {
   const std::vector<uint32_t> candidates = {10, 11, 12, 13, 14, 15, 16, 17};
   LoadView loads;
   loads.Update(10, Load(1000));  // random ignores load
-  auto counts = CountChoices(lsm::PlacementPolicy::kRandom, candidates, loads, kRho, 0, kTrials, &rng);
+  auto counts =
+      CountChoices(lsm::PlacementPolicy::kRandom, candidates, loads, kRho, 0, kTrials, &rng);
   const double expected = static_cast<double>(kTrials) * kRho / candidates.size();  // 10000
   ASSERT_EQ(candidates.size(), counts.size());
   // sd is about 90; 5% is over 5 sd.

@@ -309,7 +309,8 @@ Status StocTableStore::ReadAnyReplica(const std::vector<lsm::FragmentLocation>& 
 
 // ---- Tables ---------------------------------------------------------------------------
 
-Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table, lsm::TableMeta* meta) {
+Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table,
+                                  lsm::TableMeta* meta) {
   const std::string what =
       "writing table " + std::to_string(number) + " of range " + std::to_string(options_.range_id);
   const lsm::TableLayout& layout = table.layout;

@@ -201,8 +201,9 @@ class StocTableStore final : public lsm::TableStore {
   // Reads n bytes at `offset` of the block of `replicas`, trying the replicas in turn until
   // one succeeds (each failure is logged). *preferred, if not null, is the replica to try
   // first and is set to the one that worked. `what` names the block in messages.
-  Status ReadAnyReplica(const std::vector<lsm::FragmentLocation>& replicas, uint64_t offset, uint64_t n,
-                        char* dst, std::atomic<uint32_t>* preferred, const std::string& what);
+  Status ReadAnyReplica(const std::vector<lsm::FragmentLocation>& replicas, uint64_t offset,
+                        uint64_t n, char* dst, std::atomic<uint32_t>* preferred,
+                        const std::string& what);
   // For each StoC, in parallel: lists it and calls `visit` with the parsed names of the
   // table fragment files of this range (from several threads at once: `visit` must be
   // thread-safe). Returns per StoC (in stocs_ order) the List error or visit's first error.
@@ -233,13 +234,13 @@ class StocTableStore final : public lsm::TableStore {
   Status EnsureManifestLocked() REQUIRES(manifest_mu_);
   Status DiscoverManifestLocked(std::string* contents) REQUIRES(manifest_mu_);
   // Durably records `allocated` (the pointer's never goes down) and `committed` in the
-  // MANIFEST pointer, then in pointed_. REQUIRES: pointer_ not null.
+  // MANIFEST pointer, then in manifest_.pointed. REQUIRES: manifest_.pointer not null.
   Status RecordPointerLocked(uint64_t allocated, uint64_t committed) REQUIRES(manifest_mu_);
   // Writes `first_block` as the only block of a new MANIFEST on manifest_replicas StoCs
   // other than `avoid` and makes it current, deleting the previous one (invariant 1). If
   // writing fails at some StoC it tries again (a new number) without the StoCs that
   // failed, up to kManifestPlacements placements. Unavailable if too few StoCs are left
-  // besides `avoid`; otherwise the last write error, with manifest_broken_ set.
+  // besides `avoid`; otherwise the last write error, with manifest_.broken set.
   Status CreateManifestLocked(const std::string& first_block, std::vector<uint32_t> avoid)
       REQUIRES(manifest_mu_);
   // One placement of CreateManifestLocked: creates MANIFEST `number` on the StoCs `where`
@@ -268,17 +269,18 @@ class StocTableStore final : public lsm::TableStore {
   std::map<uint32_t, MonoTime> suspects_ GUARDED_BY(rng_mu_);  // StoC -> until when left out
 
   mutable Mutex manifest_mu_;
-  bool manifest_found_ GUARDED_BY(manifest_mu_) = false;  // the current MANIFEST was looked for
-  // Null without manifest_pointer_path.
-  std::unique_ptr<ManifestPointer> pointer_ GUARDED_BY(manifest_mu_);
-  ManifestPointer::Numbers pointed_ GUARDED_BY(manifest_mu_);  // as last loaded or stored
-  uint64_t manifest_number_ GUARDED_BY(manifest_mu_) = 0;  // 0: none
-  uint64_t next_manifest_number_ GUARDED_BY(manifest_mu_) = 1;
-  // Open for appending.
-  std::vector<std::unique_ptr<StocFile>> manifest_files_ GUARDED_BY(manifest_mu_);
-  // Acknowledged bytes of the current MANIFEST.
-  std::string manifest_contents_ GUARDED_BY(manifest_mu_);
-  bool manifest_broken_ GUARDED_BY(manifest_mu_) = false;  // invariant 2: repair first
+  // The current MANIFEST, as this store knows it.
+  struct Manifest {
+    bool found = false;  // the current MANIFEST was looked for
+    std::unique_ptr<ManifestPointer> pointer;  // null without manifest_pointer_path
+    ManifestPointer::Numbers pointed;          // as last loaded or stored
+    uint64_t number = 0;                       // 0: none
+    uint64_t next_number = 1;
+    std::vector<std::unique_ptr<StocFile>> files;  // open for appending
+    std::string contents;  // its acknowledged bytes
+    bool broken = false;   // invariant 2: repair before the next append
+  };
+  Manifest manifest_ GUARDED_BY(manifest_mu_);
   // Counters.
   std::atomic<uint64_t> tables_written_{0}, tables_deleted_{0}, fragment_files_written_{0},
       bytes_written_{0}, read_failovers_{0}, manifest_appends_{0}, manifest_rolls_{0},

@@ -38,16 +38,16 @@ std::vector<uint32_t> Distinct(std::vector<uint32_t> ids) {
 // ---- MANIFEST -------------------------------------------------------------------------
 
 void StocTableStore::CloseManifestLocked() {
-  for (auto& f : manifest_files_) client_->Close(f.get()).IgnoreError();
-  manifest_files_.clear();
-  manifest_found_ = false;
-  manifest_number_ = 0;
-  manifest_contents_.clear();
-  manifest_broken_ = false;
+  for (auto& f : manifest_.files) client_->Close(f.get()).IgnoreError();
+  manifest_.files.clear();
+  manifest_.found = false;
+  manifest_.number = 0;
+  manifest_.contents.clear();
+  manifest_.broken = false;
 }
 
 Status StocTableStore::EnsureManifestLocked() {
-  if (manifest_found_) return Status::OK();
+  if (manifest_.found) return Status::OK();
   std::string contents;
   return DiscoverManifestLocked(&contents);
 }
@@ -72,22 +72,22 @@ Status StocTableStore::ReadManifestReplica(uint32_t stoc_id, uint64_t file_id,
 Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
   const std::string range = "range " + std::to_string(options_.range_id);
   if (!options_.manifest_pointer_path.empty()) {
-    if (pointer_ == nullptr) {
-      pointer_ = std::make_unique<ManifestPointer>(options_.manifest_pointer_path);
+    if (manifest_.pointer == nullptr) {
+      manifest_.pointer = std::make_unique<ManifestPointer>(options_.manifest_pointer_path);
     }
-    auto loaded = pointer_->Load();
+    auto loaded = manifest_.pointer->Load();
     if (loaded.ok()) {
-      pointed_ = loaded.value();
+      manifest_.pointed = loaded.value();
     } else if (options_.force_recovery) {
       LOG(ERROR) << range << ": ignoring the MANIFEST pointer (--ltc_force_recovery_ranges): "
                  << loaded.status().ToString();
-      pointed_ = ManifestPointer::Numbers{};
+      manifest_.pointed = ManifestPointer::Numbers{};
     } else {
       return loaded.status().Prepend(range + ": the MANIFEST pointer (" +
-                                     pointer_->path() + ")");
+                                     manifest_.pointer->path() + ")");
     }
     // Never a number a failed attempt may have left files under (invariant 1).
-    next_manifest_number_ = std::max(next_manifest_number_, pointed_.allocated + 1);
+    manifest_.next_number = std::max(manifest_.next_number, manifest_.pointed.allocated + 1);
   }
   // Every replica of every MANIFEST of the range: number -> (StoC, file id).
   std::map<uint64_t, std::vector<std::pair<uint32_t, uint64_t>>> found;
@@ -119,7 +119,7 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
                                "the newest)");
   }
   if (!found.empty()) {
-    next_manifest_number_ = std::max(next_manifest_number_, found.rbegin()->first + 1);
+    manifest_.next_number = std::max(manifest_.next_number, found.rbegin()->first + 1);
   }
 
   std::vector<std::pair<uint32_t, std::string>> leftovers;  // (StoC, name) to delete
@@ -182,9 +182,9 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
     for (const auto& [id, file_id] : replicas) leftovers.emplace_back(id, name);
   }
 
-  if (chosen < pointed_.committed) {  // invariant 6
+  if (chosen < manifest_.pointed.committed) {  // invariant 6
     const std::string why =
-        range + ": this LTC completed MANIFEST " + std::to_string(pointed_.committed) +
+        range + ": this LTC completed MANIFEST " + std::to_string(manifest_.pointed.committed) +
         " but the newest found is " + (chosen == 0 ? "none" : std::to_string(chosen)) +
         ": the StoCs holding it are unreachable or lost their disks";
     if (!options_.force_recovery) {
@@ -195,10 +195,10 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
                << "since, with the writes they held, are lost";
   }
 
-  manifest_files_.clear();
-  manifest_number_ = 0;
-  manifest_contents_.clear();
-  manifest_broken_ = false;
+  manifest_.files.clear();
+  manifest_.number = 0;
+  manifest_.contents.clear();
+  manifest_.broken = false;
   bool repair = false;
   if (chosen != 0) {
     const std::string name = ManifestFileName(options_.range_id, chosen);
@@ -217,31 +217,31 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
         repair = true;
         break;
       }
-      manifest_files_.push_back(std::move(f.value()));
+      manifest_.files.push_back(std::move(f.value()));
     }
-    manifest_contents_ = best;
+    manifest_.contents = best;
     if (repair) {  // invariant 4
       LOG(WARNING) << range << ": " << name << " is intact on " << healthy.size() << " of "
                    << options_.manifest_replicas << " StoCs: rewriting it as a new MANIFEST";
-      for (auto& f : manifest_files_) client_->Close(f.get()).IgnoreError();
-      manifest_files_.clear();
+      for (auto& f : manifest_.files) client_->Close(f.get()).IgnoreError();
+      manifest_.files.clear();
       // Its replicas go only once the new MANIFEST is complete (invariant 1).
       Status s = CreateManifestLocked(best, avoid);
       if (!s.ok()) {
-        manifest_contents_.clear();
+        manifest_.contents.clear();
         return s.Prepend(range + ": repairing " + name);
       }
       manifest_repairs_.fetch_add(1, std::memory_order_relaxed);
       for (const auto& [id, file_id] : healthy) leftovers.emplace_back(id, name);
     } else {
-      manifest_number_ = chosen;
-      if (pointer_ != nullptr && chosen > pointed_.committed) {
+      manifest_.number = chosen;
+      if (manifest_.pointer != nullptr && chosen > manifest_.pointed.committed) {
         // Completed by an earlier run that died before recording it (invariant 6).
         NOVA_RETURN_NOT_OK(RecordPointerLocked(chosen, chosen));
       }
     }
   }
-  manifest_found_ = true;
+  manifest_.found = true;
   for (const auto& [id, name] : leftovers) {
     Status s = DeleteFile(id, name);
     LOG_IF(WARNING, !s.ok()) << range << ": removing an old MANIFEST: " << s.ToString();
@@ -251,10 +251,11 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
 }
 
 Status StocTableStore::RecordPointerLocked(uint64_t allocated, uint64_t committed) {
-  const ManifestPointer::Numbers n{std::max(pointed_.allocated, allocated), committed};
-  NOVA_RETURN_NOT_OK_PREPEND(pointer_->Store(n), "range " + std::to_string(options_.range_id) +
-                                                     ": the MANIFEST pointer");
-  pointed_ = n;
+  const ManifestPointer::Numbers n{std::max(manifest_.pointed.allocated, allocated), committed};
+  NOVA_RETURN_NOT_OK_PREPEND(
+      manifest_.pointer->Store(n),
+      "range " + std::to_string(options_.range_id) + ": the MANIFEST pointer");
+  manifest_.pointed = n;
   return Status::OK();
 }
 
@@ -276,31 +277,32 @@ Status StocTableStore::CreateManifestLocked(const std::string& first_block,
     // Every attempt takes a new number (invariant 1): a replica a failed attempt could not
     // delete is older than the next attempt's MANIFEST. The pointer records it first, so
     // no later run reuses it.
-    const uint64_t number = next_manifest_number_++;
-    if (pointer_ != nullptr) NOVA_RETURN_NOT_OK(RecordPointerLocked(number, pointed_.committed));
+    const uint64_t number = manifest_.next_number++;
+    if (manifest_.pointer != nullptr)
+      NOVA_RETURN_NOT_OK(RecordPointerLocked(number, manifest_.pointed.committed));
     std::vector<std::unique_ptr<StocFile>> files;
     std::vector<uint32_t> failed;
     last = WriteManifestReplicas(number, first_block, where, &files, &failed);
-    if (last.ok() && pointer_ != nullptr) {
+    if (last.ok() && manifest_.pointer != nullptr) {
       // Complete on every replica: from now on an older MANIFEST is stale (invariant 6).
       last = RecordPointerLocked(number, number);
     }
     if (last.ok()) {
       // Complete on every replica: retire the previous MANIFEST (invariant 1).
-      for (auto& f : manifest_files_) {
+      for (auto& f : manifest_.files) {
         client_->Close(f.get()).IgnoreError();
         Status d = DeleteFile(f->stoc_id, f->name);
         LOG_IF(WARNING, !d.ok()) << "retiring " << f->name << ": " << d.ToString();
       }
-      manifest_files_ = std::move(files);
-      manifest_number_ = number;
-      manifest_contents_ = first_block;
-      manifest_broken_ = false;
-      manifest_found_ = true;
+      manifest_.files = std::move(files);
+      manifest_.number = number;
+      manifest_.contents = first_block;
+      manifest_.broken = false;
+      manifest_.found = true;
       return Status::OK();
     }
     // A replica left behind would be newer than the current MANIFEST (invariant 2).
-    manifest_broken_ = true;
+    manifest_.broken = true;
     LOG(WARNING) << range << ": " << last.ToString()
                  << (attempt + 1 < kManifestPlacements ? "; placing it on other StoCs" : "");
     avoid.insert(avoid.end(), failed.begin(), failed.end());
@@ -357,12 +359,12 @@ Status StocTableStore::AppendManifest(const std::string& record) {
   if (record.empty()) return Status::InvalidArgument(what + ": empty record");
   MutexLock lock(&manifest_mu_);
   NOVA_RETURN_NOT_OK_PREPEND(EnsureManifestLocked(), what);
-  if (manifest_number_ != 0 && manifest_broken_) {  // invariant 2
-    NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(manifest_contents_, {}),
+  if (manifest_.number != 0 && manifest_.broken) {  // invariant 2
+    NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(manifest_.contents, {}),
                                what + ": repairing after a failed write");
     manifest_repairs_.fetch_add(1, std::memory_order_relaxed);
   }
-  if (manifest_number_ == 0) {  // the range's first record starts its first MANIFEST
+  if (manifest_.number == 0) {  // the range's first record starts its first MANIFEST
     NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(record, {}), what);
     manifest_appends_.fetch_add(1, std::memory_order_relaxed);
     return Status::OK();
@@ -370,21 +372,21 @@ Status StocTableStore::AppendManifest(const std::string& record) {
   ScopedRegistration src(client_->transport(), record.data(), record.size(), transport::kLocalOnly);
   NOVA_RETURN_NOT_OK_PREPEND(src.status(), what);
   std::vector<std::function<Status()>> jobs;
-  for (auto& f : manifest_files_) {
+  for (auto& f : manifest_.files) {
     jobs.push_back([&, file = f.get()] {
       return client_->Append(file, src.region(), 0, record.size()).status();
     });
   }
   const std::vector<Status> results = RunAll(jobs);
   for (size_t k = 0; k < results.size(); ++k) {
-    if (!results[k].ok()) MarkSuspect(manifest_files_[k]->stoc_id, results[k]);
+    if (!results[k].ok()) MarkSuspect(manifest_.files[k]->stoc_id, results[k]);
   }
   for (size_t k = 0; k < results.size(); ++k) {
     if (results[k].ok()) continue;
-    manifest_broken_ = true;
-    return results[k].Prepend(what + " at StoC " + std::to_string(manifest_files_[k]->stoc_id));
+    manifest_.broken = true;
+    return results[k].Prepend(what + " at StoC " + std::to_string(manifest_.files[k]->stoc_id));
   }
-  manifest_contents_ += record;
+  manifest_.contents += record;
   manifest_appends_.fetch_add(1, std::memory_order_relaxed);
   return Status::OK();
 }
@@ -409,7 +411,7 @@ Result<std::string> StocTableStore::ReadManifest() {
 
 uint64_t StocTableStore::manifest_number() const {
   MutexLock lock(&manifest_mu_);
-  return manifest_number_;
+  return manifest_.number;
 }
 
 }  // namespace nova::stoc

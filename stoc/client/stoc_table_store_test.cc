@@ -140,8 +140,8 @@ class StocTableStoreTest : public ::testing::Test {
   }
 
   // Writes a random table and checks where its fragments landed.
-  lsm::TableMeta WriteChecked(StocTableStore* store, uint64_t number, const lsm::table_test::TableModel& m,
-                         uint32_t rho, int replicas) {
+  lsm::TableMeta WriteChecked(StocTableStore* store, uint64_t number,
+                              const lsm::table_test::TableModel& m, uint32_t rho, int replicas) {
     lsm::BuiltTable built = lsm::table_test::BuildTable(icmp_, m, rho, bloom_.get());
     lsm::TableMeta meta;
     meta.number = number;

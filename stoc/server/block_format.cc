@@ -153,8 +153,8 @@ Result<ScanResult> ScanBlockFile(int fd) {
     NOVA_RETURN_NOT_OK(reader.OnlyZerosFrom(bad_end, &zeros));
     if (zeros) break;
     result.corrupt = true;
-    result.corruption = "block at offset " + std::to_string(off) + ": " + problem + ", followed by " +
-                        std::to_string(size - bad_end) + " more bytes";
+    result.corruption = "block at offset " + std::to_string(off) + ": " + problem +
+                        ", followed by " + std::to_string(size - bad_end) + " more bytes";
     result.valid_length = off;
     return result;
   }

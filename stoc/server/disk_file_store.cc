@@ -224,10 +224,12 @@ std::shared_ptr<DiskFile> DiskFileStore::Get(uint64_t file_id) const {
 Status DiskFileStore::Delete(uint64_t file_id) {
   {
     std::lock_guard lock(mu_);
-    if (files_.erase(file_id) == 0) return Status::NotFound("no disk file " + std::to_string(file_id));
+    if (files_.erase(file_id) == 0)
+      return Status::NotFound("no disk file " + std::to_string(file_id));
   }
   const std::string path = PathOf(file_id);
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Status::FromErrno("unlink " + path, errno);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+    return Status::FromErrno("unlink " + path, errno);
   return Status::OK();
 }
 

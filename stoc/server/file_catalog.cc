@@ -233,8 +233,9 @@ Status FileCatalog::ApplyRecord(uint8_t type, std::string_view payload) {
       Status name_ok = ValidateFileName(name);
       if (!name_ok.ok()) return Status::Corruption(name_ok.message());
       if (id == 0 || id > kMaxFileId || id < next_id_) {
-        return Status::Corruption("file id " + std::to_string(id) + " is invalid or reused (next id " +
-                                  std::to_string(next_id_) + ")");
+        return Status::Corruption("file id " + std::to_string(id) +
+                                  " is invalid or reused (next id " + std::to_string(next_id_) +
+                                  ")");
       }
       if (by_name_.count(name) != 0) {
         return Status::Corruption("file name " + std::string(name) + " is already live");

@@ -32,7 +32,8 @@ Result<MemoryFileStore::Region> MemoryFileStore::AllocateRegion(uint64_t bytes,
   }
   void* mem = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return Status::FromErrno("mmap memory region", errno);
-  auto mr = transport_->RegisterMemory(mem, bytes, transport::kRemoteRead | transport::kRemoteWrite);
+  auto mr =
+      transport_->RegisterMemory(mem, bytes, transport::kRemoteRead | transport::kRemoteWrite);
   if (!mr.ok()) {
     ::munmap(mem, bytes);
     return mr.status();

@@ -41,15 +41,16 @@ StocServer::StocServer(const StocOptions& options, MetricsRegistry* metrics)
                     options.max_queued_requests),
       compaction_pool_("stoc-compact", std::max(1, options.compaction_threads),
                        options.max_queued_requests) {
-  appends_ = metrics_->GetCounter("stoc_appends_total", "Blocks appended to persistent files");
-  append_bytes_ = metrics_->GetCounter("stoc_append_bytes_total", "Bytes appended to persistent files");
-  reads_ = metrics_->GetCounter("stoc_reads_total", "Reads served by storage threads");
-  read_bytes_ = metrics_->GetCounter("stoc_read_bytes_total", "Bytes served by storage threads");
-  fsyncs_ = metrics_->GetCounter("stoc_fsyncs_total", "fdatasync calls (one per append group)");
-  errors_ = metrics_->GetCounter("stoc_request_errors_total", "Requests answered with an error");
-  append_latency_us_ = metrics_->GetHistogram(
+  m_.appends = metrics_->GetCounter("stoc_appends_total", "Blocks appended to persistent files");
+  m_.append_bytes =
+      metrics_->GetCounter("stoc_append_bytes_total", "Bytes appended to persistent files");
+  m_.reads = metrics_->GetCounter("stoc_reads_total", "Reads served by storage threads");
+  m_.read_bytes = metrics_->GetCounter("stoc_read_bytes_total", "Bytes served by storage threads");
+  m_.fsyncs = metrics_->GetCounter("stoc_fsyncs_total", "fdatasync calls (one per append group)");
+  m_.errors = metrics_->GetCounter("stoc_request_errors_total", "Requests answered with an error");
+  m_.append_latency_us = metrics_->GetHistogram(
       "stoc_append_latency_us", "From a block's arrival to its durable acknowledgment");
-  read_latency_us_ = metrics_->GetHistogram("stoc_read_latency_us", "Read service time");
+  m_.read_latency_us = metrics_->GetHistogram("stoc_read_latency_us", "Read service time");
 }
 
 StocServer::~StocServer() {
@@ -120,8 +121,9 @@ Status StocServer::Init() {
   memory_ = std::make_unique<MemoryFileStore>(transport_.get(), options_.memory_region_bytes,
                                               options_.memory_limit_bytes);
 
-  metrics_->RegisterCallbackGauge("stoc_queue_depth", "Storage requests queued or running",
-                                  [this] { return static_cast<double>(CurrentLoad().queue_depth); });
+  metrics_->RegisterCallbackGauge("stoc_queue_depth", "Storage requests queued or running", [this] {
+    return static_cast<double>(CurrentLoad().queue_depth);
+  });
   metrics_->RegisterCallbackGauge("stoc_pending_bytes", "Bytes of queued storage requests",
                                   [this] { return static_cast<double>(pending_bytes_.load()); });
   metrics_->RegisterCallbackGauge("stoc_memory_bytes_used", "Memory of in-memory files",
@@ -172,7 +174,7 @@ void StocServer::HandleRequest(transport::PeerId peer, uint16_t type, std::strin
     case kStats: return HandleStats(&responder);
     case kStatFile: return HandleStatFile(payload, &responder);
     default:
-      errors_->Increment();
+      m_.errors->Increment();
       responder.ReplyError(Status::NotSupported("unknown StoC request " + std::to_string(type)));
   }
 }
@@ -194,43 +196,44 @@ Result<FileState> StocServer::StateOf(const FileEntry& e, bool with_blocks) cons
 
 void StocServer::HandleOpen(transport::PeerId peer, std::string_view payload, rpc::Responder* r) {
   OpenRequest req;
-  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
-  NOVA_REPLY_IF_ERROR(r, ValidateFileName(req.name), errors_);
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), m_.errors);
+  NOVA_REPLY_IF_ERROR(r, ValidateFileName(req.name), m_.errors);
   auto entry = catalog_->Lookup(req.name);
   if (!entry) {
     if (!req.create)
-      NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file named " + req.name), errors_);
+      NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file named " + req.name), m_.errors);
     auto id = catalog_->AddFile(req.name, req.kind);
     if (!id.ok() && id.status().code() == Status::Code::kAlreadyExists) {
       entry = catalog_->Lookup(req.name);  // created concurrently
     } else {
-      NOVA_REPLY_IF_ERROR(r, id.status(), errors_);
+      NOVA_REPLY_IF_ERROR(r, id.status(), m_.errors);
       Status created = req.kind == FileKind::kDisk ? disk_->Create(id.value())
                                                    : memory_->Create(id.value(), req.name);
       if (!created.ok()) {
         catalog_->RemoveFile(id.value()).IgnoreError();
-        NOVA_REPLY_IF_ERROR(r, created, errors_);
+        NOVA_REPLY_IF_ERROR(r, created, m_.errors);
       }
       entry = catalog_->Get(id.value());
     }
     if (!entry)
-      NOVA_REPLY_IF_ERROR(r, Status::NotFound("StoC file vanished: " + req.name), errors_);
+      NOVA_REPLY_IF_ERROR(r, Status::NotFound("StoC file vanished: " + req.name), m_.errors);
   }
   if (entry->kind != req.kind) {
     NOVA_REPLY_IF_ERROR(r,
                         Status::InvalidArgument("StoC file " + req.name + " is a " +
                                                 FileKindName(entry->kind) + " file"),
-                        errors_);
+                        m_.errors);
   }
   OpenResponse resp;
   auto st = StateOf(*entry);
-  NOVA_REPLY_IF_ERROR(r, st.status(), errors_);
+  NOVA_REPLY_IF_ERROR(r, st.status(), m_.errors);
   resp.file = std::move(st.value());
   if (entry->kind == FileKind::kDisk && req.for_append) {
     auto file = disk_->Get(entry->file_id);
-    NOVA_REPLY_IF_ERROR(r, file->health(), errors_);
-    auto slot = ReserveSlot(peer, entry->file_id, req.slot_bytes ? req.slot_bytes : kDefaultSlotBytes);
-    NOVA_REPLY_IF_ERROR(r, slot.status(), errors_);
+    NOVA_REPLY_IF_ERROR(r, file->health(), m_.errors);
+    auto slot =
+        ReserveSlot(peer, entry->file_id, req.slot_bytes ? req.slot_bytes : kDefaultSlotBytes);
+    NOVA_REPLY_IF_ERROR(r, slot.status(), m_.errors);
     resp.slot = slot.value();
   }
   resp.load = CurrentLoad();
@@ -239,51 +242,52 @@ void StocServer::HandleOpen(transport::PeerId peer, std::string_view payload, rp
 
 void StocServer::HandleNewRegion(std::string_view payload, rpc::Responder* r) {
   NewRegionRequest req;
-  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), m_.errors);
   auto region = memory_->NewRegion(req.file_id, req.min_bytes);
-  NOVA_REPLY_IF_ERROR(r, region.status(), errors_);
+  NOVA_REPLY_IF_ERROR(r, region.status(), m_.errors);
   r->Reply(Encode(NewRegionResponse{CurrentLoad(), region.value()}));
 }
 
 void StocServer::HandleReserveSlot(transport::PeerId peer, std::string_view payload,
                                    rpc::Responder* r) {
   ReserveSlotRequest req;
-  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), m_.errors);
   if (disk_->Get(req.file_id) == nullptr) {
     NOVA_REPLY_IF_ERROR(r, Status::NotFound("no disk file " + std::to_string(req.file_id)),
-                        errors_);
+                        m_.errors);
   }
   if (req.release_slot_id != 0) ReleaseSlot(req.release_slot_id);
   auto slot = ReserveSlot(peer, req.file_id, req.bytes);
-  NOVA_REPLY_IF_ERROR(r, slot.status(), errors_);
+  NOVA_REPLY_IF_ERROR(r, slot.status(), m_.errors);
   r->Reply(Encode(ReserveSlotResponse{CurrentLoad(), slot.value()}));
 }
 
 void StocServer::HandleRead(transport::PeerId peer, std::string_view payload, rpc::Responder r) {
   const MonoTime start = MonoNow();
   ReadRequest req;
-  NOVA_REPLY_IF_ERROR(&r, Malformed(Decode(payload, &req)), errors_);
+  NOVA_REPLY_IF_ERROR(&r, Malformed(Decode(payload, &req)), m_.errors);
   if (req.size > options_.max_block_bytes) {
     NOVA_REPLY_IF_ERROR(&r,
                         Status::InvalidArgument("read of " + std::to_string(req.size) +
                                                 " bytes exceeds the maximum block size"),
-                        errors_);
+                        m_.errors);
   }
   auto entry = catalog_->Get(req.file_id);
   if (!entry)
     NOVA_REPLY_IF_ERROR(&r, Status::NotFound("no StoC file " + std::to_string(req.file_id)),
-                        errors_);
+                        m_.errors);
   if (entry->kind != FileKind::kDisk) {
     NOVA_REPLY_IF_ERROR(
         &r, Status::InvalidArgument("in-memory files are read with one-sided READs, not requests"),
-        errors_);
+        m_.errors);
   }
-  NOVA_REPLY_IF_ERROR(&r, MAYBE_FAULT(kReadFault), errors_);
+  NOVA_REPLY_IF_ERROR(&r, MAYBE_FAULT(kReadFault), m_.errors);
   if (req.size == 0) return r.Reply(Encode(LoadOnlyResponse{CurrentLoad()}));
   auto file = disk_->Get(req.file_id);
-  if (file == nullptr) NOVA_REPLY_IF_ERROR(&r, Status::NotFound("StoC file was deleted"), errors_);
+  if (file == nullptr)
+    NOVA_REPLY_IF_ERROR(&r, Status::NotFound("StoC file was deleted"), m_.errors);
   auto buf = file_buffer_->Allocate(req.size);
-  NOVA_REPLY_IF_ERROR(&r, buf.status().Prepend("StoC read staging buffer"), errors_);
+  NOVA_REPLY_IF_ERROR(&r, buf.status().Prepend("StoC read staging buffer"), m_.errors);
   queue_depth_.fetch_add(1);
   pending_bytes_.fetch_add(req.size);
   auto finish = [this, size = req.size](const transport::Buffer& b) {
@@ -294,7 +298,7 @@ void StocServer::HandleRead(transport::PeerId peer, std::string_view payload, rp
   Status s = file->Read(req.offset, req.size, buf->data);
   if (!s.ok()) {
     finish(buf.value());
-    NOVA_REPLY_IF_ERROR(&r, s, errors_);
+    NOVA_REPLY_IF_ERROR(&r, s, m_.errors);
   }
   auto responder = std::make_shared<rpc::Responder>(std::move(r));
   const transport::Buffer b = buf.value();
@@ -305,43 +309,43 @@ void StocServer::HandleRead(transport::PeerId peer, std::string_view payload, rp
       [this, b, finish, responder, start, size = req.size](const Status& written) {
         finish(b);
         if (!written.ok()) {
-          errors_->Increment();
+          m_.errors->Increment();
           return responder->ReplyError(written.Prepend("writing the block to the client"));
         }
-        reads_->Increment();
-        read_bytes_->Increment(size);
-        read_latency_us_->Record(static_cast<uint64_t>(
+        m_.reads->Increment();
+        m_.read_bytes->Increment(size);
+        m_.read_latency_us->Record(static_cast<uint64_t>(
             std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count()));
         responder->Reply(Encode(LoadOnlyResponse{CurrentLoad()}));
       });
   if (!s.ok()) {
     finish(b);
-    errors_->Increment();
+    m_.errors->Increment();
     responder->ReplyError(s);
   }
 }
 
 void StocServer::HandleClose(std::string_view payload, rpc::Responder* r) {
   CloseRequest req;
-  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), m_.errors);
   auto entry = catalog_->Get(req.file_id);
   if (!entry)
     NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file " + std::to_string(req.file_id)),
-                        errors_);
+                        m_.errors);
   if (req.slot_id != 0) ReleaseSlot(req.slot_id);
   if (entry->kind == FileKind::kMemory)
-    NOVA_REPLY_IF_ERROR(r, memory_->SetLength(req.file_id, req.length), errors_);
+    NOVA_REPLY_IF_ERROR(r, memory_->SetLength(req.file_id, req.length), m_.errors);
   r->Reply(Encode(LoadOnlyResponse{CurrentLoad()}));
 }
 
 void StocServer::HandleDelete(std::string_view payload, rpc::Responder* r) {
   NameRequest req;
-  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), m_.errors);
   auto entry = catalog_->Lookup(req.name);
-  if (!entry) NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file named " + req.name), errors_);
+  if (!entry) NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file named " + req.name), m_.errors);
   const uint64_t file_id = entry->file_id;
   ReleaseSlotsWhere([file_id](const Slot& slot) { return slot.file_id == file_id; });
-  NOVA_REPLY_IF_ERROR(r, catalog_->RemoveFile(entry->file_id), errors_);
+  NOVA_REPLY_IF_ERROR(r, catalog_->RemoveFile(entry->file_id), m_.errors);
   Status s = entry->kind == FileKind::kDisk ? disk_->Delete(entry->file_id)
                                             : memory_->Delete(entry->file_id);
   LOG_IF(WARNING, !s.ok()) << "deleting the data of " << req.name << ": " << s.ToString();
@@ -364,11 +368,11 @@ void StocServer::HandleStats(rpc::Responder* r) {
   StatsResponse resp;
   resp.load = CurrentLoad();
   resp.files = catalog_->List().size();
-  resp.appends = appends_->value();
-  resp.append_bytes = append_bytes_->value();
-  resp.reads = reads_->value();
-  resp.read_bytes = read_bytes_->value();
-  resp.fsyncs = fsyncs_->value();
+  resp.appends = m_.appends->value();
+  resp.append_bytes = m_.append_bytes->value();
+  resp.reads = m_.reads->value();
+  resp.read_bytes = m_.read_bytes->value();
+  resp.fsyncs = m_.fsyncs->value();
   resp.memory_bytes_used = memory_->bytes_used();
   resp.memory_bytes_limit = memory_->limit_bytes();
   auto slab = file_buffer_->GetStats();
@@ -379,13 +383,13 @@ void StocServer::HandleStats(rpc::Responder* r) {
 
 void StocServer::HandleStatFile(std::string_view payload, rpc::Responder* r) {
   FileIdRequest req;
-  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), m_.errors);
   auto entry = catalog_->Get(req.file_id);
   if (!entry)
     NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file " + std::to_string(req.file_id)),
-                        errors_);
+                        m_.errors);
   auto st = StateOf(*entry, /*with_blocks=*/true);
-  NOVA_REPLY_IF_ERROR(r, st.status(), errors_);
+  NOVA_REPLY_IF_ERROR(r, st.status(), m_.errors);
   r->Reply(Encode(StatFileResponse{CurrentLoad(), std::move(st.value())}));
 }
 
@@ -467,7 +471,8 @@ bool StocServer::OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t l
       refused.status = Status::PermissionDenied("append into slot " + std::to_string(imm) +
                                                 " that this client does not hold");
     } else if (it->second.busy) {
-      refused.status = Status::IllegalState("append into a slot whose previous append is not acknowledged");
+      refused.status =
+          Status::IllegalState("append into a slot whose previous append is not acknowledged");
     } else if (length > it->second.buffer.capacity || length > options_.max_block_bytes) {
       refused.status = Status::InvalidArgument("append of " + std::to_string(length) +
                                                " bytes exceeds its slot");
@@ -478,7 +483,7 @@ bool StocServer::OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t l
     }
   }
   if (data == nullptr) {
-    errors_->Increment();
+    m_.errors->Increment();
     LOG_EVERY_N(WARNING, 100) << "refused an append from peer " << peer << ": "
                               << refused.status.ToString();
     refused.load = CurrentLoad();
@@ -533,7 +538,7 @@ void StocServer::DrainAppends(uint64_t file_id) {
     } else {
       uint64_t fsyncs = 0;
       file->AppendGroup(&blocks, &fsyncs);
-      fsyncs_->Increment(fsyncs);
+      m_.fsyncs->Increment(fsyncs);
     }
     // Free the slots for their next append before acknowledging this one.
     {
@@ -562,12 +567,12 @@ void StocServer::DrainAppends(uint64_t file_id) {
       ack.size = blocks[i].size;
       ack.load = load;
       if (ack.status.ok()) {
-        appends_->Increment();
-        append_bytes_->Increment(ack.size);
-        append_latency_us_->Record(static_cast<uint64_t>(
+        m_.appends->Increment();
+        m_.append_bytes->Increment(ack.size);
+        m_.append_latency_us->Record(static_cast<uint64_t>(
             std::chrono::duration_cast<std::chrono::microseconds>(now - batch[i].arrived).count()));
       } else {
-        errors_->Increment();
+        m_.errors->Increment();
       }
       SendAck(batch[i].peer, ack);
     }

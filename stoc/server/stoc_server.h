@@ -132,14 +132,17 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
   std::atomic<bool> started_{false};
 
   // Metrics (owned by metrics_).
-  Counter* appends_;
-  Counter* append_bytes_;
-  Counter* reads_;
-  Counter* read_bytes_;
-  Counter* fsyncs_;
-  Counter* errors_;
-  Histogram* append_latency_us_;
-  Histogram* read_latency_us_;
+  struct Metrics {
+    Counter* appends = nullptr;
+    Counter* append_bytes = nullptr;
+    Counter* reads = nullptr;
+    Counter* read_bytes = nullptr;
+    Counter* fsyncs = nullptr;
+    Counter* errors = nullptr;
+    Histogram* append_latency_us = nullptr;
+    Histogram* read_latency_us = nullptr;
+  };
+  Metrics m_;
 };
 
 }  // namespace nova::stoc

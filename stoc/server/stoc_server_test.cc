@@ -139,11 +139,14 @@ TEST_F(StocServerTest, BadRequestsGetClearErrors) {
   BlockHandle unknown = h.value();
   unknown.file_id = 999;
   EXPECT_TRUE(client_->Read(unknown, dst_, 0).IsNotFound());
-  EXPECT_TRUE(client_->Open(1, "missing", FileKind::kDisk, OpenOptions{false}).status().IsNotFound());
+  EXPECT_TRUE(
+      client_->Open(1, "missing", FileKind::kDisk, OpenOptions{false}).status().IsNotFound());
   EXPECT_TRUE(client_->Delete(1, "missing").IsNotFound());
   // Bad names and kinds.
-  EXPECT_EQ(client_->Open(1, "a/b", FileKind::kDisk).status().code(), Status::Code::kInvalidArgument);
-  EXPECT_EQ(client_->Open(1, "f", FileKind::kMemory).status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(client_->Open(1, "a/b", FileKind::kDisk).status().code(),
+            Status::Code::kInvalidArgument);
+  EXPECT_EQ(client_->Open(1, "f", FileKind::kMemory).status().code(),
+            Status::Code::kInvalidArgument);
   // Too large a block.
   EXPECT_FALSE(client_->Append(f.value().get(), src_, 0, (16 << 20) + 1).ok());
   // Unknown StoC.
@@ -253,7 +256,8 @@ TEST_F(StocServerTest, StatFileListsTheBlocksOfPersistentFiles) {
   auto st = client_->StatFile(1, f.value()->file_id);
   ASSERT_TRUE(st.ok());
   const auto [offset, size] = st->blocks[1];
-  ASSERT_TRUE(client_->Read(BlockHandle{1, st->file_id, FileKind::kDisk, offset, size}, dst_, 0).ok());
+  ASSERT_TRUE(
+      client_->Read(BlockHandle{1, st->file_id, FileKind::kDisk, offset, size}, dst_, 0).ok());
   Fill(size, size);
   EXPECT_EQ(std::memcmp(back_.get(), buf_.get(), size), 0);
 }
