@@ -39,7 +39,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <mutex>
@@ -57,6 +56,7 @@
 #include "common/lsm/compaction_merge.h"
 #include "common/lsm/internal_key.h"
 #include "common/mutex.h"
+#include "common/retry_policy.h"
 #include "common/lsm/table_store.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
@@ -188,6 +188,10 @@ class RangeEngine {
  private:
   // A write or flush waiting this long for earlier writes to become visible logs a warning.
   static constexpr std::chrono::seconds kSealWaitLog{10};
+  // Backoff of a flush or compaction that failed (a StoC that failed is a suspect for a
+  // while, so the retry goes elsewhere; a longer wait would only hold data in memory).
+  static constexpr RetryPolicy kBackgroundRetry{std::chrono::milliseconds(10),
+                                                std::chrono::milliseconds(5000)};
 
   struct DrangeState {
     std::mutex mu;
@@ -386,7 +390,8 @@ class RangeEngine {
   struct Background {
     int running = 0;  // tasks queued or running
     MonoTime flush_retry_at{}, compaction_retry_at{};
-    int flush_failures_in_row = 0, compaction_failures_in_row = 0;
+    // Waits after failures in a row: 10 ms doubling up to 5 s; reset by a success.
+    Backoff flush_backoff{kBackgroundRetry}, compaction_backoff{kBackgroundRetry};
     Status last_flush_error;          // of the last failed flush (FlushAll reports it)
     std::set<uint64_t> flushing_ids;  // memtables being flushed (or merged) now
     // Dranges whose active memtable blocks a Level-0 compaction (the picker): the

@@ -3,7 +3,6 @@
 // write paths; range_engine_flush.cc the background work and flushes.)
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>

@@ -67,17 +67,6 @@ void RangeEngine::RotateForCompaction() {
   mu_.Lock();
 }
 
-namespace {
-
-// Backoff after `failures` failures in a row of a flush or compaction.
-std::chrono::milliseconds RetryDelay(int failures) {
-  constexpr int64_t kFirstMs = 10, kMaxMs = 5000;
-  const int64_t ms = kFirstMs << std::min(failures - 1, 9);
-  return std::chrono::milliseconds(std::min(ms, kMaxMs));
-}
-
-}  // namespace
-
 void RangeEngine::BackgroundWork() {
   MutexLock lock(&mu_);
   // Runs one flush (of a copy: the queue may change meanwhile).
@@ -88,13 +77,13 @@ void RangeEngine::BackgroundWork() {
     mu_.Lock();
     bg_.flushing_ids.erase(imm.mem->id());
     if (s.ok()) {
-      bg_.flush_failures_in_row = 0;
+      bg_.flush_backoff = Backoff(kBackgroundRetry);
     } else if (bg_error_.ok()) {
       // The memtable stays immutable and readable; a StoC that failed is left out of
       // placement for a while, so the retry goes elsewhere.
       ++stats_.flush_failures;
       bg_.last_flush_error = s;
-      const auto delay = RetryDelay(++bg_.flush_failures_in_row);
+      const auto delay = bg_.flush_backoff.Next();
       bg_.flush_retry_at = MonoNow() + delay;
       LOG(WARNING) << "range " << options_.range_id << ": flush failed (retry in "
                    << delay.count() << " ms): " << s.ToString();
@@ -120,10 +109,10 @@ void RangeEngine::BackgroundWork() {
       lock.Lock();
       picker_.Finish(*pick);
       if (s.ok()) {
-        bg_.compaction_failures_in_row = 0;
+        bg_.compaction_backoff = Backoff(kBackgroundRetry);
       } else if (bg_error_.ok()) {
         ++stats_.compaction_failures;
-        const auto delay = RetryDelay(++bg_.compaction_failures_in_row);
+        const auto delay = bg_.compaction_backoff.Next();
         bg_.compaction_retry_at = MonoNow() + delay;
         LOG(WARNING) << "range " << options_.range_id << ": compaction failed (retry in "
                      << delay.count() << " ms): " << s.ToString();
