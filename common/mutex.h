@@ -77,6 +77,11 @@ class CondVar {
   bool WaitFor(MutexLock* lock, std::chrono::duration<Rep, Period> timeout) {
     return cv_.wait_for(lock->lock_, timeout) == std::cv_status::no_timeout;
   }
+  // False if `done` is still false after `timeout`.
+  template <typename Rep, typename Period, typename Predicate>
+  bool WaitFor(MutexLock* lock, std::chrono::duration<Rep, Period> timeout, Predicate done) {
+    return cv_.wait_for(lock->lock_, timeout, done);
+  }
   template <typename Clock, typename Duration>
   bool WaitUntil(MutexLock* lock, std::chrono::time_point<Clock, Duration> deadline) {
     return cv_.wait_until(lock->lock_, deadline) == std::cv_status::no_timeout;

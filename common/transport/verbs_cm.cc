@@ -46,21 +46,21 @@ class QpRegistry {
     static QpRegistry* registry = new QpRegistry();  // never destroyed: used at exit
     return *registry;
   }
-  void Add(ibv_qp* qp, void* owner, Handler h) {
-    std::lock_guard<std::mutex> l(mu_);
+  void Add(ibv_qp* qp, void* owner, Handler h) EXCLUDES(mu_) {
+    MutexLock l(&mu_);
     owners_[qp] = {owner, h};
   }
-  void Remove(ibv_qp* qp) {
-    std::lock_guard<std::mutex> l(mu_);
+  void Remove(ibv_qp* qp) EXCLUDES(mu_) {
+    MutexLock l(&mu_);
     owners_.erase(qp);
   }
   // REQUIRES: the event is not yet acked (so the QP cannot be destroyed meanwhile).
-  void Dispatch(const ibv_async_event& ev) {
+  void Dispatch(const ibv_async_event& ev) EXCLUDES(mu_) {
     switch (ev.event_type) {
       case IBV_EVENT_QP_FATAL:
       case IBV_EVENT_QP_REQ_ERR:
       case IBV_EVENT_QP_ACCESS_ERR: {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         auto it = owners_.find(ev.element.qp);
         if (it != owners_.end()) {
           it->second.second(it->second.first, ev.element.qp->qp_num, ev.event_type);
@@ -80,8 +80,8 @@ class QpRegistry {
   }
 
  private:
-  std::mutex mu_;
-  std::unordered_map<ibv_qp*, std::pair<void*, Handler>> owners_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::unordered_map<ibv_qp*, std::pair<void*, Handler>> owners_ GUARDED_BY(mu_);
 };
 
 }  // namespace
@@ -89,22 +89,22 @@ class QpRegistry {
 void VerbsTransport::PushCm(CmCommand c) {
   bool wake;
   {
-    std::lock_guard<std::mutex> l(cm_mu_);
-    wake = cm_commands_.empty();
-    cm_commands_.push_back(std::move(c));
+    MutexLock l(&cm_->mu);
+    wake = cm_->commands.empty();
+    cm_->commands.push_back(std::move(c));
   }
-  if (wake) WakeFd(cm_wake_fd_);
+  if (wake) WakeFd(cm_->wake_fd);
 }
 
 void VerbsTransport::CmLoop() {
   while (true) {
-    pollfd fds[] = {{channel_->fd, POLLIN, 0}, {ctx_->async_fd, POLLIN, 0},
-                    {cm_wake_fd_, POLLIN, 0}};
+    pollfd fds[] = {{dev_.channel->fd, POLLIN, 0}, {dev_.ctx->async_fd, POLLIN, 0},
+                    {cm_->wake_fd, POLLIN, 0}};
     (void)poll(fds, 3, kCmTickMs);
-    if (fds[2].revents & POLLIN) DrainFd(cm_wake_fd_);
+    if (fds[2].revents & POLLIN) DrainFd(cm_->wake_fd);
     {
-      std::lock_guard<std::mutex> l(cm_mu_);
-      if (cm_stop_) return;
+      MutexLock l(&cm_->mu);
+      if (cm_->stop) return;
     }
     // Async events first: a QP access error should be known before a DISCONNECTED that it
     // caused at the peer is handled (DISCONNECTED also checks the QP state, see below).
@@ -118,8 +118,8 @@ void VerbsTransport::CmLoop() {
 void VerbsTransport::RunCmCommands() {
   std::vector<CmCommand> cmds;
   {
-    std::lock_guard<std::mutex> l(cm_mu_);
-    cmds.swap(cm_commands_);
+    MutexLock l(&cm_->mu);
+    cmds.swap(cm_->commands);
   }
   for (CmCommand& c : cmds) {
     switch (c.type) {
@@ -135,8 +135,8 @@ void VerbsTransport::RunCmCommands() {
       case CmCommand::Type::kQpError: {
         LanePtr lane;
         {
-          std::lock_guard<std::mutex> l(mu_);
-          for (auto& [p, candidate] : lanes_) {
+          MutexLock l(&mu_);
+          for (auto& [p, candidate] : conns_.lanes) {
             if (candidate->qp != nullptr && candidate->qp_num == c.qp_num) lane = candidate;
           }
         }
@@ -150,8 +150,8 @@ void VerbsTransport::RunCmCommands() {
       case CmCommand::Type::kAbandonAll: {
         std::vector<LanePtr> all;
         {
-          std::lock_guard<std::mutex> l(mu_);
-          for (auto& [p, lane] : lanes_) all.push_back(lane);
+          MutexLock l(&mu_);
+          for (auto& [p, lane] : conns_.lanes) all.push_back(lane);
         }
         for (const LanePtr& lane : all) {
           TeardownLane(lane, c.status);
@@ -168,7 +168,7 @@ void VerbsTransport::RunCmCommands() {
 
 void VerbsTransport::ProcessCmEvents() {
   rdma_cm_event* event = nullptr;
-  while (rdma_get_cm_event(channel_, &event) == 0) {
+  while (rdma_get_cm_event(dev_.channel, &event) == 0) {
     // Copy what we need and ack at once: rdma_destroy_id (which we may call while handling
     // the event) blocks until every event of that id is acked.
     const rdma_cm_event ev = *event;
@@ -192,12 +192,12 @@ void VerbsTransport::HandleCmEvent(const rdma_cm_event& ev, const char* private_
   }
   LanePtr lane;
   if (ev.id->context != nullptr) {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = lanes_.find(static_cast<Lane*>(ev.id->context));
-    if (it != lanes_.end()) lane = it->second;
+    MutexLock l(&mu_);
+    auto it = conns_.lanes.find(static_cast<Lane*>(ev.id->context));
+    if (it != conns_.lanes.end()) lane = it->second;
   }
   if (lane == nullptr) {
-    if (ev.id == listen_id_ && ev.event == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+    if (ev.id == dev_.listen_id && ev.event == RDMA_CM_EVENT_DEVICE_REMOVAL) {
       LOG(ERROR) << "the RDMA device of listener " << listen_address() << " was removed";
     }
     return;
@@ -212,7 +212,7 @@ void VerbsTransport::HandleCmEvent(const rdma_cm_event& ev, const char* private_
       }
       return;
     case RDMA_CM_EVENT_ROUTE_RESOLVED: {
-      if (lane->id->verbs != ctx_) {
+      if (lane->id->verbs != dev_.ctx) {
         FailLane(lane, Status::Unavailable("the route to " + lane->remote +
                                            " uses another RDMA device than our listener"));
         return;
@@ -230,8 +230,8 @@ void VerbsTransport::HandleCmEvent(const rdma_cm_event& ev, const char* private_
       rdma_conn_param param{};
       param.private_data = priv;
       param.private_data_len = sizeof(priv);
-      param.responder_resources = max_rd_atomic_;
-      param.initiator_depth = max_init_rd_atomic_;
+      param.responder_resources = dev_.max_rd_atomic;
+      param.initiator_depth = dev_.max_init_rd_atomic;
       param.retry_count = kRetryCount;
       param.rnr_retry_count = kRnrRetryForever;
       if (rdma_connect(lane->id, &param) != 0) {
@@ -322,11 +322,11 @@ void VerbsTransport::OnConnectRequest(rdma_cm_id* id, const rdma_conn_param& req
                                    std::to_string(options_.xchg_threads)));
     return;
   }
-  if (id->verbs != ctx_) {
+  if (id->verbs != dev_.ctx) {
     refuse(Status::Unavailable("request arrived on another RDMA device than our listener's"));
     return;
   }
-  if (xchg_[index]->lane_count >= max_lanes_per_thread_) {
+  if (xchg_[index]->lane_count >= dev_.max_lanes_per_thread) {
     refuse(Status::ResourceExhausted("too many connections"));
     return;
   }
@@ -336,14 +336,14 @@ void VerbsTransport::OnConnectRequest(rdma_cm_id* id, const rdma_conn_param& req
   lane->initiator_serial = serial;
   id->context = lane.get();
   {
-    std::lock_guard<std::mutex> l(mu_);
-    if (shutting_down_ || orphans_.size() >= kMaxUnauthenticatedLanes) {
+    MutexLock l(&mu_);
+    if (shutting_down_ || conns_.orphans.size() >= kMaxUnauthenticatedLanes) {
       refuse(shutting_down_ ? Status::Unavailable("shutting down")
                             : Status::ResourceExhausted("too many unauthenticated connections"));
       return;
     }
-    lanes_[lane.get()] = lane;
-    orphans_[lane.get()] = MonoNow() + std::chrono::milliseconds(options_.connect_timeout_ms);
+    conns_.lanes[lane.get()] = lane;
+    conns_.orphans[lane.get()] = MonoNow() + std::chrono::milliseconds(options_.connect_timeout_ms);
   }
   if (Status st = CreateQp(lane.get()); !st.ok()) {
     LOG(WARNING) << "cannot accept RDMA connection from " << ip << ": " << st.ToString();
@@ -352,15 +352,15 @@ void VerbsTransport::OnConnectRequest(rdma_cm_id* id, const rdma_conn_param& req
     return;
   }
   rdma_conn_param param{};
-  param.responder_resources = std::min(req.initiator_depth, max_rd_atomic_);
-  param.initiator_depth = std::min(req.responder_resources, max_init_rd_atomic_);
+  param.responder_resources = std::min(req.initiator_depth, dev_.max_rd_atomic);
+  param.initiator_depth = std::min(req.responder_resources, dev_.max_init_rd_atomic);
   param.rnr_retry_count = kRnrRetryForever;
   if (rdma_accept(id, &param) != 0) FailLane(lane, VerbsError("rdma_accept", errno));
 }
 
 void VerbsTransport::ProcessAsyncEvents() {
   ibv_async_event ev;
-  while (ibv_get_async_event(ctx_, &ev) == 0) {
+  while (ibv_get_async_event(dev_.ctx, &ev) == 0) {
     QpRegistry::Get().Dispatch(ev);
     ibv_ack_async_event(&ev);
   }
@@ -388,13 +388,13 @@ void VerbsTransport::OnQpAsyncEvent(void* self, uint32_t qp_num, int event_type)
 void VerbsTransport::CheckDeadlines() {
   std::vector<LanePtr> expired, slow_drains;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     const MonoTime now = MonoNow();
-    for (auto& [lane, deadline] : orphans_) {
-      if (deadline <= now) expired.push_back(lanes_[lane]);
+    for (auto& [lane, deadline] : conns_.orphans) {
+      if (deadline <= now) expired.push_back(conns_.lanes[lane]);
     }
     std::vector<Session*> late;
-    for (auto& [serial, s] : sessions_) {
+    for (auto& [serial, s] : conns_.sessions) {
       bool overdue = s->state == Session::State::kConnecting && s->deadline <= now;
       for (int k = 0; k < options_.xchg_threads && s->state == Session::State::kUp; ++k) {
         overdue |= s->resetting[k] && s->reset_deadline[k] <= now;
@@ -407,15 +407,15 @@ void VerbsTransport::CheckDeadlines() {
                                (s->initiator ? s->address : s->peer_name) + " did not finish in " +
                                std::to_string(options_.connect_timeout_ms) + " ms"));
     }
-    for (auto& [id, p] : peers_) {
+    for (auto& [id, p] : conns_.peers) {
       if (!p->reconnect_at.has_value() || *p->reconnect_at > now || shutting_down_) continue;
       p->reconnect_at.reset();
-      if (p->session == nullptr && p->reconnect && connecting_.count(p->dial_address) == 0) {
+      if (p->session == nullptr && p->reconnect && conns_.connecting.count(p->dial_address) == 0) {
         VLOG(1) << "reconnecting to " << p->name << " at " << p->dial_address;
         StartSessionLocked(p->dial_address, &p->dial, sizeof(p->dial), p->id);
       }
     }
-    for (auto& [p, lane] : lanes_) {
+    for (auto& [p, lane] : conns_.lanes) {
       if (lane->torn_down && lane->qp != nullptr && !lane->abandon_sent &&
           now - lane->torn_down_at > kDrainTimeout) {
         slow_drains.push_back(lane);
@@ -436,7 +436,7 @@ void VerbsTransport::CheckDeadlines() {
 
 void VerbsTransport::StartLane(const LanePtr& lane) {
   if (lane->torn_down) return;
-  if (rdma_create_id(channel_, &lane->id, lane.get(), RDMA_PS_TCP) != 0) {
+  if (rdma_create_id(dev_.channel, &lane->id, lane.get(), RDMA_PS_TCP) != 0) {
     lane->id = nullptr;
     FailLane(lane, VerbsError("rdma_create_id", errno));
     return;
@@ -449,16 +449,16 @@ void VerbsTransport::StartLane(const LanePtr& lane) {
 
 Status VerbsTransport::CreateQp(Lane* lane) {
   XchgThread& x = *xchg_[lane->index];
-  if (x.lane_count >= max_lanes_per_thread_) {
+  if (x.lane_count >= dev_.max_lanes_per_thread) {
     return Status::ResourceExhausted("xchg thread " + std::to_string(lane->index) +
                                      " already serves its maximum of " +
-                                     std::to_string(max_lanes_per_thread_) + " connections");
+                                     std::to_string(dev_.max_lanes_per_thread) + " connections");
   }
   constexpr size_t kBytes = (kRecvBuffersPerQp + kSendBuffersPerQp) * kRecvBufferBytes;
   lane->buf.reset(static_cast<char*>(std::aligned_alloc(kBufferAlignment, kBytes)));
   if (lane->buf == nullptr) return Status::ResourceExhausted("out of memory for lane buffers");
   const int access = IBV_ACCESS_LOCAL_WRITE;  // an int: ibv_reg_mr is a macro that masks it
-  lane->buf_mr = ibv_reg_mr(pd_, lane->buf.get(), kBytes, access);
+  lane->buf_mr = ibv_reg_mr(dev_.pd, lane->buf.get(), kBytes, access);
   if (lane->buf_mr == nullptr) return VerbsError("ibv_reg_mr of lane buffers", errno);
 
   ibv_qp_init_attr attr{};
@@ -471,9 +471,9 @@ Status VerbsTransport::CreateQp(Lane* lane) {
   attr.cap.max_send_sge = kMaxSendSge;
   attr.cap.max_recv_sge = 1;
   attr.cap.max_inline_data = kRequestedInlineBytes;
-  if (rdma_create_qp(lane->id, pd_, &attr) != 0) {
+  if (rdma_create_qp(lane->id, dev_.pd, &attr) != 0) {
     attr.cap.max_inline_data = 0;  // some devices support no inline data at all
-    if (rdma_create_qp(lane->id, pd_, &attr) != 0) return VerbsError("rdma_create_qp", errno);
+    if (rdma_create_qp(lane->id, dev_.pd, &attr) != 0) return VerbsError("rdma_create_qp", errno);
   }
   lane->qp = lane->id->qp;
   lane->qp_num = lane->qp->qp_num;
@@ -540,14 +540,14 @@ void VerbsTransport::DestroyLane(const LanePtr& lane) {
   lane->buf_mr = nullptr;
   if (lane->id != nullptr) rdma_destroy_id(lane->id);
   lane->id = nullptr;
-  std::lock_guard<std::mutex> l(mu_);
-  lanes_.erase(lane.get());
-  orphans_.erase(lane.get());
+  MutexLock l(&mu_);
+  conns_.lanes.erase(lane.get());
+  conns_.orphans.erase(lane.get());
   if (Session* s = lane->session; s != nullptr) {
     lane->session = nullptr;
     if (--s->live_lanes == 0 && s->state == Session::State::kFailed) SessionGoneLocked(s);
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 }  // namespace nova::transport

@@ -122,7 +122,7 @@ void VerbsTransport::HandleHandshake(XchgThread* x, const LanePtr& lane, const s
                      << "') does not know the cluster secret; closing";
         l->pending_refusal = Status::PermissionDenied(
             "peer at " + l->remote + " failed authentication: cluster secret mismatch");
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         if (l->session != nullptr) l->session->refusal = l->pending_refusal;
       }
       return SendInternal(x, lane,

@@ -1,7 +1,7 @@
 // Private to the verbs backend; included only by verbs_*.cc, never part of an interface.
 // Holds the design notes, the wire format and resource-bound constants, a few helpers shared
 // by the pieces, and the definitions of VerbsTransport's private structs (Op, Lane, Session,
-// Peer, Region, XchgCommand, XchgThread, CmCommand).
+// Peer, Region, XchgCommand, XchgThread, CmCommand, CmThread).
 //
 // Thread safety: the constants and helpers are thread-safe; each struct field says which
 // thread owns it or which lock guards it.
@@ -79,7 +79,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -87,6 +86,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/transport/transport.h"
 #include "common/transport/verbs_transport.h"
@@ -251,7 +251,7 @@ struct VerbsTransport::Lane : std::enable_shared_from_this<Lane> {
   bool abandon_sent = false;
   MonoTime torn_down_at;
 
-  // GUARDED_BY(VerbsTransport::mu_).
+  // Guarded by VerbsTransport::mu_ (a comment: the analysis cannot name another object's lock).
   Session* session = nullptr;  // outlives the lane; null for an unauthenticated acceptor lane
   bool failed = false;
 
@@ -284,7 +284,8 @@ struct VerbsTransport::Lane : std::enable_shared_from_this<Lane> {
   bool dirty = false;             // queued in XchgThread::dirty for posting
 };
 
-// One attempt to bring up all lanes between us and one peer. GUARDED_BY(mu_).
+// One attempt to bring up all lanes between us and one peer. Guarded by VerbsTransport::mu_
+// (held in its ConnTable).
 struct VerbsTransport::Session {
   enum class State : uint8_t { kConnecting, kUp, kFailed };
   uint64_t serial = 0;
@@ -313,7 +314,8 @@ struct VerbsTransport::Session {
   MonoTime deadline;
 };
 
-// A remote node, by name, for the life of the transport. GUARDED_BY(mu_).
+// A remote node, by name, for the life of the transport. Guarded by VerbsTransport::mu_ (held
+// in its ConnTable).
 struct VerbsTransport::Peer {
   PeerId id = kInvalidPeer;
   std::string name, address;
@@ -350,6 +352,9 @@ struct VerbsTransport::XchgCommand {
   std::function<void()> fn;
 };
 
+// One xchg thread: its CQ (lane k of every peer), its command queue and the lanes it owns.
+// Thread safety: `commands` and `stop` are guarded by `mu`; the CQ, channel and wake fd are
+// constant between Init() and Shutdown(); the rest belongs to the thread named beside it.
 struct VerbsTransport::XchgThread {
   int index = 0;
   ibv_comp_channel* channel = nullptr;
@@ -358,9 +363,9 @@ struct VerbsTransport::XchgThread {
   std::thread thread;
   int lane_count = 0;  // cm thread only: QPs on this CQ
 
-  std::mutex mu;
-  std::vector<XchgCommand> commands;  // GUARDED_BY(mu)
-  bool stop = false;                  // GUARDED_BY(mu)
+  Mutex mu;
+  std::vector<XchgCommand> commands GUARDED_BY(mu);
+  bool stop GUARDED_BY(mu) = false;
 
   // This xchg thread only.
   std::unordered_map<uint32_t, LanePtr> lanes;  // by QP number
@@ -374,6 +379,19 @@ struct VerbsTransport::CmCommand {
   Status status;
   uint32_t qp_num = 0;
   bool reset = false;  // kQpError: the QP broke from a refused op (reset the lane only)
+};
+
+// The connection-manager thread and its command queue (verbs_cm.cc): other threads hand it
+// lanes to start, tear down or destroy through PushCm, which wakes it through `wake_fd`.
+// Thread safety: `commands` and `stop` are guarded by `mu`; `wake_fd` is constant between
+// Init() and Shutdown(); `thread` is touched only by Start() and Shutdown().
+struct VerbsTransport::CmThread {
+  int wake_fd = -1;
+  std::thread thread;
+
+  Mutex mu;
+  std::vector<CmCommand> commands GUARDED_BY(mu);
+  bool stop GUARDED_BY(mu) = false;
 };
 
 }  // namespace nova::transport

@@ -7,7 +7,7 @@
 // Thread safety: everything here runs on the xchg thread that owns the lane, except PushXchg
 // (any thread) and Shutdown()'s final RunXchgCommands/AbandonLane after the threads were
 // joined. So the per-lane bookkeeping below needs no lock; mu_ is taken only to reach
-// peers_ (ClassifyWcError, HandleControl), regions_ (ReleaseRegion) and, through
+// conns_.peers (ClassifyWcError, HandleControl), mem_.by_id (ReleaseRegion) and, through
 // FailLane/ResetLane, the sessions.
 //
 // Posted-op bookkeeping per lane (xchg thread only):
@@ -60,7 +60,7 @@ void VerbsTransport::PushXchg(int thread, XchgCommand c) {
   XchgThread& x = *xchg_[thread];
   bool wake;
   {
-    std::lock_guard<std::mutex> l(x.mu);
+    MutexLock l(&x.mu);
     wake = x.commands.empty();
     x.commands.push_back(std::move(c));
   }
@@ -73,7 +73,7 @@ void VerbsTransport::XchgLoop(XchgThread* x) {
   while (true) {
     bool stop, worked;
     {
-      std::lock_guard<std::mutex> l(x->mu);
+      MutexLock l(&x->mu);
       stop = x->stop;
       worked = !x->commands.empty();
     }
@@ -118,7 +118,7 @@ void VerbsTransport::XchgLoop(XchgThread* x) {
 void VerbsTransport::RunXchgCommands(XchgThread* x) {
   std::vector<XchgCommand> cmds;
   {
-    std::lock_guard<std::mutex> l(x->mu);
+    MutexLock l(&x->mu);
     cmds.swap(x->commands);
   }
   for (XchgCommand& c : cmds) RunXchgCommand(x, c);
@@ -251,9 +251,9 @@ Status VerbsTransport::ClassifyWcError(Lane* lane, const ibv_wc& wc, const Op& o
     return WcStatusToStatus(wc, op.Name(), lane->remote);
   }
   // The NIC says only "refused": name the reason from what the peer advertised.
-  std::lock_guard<std::mutex> l(mu_);
-  auto pit = peers_.find(lane->peer_id);
-  if (pit == peers_.end()) return Status::PermissionDenied(what);
+  MutexLock l(&mu_);
+  auto pit = conns_.peers.find(lane->peer_id);
+  if (pit == conns_.peers.end()) return Status::PermissionDenied(what);
   auto rit = pit->second->remote_regions.find(op.remote.rkey);
   if (rit == pit->second->remote_regions.end()) {
     return Status::PermissionDenied(what + ": rkey " + std::to_string(op.remote.rkey) +
@@ -352,9 +352,9 @@ void VerbsTransport::HandleControl(const LanePtr& lane, const std::string& msg) 
   const auto type = static_cast<uint8_t>(in.front());
   in.remove_prefix(1);
   if (!GetFixed32(&in, &rkey)) return ProtocolViolation(lane, "malformed control frame");
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = peers_.find(lane->peer_id);
-  if (it == peers_.end()) return;
+  MutexLock l(&mu_);
+  auto it = conns_.peers.find(lane->peer_id);
+  if (it == conns_.peers.end()) return;
   if (type == kCtlRegionAdd) {
     if (!GetFixed64(&in, &addr) || !GetFixed64(&in, &length) || !GetFixed32(&in, &access) ||
         !in.empty()) {

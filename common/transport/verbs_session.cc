@@ -36,14 +36,14 @@ std::string EncodeRegionFrame(const MemoryRegion& m, bool add) {
 
 std::shared_ptr<VerbsTransport::Session> VerbsTransport::NewSessionLocked(bool initiator) {
   auto s = std::make_shared<Session>();
-  s->serial = next_session_serial_++;
+  s->serial = conns_.next_session_serial++;
   s->initiator = initiator;
   s->deadline = MonoNow() + std::chrono::milliseconds(options_.connect_timeout_ms);
   s->lanes.resize(options_.xchg_threads);
   s->resetting.assign(options_.xchg_threads, 0);
   s->reset_deadline.resize(options_.xchg_threads);
   s->parked.resize(options_.xchg_threads);
-  sessions_[s->serial] = s;
+  conns_.sessions[s->serial] = s;
   return s;
 }
 
@@ -59,7 +59,7 @@ VerbsTransport::LanePtr VerbsTransport::NewInitiatorLaneLocked(Session* s, int i
   lane->session = s;
   s->lanes[index] = lane;
   s->live_lanes++;
-  lanes_[lane.get()] = lane;
+  conns_.lanes[lane.get()] = lane;
   return lane;
 }
 
@@ -69,7 +69,7 @@ std::shared_ptr<VerbsTransport::Session> VerbsTransport::StartSessionLocked(
   std::shared_ptr<Session> s = NewSessionLocked(/*initiator=*/true);
   s->address = address;
   s->reconnect_of = reconnect_of;
-  connecting_[address] = s.get();
+  conns_.connecting[address] = s.get();
   for (int k = 0; k < options_.xchg_threads; ++k) {
     NewInitiatorLaneLocked(s.get(), k, address, sockaddr, sockaddr_len);
   }
@@ -79,7 +79,7 @@ std::shared_ptr<VerbsTransport::Session> VerbsTransport::StartSessionLocked(
 }
 
 void VerbsTransport::FailLane(const LanePtr& lane, const Status& why) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   FailLaneLocked(lane, why);
 }
 
@@ -94,7 +94,7 @@ void VerbsTransport::FailLaneLocked(const LanePtr& lane, const Status& why) {
 }
 
 void VerbsTransport::ResetLane(const LanePtr& lane, const Status& why) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   ResetLaneLocked(lane, why);
 }
 
@@ -143,7 +143,7 @@ void VerbsTransport::SubmitControlLocked(Session* s, std::string frame) {
 void VerbsTransport::AdvertiseRegionLocked(const MemoryRegion& m, bool add) {
   if (!started_ || shutting_down_) return;
   const std::string frame = EncodeRegionFrame(m, add);
-  for (auto& [id, p] : peers_) {
+  for (auto& [id, p] : conns_.peers) {
     if (p->session != nullptr) SubmitControlLocked(p->session.get(), frame);
   }
 }
@@ -153,19 +153,19 @@ void VerbsTransport::FailSessionLocked(Session* s, const Status& why) {
   s->was_up = s->state == Session::State::kUp;
   s->state = Session::State::kFailed;
   s->status = s->refusal.ok() ? why : s->refusal;
-  if (auto it = peers_.find(s->peer_id); it != peers_.end() && it->second->session.get() == s) {
+  if (auto it = conns_.peers.find(s->peer_id); it != conns_.peers.end() && it->second->session.get() == s) {
     it->second->session.reset();
     it->second->remote_regions.clear();  // a reconnected peer advertises afresh
     s->report_down = !s->quiet;
     LOG(INFO) << "peer " << it->second->name << " is down: " << why.ToString();
   }
-  if (auto it = connecting_.find(s->address); s->initiator && it != connecting_.end() &&
+  if (auto it = conns_.connecting.find(s->address); s->initiator && it != conns_.connecting.end() &&
                                               it->second == s) {
-    connecting_.erase(it);
+    conns_.connecting.erase(it);
   }
-  if (auto it = accepting_.find(s->peer_name); !s->initiator && it != accepting_.end() &&
+  if (auto it = conns_.accepting.find(s->peer_name); !s->initiator && it != conns_.accepting.end() &&
                                                it->second == s) {
-    accepting_.erase(it);
+    conns_.accepting.erase(it);
   }
   for (int k = 0; k < options_.xchg_threads; ++k) {
     for (auto& op : s->parked[k]) {
@@ -177,7 +177,7 @@ void VerbsTransport::FailSessionLocked(Session* s, const Status& why) {
       PushCm({CmCommand::Type::kTeardown, lane, why});
     }
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (s->live_lanes == 0) SessionGoneLocked(s);  // last: may destroy *s
 }
 
@@ -190,12 +190,12 @@ void VerbsTransport::SessionGoneLocked(Session* s) {
                  [this, id, why] { handler_->OnPeerDown(id, why); }});
   }
   const PeerId target = s->was_up ? s->peer_id : s->reconnect_of;
-  auto it = peers_.find(target);
-  if (!shutting_down_ && !s->quiet && it != peers_.end() &&
+  auto it = conns_.peers.find(target);
+  if (!shutting_down_ && !s->quiet && it != conns_.peers.end() &&
       options_.reconnect_initial_backoff_ms > 0) {
     Peer& p = *it->second;
     if (p.reconnect && p.session == nullptr && !p.reconnect_at.has_value() &&
-        connecting_.count(p.dial_address) == 0) {
+        conns_.connecting.count(p.dial_address) == 0) {
       const int initial = options_.reconnect_initial_backoff_ms;
       p.backoff_ms = s->was_up ? initial
                                : std::min(std::max(p.backoff_ms * 2, initial),
@@ -203,23 +203,23 @@ void VerbsTransport::SessionGoneLocked(Session* s) {
       p.reconnect_at = MonoNow() + std::chrono::milliseconds(p.backoff_ms);
     }
   }
-  sessions_.erase(s->serial);  // may destroy *s
+  conns_.sessions.erase(s->serial);  // may destroy *s
 }
 
 VerbsTransport::Peer& VerbsTransport::FindOrCreatePeerLocked(const std::string& name) {
-  auto it = peer_by_name_.find(name);
-  if (it != peer_by_name_.end()) return *peers_[it->second];
+  auto it = conns_.peer_by_name.find(name);
+  if (it != conns_.peer_by_name.end()) return *conns_.peers[it->second];
   auto p = std::make_unique<Peer>();
-  p->id = next_peer_id_++;
+  p->id = conns_.next_peer_id++;
   p->name = name;
   Peer& ref = *p;
-  peer_by_name_[name] = p->id;
-  peers_[p->id] = std::move(p);
+  conns_.peer_by_name[name] = p->id;
+  conns_.peers[p->id] = std::move(p);
   return ref;
 }
 
 void VerbsTransport::SessionUpLocked(Session* s, Callbacks* after_unlock) {
-  Peer& p = *peers_[s->peer_id];
+  Peer& p = *conns_.peers[s->peer_id];
   bool announce = true;
   if (p.session != nullptr && p.session.get() != s) {
     Session* old = p.session.get();
@@ -248,7 +248,7 @@ void VerbsTransport::SessionUpLocked(Session* s, Callbacks* after_unlock) {
     FailSessionLocked(old, Status::NetworkError("replaced by a newer connection with " + p.name));
   }
   s->state = Session::State::kUp;
-  p.session = sessions_[s->serial];
+  p.session = conns_.sessions[s->serial];
   p.address = s->peer_address;
   p.backoff_ms = 0;
   p.reconnect_at.reset();
@@ -256,14 +256,14 @@ void VerbsTransport::SessionUpLocked(Session* s, Callbacks* after_unlock) {
     p.reconnect = true;
     p.dial_address = s->address;
     p.dial = s->lanes[0]->dst;
-    if (auto it = connecting_.find(s->address); it != connecting_.end() && it->second == s) {
-      connecting_.erase(it);
+    if (auto it = conns_.connecting.find(s->address); it != conns_.connecting.end() && it->second == s) {
+      conns_.connecting.erase(it);
     }
-  } else if (auto it = accepting_.find(s->peer_name);
-             it != accepting_.end() && it->second == s) {
-    accepting_.erase(it);
+  } else if (auto it = conns_.accepting.find(s->peer_name);
+             it != conns_.accepting.end() && it->second == s) {
+    conns_.accepting.erase(it);
   }
-  for (auto& [id, r] : regions_) {  // tell the peer what it may access (see verbs_internal.h)
+  for (auto& [id, r] : mem_.by_id) {  // tell the peer what it may access (see verbs_internal.h)
     if (r->region.access != kLocalOnly && !r->deregistering) {
       SubmitControlLocked(s, EncodeRegionFrame(r->region, /*add=*/true));
     }
@@ -274,11 +274,11 @@ void VerbsTransport::SessionUpLocked(Session* s, Callbacks* after_unlock) {
     const PeerInfo info{p.id, p.name, p.address};
     after_unlock->push_back([this, info] { handler_->OnPeerUp(info); });
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 Result<PeerId> VerbsTransport::LaneAuthenticated(const LanePtr& lane, Callbacks* after_unlock) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (lane->failed || shutting_down_) return Status::Aborted("connection is closing");
   const int k = lane->index;
   Peer& p = FindOrCreatePeerLocked(lane->peer_name);
@@ -308,7 +308,7 @@ Result<PeerId> VerbsTransport::LaneAuthenticated(const LanePtr& lane, Callbacks*
       }
     }
   } else {
-    orphans_.erase(lane.get());
+    conns_.orphans.erase(lane.get());
     Session* up = p.session.get();
     if (up != nullptr && !up->initiator && up->incarnation == lane->peer_incarnation &&
         up->remote_serial == lane->initiator_serial) {
@@ -325,8 +325,8 @@ Result<PeerId> VerbsTransport::LaneAuthenticated(const LanePtr& lane, Callbacks*
       FlushParkedLocked(up, k);
       return p.id;
     }
-    auto it = accepting_.find(lane->peer_name);
-    s = it == accepting_.end() ? nullptr : it->second;
+    auto it = conns_.accepting.find(lane->peer_name);
+    s = it == conns_.accepting.end() ? nullptr : it->second;
     if (s != nullptr && (s->incarnation != lane->peer_incarnation ||
                          s->remote_serial != lane->initiator_serial || s->lanes[k] != nullptr)) {
       FailSessionLocked(s, Status::NetworkError("superseded by a newer connection attempt from " +
@@ -340,7 +340,7 @@ Result<PeerId> VerbsTransport::LaneAuthenticated(const LanePtr& lane, Callbacks*
       s->incarnation = lane->peer_incarnation;
       s->remote_serial = lane->initiator_serial;
       s->peer_id = p.id;
-      accepting_[s->peer_name] = s;
+      conns_.accepting[s->peer_name] = s;
     }
     s->lanes[k] = lane;
     lane->session = s;

@@ -80,7 +80,10 @@ std::unique_ptr<Transport> NewVerbsTransport(const TransportOptions& options,
 }
 
 VerbsTransport::VerbsTransport(const TransportOptions& options, TransportHandler* handler)
-    : options_(options), handler_(handler), incarnation_(RandomU64()) {}
+    : options_(options),
+      handler_(handler),
+      incarnation_(RandomU64()),
+      cm_(std::make_unique<CmThread>()) {}
 
 VerbsTransport::~VerbsTransport() { Shutdown(); }
 
@@ -89,7 +92,7 @@ VerbsTransport::~VerbsTransport() { Shutdown(); }
 // ---------------------------------------------------------------------------------------
 
 Status VerbsTransport::Init() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (initialized_ || shutting_down_) return Status::IllegalState("Init() called twice");
   if (options_.xchg_threads < 1 || options_.xchg_threads > kMaxXchgThreads) {
     return Status::InvalidArgument("xchg_threads must be in [1, " +
@@ -112,119 +115,119 @@ Status VerbsTransport::Init() {
         "no RDMA device found (ibv_get_device_list returned none); use the tcp backend");
   }
 
-  channel_ = rdma_create_event_channel();
-  if (channel_ == nullptr) return VerbsError("rdma_create_event_channel", errno);
-  if (rdma_create_id(channel_, &listen_id_, nullptr, RDMA_PS_TCP) != 0) {
-    listen_id_ = nullptr;
+  dev_.channel = rdma_create_event_channel();
+  if (dev_.channel == nullptr) return VerbsError("rdma_create_event_channel", errno);
+  if (rdma_create_id(dev_.channel, &dev_.listen_id, nullptr, RDMA_PS_TCP) != 0) {
+    dev_.listen_id = nullptr;
     return VerbsError("rdma_create_id", errno);
   }
   sockaddr_storage addr{};
   socklen_t addr_len = 0;
   NOVA_RETURN_NOT_OK(
       ResolveAddress(options_.listen_host, options_.listen_port, true, &addr, &addr_len));
-  if (rdma_bind_addr(listen_id_, reinterpret_cast<sockaddr*>(&addr)) != 0) {
+  if (rdma_bind_addr(dev_.listen_id, reinterpret_cast<sockaddr*>(&addr)) != 0) {
     return VerbsError("rdma_bind_addr(" + options_.listen_host + ":" +
                           std::to_string(options_.listen_port) + ")",
                       errno)
         .Prepend("is the listen address on an RDMA-capable interface?");
   }
-  ctx_ = listen_id_->verbs;
-  if (ctx_ == nullptr) {  // bound to a wildcard address: use the first device
+  dev_.ctx = dev_.listen_id->verbs;
+  if (dev_.ctx == nullptr) {  // bound to a wildcard address: use the first device
     int n = 0;
     ibv_context** contexts = rdma_get_devices(&n);
-    if (contexts != nullptr && n > 0) ctx_ = contexts[0];
+    if (contexts != nullptr && n > 0) dev_.ctx = contexts[0];
     if (contexts != nullptr) rdma_free_devices(contexts);
-    if (ctx_ == nullptr) return Status::Unavailable("no RDMA device is usable through librdmacm");
+    if (dev_.ctx == nullptr) return Status::Unavailable("no RDMA device is usable through librdmacm");
   }
 
   ibv_device_attr attr{};
-  if (const int rc = ibv_query_device(ctx_, &attr); rc != 0) {
+  if (const int rc = ibv_query_device(dev_.ctx, &attr); rc != 0) {
     return VerbsError("ibv_query_device", rc);
   }
-  max_rd_atomic_ = static_cast<uint8_t>(std::min<int>(attr.max_qp_rd_atom, kMaxRdAtomic));
-  max_init_rd_atomic_ =
+  dev_.max_rd_atomic = static_cast<uint8_t>(std::min<int>(attr.max_qp_rd_atom, kMaxRdAtomic));
+  dev_.max_init_rd_atomic =
       static_cast<uint8_t>(std::min<int>(attr.max_qp_init_rd_atom, kMaxRdAtomic));
-  pd_ = ibv_alloc_pd(ctx_);
-  if (pd_ == nullptr) return VerbsError("ibv_alloc_pd", errno);
+  dev_.pd = ibv_alloc_pd(dev_.ctx);
+  if (dev_.pd == nullptr) return VerbsError("ibv_alloc_pd", errno);
 
   // Each lane can have kSendQueueDepth signaled sends and kRecvBuffersPerQp receives
   // outstanding; the CQ must hold all of them or it overflows and breaks every QP on it.
   constexpr int kCqesPerLane = kSendQueueDepth + kRecvBuffersPerQp;
   const int cq_entries = std::min(attr.max_cqe, kMaxLanesPerXchgThread * kCqesPerLane);
-  max_lanes_per_thread_ = cq_entries / kCqesPerLane;
-  if (max_lanes_per_thread_ < 1) return Status::Unavailable("RDMA device CQs are too small");
-  const int vectors = std::max(ctx_->num_comp_vectors, 1);
+  dev_.max_lanes_per_thread = cq_entries / kCqesPerLane;
+  if (dev_.max_lanes_per_thread < 1) return Status::Unavailable("RDMA device CQs are too small");
+  const int vectors = std::max(dev_.ctx->num_comp_vectors, 1);
   for (int k = 0; k < options_.xchg_threads; ++k) {
     auto x = std::make_unique<XchgThread>();
     x->index = k;
     x->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (x->wake_fd < 0) return VerbsError("eventfd", errno);
-    x->channel = ibv_create_comp_channel(ctx_);
+    x->channel = ibv_create_comp_channel(dev_.ctx);
     xchg_.push_back(std::move(x));
     XchgThread* xp = xchg_.back().get();
     if (xp->channel == nullptr) return VerbsError("ibv_create_comp_channel", errno);
     SetNonBlocking(xp->channel->fd);
-    xp->cq = ibv_create_cq(ctx_, cq_entries, xp, xp->channel, k % vectors);
+    xp->cq = ibv_create_cq(dev_.ctx, cq_entries, xp, xp->channel, k % vectors);
     if (xp->cq == nullptr) return VerbsError("ibv_create_cq", errno);
   }
-  cm_wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (cm_wake_fd_ < 0) return VerbsError("eventfd", errno);
+  cm_->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (cm_->wake_fd < 0) return VerbsError("eventfd", errno);
   initialized_ = true;
   return Status::OK();
 }
 
 Status VerbsTransport::Start() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (!initialized_) return Status::IllegalState("Start() before a successful Init()");
     if (started_ || shutting_down_) return Status::IllegalState("Start() called twice");
   }
-  if (rdma_listen(listen_id_, kListenBacklog) != 0) return VerbsError("rdma_listen", errno);
-  listen_port_ = ntohs(rdma_get_src_port(listen_id_));
-  SetNonBlocking(channel_->fd);
-  SetNonBlocking(ctx_->async_fd);
-  std::lock_guard<std::mutex> l(mu_);
+  if (rdma_listen(dev_.listen_id, kListenBacklog) != 0) return VerbsError("rdma_listen", errno);
+  dev_.listen_port = ntohs(rdma_get_src_port(dev_.listen_id));
+  SetNonBlocking(dev_.channel->fd);
+  SetNonBlocking(dev_.ctx->async_fd);
+  MutexLock l(&mu_);
   for (auto& x : xchg_) x->thread = std::thread([this, xp = x.get()] { XchgLoop(xp); });
-  cm_thread_ = std::thread([this] { CmLoop(); });
+  cm_->thread = std::thread([this] { CmLoop(); });
   started_ = true;
   return Status::OK();
 }
 
 void VerbsTransport::Shutdown() {
-  std::lock_guard<std::mutex> shutdown_lock(shutdown_mu_);
+  MutexLock shutdown_lock(&shutdown_mu_);
   if (shut_down_) return;
   shut_down_ = true;
   bool started = false;
   {
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     shutting_down_ = true;
     started = started_;
     const Status why = Status::Aborted("transport shutting down");
     std::vector<Session*> live;
-    for (auto& [serial, s] : sessions_) live.push_back(s.get());
+    for (auto& [serial, s] : conns_.sessions) live.push_back(s.get());
     for (Session* s : live) FailSessionLocked(s, why);  // may erase only `s` itself
-    for (auto& [lane, deadline] : orphans_) FailLaneLocked(lanes_[lane], why);
-    for (auto& [id, p] : peers_) p->reconnect_at.reset();
+    for (auto& [lane, deadline] : conns_.orphans) FailLaneLocked(conns_.lanes[lane], why);
+    for (auto& [id, p] : conns_.peers) p->reconnect_at.reset();
     if (started) {
-      auto drained = [this] { return lanes_.empty(); };
-      if (!cv_.wait_for(l, kShutdownDrainTimeout, drained)) {
+      auto drained = [this]() REQUIRES(mu_) { return conns_.lanes.empty(); };
+      if (!cv_.WaitFor(&l, kShutdownDrainTimeout, drained)) {
         PushCm({CmCommand::Type::kAbandonAll, nullptr, why});
-        if (!cv_.wait_for(l, kDrainTimeout, drained)) {
-          LOG(ERROR) << lanes_.size() << " RDMA lanes did not drain; freeing them anyway";
+        if (!cv_.WaitFor(&l, kDrainTimeout, drained)) {
+          LOG(ERROR) << conns_.lanes.size() << " RDMA lanes did not drain; freeing them anyway";
         }
       }
     }
   }
   if (started) {
     {
-      std::lock_guard<std::mutex> l(cm_mu_);
-      cm_stop_ = true;
+      MutexLock l(&cm_->mu);
+      cm_->stop = true;
     }
-    WakeFd(cm_wake_fd_);
-    cm_thread_.join();
+    WakeFd(cm_->wake_fd);
+    cm_->thread.join();
     for (auto& x : xchg_) {
       {
-        std::lock_guard<std::mutex> l(x->mu);
+        MutexLock l(&x->mu);
         x->stop = true;
       }
       WakeFd(x->wake_fd);
@@ -234,8 +237,8 @@ void VerbsTransport::Shutdown() {
   // No other thread of ours runs now. Free leftovers (only if the NIC never flushed).
   std::vector<LanePtr> leftovers;
   {
-    std::lock_guard<std::mutex> l(mu_);
-    for (auto& [p, lane] : lanes_) leftovers.push_back(lane);
+    MutexLock l(&mu_);
+    for (auto& [p, lane] : conns_.lanes) leftovers.push_back(lane);
   }
   for (const LanePtr& lane : leftovers) {
     if (lane->qp != nullptr) {
@@ -244,8 +247,8 @@ void VerbsTransport::Shutdown() {
     DestroyLane(lane);
   }
   for (auto& x : xchg_) RunXchgCommands(x.get());  // late completions and OnPeerDown calls
-  if (listen_id_ != nullptr) rdma_destroy_id(listen_id_);
-  listen_id_ = nullptr;
+  if (dev_.listen_id != nullptr) rdma_destroy_id(dev_.listen_id);
+  dev_.listen_id = nullptr;
   for (auto& x : xchg_) {
     if (x->cq != nullptr && ibv_destroy_cq(x->cq) != 0) LOG(ERROR) << "ibv_destroy_cq failed";
     if (x->channel != nullptr) ibv_destroy_comp_channel(x->channel);
@@ -255,19 +258,19 @@ void VerbsTransport::Shutdown() {
     x->wake_fd = -1;
   }
   {
-    std::lock_guard<std::mutex> v(verbs_mu_);
-    std::lock_guard<std::mutex> l(mu_);
-    for (auto& [id, r] : regions_) {
+    MutexLock v(&verbs_mu_);
+    MutexLock l(&mu_);
+    for (auto& [id, r] : mem_.by_id) {
       if (r->mr != nullptr) ibv_dereg_mr(r->mr);
       r->mr = nullptr;
     }
-    if (pd_ != nullptr && ibv_dealloc_pd(pd_) != 0) LOG(ERROR) << "ibv_dealloc_pd failed";
-    pd_ = nullptr;
+    if (dev_.pd != nullptr && ibv_dealloc_pd(dev_.pd) != 0) LOG(ERROR) << "ibv_dealloc_pd failed";
+    dev_.pd = nullptr;
   }
-  if (channel_ != nullptr) rdma_destroy_event_channel(channel_);
-  channel_ = nullptr;
-  if (cm_wake_fd_ >= 0) close(cm_wake_fd_);
-  cm_wake_fd_ = -1;
+  if (dev_.channel != nullptr) rdma_destroy_event_channel(dev_.channel);
+  dev_.channel = nullptr;
+  if (cm_->wake_fd >= 0) close(cm_->wake_fd);
+  cm_->wake_fd = -1;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -277,7 +280,7 @@ void VerbsTransport::Shutdown() {
 std::string VerbsTransport::listen_address() const {
   const std::string& h = options_.listen_host;
   const bool v6 = h.find(':') != std::string::npos;
-  return (v6 ? "[" + h + "]" : h) + ":" + std::to_string(listen_port_);
+  return (v6 ? "[" + h + "]" : h) + ":" + std::to_string(dev_.listen_port);
 }
 
 Result<PeerId> VerbsTransport::Connect(const std::string& address) {
@@ -288,21 +291,21 @@ Result<PeerId> VerbsTransport::Connect(const std::string& address) {
   socklen_t dst_len = 0;
   NOVA_RETURN_NOT_OK(ResolveAddress(host, port, false, &dst, &dst_len));  // DNS: not under mu_
 
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (!started_ || shutting_down_) return Status::IllegalState("transport is not running");
-  for (auto& [id, p] : peers_) {
+  for (auto& [id, p] : conns_.peers) {
     if (p->session != nullptr && (p->address == address || p->dial_address == address)) {
       return id;
     }
   }
   std::shared_ptr<Session> s;
-  if (auto it = connecting_.find(address); it != connecting_.end()) {
-    s = sessions_[it->second->serial];
+  if (auto it = conns_.connecting.find(address); it != conns_.connecting.end()) {
+    s = conns_.sessions[it->second->serial];
   } else {
     s = StartSessionLocked(address, &dst, dst_len, kInvalidPeer);
   }
   const auto timeout = std::chrono::milliseconds(options_.connect_timeout_ms);
-  cv_.wait_for(l, timeout, [&] { return s->state != Session::State::kConnecting; });
+  cv_.WaitFor(&l, timeout, [&] { return s->state != Session::State::kConnecting; });
   if (s->state == Session::State::kUp) return s->peer_id;
   if (s->state == Session::State::kConnecting) {
     FailSessionLocked(s.get(), Status::TimedOut("connecting to " + address + " timed out after " +
@@ -310,22 +313,22 @@ Result<PeerId> VerbsTransport::Connect(const std::string& address) {
                                                 " ms"));
   }
   // Lost a simultaneous-connect tie-break: the peer is up through its own connection to us.
-  if (s->quiet && s->peer_id != kInvalidPeer && peers_[s->peer_id]->session != nullptr) {
+  if (s->quiet && s->peer_id != kInvalidPeer && conns_.peers[s->peer_id]->session != nullptr) {
     return s->peer_id;
   }
   return s->status;
 }
 
 void VerbsTransport::Disconnect(PeerId peer) {
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = peers_.find(peer);
-  if (it == peers_.end()) return;
+  MutexLock l(&mu_);
+  auto it = conns_.peers.find(peer);
+  if (it == conns_.peers.end()) return;
   Peer& p = *it->second;
   p.reconnect = false;
   p.reconnect_at.reset();
   const Status why = Status::Aborted("disconnected by this node");
-  if (auto c = connecting_.find(p.dial_address);
-      c != connecting_.end() && c->second->reconnect_of == peer) {
+  if (auto c = conns_.connecting.find(p.dial_address);
+      c != conns_.connecting.end() && c->second->reconnect_of == peer) {
     c->second->quiet = true;
     FailSessionLocked(c->second, why);
   }
@@ -333,15 +336,15 @@ void VerbsTransport::Disconnect(PeerId peer) {
 }
 
 bool VerbsTransport::IsUp(PeerId peer) const {
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = peers_.find(peer);
-  return it != peers_.end() && it->second->session != nullptr;
+  MutexLock l(&mu_);
+  auto it = conns_.peers.find(peer);
+  return it != conns_.peers.end() && it->second->session != nullptr;
 }
 
 Result<PeerInfo> VerbsTransport::GetPeerInfo(PeerId peer) const {
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = peers_.find(peer);
-  if (it == peers_.end()) return Status::NotFound("unknown peer " + std::to_string(peer));
+  MutexLock l(&mu_);
+  auto it = conns_.peers.find(peer);
+  if (it == conns_.peers.end()) return Status::NotFound("unknown peer " + std::to_string(peer));
   return PeerInfo{peer, it->second->name, it->second->address};
 }
 
@@ -354,41 +357,41 @@ Result<MemoryRegion> VerbsTransport::RegisterMemory(void* base, uint64_t length,
     return Status::InvalidArgument("RegisterMemory: unknown access flags " +
                                    std::to_string(access));
   }
-  std::lock_guard<std::mutex> v(verbs_mu_);
+  MutexLock v(&verbs_mu_);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (!initialized_ || shutting_down_) return Status::Unavailable("transport is not running");
   }
   int flags = IBV_ACCESS_LOCAL_WRITE;
   if (access & kRemoteRead) flags |= IBV_ACCESS_REMOTE_READ;
   if (access & kRemoteWrite) flags |= IBV_ACCESS_REMOTE_WRITE;
-  ibv_mr* mr = ibv_reg_mr(pd_, base, length, flags);
+  ibv_mr* mr = ibv_reg_mr(dev_.pd, base, length, flags);
   if (mr == nullptr) {
     return VerbsError("ibv_reg_mr of " + std::to_string(length) + " bytes", errno);
   }
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto r = std::make_unique<Region>();
   r->mr = mr;
   MemoryRegion& m = r->region;
-  m.id = next_region_id_++;
+  m.id = mem_.next_id++;
   m.rkey = access == kLocalOnly ? 0 : mr->rkey;
   m.lkey = mr->lkey;
   m.base = static_cast<char*>(base);
   m.length = length;
   m.access = access;
   const MemoryRegion out = m;
-  regions_[m.id] = std::move(r);
+  mem_.by_id[m.id] = std::move(r);
   if (out.access != kLocalOnly) AdvertiseRegionLocked(out, /*add=*/true);
   return out;
 }
 
 Status VerbsTransport::DeregisterMemory(const MemoryRegion& region) {
-  std::lock_guard<std::mutex> v(verbs_mu_);  // Shutdown frees the PD only after we are done
+  MutexLock v(&verbs_mu_);  // Shutdown frees the PD only after we are done
   ibv_mr* mr = nullptr;
   {
-    std::unique_lock<std::mutex> l(mu_);
-    auto it = regions_.find(region.id);
-    if (it == regions_.end() || it->second->region.base != region.base) {
+    MutexLock l(&mu_);
+    auto it = mem_.by_id.find(region.id);
+    if (it == mem_.by_id.end() || it->second->region.base != region.base) {
       return Status::NotFound("memory region " + std::to_string(region.id) +
                               " is not registered");
     }
@@ -399,9 +402,9 @@ Status VerbsTransport::DeregisterMemory(const MemoryRegion& region) {
     }
     r->deregistering = true;  // new ops on it now fail with InvalidArgument
     if (r->region.access != kLocalOnly) AdvertiseRegionLocked(r->region, /*add=*/false);
-    cv_.wait(l, [r] { return r->inflight == 0; });
+    cv_.Wait(&l, [r] { return r->inflight == 0; });
     mr = r->mr;
-    regions_.erase(region.id);
+    mem_.by_id.erase(region.id);
   }
   if (mr != nullptr) {
     if (const int rc = ibv_dereg_mr(mr); rc != 0) return VerbsError("ibv_dereg_mr", rc);
@@ -416,8 +419,8 @@ int VerbsTransport::PickLane(int lane) const {
 
 Status VerbsTransport::SubmitLocked(PeerId peer, int lane, std::unique_ptr<Op> op) {
   if (!started_ || shutting_down_) return Status::Unavailable("transport is not running");
-  auto it = peers_.find(peer);
-  if (it == peers_.end()) return Status::InvalidArgument("unknown peer " + std::to_string(peer));
+  auto it = conns_.peers.find(peer);
+  if (it == conns_.peers.end()) return Status::InvalidArgument("unknown peer " + std::to_string(peer));
   Session* s = it->second->session.get();
   if (s == nullptr) return Status::Unavailable("peer " + it->second->name + " is down");
   if (s->resetting[lane]) {  // the lane is being re-established: keep the op, in order
@@ -442,8 +445,8 @@ Status VerbsTransport::SubmitLocked(PeerId peer, int lane, std::unique_ptr<Op> o
 Status VerbsTransport::PinRegionLocked(const MemoryRegion& local, uint64_t offset,
                                        uint64_t length, char** addr, uint32_t* lkey) {
   if (!started_ || shutting_down_) return Status::Unavailable("transport is not running");
-  auto it = regions_.find(local.id);
-  if (it == regions_.end() || it->second->deregistering) {
+  auto it = mem_.by_id.find(local.id);
+  if (it == mem_.by_id.end() || it->second->deregistering) {
     return Status::InvalidArgument("memory region " + std::to_string(local.id) +
                                    " is not registered with this transport");
   }
@@ -464,10 +467,14 @@ Status VerbsTransport::PinRegionLocked(const MemoryRegion& local, uint64_t offse
   return Status::OK();
 }
 
+void VerbsTransport::ReleaseRegionLocked(uint32_t region_id) {
+  auto it = mem_.by_id.find(region_id);
+  if (it != mem_.by_id.end() && --it->second->inflight == 0) cv_.NotifyAll();
+}
+
 void VerbsTransport::ReleaseRegion(uint32_t region_id) {
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = regions_.find(region_id);
-  if (it != regions_.end() && --it->second->inflight == 0) cv_.notify_all();
+  MutexLock l(&mu_);
+  ReleaseRegionLocked(region_id);
 }
 
 Status VerbsTransport::Send(PeerId peer, std::string_view msg, Completion done, int lane) {
@@ -483,7 +490,7 @@ Status VerbsTransport::Send(PeerId peer, std::string_view msg, Completion done, 
   op->payload.assign(msg.data(), msg.size());
   op->done = std::move(done);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     NOVA_RETURN_NOT_OK(SubmitLocked(peer, k, std::move(op)));
   }
   stats_.sends++;
@@ -508,10 +515,10 @@ Status VerbsTransport::Write(PeerId peer, const MemoryRegion& local, uint64_t lo
   op->done = std::move(done);
   op->region_id = local.id;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     NOVA_RETURN_NOT_OK(PinRegionLocked(local, local_offset, length, &op->local, &op->lkey));
     if (Status st = SubmitLocked(peer, k, std::move(op)); !st.ok()) {
-      if (--regions_[local.id]->inflight == 0) cv_.notify_all();
+      ReleaseRegionLocked(local.id);
       return st;
     }
   }
@@ -536,10 +543,10 @@ Status VerbsTransport::Read(PeerId peer, RemoteAddr remote, uint64_t length,
   op->done = std::move(done);
   op->region_id = local.id;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     NOVA_RETURN_NOT_OK(PinRegionLocked(local, local_offset, length, &op->local, &op->lkey));
     if (Status st = SubmitLocked(peer, k, std::move(op)); !st.ok()) {
-      if (--regions_[local.id]->inflight == 0) cv_.notify_all();
+      ReleaseRegionLocked(local.id);
       return st;
     }
   }
@@ -550,8 +557,8 @@ Status VerbsTransport::Read(PeerId peer, RemoteAddr remote, uint64_t length,
 
 TransportStats VerbsTransport::GetStats() const {
   TransportStats s = stats_.Snapshot();
-  std::lock_guard<std::mutex> l(mu_);
-  for (auto& [id, p] : peers_) s.peers_up += p->session != nullptr ? 1 : 0;
+  MutexLock l(&mu_);
+  for (auto& [id, p] : conns_.peers) s.peers_up += p->session != nullptr ? 1 : 0;
   return s;
 }
 

@@ -29,17 +29,16 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/transport/transport.h"
 #include "common/transport/transport_counters.h"
@@ -129,6 +128,7 @@ class VerbsTransport final : public Transport {
   struct Region;
   struct XchgThread;
   struct XchgCommand;
+  struct CmThread;
   struct CmCommand;
   using LanePtr = std::shared_ptr<Lane>;
   using Callbacks = std::vector<std::function<void()>>;
@@ -136,49 +136,53 @@ class VerbsTransport final : public Transport {
   // --- public-API helpers (verbs_transport.cc) ---
   int PickLane(int lane) const;
   // Hands `op` to lane `lane` of `peer`. On error `op` is dropped without running its done.
-  Status SubmitLocked(PeerId peer, int lane, std::unique_ptr<Op> op);  // REQUIRES(mu_)
+  Status SubmitLocked(PeerId peer, int lane, std::unique_ptr<Op> op) REQUIRES(mu_);
   Status PinRegionLocked(const MemoryRegion& local, uint64_t offset, uint64_t length,
-                         char** addr, uint32_t* lkey);  // REQUIRES(mu_)
-  void ReleaseRegion(uint32_t region_id);               // EXCLUDES(mu_)
+                         char** addr, uint32_t* lkey) REQUIRES(mu_);
+  // Undoes PinRegionLocked.
+  void ReleaseRegionLocked(uint32_t region_id) REQUIRES(mu_);
+  void ReleaseRegion(uint32_t region_id) EXCLUDES(mu_);
 
-  // --- peers and sessions (verbs_session.cc), all REQUIRES(mu_) unless noted ---
-  std::shared_ptr<Session> NewSessionLocked(bool initiator);
+  // --- peers and sessions (verbs_session.cc) ---
+  std::shared_ptr<Session> NewSessionLocked(bool initiator) REQUIRES(mu_);
   LanePtr NewInitiatorLaneLocked(Session* s, int index, const std::string& address,
-                                 const void* sockaddr, uint32_t sockaddr_len);
+                                 const void* sockaddr, uint32_t sockaddr_len) REQUIRES(mu_);
   std::shared_ptr<Session> StartSessionLocked(const std::string& address, const void* sockaddr,
-                                              uint32_t sockaddr_len, PeerId reconnect_of);
+                                              uint32_t sockaddr_len, PeerId reconnect_of)
+      REQUIRES(mu_);
   // Any failure of `lane` fails its whole session (peer down).
-  void FailLane(const LanePtr& lane, const Status& why);  // EXCLUDES(mu_); any thread
-  void FailLaneLocked(const LanePtr& lane, const Status& why);
+  void FailLane(const LanePtr& lane, const Status& why) EXCLUDES(mu_);  // any thread
+  void FailLaneLocked(const LanePtr& lane, const Status& why) REQUIRES(mu_);
   // `lane`'s QP broke because of a refused one-sided op: replace only that lane if its
   // session is Up (see the life cycle in verbs_internal.h), else as FailLane.
-  void ResetLane(const LanePtr& lane, const Status& why);  // EXCLUDES(mu_); any thread
-  void ResetLaneLocked(const LanePtr& lane, const Status& why);
-  void FlushParkedLocked(Session* s, int lane);
-  void SubmitControlLocked(Session* s, std::string frame);
-  void AdvertiseRegionLocked(const MemoryRegion& region, bool add);
-  void FailSessionLocked(Session* s, const Status& why);
-  void SessionGoneLocked(Session* s);
-  void SessionUpLocked(Session* s, Callbacks* after_unlock);
-  Peer& FindOrCreatePeerLocked(const std::string& name);
+  void ResetLane(const LanePtr& lane, const Status& why) EXCLUDES(mu_);  // any thread
+  void ResetLaneLocked(const LanePtr& lane, const Status& why) REQUIRES(mu_);
+  void FlushParkedLocked(Session* s, int lane) REQUIRES(mu_);
+  void SubmitControlLocked(Session* s, std::string frame) REQUIRES(mu_);
+  void AdvertiseRegionLocked(const MemoryRegion& region, bool add) REQUIRES(mu_);
+  void FailSessionLocked(Session* s, const Status& why) REQUIRES(mu_);
+  void SessionGoneLocked(Session* s) REQUIRES(mu_);
+  void SessionUpLocked(Session* s, Callbacks* after_unlock) REQUIRES(mu_);
+  Peer& FindOrCreatePeerLocked(const std::string& name) REQUIRES(mu_);
   // Called on the lane's xchg thread when the lane's handshake succeeded. Returns the PeerId
   // messages on this lane are delivered for, or why the lane must be refused.
-  Result<PeerId> LaneAuthenticated(const LanePtr& lane, Callbacks* after_unlock);  // EXCLUDES
+  Result<PeerId> LaneAuthenticated(const LanePtr& lane, Callbacks* after_unlock) EXCLUDES(mu_);
 
   // --- cm thread (verbs_cm.cc) ---
   void CmLoop();
   void PushCm(CmCommand c);
-  void RunCmCommands();
+  void RunCmCommands() EXCLUDES(mu_);
   void ProcessCmEvents();
-  void HandleCmEvent(const rdma_cm_event& ev, const char* private_data, size_t private_len);
+  void HandleCmEvent(const rdma_cm_event& ev, const char* private_data, size_t private_len)
+      EXCLUDES(mu_);
   void OnConnectRequest(rdma_cm_id* id, const rdma_conn_param& param, const char* private_data,
                         size_t private_len);
   void ProcessAsyncEvents();
-  void CheckDeadlines();
+  void CheckDeadlines() EXCLUDES(mu_);
   void StartLane(const LanePtr& lane);
   Status CreateQp(Lane* lane);
   void TeardownLane(const LanePtr& lane, const Status& why);
-  void DestroyLane(const LanePtr& lane);
+  void DestroyLane(const LanePtr& lane) EXCLUDES(mu_);
   static void OnQpAsyncEvent(void* self, uint32_t qp_num, int event_type);
 
   // --- xchg threads (verbs_lane.cc; the handshake in verbs_handshake.cc) ---
@@ -189,8 +193,8 @@ class VerbsTransport final : public Transport {
   void HandleWc(XchgThread* x, const ibv_wc& wc);
   void HandleSendWc(XchgThread* x, const LanePtr& lane, const ibv_wc& wc);
   void HandleRecvWc(XchgThread* x, const LanePtr& lane, const ibv_wc& wc);
-  Status ClassifyWcError(Lane* lane, const ibv_wc& wc, const Op& op);  // EXCLUDES(mu_)
-  void HandleControl(const LanePtr& lane, const std::string& msg);
+  Status ClassifyWcError(Lane* lane, const ibv_wc& wc, const Op& op) EXCLUDES(mu_);
+  void HandleControl(const LanePtr& lane, const std::string& msg) EXCLUDES(mu_);
   void HandleHandshake(XchgThread* x, const LanePtr& lane, const std::string& msg);
   void StartHandshake(XchgThread* x, const LanePtr& lane);
   void SendInternal(XchgThread* x, const LanePtr& lane, std::string frame, Completion done);
@@ -202,59 +206,79 @@ class VerbsTransport final : public Transport {
   void MarkFailing(Lane* lane, const Status& why);
   // Stops posting on `lane`, reports it (ResetLane if `reset`, else FailLane) and then
   // completes what can be completed.
-  void BreakLane(const LanePtr& lane, const Status& why, bool reset);
+  void BreakLane(const LanePtr& lane, const Status& why, bool reset) EXCLUDES(mu_);
   void CompleteFrontOps(Lane* lane);
-  void CompleteOp(Lane* lane, std::unique_ptr<Op> op, const Status& s);
+  void CompleteOp(Lane* lane, std::unique_ptr<Op> op, const Status& s) EXCLUDES(mu_);
   void MaybeDrained(XchgThread* x, const LanePtr& lane);
   void AbandonLane(XchgThread* x, const LanePtr& lane, const Status& why);
+
+  // The device: the verbs objects every QP and region shares and what Init() learnt of the
+  // device. One job: own what Init() opened, until Shutdown() frees it.
+  // Thread safety: written only by Init() and Start() (before any thread of ours runs) and
+  // by Shutdown() (after they were joined); constant, and so readable without a lock, between.
+  struct Device {
+    ibv_context* ctx = nullptr;        // owned by librdmacm (one per device per process)
+    ibv_pd* pd = nullptr;              // for every QP and every registered region
+    rdma_event_channel* channel = nullptr;  // the cm thread's rdma_cm events
+    rdma_cm_id* listen_id = nullptr;
+    uint8_t max_rd_atomic = 0;         // responder resources we grant
+    uint8_t max_init_rd_atomic = 0;    // outstanding RDMA READs we issue per QP
+    int max_lanes_per_thread = 0;      // bounded so a shared CQ can never overflow
+    uint16_t listen_port = 0;          // host order; set by Start() before any thread
+  };
+
+  // The peers and the connection attempts to them (sessions), and every lane not yet
+  // destroyed. One job: who we are connected to and how far each attempt got; the life
+  // cycle it records is in verbs_internal.h.
+  // Thread safety: guarded as a whole by mu_ (VerbsTransport::conns_ is GUARDED_BY(mu_)).
+  struct ConnTable {
+    PeerId next_peer_id = 1;
+    uint64_t next_session_serial = 1;
+    std::map<PeerId, std::unique_ptr<Peer>> peers;
+    std::map<std::string, PeerId> peer_by_name;
+    std::map<uint64_t, std::shared_ptr<Session>> sessions;  // live ones
+    std::map<std::string, Session*> connecting;  // initiated, not yet Up, by dialled address
+    std::map<std::string, Session*> accepting;   // accepted, not yet Up, by peer name
+    std::map<Lane*, LanePtr> lanes;              // every lane not destroyed
+    std::map<Lane*, MonoTime> orphans;  // accepted, not authenticated: handshake deadline
+  };
+
+  // Our registered memory regions. One job: which regions exist, and how many of our posted
+  // one-sided ops use each (DeregisterMemory waits for none).
+  // Thread safety: guarded as a whole by mu_ (VerbsTransport::mem_ is GUARDED_BY(mu_)), so
+  // that pinning a region and handing its op to a lane take one lock, not two.
+  struct RegionSet {
+    uint32_t next_id = 1;
+    std::map<uint32_t, std::unique_ptr<Region>> by_id;
+  };
 
   // Constant after construction.
   const TransportOptions options_;
   TransportHandler* const handler_;  // must outlive this
   const uint64_t incarnation_;
 
-  // Constant after Init() (verbs objects are destroyed only by Shutdown()).
-  ibv_context* ctx_ = nullptr;          // owned by librdmacm (one per device per process)
-  ibv_pd* pd_ = nullptr;
-  rdma_event_channel* channel_ = nullptr;
-  rdma_cm_id* listen_id_ = nullptr;
-  uint8_t max_rd_atomic_ = 0;           // responder resources we grant
-  uint8_t max_init_rd_atomic_ = 0;      // outstanding RDMA READs we issue per QP
-  int max_lanes_per_thread_ = 0;        // bounded so a shared CQ can never overflow
+  Device dev_;
+  // Constant after Init(): one per xchg thread, each with its own command lock.
   std::vector<std::unique_ptr<XchgThread>> xchg_;
-  uint16_t listen_port_ = 0;            // host order; set by Start() before any thread
-  int cm_wake_fd_ = -1;
-  std::thread cm_thread_;
+  // Started by Start(), joined by Shutdown(); its command queue has its own lock.
+  std::unique_ptr<CmThread> cm_;
 
-  // Lock order: shutdown_mu_ -> verbs_mu_ -> mu_ -> {XchgThread::mu, cm_mu_}. The
-  // process-wide QP registry lock (verbs_cm.cc) may be held while taking cm_mu_.
-  // Nothing takes mu_ while holding XchgThread::mu or cm_mu_.
-  std::mutex shutdown_mu_;
-  bool shut_down_ = false;  // GUARDED_BY(shutdown_mu_)
+  // Lock order: shutdown_mu_ -> verbs_mu_ -> mu_ -> {XchgThread::mu, CmThread::mu}. The
+  // process-wide QP registry lock (verbs_cm.cc) may be held while taking CmThread::mu.
+  // Nothing takes mu_ while holding XchgThread::mu or CmThread::mu.
+  Mutex shutdown_mu_ ACQUIRED_BEFORE(verbs_mu_);
+  bool shut_down_ GUARDED_BY(shutdown_mu_) = false;
   // Serializes ibv_reg_mr/ibv_dereg_mr with Shutdown()'s ibv_dealloc_pd, without holding
   // mu_ (and so blocking the data path) while the kernel pins or unpins memory.
-  std::mutex verbs_mu_;
+  Mutex verbs_mu_ ACQUIRED_BEFORE(mu_);
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;  // signalled on session state, region and lane-count changes
-  bool initialized_ = false;    // GUARDED_BY(mu_)
-  bool started_ = false;        // GUARDED_BY(mu_)
-  bool shutting_down_ = false;  // GUARDED_BY(mu_)
-  PeerId next_peer_id_ = 1;     // GUARDED_BY(mu_)
-  uint64_t next_session_serial_ = 1;                        // GUARDED_BY(mu_)
-  uint32_t next_region_id_ = 1;                             // GUARDED_BY(mu_)
-  std::map<PeerId, std::unique_ptr<Peer>> peers_;           // GUARDED_BY(mu_)
-  std::map<std::string, PeerId> peer_by_name_;              // GUARDED_BY(mu_)
-  std::map<uint64_t, std::shared_ptr<Session>> sessions_;   // GUARDED_BY(mu_), live ones
-  std::map<std::string, Session*> connecting_;  // GUARDED_BY(mu_), by dialled address
-  std::map<std::string, Session*> accepting_;   // GUARDED_BY(mu_), by peer name
-  std::map<Lane*, LanePtr> lanes_;              // GUARDED_BY(mu_), every lane not destroyed
-  std::map<Lane*, MonoTime> orphans_;  // GUARDED_BY(mu_), accepted, unauthenticated: deadline
-  std::map<uint32_t, std::unique_ptr<Region>> regions_;     // GUARDED_BY(mu_)
-
-  std::mutex cm_mu_;
-  std::vector<CmCommand> cm_commands_;  // GUARDED_BY(cm_mu_)
-  bool cm_stop_ = false;                // GUARDED_BY(cm_mu_)
+  mutable Mutex mu_;
+  CondVar cv_;  // signalled on session state, region and lane-count changes
+  bool initialized_ GUARDED_BY(mu_) = false;
+  bool started_ GUARDED_BY(mu_) = false;
+  bool shutting_down_ GUARDED_BY(mu_) = false;
+  ConnTable conns_ GUARDED_BY(mu_);
+  RegionSet mem_ GUARDED_BY(mu_);
 
   TransportCounters stats_;
 };
