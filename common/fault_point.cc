@@ -7,12 +7,13 @@
 #include <chrono>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace nova {
 
@@ -37,8 +38,8 @@ struct Point {
 // The armed points. Allocated once and never destroyed: a detached thread may hit a
 // point while the process exits, after static destructors would have run.
 struct Table {
-  std::mutex mu;
-  std::map<std::string, Point, std::less<>> points;  // GUARDED_BY(mu)
+  Mutex mu;
+  std::map<std::string, Point, std::less<>> points GUARDED_BY(mu);
 };
 
 Table& GetTable() {
@@ -46,8 +47,7 @@ Table& GetTable() {
   return *table;
 }
 
-// REQUIRES: table.mu held.
-void UpdateAnyArmedLocked(const Table& table) {
+void UpdateAnyArmedLocked(const Table& table) REQUIRES(table.mu) {
   fault_internal::g_any_armed.store(!table.points.empty(), std::memory_order_relaxed);
 }
 
@@ -160,7 +160,7 @@ struct Decision {
 Decision Decide(std::string_view name, bool is_void) {
   Decision d;
   Table& table = GetTable();
-  std::lock_guard<std::mutex> l(table.mu);
+  MutexLock l(&table.mu);
   auto it = table.points.find(name);
   if (it == table.points.end()) return d;
   Point& p = it->second;
@@ -228,7 +228,7 @@ Status FaultPoints::Arm(std::string_view spec) {
     }
   }
   Table& table = GetTable();
-  std::lock_guard<std::mutex> l(table.mu);
+  MutexLock l(&table.mu);
   for (auto& [name, point] : parsed) {
     LOG(WARNING) << "fault point armed: " << point.entry;
     table.points.insert_or_assign(std::move(name), std::move(point));
@@ -239,7 +239,7 @@ Status FaultPoints::Arm(std::string_view spec) {
 
 void FaultPoints::Disarm(std::string_view name) {
   Table& table = GetTable();
-  std::lock_guard<std::mutex> l(table.mu);
+  MutexLock l(&table.mu);
   auto it = table.points.find(name);
   if (it != table.points.end()) table.points.erase(it);
   UpdateAnyArmedLocked(table);
@@ -247,21 +247,21 @@ void FaultPoints::Disarm(std::string_view name) {
 
 void FaultPoints::DisarmAll() {
   Table& table = GetTable();
-  std::lock_guard<std::mutex> l(table.mu);
+  MutexLock l(&table.mu);
   table.points.clear();
   UpdateAnyArmedLocked(table);
 }
 
 uint64_t FaultPoints::HitCount(std::string_view name) {
   Table& table = GetTable();
-  std::lock_guard<std::mutex> l(table.mu);
+  MutexLock l(&table.mu);
   auto it = table.points.find(name);
   return it == table.points.end() ? 0 : it->second.hits;
 }
 
 uint64_t FaultPoints::FireCount(std::string_view name) {
   Table& table = GetTable();
-  std::lock_guard<std::mutex> l(table.mu);
+  MutexLock l(&table.mu);
   auto it = table.points.find(name);
   return it == table.points.end() ? 0 : it->second.fires;
 }

@@ -253,21 +253,21 @@ MetricsRegistry::Entry* MetricsRegistry::GetOrCreateLocked(std::string_view name
 }
 
 Counter* MetricsRegistry::GetCounter(std::string_view name, std::string_view help) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   Entry* e = GetOrCreateLocked(name, help, Type::kCounter);
   if (!e->counter) e->counter = std::make_unique<Counter>();
   return e->counter.get();
 }
 
 Gauge* MetricsRegistry::GetGauge(std::string_view name, std::string_view help) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   Entry* e = GetOrCreateLocked(name, help, Type::kGauge);
   if (!e->gauge) e->gauge = std::make_unique<Gauge>();
   return e->gauge.get();
 }
 
 Histogram* MetricsRegistry::GetHistogram(std::string_view name, std::string_view help) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   Entry* e = GetOrCreateLocked(name, help, Type::kHistogram);
   if (!e->histogram) e->histogram = std::make_unique<Histogram>();
   return e->histogram.get();
@@ -276,16 +276,16 @@ Histogram* MetricsRegistry::GetHistogram(std::string_view name, std::string_view
 void MetricsRegistry::RegisterCallbackGauge(std::string_view name, std::string_view help,
                                             std::function<double()> fn) {
   CHECK(fn) << "callback gauge '" << name << "' needs a function";
-  std::lock_guard<std::mutex> cl(callback_mu_);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock cl(&callback_mu_);
+  MutexLock l(&mu_);
   Entry* e = GetOrCreateLocked(name, help, Type::kCallbackGauge);
   e->help = std::string(help);
   e->callback = std::move(fn);
 }
 
 void MetricsRegistry::UnregisterCallbackGauge(std::string_view name) {
-  std::lock_guard<std::mutex> cl(callback_mu_);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock cl(&callback_mu_);
+  MutexLock l(&mu_);
   auto it = entries_.find(name);
   if (it == entries_.end()) return;
   CHECK(it->second.type == Type::kCallbackGauge)
@@ -296,18 +296,18 @@ void MetricsRegistry::UnregisterCallbackGauge(std::string_view name) {
 void MetricsRegistry::RegisterDebugSection(std::string_view name,
                                            std::function<std::string()> fn) {
   CHECK(fn) << "debug section '" << name << "' needs a function";
-  std::lock_guard<std::mutex> cl(callback_mu_);
+  MutexLock cl(&callback_mu_);
   debug_sections_.insert_or_assign(std::string(name), std::move(fn));
 }
 
 void MetricsRegistry::UnregisterDebugSection(std::string_view name) {
-  std::lock_guard<std::mutex> cl(callback_mu_);
+  MutexLock cl(&callback_mu_);
   auto it = debug_sections_.find(name);
   if (it != debug_sections_.end()) debug_sections_.erase(it);
 }
 
 std::string MetricsRegistry::DumpDebug() const {
-  std::lock_guard<std::mutex> cl(callback_mu_);
+  MutexLock cl(&callback_mu_);
   std::string out;
   for (const auto& [name, fn] : debug_sections_) {
     out += "== " + name + " ==\n" + fn() + "\n";
@@ -319,10 +319,10 @@ std::vector<MetricsRegistry::Row> MetricsRegistry::Collect() const {
   std::vector<Row> rows;
   // Callback functions run with callback_mu_ held (so Unregister waits for them) but not
   // mu_ (so they may call Get*()); callback_mu_ also keeps their entries in place.
-  std::lock_guard<std::mutex> cl(callback_mu_);
+  MutexLock cl(&callback_mu_);
   std::vector<std::pair<size_t, const std::function<double()>*>> callbacks;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     rows.reserve(entries_.size());
     for (const auto& [name, e] : entries_) {
       Row row;

@@ -22,10 +22,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace nova {
 
@@ -244,20 +245,21 @@ class MetricsRegistry {
 
   // Returns the entry for `name`, creating an empty one of `type` if absent.
   // CHECK-fails on an invalid name, a type mismatch or a histogram series collision.
-  // REQUIRES: mu_ held.
-  Entry* GetOrCreateLocked(std::string_view name, std::string_view help, Type type);
+  Entry* GetOrCreateLocked(std::string_view name, std::string_view help, Type type)
+      REQUIRES(mu_);
   // Reads every metric, running callback gauges.
   std::vector<Row> Collect() const;
 
   // Held while a callback gauge's function may run or be changed, so that
   // UnregisterCallbackGauge can promise the function is no longer running.
-  mutable std::mutex callback_mu_;
-  mutable std::mutex mu_;
+  // Lock order: callback_mu_ before mu_.
+  mutable Mutex callback_mu_ ACQUIRED_BEFORE(mu_);
+  mutable Mutex mu_;
   // Map nodes never move, so Entry pointers stay valid until the entry is erased (only
-  // callback gauges are). GUARDED_BY(mu_)
-  std::map<std::string, Entry, std::less<>> entries_;
-  // GUARDED_BY(callback_mu_)
-  std::map<std::string, std::function<std::string()>, std::less<>> debug_sections_;
+  // callback gauges are).
+  std::map<std::string, Entry, std::less<>> entries_ GUARDED_BY(mu_);
+  std::map<std::string, std::function<std::string()>, std::less<>> debug_sections_
+      GUARDED_BY(callback_mu_);
 };
 
 }  // namespace nova

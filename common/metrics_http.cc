@@ -31,7 +31,7 @@ MetricsHttpServer::MetricsHttpServer(MetricsRegistry* registry, std::string host
 MetricsHttpServer::~MetricsHttpServer() { Shutdown(); }
 
 Status MetricsHttpServer::Start() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (state_ != State::kNew) return Status::IllegalState("metrics HTTP server already started");
 
   auto server = std::make_unique<httplib::Server>();
@@ -88,7 +88,7 @@ Status MetricsHttpServer::Start() {
 }
 
 void MetricsHttpServer::Shutdown() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (state_ == State::kRunning) {
     server_->stop();
     listener_.join();

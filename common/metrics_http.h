@@ -11,11 +11,11 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace httplib {
@@ -58,11 +58,11 @@ class MetricsHttpServer {
 
   std::atomic<int> bound_port_{-1};
 
-  std::mutex mu_;  // serializes Start and Shutdown
+  Mutex mu_;  // serializes Start and Shutdown
   enum class State { kNew, kRunning, kShutdown };
-  State state_ = State::kNew;                // GUARDED_BY(mu_)
-  std::unique_ptr<httplib::Server> server_;  // GUARDED_BY(mu_)
-  std::thread listener_;                     // GUARDED_BY(mu_)
+  State state_ GUARDED_BY(mu_) = State::kNew;
+  std::unique_ptr<httplib::Server> server_ GUARDED_BY(mu_);
+  std::thread listener_ GUARDED_BY(mu_);
 };
 
 }  // namespace nova

@@ -1,5 +1,6 @@
 // Mutex, MutexLock and CondVar: std::mutex and std::condition_variable with the
-// annotations of common/thread_annotations.h, so that clang checks GUARDED_BY / REQUIRES /
+// annotations of common/thread_annotations.h (and SharedMutex with WriterMutexLock and
+// ReaderMutexLock: std::shared_mutex, for state read far more often than written), so that clang checks GUARDED_BY / REQUIRES /
 // EXCLUDES against the locks actually held.
 //
 //   Mutex mu_;
@@ -17,12 +18,13 @@
 //     ...
 //   }
 //
-// Thread safety: as std::mutex and std::condition_variable.
+// Thread safety: as std::mutex, std::shared_mutex and std::condition_variable.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <shared_mutex>
 
 #include "common/thread_annotations.h"
 
@@ -96,6 +98,48 @@ class CondVar {
 
  private:
   std::condition_variable cv_;
+};
+
+// A reader/writer lock: many holders in shared mode (ReaderMutexLock) or one in exclusive
+// mode (WriterMutexLock). Members it guards are read under either and written only under
+// the exclusive mode (GUARDED_BY checks both).
+class CAPABILITY("mutex") SharedMutex {
+ public:
+  SharedMutex() = default;
+  SharedMutex(const SharedMutex&) = delete;
+  SharedMutex& operator=(const SharedMutex&) = delete;
+
+  void Lock() ACQUIRE() { mu_.lock(); }
+  void Unlock() RELEASE() { mu_.unlock(); }
+  void LockShared() ACQUIRE_SHARED() { mu_.lock_shared(); }
+  void UnlockShared() RELEASE_SHARED() { mu_.unlock_shared(); }
+
+ private:
+  std::shared_mutex mu_;
+};
+
+// Holds `mu` exclusively from construction to destruction.
+class SCOPED_CAPABILITY WriterMutexLock {
+ public:
+  explicit WriterMutexLock(SharedMutex* mu) ACQUIRE(mu) : mu_(mu) { mu_->Lock(); }
+  ~WriterMutexLock() RELEASE() { mu_->Unlock(); }
+  WriterMutexLock(const WriterMutexLock&) = delete;
+  WriterMutexLock& operator=(const WriterMutexLock&) = delete;
+
+ private:
+  SharedMutex* const mu_;
+};
+
+// Holds `mu` in shared mode from construction to destruction.
+class SCOPED_CAPABILITY ReaderMutexLock {
+ public:
+  explicit ReaderMutexLock(SharedMutex* mu) ACQUIRE_SHARED(mu) : mu_(mu) { mu_->LockShared(); }
+  ~ReaderMutexLock() RELEASE() { mu_->UnlockShared(); }
+  ReaderMutexLock(const ReaderMutexLock&) = delete;
+  ReaderMutexLock& operator=(const ReaderMutexLock&) = delete;
+
+ private:
+  SharedMutex* const mu_;
 };
 
 }  // namespace nova

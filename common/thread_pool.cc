@@ -32,7 +32,7 @@ ThreadPool::~ThreadPool() { Shutdown(); }
 
 Status ThreadPool::Submit(std::function<void()> task) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (shutting_down_) return Status::Aborted("thread pool " + name_ + " is shut down");
     if (queue_.size() >= max_queue_) {
       return Status::ResourceExhausted("thread pool " + name_ + " queue is full (" +
@@ -40,7 +40,7 @@ Status ThreadPool::Submit(std::function<void()> task) {
     }
     queue_.push_back(std::move(task));
   }
-  work_cv_.notify_one();
+  work_cv_.NotifyOne();
   return Status::OK();
 }
 
@@ -49,19 +49,19 @@ void ThreadPool::Shutdown() {
     CHECK(t.get_id() != std::this_thread::get_id())
         << "thread pool " << name_ << " shut down from its own worker";
   }
-  std::lock_guard<std::mutex> jl(join_mu_);
+  MutexLock jl(&join_mu_);
   if (joined_) return;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     shutting_down_ = true;
   }
-  work_cv_.notify_all();
+  work_cv_.NotifyAll();
   for (std::thread& t : workers_) t.join();
   joined_ = true;
 }
 
 size_t ThreadPool::queue_depth() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return queue_.size();
 }
 
@@ -69,8 +69,8 @@ void ThreadPool::WorkerLoop() {
   for (;;) {
     std::function<void()> task;
     {
-      std::unique_lock<std::mutex> l(mu_);
-      work_cv_.wait(l, [this] { return shutting_down_ || !queue_.empty(); });
+      MutexLock l(&mu_);
+      work_cv_.Wait(&l, [this]() REQUIRES(mu_) { return shutting_down_ || !queue_.empty(); });
       // On shutdown, keep taking tasks until the queue is empty: queued work is never
       // silently dropped.
       if (queue_.empty()) return;

@@ -11,15 +11,14 @@
 //   pool.Shutdown();  // runs what is queued, then joins
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace nova {
@@ -43,22 +42,22 @@ class ThreadPool {
   // Queues `task` to run on a worker. Returns OK if queued; ResourceExhausted if
   // max_queue tasks are already waiting (the task is dropped: retry later or push back);
   // Aborted once Shutdown() has begun. Tasks start in submission order.
-  Status Submit(std::function<void()> task);
+  Status Submit(std::function<void()> task) EXCLUDES(mu_);
 
   // Drains and stops the pool: Submit() fails with Aborted from now on (also for tasks
   // that queued tasks submit), every task already queued still runs, then the workers
   // are joined. Returns when all have finished. Idempotent; concurrent callers all wait
   // for the drain.
   // REQUIRES: not called from one of this pool's workers (it would wait for itself).
-  void Shutdown();
+  void Shutdown() EXCLUDES(join_mu_, mu_);
 
   // Number of tasks waiting for a worker (not counting running ones).
-  size_t queue_depth() const;
+  size_t queue_depth() const EXCLUDES(mu_);
   size_t num_threads() const { return workers_.size(); }
   const std::string& name() const { return name_; }
 
  private:
-  void WorkerLoop();
+  void WorkerLoop() EXCLUDES(mu_);
 
   // Constant after construction.
   const std::string name_;
@@ -66,12 +65,13 @@ class ThreadPool {
   std::vector<std::thread> workers_;  // joined by Shutdown() under join_mu_
 
   // Lock order: join_mu_ before mu_.
-  std::mutex join_mu_;  // held while joining workers, so concurrent Shutdowns all wait
-  mutable std::mutex mu_;
-  std::condition_variable work_cv_;          // signalled when a task is queued or on shutdown
-  std::deque<std::function<void()>> queue_;  // GUARDED_BY(mu_)
-  bool shutting_down_ = false;               // GUARDED_BY(mu_)
-  bool joined_ = false;                      // GUARDED_BY(join_mu_)
+  Mutex join_mu_ ACQUIRED_BEFORE(mu_);  // held while joining workers, so concurrent
+                                       // Shutdowns all wait
+  mutable Mutex mu_;
+  CondVar work_cv_;  // signalled when a task is queued or on shutdown
+  std::deque<std::function<void()>> queue_ GUARDED_BY(mu_);
+  bool shutting_down_ GUARDED_BY(mu_) = false;
+  bool joined_ GUARDED_BY(join_mu_) = false;
 };
 
 }  // namespace nova

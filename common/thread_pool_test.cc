@@ -7,13 +7,13 @@
 #include <chrono>
 #include <functional>
 #include <future>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 
 namespace nova {
 namespace {
@@ -168,7 +168,7 @@ TEST(ThreadPoolTest, ConcurrentShutdownsAllWaitForTheDrain) {
 
 TEST(ThreadPoolTest, WorkersAreNamed) {
   ThreadPool pool("flush", 3, 100);
-  std::mutex mu;
+  Mutex mu;
   std::set<std::string> names;
   Gate gate;
   // Three blocking tasks occupy all three workers, so each runs on a different one.
@@ -177,7 +177,7 @@ TEST(ThreadPoolTest, WorkersAreNamed) {
                       char name[16] = {};
                       pthread_getname_np(pthread_self(), name, sizeof(name));
                       {
-                        std::lock_guard<std::mutex> l(mu);
+                        MutexLock l(&mu);
                         names.insert(name);
                       }
                       task();

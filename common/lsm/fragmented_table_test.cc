@@ -8,12 +8,12 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <random>
 #include <set>
 #include <utility>
 
 #include "common/coding.h"
+#include "common/mutex.h"
 #include "tests/util/test_util.h"
 
 namespace nova::lsm {
@@ -45,7 +45,7 @@ class MemoryFragmentSource : public FragmentSource {
 
   leveldb::Status ReadFragment(uint32_t fragment, uint64_t offset, size_t n, char* scratch,
                                leveldb::Slice* result) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     reads_.push_back({fragment, offset, n});
     if (fragment >= fragments_.size()) {
       ADD_FAILURE() << "read of fragment " << fragment << " of " << fragments_.size();
@@ -69,7 +69,7 @@ class MemoryFragmentSource : public FragmentSource {
   }
 
   std::vector<FragmentRead> TakeReads() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return std::exchange(reads_, {});
   }
   // REQUIRES: no read in progress.
@@ -82,7 +82,7 @@ class MemoryFragmentSource : public FragmentSource {
   bool fail_ = false;
   bool short_reads_ = false;
   std::vector<std::string> fragments_;
-  std::mutex mu_;
+  Mutex mu_;
   std::vector<FragmentRead> reads_;  // guarded by mu_
 };
 

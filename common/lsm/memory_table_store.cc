@@ -63,7 +63,7 @@ Status MemoryTableStore::WriteTable(uint64_t number, const BuiltTable& table,
   if (!stored.filter.empty()) {
     filter.push_back(FragmentLocation{kMemoryStoreStocId, number, 0, stored.filter.size()});
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (TakeFault(&fail_writes_)) {
     return Status::IOError("writing " + TableName(number) + ": injected fault");
   }
@@ -78,7 +78,7 @@ Status MemoryTableStore::WriteTable(uint64_t number, const BuiltTable& table,
 
 Result<std::unique_ptr<FragmentSource>> MemoryTableStore::OpenTable(const TableMeta& meta) {
   NOVA_RETURN_NOT_OK_PREPEND(meta.layout.Validate(), "opening " + TableName(meta.number));
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = tables_.find(meta.number);
   if (it == tables_.end()) {
     return Status::NotFound("opening " + TableName(meta.number) + ": not stored");
@@ -92,7 +92,7 @@ Result<std::unique_ptr<FragmentSource>> MemoryTableStore::OpenTable(const TableM
 
 Status MemoryTableStore::ReadFragment(uint64_t number, uint32_t fragment, uint64_t offset, size_t n,
                                       char* dst) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (TakeFault(&fail_reads_)) {
     return Status::IOError("reading " + TableName(number) + ": injected fault");
   }
@@ -110,7 +110,7 @@ Status MemoryTableStore::ReadFragment(uint64_t number, uint32_t fragment, uint64
 }
 
 Result<std::string> MemoryTableStore::ReadFilter(const TableMeta& meta) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (TakeFault(&fail_reads_)) {
     return Status::IOError("reading the filter of " + TableName(meta.number) + ": injected fault");
   }
@@ -122,7 +122,7 @@ Result<std::string> MemoryTableStore::ReadFilter(const TableMeta& meta) {
 }
 
 Status MemoryTableStore::DeleteTable(const TableMeta& meta) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (tables_.erase(meta.number) == 0) {
     return Status::NotFound("deleting " + TableName(meta.number) + ": not stored");
   }
@@ -131,7 +131,7 @@ Status MemoryTableStore::DeleteTable(const TableMeta& meta) {
 }
 
 Result<std::vector<uint64_t>> MemoryTableStore::ListTables() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (TakeFault(&fail_gc_calls_)) return Status::IOError("listing tables: injected fault");
   std::vector<uint64_t> numbers;
   numbers.reserve(tables_.size());
@@ -140,7 +140,7 @@ Result<std::vector<uint64_t>> MemoryTableStore::ListTables() {
 }
 
 Status MemoryTableStore::DeleteTableFiles(uint64_t number) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (TakeFault(&fail_gc_calls_)) {
     return Status::IOError("deleting the files of " + TableName(number) + ": injected fault");
   }
@@ -149,7 +149,7 @@ Status MemoryTableStore::DeleteTableFiles(uint64_t number) {
 }
 
 Status MemoryTableStore::AppendManifest(const std::string& record) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (TakeFault(&fail_manifest_writes_)) return Status::IOError("MANIFEST append: injected fault");
   manifest_ += record;
   ++manifest_appends_;
@@ -157,7 +157,7 @@ Status MemoryTableStore::AppendManifest(const std::string& record) {
 }
 
 Status MemoryTableStore::RollManifest(const std::string& snapshot_record) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (TakeFault(&fail_manifest_writes_)) return Status::IOError("MANIFEST roll: injected fault");
   manifest_ = snapshot_record;
   ++manifest_rolls_;
@@ -165,57 +165,57 @@ Status MemoryTableStore::RollManifest(const std::string& snapshot_record) {
 }
 
 Result<std::string> MemoryTableStore::ReadManifest() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return manifest_;
 }
 
 void MemoryTableStore::FailNextWrites(int n) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   fail_writes_ = n;
 }
 void MemoryTableStore::FailNextManifestWrites(int n) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   fail_manifest_writes_ = n;
 }
 void MemoryTableStore::FailNextReads(int n) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   fail_reads_ = n;
 }
 void MemoryTableStore::FailNextGcCalls(int n) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   fail_gc_calls_ = n;
 }
 
 uint64_t MemoryTableStore::tables_written() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return tables_written_;
 }
 uint64_t MemoryTableStore::tables_deleted() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return tables_deleted_;
 }
 uint64_t MemoryTableStore::tables_collected() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return tables_collected_;
 }
 uint64_t MemoryTableStore::manifest_appends() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return manifest_appends_;
 }
 uint64_t MemoryTableStore::manifest_rolls() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return manifest_rolls_;
 }
 size_t MemoryTableStore::live_tables() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return tables_.size();
 }
 bool MemoryTableStore::HasTable(uint64_t number) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return tables_.count(number) != 0;
 }
 uint64_t MemoryTableStore::live_bytes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   uint64_t bytes = 0;
   for (const auto& [number, t] : tables_) {
     for (const auto& f : t.fragments) bytes += f.size();

@@ -23,11 +23,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/lsm/table_store.h"
+#include "common/mutex.h"
 
 namespace nova::lsm {
 
@@ -88,22 +88,22 @@ class MemoryTableStore final : public TableStore {
 
   // Copies n bytes at `offset` of fragment `fragment` of table `number` into dst.
   Status ReadFragment(uint64_t number, uint32_t fragment, uint64_t offset, size_t n, char* dst);
-  // Consumes one injected fault of *counter, if any. REQUIRES: mu_ held.
+  // Consumes one injected fault of *counter (a member guarded by mu_), if any.
+  // REQUIRES: mu_ held.
   static bool TakeFault(int* counter);
 
-  mutable std::mutex mu_;
-  // Protected by mu_:
-  std::map<uint64_t, StoredTable> tables_;  // by table number
-  std::string manifest_;
-  int fail_writes_ = 0;
-  int fail_manifest_writes_ = 0;
-  int fail_reads_ = 0;
-  int fail_gc_calls_ = 0;
-  uint64_t tables_written_ = 0;
-  uint64_t tables_deleted_ = 0;
-  uint64_t tables_collected_ = 0;
-  uint64_t manifest_appends_ = 0;
-  uint64_t manifest_rolls_ = 0;
+  mutable Mutex mu_;
+  std::map<uint64_t, StoredTable> tables_ GUARDED_BY(mu_);  // by table number
+  std::string manifest_ GUARDED_BY(mu_);
+  int fail_writes_ GUARDED_BY(mu_) = 0;
+  int fail_manifest_writes_ GUARDED_BY(mu_) = 0;
+  int fail_reads_ GUARDED_BY(mu_) = 0;
+  int fail_gc_calls_ GUARDED_BY(mu_) = 0;
+  uint64_t tables_written_ GUARDED_BY(mu_) = 0;
+  uint64_t tables_deleted_ GUARDED_BY(mu_) = 0;
+  uint64_t tables_collected_ GUARDED_BY(mu_) = 0;
+  uint64_t manifest_appends_ GUARDED_BY(mu_) = 0;
+  uint64_t manifest_rolls_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace nova::lsm

@@ -13,13 +13,13 @@ ReadaheadSource::ReadaheadSource(std::unique_ptr<FragmentSource> base, TableLayo
       windows_(layout_.num_fragments()) {}
 
 uint64_t ReadaheadSource::base_reads() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return base_reads_;
 }
 
 leveldb::Status ReadaheadSource::ReadFragment(uint32_t fragment, uint64_t offset, size_t n,
                                               char* scratch, leveldb::Slice* result) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (fragment >= windows_.size()) {
     return leveldb::Status::Corruption("read-ahead: the table has no fragment " +
                                        std::to_string(fragment));

@@ -25,11 +25,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/lsm/fragmented_table.h"
+#include "common/mutex.h"
 
 namespace nova::lsm {
 
@@ -56,9 +56,9 @@ class ReadaheadSource final : public FragmentSource {
   const TableLayout layout_;
   const size_t window_bytes_;
 
-  mutable std::mutex mu_;
-  std::vector<Window> windows_;  // per fragment; protected by mu_
-  uint64_t base_reads_ = 0;      // protected by mu_
+  mutable Mutex mu_;
+  std::vector<Window> windows_ GUARDED_BY(mu_);  // per fragment
+  uint64_t base_reads_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace nova::lsm

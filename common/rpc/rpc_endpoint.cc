@@ -40,11 +40,11 @@ RpcEndpoint::RpcEndpoint(const RpcEndpointOptions& options) : options_(options) 
 RpcEndpoint::~RpcEndpoint() {
   std::unordered_map<uint64_t, Pending> pending;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
     pending.swap(pending_);
     deadlines_.clear();
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   timeout_thread_.join();
   for (auto& [id, p] : pending) p.done(Status::Aborted("rpc endpoint destroyed"), {});
@@ -61,7 +61,7 @@ void RpcEndpoint::RegisterService(wire::TypeRange range, RpcService* service, Th
 void RpcEndpoint::AddObserver(EndpointObserver* observer) { observers_.push_back(observer); }
 
 uint64_t RpcEndpoint::pending_calls() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return pending_.size();
 }
 
@@ -74,7 +74,7 @@ void RpcEndpoint::Call(PeerId peer, uint16_t type, std::string_view payload, Dea
   }
   uint64_t id;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return done(Status::Aborted("rpc endpoint stopping"), {});
     id = next_request_id_++;
     Pending& p = pending_[id];
@@ -82,7 +82,7 @@ void RpcEndpoint::Call(PeerId peer, uint16_t type, std::string_view payload, Dea
     p.done = std::move(done);
     if (deadline.when() != MonoTime::max()) {
       p.deadline = deadlines_.emplace(deadline.when(), id);
-      if (*p.deadline == deadlines_.begin()) cv_.notify_all();
+      if (*p.deadline == deadlines_.begin()) cv_.NotifyAll();
     }
   }
   std::string msg = wire::EncodeMessage(type, id, payload);
@@ -126,7 +126,7 @@ RpcEndpoint::Pending RpcEndpoint::ErasePendingLocked(
 }
 
 bool RpcEndpoint::TakePending(uint64_t request_id, Pending* out) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = pending_.find(request_id);
   if (it == pending_.end()) return false;
   *out = ErasePendingLocked(it);
@@ -134,23 +134,23 @@ bool RpcEndpoint::TakePending(uint64_t request_id, Pending* out) {
 }
 
 void RpcEndpoint::TimeoutLoop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   while (!stopping_) {
     if (deadlines_.empty()) {
-      cv_.wait(lock);
+      cv_.Wait(&lock);
       continue;
     }
     // Copy the time: the entry may be erased while we wait.
     const MonoTime first = deadlines_.begin()->first;
     if (first > MonoNow()) {
-      cv_.wait_until(lock, first);
+      cv_.WaitUntil(&lock, first);
       continue;
     }
     auto it = pending_.find(deadlines_.begin()->second);
     Pending p = ErasePendingLocked(it);  // every deadline entry has its pending call
-    lock.unlock();
+    lock.Unlock();
     p.done(Status::TimedOut("no response before the deadline"), {});
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -171,7 +171,7 @@ void RpcEndpoint::OnPeerUp(const transport::PeerInfo& peer) {
 void RpcEndpoint::OnPeerDown(PeerId peer, const Status& why) {
   std::vector<Pending> failed;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     for (auto it = pending_.begin(); it != pending_.end();) {
       auto next = std::next(it);
       if (it->second.peer == peer) failed.push_back(ErasePendingLocked(it));

@@ -13,11 +13,9 @@
 // on transport threads and must not block.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -25,6 +23,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
 #include "common/transport/transport.h"
@@ -165,10 +164,10 @@ class RpcEndpoint : public transport::TransportHandler {
   void SendResponse(PeerId peer, uint16_t type, uint64_t request_id, const Status& error,
                     std::string_view payload);
   // Removes and returns the pending call, if it is still there.
-  bool TakePending(uint64_t request_id, Pending* out);
+  bool TakePending(uint64_t request_id, Pending* out) EXCLUDES(mu_);
   // REQUIRES: mu_ held. Removes the call and its deadline entry.
-  Pending ErasePendingLocked(std::unordered_map<uint64_t, Pending>::iterator it);
-  void TimeoutLoop();
+  Pending ErasePendingLocked(std::unordered_map<uint64_t, Pending>::iterator it) REQUIRES(mu_);
+  void TimeoutLoop() EXCLUDES(mu_);
 
   const RpcEndpointOptions options_;
   transport::Transport* transport_ = nullptr;
@@ -176,14 +175,13 @@ class RpcEndpoint : public transport::TransportHandler {
   std::vector<Route> routes_;
   std::vector<EndpointObserver*> observers_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  // Protected by mu_:
-  uint64_t next_request_id_ = 1;
-  std::unordered_map<uint64_t, Pending> pending_;
-  DeadlineMap deadlines_;
-  bool stopping_ = false;
-  std::thread timeout_thread_;
+  mutable Mutex mu_;
+  CondVar cv_;  // signalled when a deadline is added and on Shutdown
+  uint64_t next_request_id_ GUARDED_BY(mu_) = 1;
+  std::unordered_map<uint64_t, Pending> pending_ GUARDED_BY(mu_);
+  DeadlineMap deadlines_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::thread timeout_thread_ GUARDED_BY(mu_);
 };
 
 }  // namespace nova::rpc

@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
 
+#include "common/mutex.h"
 #include "common/transport/transport.h"
 #include "tests/util/test_util.h"
 
@@ -26,25 +26,25 @@ class TestService : public RpcService {
       if (payload == "fail") return r.ReplyError(Status::NotFound("no such thing"));
       return r.Reply("echo:" + payload);
     }
-    std::unique_lock l(mu);
+    MutexLock l(&mu);
     if (type == kNote) {
       notes.push_back(payload);
       return;  // the responder of a notification sends nothing
     }
     if (type == kBlock) {
       ++blocked;
-      cv.wait(l, [&] { return released; });
+      cv.Wait(&l, [&] { return released; });
       return r.Reply("released");
     }
     held.push_back(std::make_unique<Responder>(std::move(r)));
   }
   void Release() {
-    std::lock_guard l(mu);
+    MutexLock l(&mu);
     released = true;
-    cv.notify_all();
+    cv.NotifyAll();
   }
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;
+  CondVar cv;
   bool released = false;
   int blocked = 0;
   std::vector<std::string> notes;
@@ -105,7 +105,7 @@ TEST_F(RpcEndpointTest, CallGetsResponseOrRemoteError) {
 TEST_F(RpcEndpointTest, NotificationsGetNoAnswer) {
   ASSERT_TRUE(client_.endpoint.Notify(peer_, kNote, "n1").ok());
   ASSERT_TRUE(test::WaitFor([&] {
-    std::lock_guard l(service_.mu);
+    MutexLock l(&service_.mu);
     return service_.notes.size() == 1;
   }));
   EXPECT_EQ(service_.notes[0], "n1");
@@ -125,7 +125,7 @@ TEST_F(RpcEndpointTest, DeadlinePassesAndLateReplyIsDropped) {
   EXPECT_TRUE(r.status().IsTimedOut()) << r.status().ToString();
   EXPECT_EQ(client_.endpoint.pending_calls(), 0u);
   {
-    std::lock_guard l(service_.mu);
+    MutexLock l(&service_.mu);
     ASSERT_EQ(service_.held.size(), 1u);
     service_.held[0]->Reply("late");
   }
@@ -141,11 +141,11 @@ TEST_F(RpcEndpointTest, DroppedResponderAnswersAborted) {
     done = true;
   });
   ASSERT_TRUE(test::WaitFor([&] {
-    std::lock_guard l(service_.mu);
+    MutexLock l(&service_.mu);
     return service_.held.size() == 1;
   }));
   {
-    std::lock_guard l(service_.mu);
+    MutexLock l(&service_.mu);
     service_.held.clear();  // destroyed without a reply
   }
   ASSERT_TRUE(test::WaitFor([&] { return done.load(); }));
@@ -160,13 +160,13 @@ TEST_F(RpcEndpointTest, PeerDownFailsPendingCalls) {
     });
   }
   ASSERT_TRUE(test::WaitFor([&] {
-    std::lock_guard l(service_.mu);
+    MutexLock l(&service_.mu);
     return service_.held.size() == 3;
   }));
   server_.transport->Shutdown();
   ASSERT_TRUE(test::WaitFor([&] { return failed.load() == 3; }));
   {
-    std::lock_guard l(service_.mu);
+    MutexLock l(&service_.mu);
     service_.held.clear();
   }
 }
@@ -184,7 +184,7 @@ TEST_F(RpcEndpointTest, FullPoolAnswersResourceExhausted) {
   }
   // Every call is either refused or held (running on a blocked worker, or queued).
   auto accepted = [&] {
-    std::lock_guard l(service_.mu);
+    MutexLock l(&service_.mu);
     return service_.blocked + static_cast<int>(pool_.queue_depth());
   };
   ASSERT_TRUE(test::WaitFor([&] { return busy.load() + accepted() == kCalls; }))

@@ -1,6 +1,5 @@
 #include "common/transport/region_table.h"
 
-#include <mutex>
 
 #include "common/transport/handshake.h"
 
@@ -24,7 +23,7 @@ Result<MemoryRegion> RegionTable::Register(void* base, uint64_t length, uint32_t
   r.base = static_cast<char*>(base);
   r.length = length;
   r.access = access;
-  std::unique_lock lock(mu_);
+  WriterMutexLock lock(&mu_);
   r.id = next_id_++;
   if (access != kLocalOnly) {
     // Unpredictable keys: a peer cannot guess another region's key from its own.
@@ -40,7 +39,7 @@ Result<MemoryRegion> RegionTable::Register(void* base, uint64_t length, uint32_t
 Status RegionTable::Deregister(const MemoryRegion& region) {
   std::shared_ptr<RegionPin::Entry> entry;
   {
-    std::unique_lock lock(mu_);
+    WriterMutexLock lock(&mu_);
     auto it = by_id_.find(region.id);
     if (it == by_id_.end()) {
       return Status::NotFound("memory region " + std::to_string(region.id) + " not registered");
@@ -60,7 +59,7 @@ Status RegionTable::Deregister(const MemoryRegion& region) {
 
 RegionPin RegionTable::Pin(uint32_t rkey) const {
   if (rkey == 0) return RegionPin();
-  std::shared_lock lock(mu_);
+  ReaderMutexLock lock(&mu_);
   auto it = by_rkey_.find(rkey);
   if (it == by_rkey_.end()) return RegionPin();
   it->second->pins.fetch_add(1, std::memory_order_acq_rel);
@@ -68,7 +67,7 @@ RegionPin RegionTable::Pin(uint32_t rkey) const {
 }
 
 size_t RegionTable::size() const {
-  std::shared_lock lock(mu_);
+  ReaderMutexLock lock(&mu_);
   return by_id_.size();
 }
 

@@ -8,9 +8,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <shared_mutex>
 #include <unordered_map>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/transport/transport.h"
 
@@ -67,11 +67,11 @@ class RegionTable {
   size_t size() const;
 
  private:
-  mutable std::shared_mutex mu_;
-  // Protected by mu_:
-  std::unordered_map<uint32_t, std::shared_ptr<RegionPin::Entry>> by_id_;
-  std::unordered_map<uint32_t, std::shared_ptr<RegionPin::Entry>> by_rkey_;
-  uint32_t next_id_ = 1;
+  // Read-mostly: every peer's one-sided op pins (shared), only (de)registration writes.
+  mutable SharedMutex mu_;
+  std::unordered_map<uint32_t, std::shared_ptr<RegionPin::Entry>> by_id_ GUARDED_BY(mu_);
+  std::unordered_map<uint32_t, std::shared_ptr<RegionPin::Entry>> by_rkey_ GUARDED_BY(mu_);
+  uint32_t next_id_ GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace nova::transport

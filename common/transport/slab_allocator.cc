@@ -53,7 +53,7 @@ Status SlabAllocator::ValidateOptions() const {
 }
 
 Status SlabAllocator::Init() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (state_ != State::kNew) return Status::IllegalState("SlabAllocator::Init called twice");
   NOVA_RETURN_NOT_OK(ValidateOptions());
 
@@ -95,7 +95,7 @@ Status SlabAllocator::Init() {
 }
 
 void SlabAllocator::Shutdown() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (state_ != State::kRunning) {
     state_ = State::kShutDown;
     return;
@@ -148,7 +148,7 @@ bool SlabAllocator::CarveSlab(uint32_t size_class) {
 }
 
 Result<Buffer> SlabAllocator::Allocate(uint64_t bytes) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (state_ != State::kRunning) {
     failed_allocations_++;
     if (state_ == State::kNew) return Status::IllegalState("slab allocator not initialized");
@@ -191,7 +191,7 @@ Result<Buffer> SlabAllocator::Allocate(uint64_t bytes) {
 }
 
 void SlabAllocator::Free(const Buffer& b) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   // Misuse here is a programming error that would hand one buffer to two owners: stop.
   CHECK(state_ != State::kNew) << "SlabAllocator::Free before Init";
   CHECK(b.region == &region_) << "SlabAllocator::Free of a buffer from another allocator";
@@ -215,7 +215,7 @@ void SlabAllocator::Free(const Buffer& b) {
 }
 
 SlabStats SlabAllocator::GetStats() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   SlabStats s;
   s.classes = class_stats_;
   s.pool_bytes_total = options_.pool_bytes;

@@ -21,9 +21,9 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/transport/transport.h"
 
@@ -113,8 +113,8 @@ class SlabAllocator {
 
  private:
   Status ValidateOptions() const;
-  // Carves one more slab for `size_class` onto its free list. REQUIRES: mu_ held.
-  bool CarveSlab(uint32_t size_class);
+  // Carves one more slab for `size_class` onto its free list.
+  bool CarveSlab(uint32_t size_class) REQUIRES(mu_);
   uint64_t ClassBytes(uint32_t size_class) const { return options_.min_class_bytes << size_class; }
   uint64_t SlabBytesFor(uint32_t size_class) const;
 
@@ -122,23 +122,25 @@ class SlabAllocator {
   Transport* const transport_;  // may be nullptr; must outlive this
   const SlabOptions options_;
 
-  mutable std::mutex mu_;
-  // All below are protected by mu_. region_ is written only by Init; callers read it through
-  // Buffer::region after an Allocate (which takes mu_) has returned it.
+  mutable Mutex mu_;
+  // region_ is written only by Init; callers read it through Buffer::region after an
+  // Allocate (which takes mu_) has returned it.
   enum class State { kNew, kRunning, kShutDown };
-  State state_ = State::kNew;
-  bool registered_ = false;
-  MemoryRegion region_;
-  uint64_t carved_bytes_ = 0;  // the pool's prefix [0, carved_bytes_) is cut into slabs
-  std::vector<std::vector<uint64_t>> free_offsets_;  // per class: offsets of free buffers
-  std::vector<SlabClassStats> class_stats_;
+  State state_ GUARDED_BY(mu_) = State::kNew;
+  bool registered_ GUARDED_BY(mu_) = false;
+  MemoryRegion region_ GUARDED_BY(mu_);
+  // The pool's prefix [0, carved_bytes_) is cut into slabs.
+  uint64_t carved_bytes_ GUARDED_BY(mu_) = 0;
+  // Per class: offsets of free buffers.
+  std::vector<std::vector<uint64_t>> free_offsets_ GUARDED_BY(mu_);
+  std::vector<SlabClassStats> class_stats_ GUARDED_BY(mu_);
   // Per slab_bytes unit of the pool: the class of the slab covering it, or kUncarved.
-  std::vector<int8_t> unit_class_;
+  std::vector<int8_t> unit_class_ GUARDED_BY(mu_);
   // Per min_class_bytes unit of the pool: set while a buffer starting there is allocated.
   // Catches double and foreign frees.
-  std::vector<bool> allocated_;
-  uint64_t bytes_allocated_ = 0;
-  uint64_t failed_allocations_ = 0;
+  std::vector<bool> allocated_ GUARDED_BY(mu_);
+  uint64_t bytes_allocated_ GUARDED_BY(mu_) = 0;
+  uint64_t failed_allocations_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace nova::transport

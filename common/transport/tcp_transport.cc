@@ -72,7 +72,7 @@ Status TcpTransport::Init() {
 }
 
 Status TcpTransport::Start() {
-  std::lock_guard lock(lifecycle_mu_);
+  MutexLock lock(&lifecycle_mu_);
   if (started_) return Status::IllegalState("transport already started");
   if (lane_env_.handler == nullptr) return Status::IllegalState("Start() before Init()");
   auto fd = ListenTcp(options_.listen_host, options_.listen_port, &bound_port_);
@@ -107,13 +107,13 @@ Status TcpTransport::Start() {
 }
 
 void TcpTransport::Shutdown() {
-  std::lock_guard lock(lifecycle_mu_);
+  MutexLock lock(&lifecycle_mu_);
   if (!started_ || shutting_down_.exchange(true)) return;
   WakeFd(listen_wake_fd_);
   listener_.join();
   {
-    std::lock_guard plock(peers_mu_);
-    peers_cv_.notify_all();
+    MutexLock plock(&peers_mu_);
+    peers_cv_.NotifyAll();
   }
   reconnector_.join();
   for (auto& t : xchg_) {
@@ -121,7 +121,7 @@ void TcpTransport::Shutdown() {
   }
   for (auto& t : xchg_) t->thread.join();
   {
-    std::lock_guard plock(peers_mu_);
+    MutexLock plock(&peers_mu_);
     for (auto& [key, entry] : assembling_) {
       for (int fd : entry.second.fds) {
         if (fd >= 0) ::close(fd);
@@ -147,7 +147,7 @@ std::string TcpTransport::listen_address() const {
 
 void TcpTransport::PostTask(int lane, Task task) {
   XchgThread* t = xchg_[lane].get();
-  std::unique_lock lock(t->mu);
+  MutexLock lock(&t->mu);
   if (t->exited) {
     // The thread is gone (shutdown): run the task here; it finds no lanes and fails its op.
     task(*t);
@@ -155,14 +155,14 @@ void TcpTransport::PostTask(int lane, Task task) {
   }
   const bool was_empty = t->tasks.empty();
   t->tasks.push_back(std::move(task));
-  lock.unlock();
+  lock.Unlock();
   if (was_empty) WakeFd(t->event_fd);
 }
 
 void TcpTransport::RunTasks(XchgThread* t) {
   std::vector<Task> tasks;
   {
-    std::lock_guard lock(t->mu);
+    MutexLock lock(&t->mu);
     tasks.swap(t->tasks);
   }
   for (auto& task : tasks) task(*t);
@@ -206,7 +206,7 @@ void TcpTransport::XchgLoop(XchgThread* t) {
   std::vector<std::pair<PeerId, uint64_t>> open;
   for (auto& [peer, slot] : t->lanes) open.emplace_back(peer, slot.lane->generation());
   for (auto& [peer, gen] : open) CloseLane(t, peer, gen, Status::Aborted("transport shut down"));
-  std::lock_guard lock(t->mu);
+  MutexLock lock(&t->mu);
   t->exited = true;
   for (auto& task : t->tasks) task(*t);
   t->tasks.clear();
@@ -267,7 +267,7 @@ Status TcpTransport::LaneGoneStatus() const {
 void TcpTransport::LaneClosed(PeerId peer, uint64_t gen, const Status& why) {
   Status reason;
   {
-    std::lock_guard lock(peers_mu_);
+    MutexLock lock(&peers_mu_);
     auto it = peers_.find(peer);
     if (it == peers_.end() || it->second.generation != gen) return;
     Peer& p = it->second;
@@ -285,13 +285,13 @@ void TcpTransport::LaneClosed(PeerId peer, uint64_t gen, const Status& why) {
     p.down_pending = true;
   }
   handler_->OnPeerDown(peer, reason);
-  std::lock_guard lock(peers_mu_);
+  MutexLock lock(&peers_mu_);
   Peer& p = peers_[peer];
   p.down_pending = false;
   if (p.reconnect && !p.installing && p.state == PeerState::kDown && !shutting_down_) {
     ScheduleReconnect(&p);
   }
-  peers_cv_.notify_all();
+  peers_cv_.NotifyAll();
 }
 
 void TcpTransport::InstallLanes(PeerId peer, LaneSet set) {
@@ -299,7 +299,7 @@ void TcpTransport::InstallLanes(PeerId peer, LaneSet set) {
   uint64_t gen;
   PeerInfo info;
   {
-    std::unique_lock lock(peers_mu_);
+    MutexLock lock(&peers_mu_);
     Peer& p = peers_[peer];
     p.installing = true;
     if (p.state == PeerState::kUp) {
@@ -311,7 +311,7 @@ void TcpTransport::InstallLanes(PeerId peer, LaneSet set) {
         PostTask(k, [this, peer, old, why](XchgThread& x) { CloseLane(&x, peer, old, why); });
       }
     }
-    peers_cv_.wait(lock, [&] {
+    peers_cv_.Wait(&lock, [&] {
       return (p.lanes_open == 0 && !p.down_pending) || shutting_down_.load();
     });
     p.installing = false;
@@ -332,7 +332,7 @@ void TcpTransport::InstallLanes(PeerId peer, LaneSet set) {
     for (int k = 0; k < n; ++k) {
       int fd = set.fds[k];
       PostTask(k, [this, peer, gen, fd](XchgThread& x) {
-        if (x.exited) {
+        if (x.TaskRunsAfterExit()) {
           ::close(fd);
           return;
         }
@@ -358,16 +358,16 @@ void TcpTransport::InstallLanes(PeerId peer, LaneSet set) {
 
 Result<PeerId> TcpTransport::Connect(const std::string& address) {
   if (!started_ || shutting_down_) return Status::IllegalState("transport is not running");
-  std::shared_ptr<std::mutex> dialing;
+  std::shared_ptr<Mutex> dialing;
   {
-    std::lock_guard lock(connect_mu_);
+    MutexLock lock(&connect_mu_);
     auto& m = connecting_[address];
-    if (m == nullptr) m = std::make_shared<std::mutex>();
+    if (m == nullptr) m = std::make_shared<Mutex>();
     dialing = m;
   }
-  std::lock_guard dial_lock(*dialing);  // a racing Connect finds the peer up below
+  MutexLock dial_lock(&*dialing);  // a racing Connect finds the peer up below
   {
-    std::lock_guard lock(peers_mu_);
+    MutexLock lock(&peers_mu_);
     for (auto& [id, p] : peers_) {
       if (p.state == PeerState::kUp &&
           (p.connect_address == address || p.listen_address == address)) {
@@ -379,7 +379,7 @@ Result<PeerId> TcpTransport::Connect(const std::string& address) {
   if (!set.ok()) return set.status();
   PeerId id = kInvalidPeer;
   {
-    std::lock_guard lock(peers_mu_);
+    MutexLock lock(&peers_mu_);
     for (auto& [pid, p] : peers_) {
       if (p.name == set->name || (!p.connect_address.empty() && p.connect_address == address)) {
         id = pid;
@@ -474,7 +474,7 @@ void TcpTransport::ListenLoop() {
     if (shutting_down_) return;
     {
       // Drop half-assembled lane sets whose other lanes never came.
-      std::lock_guard lock(peers_mu_);
+      MutexLock lock(&peers_mu_);
       const auto cutoff = MonoNow() - std::chrono::milliseconds(options_.connect_timeout_ms);
       for (auto it = assembling_.begin(); it != assembling_.end();) {
         if (it->second.first < cutoff) {
@@ -542,7 +542,7 @@ void TcpTransport::AcceptOne(int fd) {
   LaneSet complete;
   PeerId id = kInvalidPeer;
   {
-    std::lock_guard lock(peers_mu_);
+    MutexLock lock(&peers_mu_);
     auto key = std::make_pair(hello.node_name, hello.incarnation);
     auto& entry = assembling_[key];
     if (entry.second.fds.empty()) {
@@ -577,19 +577,19 @@ void TcpTransport::AcceptOne(int fd) {
 void TcpTransport::ScheduleReconnect(Peer* p) {
   if (p->backoff_ms <= 0) p->backoff_ms = options_.reconnect_initial_backoff_ms;
   reconnect_queue_.emplace(MonoNow() + std::chrono::milliseconds(p->backoff_ms), p->id);
-  peers_cv_.notify_all();
+  peers_cv_.NotifyAll();
 }
 
 void TcpTransport::ReconnectLoop() {
-  std::unique_lock lock(peers_mu_);
+  MutexLock lock(&peers_mu_);
   while (!shutting_down_) {
     if (reconnect_queue_.empty()) {
-      peers_cv_.wait(lock);
+      peers_cv_.Wait(&lock);
       continue;
     }
     auto first = reconnect_queue_.begin();
     if (first->first > MonoNow()) {
-      peers_cv_.wait_until(lock, first->first);
+      peers_cv_.WaitUntil(&lock, first->first);
       continue;
     }
     PeerId id = first->second;
@@ -600,15 +600,15 @@ void TcpTransport::ReconnectLoop() {
     }
     const std::string address = it->second.connect_address;
     const std::string name = it->second.name;
-    lock.unlock();
+    lock.Unlock();
     auto set = DialLanes(address);
     if (set.ok()) {
       LOG(INFO) << "reconnected to " << name << " at " << address;
       InstallLanes(id, std::move(set.value()));
-      lock.lock();
+      lock.Lock();
       continue;
     }
-    lock.lock();
+    lock.Lock();
     it = peers_.find(id);
     if (it == peers_.end() || !it->second.reconnect || it->second.state != PeerState::kDown) {
       continue;
@@ -623,7 +623,7 @@ void TcpTransport::ReconnectLoop() {
 }
 
 void TcpTransport::Disconnect(PeerId peer) {
-  std::lock_guard lock(peers_mu_);
+  MutexLock lock(&peers_mu_);
   auto it = peers_.find(peer);
   if (it == peers_.end()) return;
   Peer& p = it->second;
@@ -642,13 +642,13 @@ void TcpTransport::Disconnect(PeerId peer) {
 }
 
 bool TcpTransport::IsUp(PeerId peer) const {
-  std::lock_guard lock(peers_mu_);
+  MutexLock lock(&peers_mu_);
   auto it = peers_.find(peer);
   return it != peers_.end() && it->second.state == PeerState::kUp;
 }
 
 Result<PeerInfo> TcpTransport::GetPeerInfo(PeerId peer) const {
-  std::lock_guard lock(peers_mu_);
+  MutexLock lock(&peers_mu_);
   auto it = peers_.find(peer);
   if (it == peers_.end()) return Status::NotFound("unknown peer " + std::to_string(peer));
   return PeerInfo{peer, it->second.name, it->second.listen_address};
@@ -671,7 +671,7 @@ Status TcpTransport::PreparePost(PeerId peer, int* lane, uint64_t* gen) {
   if (*lane >= options_.xchg_threads) {
     return Status::InvalidArgument("lane " + std::to_string(*lane) + " out of range");
   }
-  std::lock_guard lock(peers_mu_);
+  MutexLock lock(&peers_mu_);
   auto it = peers_.find(peer);
   if (it == peers_.end()) return Status::InvalidArgument("unknown peer " + std::to_string(peer));
   if (it->second.state != PeerState::kUp) {
@@ -763,7 +763,7 @@ Status TcpTransport::Read(PeerId peer, RemoteAddr remote, uint64_t length, const
 
 TransportStats TcpTransport::GetStats() const {
   TransportStats s = counters_.Snapshot();
-  std::lock_guard lock(peers_mu_);
+  MutexLock lock(&peers_mu_);
   for (auto& [id, p] : peers_) {
     if (p.state == PeerState::kUp) ++s.peers_up;
   }

@@ -20,15 +20,14 @@
 // Thread safety: all public methods are thread-safe.
 #pragma once
 
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/transport/region_table.h"
 #include "common/transport/tcp_lane.h"
 #include "common/transport/transport.h"
@@ -89,8 +88,8 @@ class TcpTransport final : public Transport {
     std::thread thread;
     int epoll_fd = -1;
     int event_fd = -1;
-    std::mutex mu;
-    std::vector<Task> tasks;  // protected by mu
+    Mutex mu;
+    std::vector<Task> tasks GUARDED_BY(mu);
     // Owned by the thread itself (touched only on it):
     struct Slot {
       std::unique_ptr<TcpLane> lane;
@@ -101,8 +100,13 @@ class TcpTransport final : public Transport {
     std::unordered_map<PeerId, Slot> lanes;
     std::vector<PeerId> dirty;  // lanes that may have output to flush
     bool stop = false;
-    // Protected by mu: once set, tasks run inline on the poster's thread (under mu).
-    bool exited = false;
+    // Once set, tasks run inline on the poster's thread (under mu).
+    bool exited GUARDED_BY(mu) = false;
+
+    // For a task: whether it runs inline because the thread has exited. A task runs either
+    // on this thread before it exits (only this thread sets `exited`, as it exits) or under
+    // mu, so it may read the flag without taking mu; the analysis cannot tell which case.
+    bool TaskRunsAfterExit() const NO_THREAD_SAFETY_ANALYSIS { return exited; }
   };
   // The connected, authenticated fds of one peer, one per lane, ready to be adopted.
   struct LaneSet {
@@ -132,7 +136,7 @@ class TcpTransport final : public Transport {
   void ListenLoop();
   void AcceptOne(int fd);
   void ReconnectLoop();
-  void ScheduleReconnect(Peer* p);  // REQUIRES: peers_mu_ held
+  void ScheduleReconnect(Peer* p) REQUIRES(peers_mu_);
 
   // Validates a post and picks the lane's thread. Returns the peer's generation.
   Status PreparePost(PeerId peer, int* lane, uint64_t* gen);
@@ -155,20 +159,20 @@ class TcpTransport final : public Transport {
   std::thread reconnector_;
   std::atomic<bool> started_{false};
   std::atomic<bool> shutting_down_{false};
-  std::mutex lifecycle_mu_;  // serializes Start/Shutdown
+  Mutex lifecycle_mu_ ACQUIRED_BEFORE(connect_mu_);  // serializes Start/Shutdown
   // One Connect per address at a time: two racing dials to one peer would each install a
   // lane set, closing the other's, and both ends' reconnects would then fight forever.
-  std::mutex connect_mu_;
-  std::map<std::string, std::shared_ptr<std::mutex>> connecting_;  // protected by connect_mu_
+  Mutex connect_mu_;
+  std::map<std::string, std::shared_ptr<Mutex>> connecting_ GUARDED_BY(connect_mu_);
 
-  mutable std::mutex peers_mu_;
-  std::condition_variable peers_cv_;  // lanes closed / reconnect due / shutdown
-  // Protected by peers_mu_:
-  std::map<PeerId, Peer> peers_;
-  PeerId next_peer_id_ = 1;
-  std::multimap<MonoTime, PeerId> reconnect_queue_;
+  mutable Mutex peers_mu_;
+  CondVar peers_cv_;  // lanes closed / reconnect due / shutdown
+  std::map<PeerId, Peer> peers_ GUARDED_BY(peers_mu_);
+  PeerId next_peer_id_ GUARDED_BY(peers_mu_) = 1;
+  std::multimap<MonoTime, PeerId> reconnect_queue_ GUARDED_BY(peers_mu_);
   // Accepted lanes waiting for the rest of their set, keyed by (name, incarnation).
-  std::map<std::pair<std::string, uint64_t>, std::pair<MonoTime, LaneSet>> assembling_;
+  std::map<std::pair<std::string, uint64_t>, std::pair<MonoTime, LaneSet>> assembling_
+      GUARDED_BY(peers_mu_);
 };
 
 }  // namespace nova::transport

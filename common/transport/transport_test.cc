@@ -4,15 +4,14 @@
 
 #include <gtest/gtest.h>
 
-#include <condition_variable>
 #include <cstring>
 #include <future>
-#include <mutex>
 #include <random>
 #include <utility>
 #include <vector>
 
 #include "common/crc32c.h"
+#include "common/mutex.h"
 #include "tests/util/test_util.h"
 
 namespace nova::transport {
@@ -28,18 +27,18 @@ constexpr auto kOpTimeout = 30s;
 class RecordingHandler : public TransportHandler {
  public:
   void OnPeerUp(const PeerInfo& peer) override {
-    std::lock_guard l(mu);
+    MutexLock l(&mu);
     ups.push_back(peer);
   }
   void OnPeerDown(PeerId peer, const Status& why) override {
-    std::lock_guard l(mu);
+    MutexLock l(&mu);
     downs.emplace_back(peer, why);
   }
   void OnMessage(PeerId peer, std::string& payload) override {
     if (echo_to) {
       echo_to->Send(peer, payload, [](const Status&) {}).IgnoreError();
     }
-    std::lock_guard l(mu);
+    MutexLock l(&mu);
     messages.emplace_back(peer, payload);
   }
   void OnWriteWithImm(PeerId peer, uint32_t imm, uint64_t length) override {
@@ -47,24 +46,24 @@ class RecordingHandler : public TransportHandler {
     bool visible = watched_region == nullptr ||
                    std::memcmp(watched_region, expected_bytes.data(),
                                std::min<uint64_t>(length, expected_bytes.size())) == 0;
-    std::lock_guard l(mu);
+    MutexLock l(&mu);
     imms.push_back({peer, imm, length, visible});
   }
 
   size_t NumMessages() {
-    std::lock_guard l(mu);
+    MutexLock l(&mu);
     return messages.size();
   }
   size_t NumUps() {
-    std::lock_guard l(mu);
+    MutexLock l(&mu);
     return ups.size();
   }
   size_t NumDowns() {
-    std::lock_guard l(mu);
+    MutexLock l(&mu);
     return downs.size();
   }
   PeerId LastUpPeer() {
-    std::lock_guard l(mu);
+    MutexLock l(&mu);
     return ups.empty() ? kInvalidPeer : ups.back().id;
   }
 
@@ -74,7 +73,7 @@ class RecordingHandler : public TransportHandler {
     uint64_t length;
     bool visible;
   };
-  std::mutex mu;
+  Mutex mu;
   std::vector<PeerInfo> ups;
   std::vector<std::pair<PeerId, Status>> downs;
   std::vector<std::pair<PeerId, std::string>> messages;
@@ -98,12 +97,12 @@ Status Sync(const std::function<Status(Completion)>& post) {
 
 // Counts completions of many ops.
 struct Counter {
-  std::mutex mu;
+  Mutex mu;
   int ok = 0, failed = 0;
   std::vector<Status> errors;
   Completion Done() {
     return [this](const Status& s) {
-      std::lock_guard l(mu);
+      MutexLock l(&mu);
       if (s.ok()) {
         ++ok;
       } else {
@@ -113,7 +112,7 @@ struct Counter {
     };
   }
   int Total() {
-    std::lock_guard l(mu);
+    MutexLock l(&mu);
     return ok + failed;
   }
 };
@@ -217,7 +216,7 @@ TEST_P(TransportTest, PeersSeeEachOtherUpWithNames) {
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->name, "node-b");
   EXPECT_EQ(info->address, b_->listen_address());
-  std::lock_guard l(hb_.mu);
+  MutexLock l(&hb_.mu);
   EXPECT_EQ(hb_.ups.back().name, "node-a");
   EXPECT_TRUE(a_->IsUp(peer_b_));
   EXPECT_TRUE(b_->IsUp(peer_a_));
@@ -311,7 +310,7 @@ TEST_P(TransportTest, WriteReadAndWriteWithImm) {
                                  remote.region.Remote(8192), 0xdeadbeef, d);
               }).ok());
   ASSERT_TRUE(WaitFor([&] {
-    std::lock_guard l(hb_.mu);
+    MutexLock l(&hb_.mu);
     return hb_.imms.size() == 1;
   }));
   EXPECT_EQ(hb_.imms[0].imm, 0xdeadbeefu);
@@ -571,7 +570,7 @@ TEST_P(TwoProcessTest, WriteReadAndPeerKilledMidTransfer) {
   uint64_t addr = 0, len = 0;
   uint32_t rkey = 0;
   {
-    std::lock_guard l(ha_.mu);
+    MutexLock l(&ha_.mu);
     ASSERT_EQ(std::sscanf(ha_.messages[0].second.c_str(), "REGION %lu %u %lu", &addr, &rkey, &len),
               3)
         << ha_.messages[0].second;
@@ -588,7 +587,7 @@ TEST_P(TwoProcessTest, WriteReadAndPeerKilledMidTransfer) {
   const std::string expect = "IMM 42 " + std::to_string(kBytes) + " " +
                              std::to_string(crc32c::Value(data));
   ASSERT_TRUE(WaitFor([&] {
-    std::lock_guard l(ha_.mu);
+    MutexLock l(&ha_.mu);
     for (auto& m : ha_.messages) {
       if (m.second == expect) return true;
     }
