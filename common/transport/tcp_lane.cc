@@ -30,7 +30,7 @@ Status ReplyStatus(const FrameHeader& h, const std::string& text) {
 }  // namespace
 
 TcpLane::TcpLane(int fd, PeerId peer, uint64_t generation, const LaneEnv& env)
-    : fd_(fd), peer_(peer), generation_(generation), env_(env), inbuf_(kInBufBytes) {}
+    : fd_(fd), peer_(peer), generation_(generation), env_(env), in_(fd, kInBufBytes) {}
 
 TcpLane::~TcpLane() {
   DCHECK(pending_.empty()) << "lane destroyed with pending ops";
@@ -139,33 +139,30 @@ Status TcpLane::Flush() {
 Status TcpLane::OnReadable() {
   for (int i = 0; i < kMaxReadsPerCall; ++i) {
     NOVA_RETURN_NOT_OK(ConsumeBuffered());
-    ssize_t r;
     const bool direct = rx_state_ == RxState::kPayload && rx_dst_ != nullptr &&
-                        in_start_ == in_end_ && rx_remaining_ >= kDirectReadBytes;
-    if (direct) {
-      r = ::recv(fd_, rx_dst_ + rx_done_, rx_remaining_, MSG_DONTWAIT);
-    } else {
-      if (in_start_ == in_end_) in_start_ = in_end_ = 0;
-      if (in_end_ == inbuf_.size()) {
-        // Only a partial header can be left here; move it to the front.
-        std::memmove(inbuf_.data(), inbuf_.data() + in_start_, in_end_ - in_start_);
-        in_end_ -= in_start_;
-        in_start_ = 0;
-      }
-      r = ::recv(fd_, inbuf_.data() + in_end_, inbuf_.size() - in_end_, MSG_DONTWAIT);
+                        in_.buffered().empty() && rx_remaining_ >= kDirectReadBytes;
+    size_t got = 0;
+    // After ConsumeBuffered only a partial header (or nothing) is buffered, so a full
+    // buffer always has a consumed prefix for Fill to reclaim: it never grows.
+    const SocketReader::Result r = direct
+                                       ? in_.ReadDirect(rx_dst_ + rx_done_, rx_remaining_, &got)
+                                       : in_.Fill(/*dont_wait=*/true, /*min_room=*/1);
+    switch (r) {
+      case SocketReader::kData:
+        break;
+      case SocketReader::kInterrupted:
+        continue;
+      case SocketReader::kWouldBlock:
+        return Status::OK();
+      case SocketReader::kClosed:
+        return Status::NetworkError("connection closed by peer");
+      case SocketReader::kError:
+        return Status::NetworkError(std::string("recv: ") + std::strerror(in_.last_errno()));
     }
-    if (r == 0) return Status::NetworkError("connection closed by peer");
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return Status::OK();
-      return Status::NetworkError(std::string("recv: ") + std::strerror(errno));
-    }
     if (direct) {
-      rx_done_ += static_cast<uint64_t>(r);
-      rx_remaining_ -= static_cast<uint64_t>(r);
+      rx_done_ += got;
+      rx_remaining_ -= got;
       if (rx_remaining_ == 0) NOVA_RETURN_NOT_OK(FinishFrame());
-    } else {
-      in_end_ += static_cast<size_t>(r);
     }
   }
   return ConsumeBuffered();
@@ -178,20 +175,19 @@ void TcpLane::AcceptPayload(const char* src, uint64_t n) {
 }
 
 Status TcpLane::ConsumeBuffered() {
-  while (in_start_ < in_end_) {
+  for (std::string_view avail = in_.buffered(); !avail.empty(); avail = in_.buffered()) {
     if (rx_state_ == RxState::kHeader) {
-      if (in_end_ - in_start_ < kFrameHeaderBytes) break;
-      NOVA_RETURN_NOT_OK(DecodeFrameHeader(inbuf_.data() + in_start_, env_.limits, &rx_));
-      in_start_ += kFrameHeaderBytes;
+      if (avail.size() < kFrameHeaderBytes) break;
+      NOVA_RETURN_NOT_OK(DecodeFrameHeader(avail.data(), env_.limits, &rx_));
+      in_.Consume(kFrameHeaderBytes);
       NOVA_RETURN_NOT_OK(StartFrame());
     } else {
-      const uint64_t n = std::min<uint64_t>(in_end_ - in_start_, rx_remaining_);
-      AcceptPayload(inbuf_.data() + in_start_, n);
-      in_start_ += n;
+      const uint64_t n = std::min<uint64_t>(avail.size(), rx_remaining_);
+      AcceptPayload(avail.data(), n);
+      in_.Consume(n);
       if (rx_remaining_ == 0) NOVA_RETURN_NOT_OK(FinishFrame());
     }
   }
-  if (in_start_ == in_end_) in_start_ = in_end_ = 0;
   return Status::OK();
 }
 

@@ -2,6 +2,9 @@
 // RDMA NIC for one queue pair. It frames outgoing operations, applies peers' one-sided
 // WRITE/READ to registered memory (checked against the RegionTable), delivers SENDs and
 // immediates to the handler, and completes our operations when their replies arrive.
+// It receives through a SocketReader (common/socket_reader.h, the receive buffer
+// wire::MessageStream uses too): headers and small payloads through its buffer, large
+// payloads straight from the socket into their destination.
 //
 // Thread safety: a lane is owned by one xchg thread; every method must be called on it.
 #pragma once
@@ -15,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/socket_reader.h"
 #include "common/status.h"
 #include "common/transport/region_table.h"
 #include "common/transport/tcp_frame.h"
@@ -97,8 +101,7 @@ class TcpLane {
   std::deque<OutFrame> out_;
 
   // Receive side.
-  std::vector<char> inbuf_;
-  size_t in_start_ = 0, in_end_ = 0;
+  SocketReader in_;  // reads fd_ (which it does not own)
   RxState rx_state_ = RxState::kHeader;
   FrameHeader rx_;
   char* rx_dst_ = nullptr;       // where payload goes; nullptr = discard

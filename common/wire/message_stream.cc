@@ -1,8 +1,5 @@
 #include "common/wire/message_stream.h"
 
-#include <sys/socket.h>
-
-#include <cerrno>
 #include <cstring>
 #include <limits>
 
@@ -11,7 +8,7 @@
 namespace nova::wire {
 
 Status MessageStream::Next(MessageHeader* h, std::string_view* payload) {
-  const std::string_view avail(buf_.data() + used_, buf_.size() - used_);
+  const std::string_view avail = in_.buffered();
   // A header that cannot start a message (bad magic, version, reserved bits) first: only
   // then are its type, id and length worth answering about.
   size_t need = 0;
@@ -27,25 +24,25 @@ Status MessageStream::Next(MessageHeader* h, std::string_view* payload) {
   }
   if (avail.size() < need) return Status::NotFound("more bytes needed");
   NOVA_RETURN_NOT_OK(DecodeMessage(avail.substr(0, need), h, payload, max_message_bytes_));
-  used_ += need;
+  // Consumed at once: the bytes stay where they are until the next Fill, so *payload
+  // stays valid as Next promises.
+  in_.Consume(need);
   return Status::OK();
 }
 
 Status MessageStream::Fill(bool dont_wait) {
-  if (used_ > 0) {  // what was handed out is no longer referenced (see Next)
-    buf_.erase(0, used_);
-    used_ = 0;
+  switch (in_.Fill(dont_wait, /*min_room=*/kReadChunk, /*max_bytes=*/kReadChunk)) {
+    case SocketReader::kData:
+      return Status::OK();
+    case SocketReader::kClosed:
+      return Status::NetworkError("closed by the peer");
+    case SocketReader::kWouldBlock:
+    case SocketReader::kInterrupted:
+      return Status::Unavailable("nothing to read yet");
+    case SocketReader::kError:
+      break;
   }
-  const size_t old = buf_.size();
-  buf_.resize(old + kReadChunk);
-  const ssize_t got = ::recv(fd_, buf_.data() + old, kReadChunk, dont_wait ? MSG_DONTWAIT : 0);
-  buf_.resize(old + (got > 0 ? static_cast<size_t>(got) : 0));
-  if (got > 0) return Status::OK();
-  if (got == 0) return Status::NetworkError("closed by the peer");
-  if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) {
-    return Status::Unavailable("nothing to read yet");
-  }
-  return Status::NetworkError(std::strerror(errno));
+  return Status::NetworkError(std::strerror(in_.last_errno()));
 }
 
 }  // namespace nova::wire

@@ -1,6 +1,7 @@
 // MessageStream: common/wire messages read from a connected stream socket. The one reading
 // loop of both ends of the client protocol (the LTC server's connection readers and the
-// client library's LtcConnection): it buffers what recv() returns and hands out whole,
+// client library's LtcConnection): it frames what its SocketReader (common/socket_reader.h,
+// the receive buffer the exchange transport's tcp lanes use too) holds and hands out whole,
 // checked messages (magic, version, length limit, crc).
 //
 //   MessageStream in(fd, max_message_bytes);
@@ -20,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/socket_reader.h"
 #include "common/status.h"
 #include "common/wire/message.h"
 
@@ -33,7 +35,7 @@ class MessageStream {
   // `fd` stays the caller's (never closed here). Messages longer than `max_message_bytes`
   // (header included) are refused.
   MessageStream(int fd, size_t max_message_bytes)
-      : fd_(fd), max_message_bytes_(max_message_bytes) {}
+      : max_message_bytes_(max_message_bytes), in_(fd, kReadChunk) {}
 
   // The next whole message buffered:
   //  - OK: *h and *payload (a view valid until the next Next or Fill);
@@ -55,10 +57,8 @@ class MessageStream {
   size_t refused_bytes() const { return refused_bytes_; }
 
  private:
-  const int fd_;
   const size_t max_message_bytes_;
-  std::string buf_;
-  size_t used_ = 0;  // bytes of buf_ handed out as messages
+  SocketReader in_;  // messages handed out are consumed from it at once (see Next)
   size_t refused_bytes_ = 0;
 };
 
