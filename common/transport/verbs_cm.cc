@@ -155,8 +155,8 @@ void VerbsTransport::RunCmCommands() {
         }
         for (const LanePtr& lane : all) {
           TeardownLane(lane, c.status);
-          if (lane->qp != nullptr && !lane->abandon_sent) {
-            lane->abandon_sent = true;
+          if (lane->qp != nullptr && !lane->cm.abandon_sent) {
+            lane->cm.abandon_sent = true;
             PushXchg(lane->index, {XchgCommand::Type::kAbandon, lane, nullptr, c.status, nullptr});
           }
         }
@@ -202,7 +202,7 @@ void VerbsTransport::HandleCmEvent(const rdma_cm_event& ev, const char* private_
     }
     return;
   }
-  if (lane->torn_down) return;
+  if (lane->cm.torn_down) return;
   const std::string what = std::string(rdma_event_str(ev.event)) + " (status " +
                            std::to_string(ev.status) + ")";
   switch (ev.event) {
@@ -416,8 +416,8 @@ void VerbsTransport::CheckDeadlines() {
       }
     }
     for (auto& [p, lane] : conns_.lanes) {
-      if (lane->torn_down && lane->qp != nullptr && !lane->abandon_sent &&
-          now - lane->torn_down_at > kDrainTimeout) {
+      if (lane->cm.torn_down && lane->qp != nullptr && !lane->cm.abandon_sent &&
+          now - lane->cm.torn_down_at > kDrainTimeout) {
         slow_drains.push_back(lane);
       }
     }
@@ -427,7 +427,7 @@ void VerbsTransport::CheckDeadlines() {
   }
   for (const LanePtr& lane : slow_drains) {
     LOG(WARNING) << "RDMA lane to " << lane->remote << " did not flush; abandoning it";
-    lane->abandon_sent = true;
+    lane->cm.abandon_sent = true;
     PushXchg(lane->index, {XchgCommand::Type::kAbandon, lane, nullptr,
                            Status::NetworkError("connection with " + lane->remote + " failed"),
                            nullptr});
@@ -435,7 +435,7 @@ void VerbsTransport::CheckDeadlines() {
 }
 
 void VerbsTransport::StartLane(const LanePtr& lane) {
-  if (lane->torn_down) return;
+  if (lane->cm.torn_down) return;
   if (rdma_create_id(dev_.channel, &lane->id, lane.get(), RDMA_PS_TCP) != 0) {
     lane->id = nullptr;
     FailLane(lane, VerbsError("rdma_create_id", errno));
@@ -480,7 +480,7 @@ Status VerbsTransport::CreateQp(Lane* lane) {
   lane->max_inline = attr.cap.max_inline_data;
   QpRegistry::Get().Add(lane->qp, this, &VerbsTransport::OnQpAsyncEvent);
   x.lane_count++;
-  for (int i = kSendBuffersPerQp - 1; i >= 0; --i) lane->free_slots.push_back(i);
+  for (int i = kSendBuffersPerQp - 1; i >= 0; --i) lane->posted.free_slots.push_back(i);
 
   ibv_recv_wr wrs[kRecvBuffersPerQp];
   ibv_sge sges[kRecvBuffersPerQp];
@@ -503,7 +503,7 @@ Status VerbsTransport::CreateQp(Lane* lane) {
     x.lane_count--;
     return VerbsError("ibv_post_recv", rc);
   }
-  lane->posted_recvs = kRecvBuffersPerQp;
+  lane->posted.posted_recvs = kRecvBuffersPerQp;
   // Hand the lane to its xchg thread before connecting, so it knows the QP number by the
   // time the first completion can arrive.
   PushXchg(lane->index, {XchgCommand::Type::kAddLane, lane->shared_from_this(), nullptr,
@@ -512,9 +512,9 @@ Status VerbsTransport::CreateQp(Lane* lane) {
 }
 
 void VerbsTransport::TeardownLane(const LanePtr& lane, const Status& why) {
-  if (lane->torn_down) return;
-  lane->torn_down = true;
-  lane->torn_down_at = MonoNow();
+  if (lane->cm.torn_down) return;
+  lane->cm.torn_down = true;
+  lane->cm.torn_down_at = MonoNow();
   if (lane->qp == nullptr) {  // never reached its xchg thread
     DestroyLane(lane);
     return;

@@ -14,15 +14,15 @@ namespace nova::transport {
 
 void VerbsTransport::StartHandshake(XchgThread* x, const LanePtr& lane) {
   Lane* l = lane.get();
-  l->nonce_local = RandomNonce();
+  l->hs.nonce_local = RandomNonce();
   Hello hello;
   hello.node_name = options_.node_name;
   hello.listen_address = listen_address();
   hello.incarnation = incarnation_;
   hello.lane = static_cast<uint16_t>(l->index);
   hello.lanes = static_cast<uint16_t>(options_.xchg_threads);
-  hello.nonce = l->nonce_local;
-  l->hs = HsState::kAwaitChallenge;
+  hello.nonce = l->hs.nonce_local;
+  l->hs.state = HsState::kAwaitChallenge;
   SendInternal(x, lane, EncodeHello(hello), nullptr);
 }
 
@@ -33,11 +33,11 @@ void VerbsTransport::SendInternal(XchgThread* x, const LanePtr& lane, std::strin
   op->frag_flags = kFragHandshake;
   op->payload = std::move(frame);
   op->done = std::move(done);
-  if (lane->failing) {
-    CompleteOp(lane.get(), std::move(op), lane->fail_status);
+  if (lane->drain.failing) {
+    CompleteOp(lane.get(), std::move(op), lane->drain.fail_status);
     return;
   }
-  lane->ops.push_back(std::move(op));
+  lane->posted.ops.push_back(std::move(op));
   if (!lane->dirty) {
     lane->dirty = true;
     x->dirty.push_back(lane);
@@ -45,7 +45,7 @@ void VerbsTransport::SendInternal(XchgThread* x, const LanePtr& lane, std::strin
 }
 
 void VerbsTransport::RefuseLane(XchgThread* x, const LanePtr& lane, const Status& why) {
-  lane->hs = HsState::kRefusing;
+  lane->hs.state = HsState::kRefusing;
   // Close only once the Verdict left, so the initiator learns why.
   SendInternal(x, lane, EncodeVerdict(why),
                [this, lane, why](const Status&) { FailLane(lane, why); });
@@ -57,7 +57,7 @@ void VerbsTransport::HandleHandshake(XchgThread* x, const LanePtr& lane, const s
   const auto index = static_cast<uint16_t>(l->index);
   auto fail = [&](const Status& why) { BreakLane(lane, why, /*reset=*/false); };
   Callbacks after;
-  switch (l->hs) {
+  switch (l->hs.state) {
     case HsState::kAwaitHello: {
       Hello h;
       Status st = DecodeHello(msg, &h);
@@ -69,23 +69,23 @@ void VerbsTransport::HandleHandshake(XchgThread* x, const LanePtr& lane, const s
       }
       if (st.ok() && h.node_name.empty()) st = Status::InvalidArgument("empty node name");
       if (!st.ok()) return RefuseLane(x, lane, st);
-      l->peer_name = h.node_name;
-      l->peer_address = h.listen_address;
-      l->peer_incarnation = h.incarnation;
-      l->nonce_remote = h.nonce;
-      l->nonce_local = RandomNonce();
-      Challenge c{options_.node_name, listen_address(), l->nonce_local,
-                  AcceptorMac(secret, index, h.nonce, l->nonce_local)};
-      l->hs = HsState::kAwaitResponse;
+      l->hs.peer_name = h.node_name;
+      l->hs.peer_address = h.listen_address;
+      l->hs.peer_incarnation = h.incarnation;
+      l->hs.nonce_remote = h.nonce;
+      l->hs.nonce_local = RandomNonce();
+      Challenge c{options_.node_name, listen_address(), l->hs.nonce_local,
+                  AcceptorMac(secret, index, h.nonce, l->hs.nonce_local)};
+      l->hs.state = HsState::kAwaitResponse;
       return SendInternal(x, lane, EncodeChallenge(c), nullptr);
     }
     case HsState::kAwaitResponse: {
       Response r;
       Status st = DecodeResponse(msg, &r);
-      if (st.ok() && !MacEquals(r.mac, InitiatorMac(secret, index, l->nonce_local,
-                                                    l->nonce_remote))) {
+      if (st.ok() && !MacEquals(r.mac, InitiatorMac(secret, index, l->hs.nonce_local,
+                                                    l->hs.nonce_remote))) {
         stats_.auth_failures++;
-        LOG(WARNING) << "refusing connection from '" << l->peer_name << "' at " << l->remote
+        LOG(WARNING) << "refusing connection from '" << l->hs.peer_name << "' at " << l->remote
                      << ": it does not know the cluster secret";
         st = Status::PermissionDenied("authentication failed: cluster secret mismatch");
       }
@@ -96,7 +96,7 @@ void VerbsTransport::HandleHandshake(XchgThread* x, const LanePtr& lane, const s
       } else {
         l->authenticated = true;
         l->peer_id = *peer;
-        l->hs = HsState::kDone;
+        l->hs.state = HsState::kDone;
         SendInternal(x, lane, EncodeVerdict(Status::OK()), nullptr);  // before any app op
       }
       break;
@@ -110,34 +110,34 @@ void VerbsTransport::HandleHandshake(XchgThread* x, const LanePtr& lane, const s
         if (!verdict.ok() && !verdict.IsCorruption()) st = verdict;
         return fail(st.Prepend(l->remote + " refused the connection"));
       }
-      l->peer_name = c.node_name;
-      l->peer_address = c.listen_address;
-      l->nonce_remote = c.nonce;
-      l->hs = HsState::kAwaitVerdict;
-      if (!MacEquals(c.mac, AcceptorMac(secret, index, l->nonce_local, c.nonce))) {
+      l->hs.peer_name = c.node_name;
+      l->hs.peer_address = c.listen_address;
+      l->hs.nonce_remote = c.nonce;
+      l->hs.state = HsState::kAwaitVerdict;
+      if (!MacEquals(c.mac, AcceptorMac(secret, index, l->hs.nonce_local, c.nonce))) {
         // Answer anyway and close only after its Verdict, so that a listener with another
         // secret logs and counts us too.
         stats_.auth_failures++;
         LOG(WARNING) << "peer at " << l->remote << " (claiming to be '" << c.node_name
                      << "') does not know the cluster secret; closing";
-        l->pending_refusal = Status::PermissionDenied(
+        l->hs.pending_refusal = Status::PermissionDenied(
             "peer at " + l->remote + " failed authentication: cluster secret mismatch");
         MutexLock lock(&mu_);
-        if (l->session != nullptr) l->session->refusal = l->pending_refusal;
+        if (l->session != nullptr) l->session->refusal = l->hs.pending_refusal;
       }
       return SendInternal(x, lane,
-                          EncodeResponse({InitiatorMac(secret, index, c.nonce, l->nonce_local)}),
+                          EncodeResponse({InitiatorMac(secret, index, c.nonce, l->hs.nonce_local)}),
                           nullptr);
     }
     case HsState::kAwaitVerdict: {
-      if (!l->pending_refusal.ok()) return fail(l->pending_refusal);
+      if (!l->hs.pending_refusal.ok()) return fail(l->hs.pending_refusal);
       const Status verdict = DecodeVerdict(msg);
       if (!verdict.ok()) {
         if (verdict.IsPermissionDenied()) {
-          LOG(WARNING) << "'" << l->peer_name << "' at " << l->remote
+          LOG(WARNING) << "'" << l->hs.peer_name << "' at " << l->remote
                        << " refused our cluster secret";
         }
-        return fail(verdict.Prepend("'" + l->peer_name + "' at " + l->remote +
+        return fail(verdict.Prepend("'" + l->hs.peer_name + "' at " + l->remote +
                                     " refused the connection"));
       }
       Result<PeerId> peer = LaneAuthenticated(lane, &after);
@@ -146,7 +146,7 @@ void VerbsTransport::HandleHandshake(XchgThread* x, const LanePtr& lane, const s
       } else {
         l->authenticated = true;
         l->peer_id = *peer;
-        l->hs = HsState::kDone;
+        l->hs.state = HsState::kDone;
       }
       break;
     }

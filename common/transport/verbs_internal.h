@@ -246,10 +246,13 @@ struct VerbsTransport::Lane : std::enable_shared_from_this<Lane> {
   std::unique_ptr<char, FreeDeleter> buf;  // receive slots, then send slots
   uint32_t max_inline = 0;
 
-  // cm thread only.
-  bool torn_down = false;
-  bool abandon_sent = false;
-  MonoTime torn_down_at;
+  // The cm thread's view of the lane's teardown. cm thread only.
+  struct CmState {
+    bool torn_down = false;
+    bool abandon_sent = false;
+    MonoTime torn_down_at;
+  };
+  CmState cm;
 
   // Guarded by VerbsTransport::mu_ (a comment: the analysis cannot name another object's lock).
   Session* session = nullptr;  // outlives the lane; null for an unauthenticated acceptor lane
@@ -258,30 +261,48 @@ struct VerbsTransport::Lane : std::enable_shared_from_this<Lane> {
   // Ops accepted by Submit and not yet completed: bounds the backlog (any thread).
   std::atomic<size_t> queued{0};
 
-  // xchg thread only (initialised by the cm thread before hand-over).
-  std::deque<std::unique_ptr<Op>> ops;
-  size_t post_index = 0;
-  std::deque<WrRecord> fifo;
-  uint64_t next_seq = 0;
-  int unsignaled = 0;
-  std::vector<uint32_t> free_slots;
-  int posted_recvs = 0;
-  std::string reassembly;
-  bool reassembling = false;
-  uint8_t reassembly_kind = 0;  // kFragKinds bits of the message being reassembled
-  HsState hs = HsState::kAwaitHello;
-  std::string nonce_local, nonce_remote;
-  Status pending_refusal;  // initiator: the acceptor failed our check; fail after its Verdict
-  std::string peer_name, peer_address;  // from the handshake
-  uint64_t peer_incarnation = 0;
+  // The rest belongs to the xchg thread (initialised by the cm thread before hand-over).
+
+  // Posted work: the op FIFO, the WR records, send buffers and receives (the invariants are
+  // in verbs_lane.cc).
+  struct Posting {
+    std::deque<std::unique_ptr<Op>> ops;
+    size_t post_index = 0;
+    std::deque<WrRecord> fifo;
+    uint64_t next_seq = 0;
+    int unsignaled = 0;
+    std::vector<uint32_t> free_slots;
+    int posted_recvs = 0;
+  };
+  Posting posted;
+  // The message whose fragments are arriving.
+  struct Reassembly {
+    std::string bytes;
+    bool active = false;
+    uint8_t kind = 0;  // kFragKinds bits of the message being reassembled
+  };
+  Reassembly rx;
+  // The handshake (verbs_handshake.cc), and who it found at the other end.
+  struct Handshake {
+    HsState state = HsState::kAwaitHello;
+    std::string nonce_local, nonce_remote;
+    Status pending_refusal;  // initiator: the acceptor failed our check; fail after its Verdict
+    std::string peer_name, peer_address;
+    uint64_t peer_incarnation = 0;
+  };
+  Handshake hs;
   bool authenticated = false;
   PeerId peer_id = kInvalidPeer;
-  bool failing = false;
-  Status fail_status;
-  bool fail_status_provisional = false;  // from a bare flush; the cm thread may name the cause
-  bool cm_teardown_seen = false;  // the QP is in ERR: no more posts, everything will flush
-  bool drained = false;
-  bool dirty = false;             // queued in XchgThread::dirty for posting
+  // Failing and draining (the life cycle's steps 5 and 6).
+  struct Drain {
+    bool failing = false;
+    Status fail_status;
+    bool fail_status_provisional = false;  // from a bare flush; the cm thread may name the cause
+    bool cm_teardown_seen = false;  // the QP is in ERR: no more posts, everything will flush
+    bool drained = false;
+  };
+  Drain drain;
+  bool dirty = false;  // queued in XchgThread::dirty for posting
 };
 
 // One attempt to bring up all lanes between us and one peer. Guarded by VerbsTransport::mu_

@@ -10,7 +10,7 @@
 // conns_.peers (ClassifyWcError, HandleControl), mem_.by_id (ReleaseRegion) and, through
 // FailLane/ResetLane, the sessions.
 //
-// Posted-op bookkeeping per lane (xchg thread only):
+// Posted-op bookkeeping per lane (Lane::posted, xchg thread only):
 //  1. `ops` holds every accepted op in submission order; `post_index` is the first op not
 //     fully posted (a Send may be posted fragment by fragment as send buffers free up);
 //  2. every posted WR gets wr_id = a per-lane sequence number and a record in `fifo`;
@@ -131,24 +131,24 @@ void VerbsTransport::RunXchgCommand(XchgThread* x, XchgCommand& c) {
       x->lanes[lane->qp_num] = c.lane;
       return;
     case XchgCommand::Type::kEstablished:
-      if (!lane->failing && lane->hs == HsState::kAwaitEstablished) StartHandshake(x, c.lane);
+      if (!lane->drain.failing && lane->hs.state == HsState::kAwaitEstablished) StartHandshake(x, c.lane);
       return;
     case XchgCommand::Type::kSubmit:
-      if (lane->failing) {
-        CompleteOp(lane, std::move(c.op), lane->fail_status);
+      if (lane->drain.failing) {
+        CompleteOp(lane, std::move(c.op), lane->drain.fail_status);
         return;
       }
-      lane->ops.push_back(std::move(c.op));
+      lane->posted.ops.push_back(std::move(c.op));
       if (!lane->dirty) {
         lane->dirty = true;
         x->dirty.push_back(c.lane);
       }
       return;
     case XchgCommand::Type::kFailLane:
-      lane->cm_teardown_seen = true;
-      if (lane->fail_status_provisional) {  // the cm thread knows the real cause
-        lane->fail_status = c.status;
-        lane->fail_status_provisional = false;
+      lane->drain.cm_teardown_seen = true;
+      if (lane->drain.fail_status_provisional) {  // the cm thread knows the real cause
+        lane->drain.fail_status = c.status;
+        lane->drain.fail_status_provisional = false;
       }
       MarkFailing(lane, c.status);
       MaybeDrained(x, c.lane);
@@ -187,17 +187,17 @@ void VerbsTransport::HandleWc(XchgThread* x, const ibv_wc& wc) {
 void VerbsTransport::HandleSendWc(XchgThread* x, const LanePtr& lane, const ibv_wc& wc) {
   Lane* l = lane.get();
   auto retire_front = [this, l](const Status& st) {
-    const Lane::WrRecord r = l->fifo.front();
-    l->fifo.pop_front();
-    if (r.slot >= 0) l->free_slots.push_back(static_cast<uint32_t>(r.slot));
+    const Lane::WrRecord r = l->posted.fifo.front();
+    l->posted.fifo.pop_front();
+    if (r.slot >= 0) l->posted.free_slots.push_back(static_cast<uint32_t>(r.slot));
     if (!st.ok() && r.op->status.ok()) r.op->status = st;
     r.op->wrs_outstanding--;
     CompleteFrontOps(l);
   };
   // Unsignaled WRs before this one completed successfully: one that had failed would have
   // produced its own (earlier) completion.
-  while (!l->fifo.empty() && l->fifo.front().seq < wc.wr_id) retire_front(Status::OK());
-  if (l->fifo.empty() || l->fifo.front().seq != wc.wr_id) {
+  while (!l->posted.fifo.empty() && l->posted.fifo.front().seq < wc.wr_id) retire_front(Status::OK());
+  if (l->posted.fifo.empty() || l->posted.fifo.front().seq != wc.wr_id) {
     LOG(ERROR) << "completion for unknown work request " << wc.wr_id << " on lane to "
                << l->remote;
     return;
@@ -208,7 +208,7 @@ void VerbsTransport::HandleSendWc(XchgThread* x, const LanePtr& lane, const ibv_
     case IBV_WC_SUCCESS:
       break;
     case IBV_WC_WR_FLUSH_ERR:
-      st = l->failing ? l->fail_status
+      st = l->drain.failing ? l->drain.fail_status
                       : Status::NetworkError("connection with " + l->remote + " broke");
       reset = true;
       break;
@@ -218,14 +218,14 @@ void VerbsTransport::HandleSendWc(XchgThread* x, const LanePtr& lane, const ibv_
     case IBV_WC_LOC_ACCESS_ERR:
     case IBV_WC_LOC_PROT_ERR:
     case IBV_WC_LOC_LEN_ERR:
-      st = ClassifyWcError(l, wc, *l->fifo.front().op);
+      st = ClassifyWcError(l, wc, *l->posted.fifo.front().op);
       reset = true;
       break;
     default:  // retries exceeded and the like: the peer or the path is gone
-      st = ClassifyWcError(l, wc, *l->fifo.front().op);
+      st = ClassifyWcError(l, wc, *l->posted.fifo.front().op);
       break;
   }
-  if (!st.ok() && !l->failing) {
+  if (!st.ok() && !l->drain.failing) {
     // Decide the lane's fate before completing the op, so that an op its completion posts
     // already sees the lane as resetting (and is parked) rather than failing with it.
     if (wc.status != IBV_WC_WR_FLUSH_ERR) LOG(WARNING) << st.ToString();
@@ -233,7 +233,7 @@ void VerbsTransport::HandleSendWc(XchgThread* x, const LanePtr& lane, const ibv_
               Status::NetworkError("connection with " + l->remote +
                                    " reset after an earlier error: " + st.message()),
               reset);
-    l->fail_status_provisional = wc.status == IBV_WC_WR_FLUSH_ERR;
+    l->drain.fail_status_provisional = wc.status == IBV_WC_WR_FLUSH_ERR;
   }
   retire_front(st);
   if (!l->dirty) {  // send buffers and queue slots were freed
@@ -276,10 +276,10 @@ Status VerbsTransport::ClassifyWcError(Lane* lane, const ibv_wc& wc, const Op& o
 
 void VerbsTransport::HandleRecvWc(XchgThread* x, const LanePtr& lane, const ibv_wc& wc) {
   Lane* l = lane.get();
-  l->posted_recvs--;
+  l->posted.posted_recvs--;
   const auto slot = static_cast<uint32_t>(wc.wr_id & ~kRecvWrIdFlag);
   if (wc.status != IBV_WC_SUCCESS) {
-    if (!l->failing) {
+    if (!l->drain.failing) {
       // A bare flush means the NIC moved the QP to ERR, as it does on a peer's refused
       // one-sided op: reset the lane (the async event names the cause, if it was that).
       const bool flushed = wc.status == IBV_WC_WR_FLUSH_ERR;
@@ -287,11 +287,11 @@ void VerbsTransport::HandleRecvWc(XchgThread* x, const LanePtr& lane, const ibv_
                 Status::NetworkError("receive from " + l->remote +
                                      " failed: " + ibv_wc_status_str(wc.status)),
                 /*reset=*/flushed);
-      l->fail_status_provisional = flushed;
+      l->drain.fail_status_provisional = flushed;
     }
     return;
   }
-  if (l->failing) return;  // do not re-post: the lane is draining
+  if (l->drain.failing) return;  // do not re-post: the lane is draining
   if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
     if (!RepostRecv(l, slot)) return;
     if (!l->authenticated) {
@@ -314,7 +314,7 @@ void VerbsTransport::HandleRecvWc(XchgThread* x, const LanePtr& lane, const ibv_
   }
   // Handshake frames only before authentication, everything else only after.
   if ((kind == kFragHandshake) == l->authenticated ||
-      (l->reassembling && l->reassembly_kind != kind)) {
+      (l->rx.active && l->rx.kind != kind)) {
     ProtocolViolation(lane, kind == kFragHandshake ? "handshake frame after authentication"
                                                    : "frame before authentication");
     return;
@@ -323,18 +323,18 @@ void VerbsTransport::HandleRecvWc(XchgThread* x, const LanePtr& lane, const ibv_
                        : kind == kFragControl ? kMaxControlMessageBytes
                                               : options_.max_message_bytes;
   const size_t len = wc.byte_len - kFragmentHeaderBytes;
-  if (l->reassembly.size() + len > limit) {
+  if (l->rx.bytes.size() + len > limit) {
     ProtocolViolation(lane, "message larger than " + std::to_string(limit) + " bytes");
     return;
   }
-  l->reassembly.append(buf + kFragmentHeaderBytes, len);
-  l->reassembling = true;
-  l->reassembly_kind = kind;
+  l->rx.bytes.append(buf + kFragmentHeaderBytes, len);
+  l->rx.active = true;
+  l->rx.kind = kind;
   if (!RepostRecv(l, slot)) return;
   if (header & kFragMore) return;
   std::string msg;
-  msg.swap(l->reassembly);
-  l->reassembling = false;
+  msg.swap(l->rx.bytes);
+  l->rx.active = false;
   if (kind == kFragHandshake) {
     HandleHandshake(x, lane, msg);
   } else if (kind == kFragControl) {
@@ -383,7 +383,7 @@ bool VerbsTransport::RepostRecv(Lane* lane, uint32_t slot) {
               /*reset=*/false);
     return false;
   }
-  lane->posted_recvs++;
+  lane->posted.posted_recvs++;
   return true;
 }
 
@@ -403,18 +403,18 @@ void VerbsTransport::PostLane(Lane* lane) {
 
 // Posts one chain of at most kMaxPostChain WRs. Returns true if it may be called again.
 bool VerbsTransport::PostChain(Lane* lane) {
-  if (lane->failing) return false;
+  if (lane->drain.failing) return false;
   ibv_send_wr wrs[kMaxPostChain];
   ibv_sge sges[kMaxPostChain][kMaxSendSge];
   uint8_t headers[kMaxPostChain];
   int n = 0;
   bool more = true;
   while (n < kMaxPostChain) {
-    if (lane->post_index >= lane->ops.size() || lane->fifo.size() >= kSendQueueDepth) {
+    if (lane->posted.post_index >= lane->posted.ops.size() || lane->posted.fifo.size() >= kSendQueueDepth) {
       more = false;
       break;
     }
-    Op& op = *lane->ops[lane->post_index];
+    Op& op = *lane->posted.ops[lane->posted.post_index];
     ibv_send_wr& wr = wrs[n];
     wr = {};
     wr.sg_list = sges[n];
@@ -434,12 +434,12 @@ bool VerbsTransport::PostChain(Lane* lane) {
         wr.num_sge = chunk > 0 ? 2 : 1;
         wr.send_flags = IBV_SEND_INLINE;
       } else {
-        if (lane->free_slots.empty()) {
+        if (lane->posted.free_slots.empty()) {
           more = false;  // resumes when a signaled completion returns buffers
           break;
         }
-        slot = static_cast<int>(lane->free_slots.back());
-        lane->free_slots.pop_back();
+        slot = static_cast<int>(lane->posted.free_slots.back());
+        lane->posted.free_slots.pop_back();
         char* b = lane->SendBuffer(slot);
         b[0] = static_cast<char>(header);
         std::memcpy(b + kFragmentHeaderBytes, data, chunk);
@@ -463,25 +463,25 @@ bool VerbsTransport::PostChain(Lane* lane) {
                     op.lkey};
       wr.num_sge = op.length > 0 ? 1 : 0;
     }
-    wr.wr_id = lane->next_seq++;
-    lane->fifo.push_back({wr.wr_id, slot, &op});
+    wr.wr_id = lane->posted.next_seq++;
+    lane->posted.fifo.push_back({wr.wr_id, slot, &op});
     op.wrs_outstanding++;
-    if (++lane->unsignaled >= kSignalInterval) {
+    if (++lane->posted.unsignaled >= kSignalInterval) {
       wr.send_flags |= IBV_SEND_SIGNALED;
-      lane->unsignaled = 0;
+      lane->posted.unsignaled = 0;
     }
     if (n > 0) wrs[n - 1].next = &wr;
     ++n;
     if (op_posted) {
       op.fully_posted = true;
-      lane->post_index++;
+      lane->posted.post_index++;
     }
   }
   if (n == 0) return false;
   // The last WR of every chain is signaled: posting may stop here (queue or buffers full,
   // nothing left), and unsignaled WRs never complete on their own.
   wrs[n - 1].send_flags |= IBV_SEND_SIGNALED;
-  lane->unsignaled = 0;
+  lane->posted.unsignaled = 0;
   ibv_send_wr* bad = nullptr;
   const int rc = ibv_post_send(lane->qp, wrs, &bad);
   if (rc == 0) return more;
@@ -489,9 +489,9 @@ bool VerbsTransport::PostChain(Lane* lane) {
   const Status why = VerbsError("ibv_post_send to " + lane->remote, rc);
   const int first_unposted = (bad >= wrs && bad < wrs + n) ? static_cast<int>(bad - wrs) : 0;
   for (int i = n - 1; i >= first_unposted; --i) {
-    const Lane::WrRecord r = lane->fifo.back();
-    lane->fifo.pop_back();
-    if (r.slot >= 0) lane->free_slots.push_back(static_cast<uint32_t>(r.slot));
+    const Lane::WrRecord r = lane->posted.fifo.back();
+    lane->posted.fifo.pop_back();
+    if (r.slot >= 0) lane->posted.free_slots.push_back(static_cast<uint32_t>(r.slot));
     if (r.op->status.ok()) r.op->status = why;
     r.op->wrs_outstanding--;
   }
@@ -506,18 +506,18 @@ bool VerbsTransport::PostChain(Lane* lane) {
 }
 
 void VerbsTransport::MarkFailing(Lane* lane, const Status& why) {
-  if (!lane->failing) {
-    lane->failing = true;
-    lane->fail_status = why.ok() ? Status::NetworkError("connection closed") : why;
+  if (!lane->drain.failing) {
+    lane->drain.failing = true;
+    lane->drain.fail_status = why.ok() ? Status::NetworkError("connection closed") : why;
   }
   CompleteFrontOps(lane);
 }
 
 void VerbsTransport::BreakLane(const LanePtr& lane, const Status& why, bool reset) {
-  const bool first = !lane->failing;
+  const bool first = !lane->drain.failing;
   if (first) {
-    lane->failing = true;
-    lane->fail_status = why;
+    lane->drain.failing = true;
+    lane->drain.fail_status = why;
     // Tell the session first: an op that a completion below posts must already see the
     // lane as resetting (parked) or its peer as down, not be queued behind the failure.
     reset ? ResetLane(lane, why) : FailLane(lane, why);
@@ -526,15 +526,15 @@ void VerbsTransport::BreakLane(const LanePtr& lane, const Status& why, bool rese
 }
 
 void VerbsTransport::CompleteFrontOps(Lane* lane) {
-  while (!lane->ops.empty()) {
-    Op* op = lane->ops.front().get();
-    if (op->wrs_outstanding > 0 || (!op->fully_posted && !lane->failing)) return;
+  while (!lane->posted.ops.empty()) {
+    Op* op = lane->posted.ops.front().get();
+    if (op->wrs_outstanding > 0 || (!op->fully_posted && !lane->drain.failing)) return;
     const Status st = !op->status.ok() ? op->status
                       : op->fully_posted ? Status::OK()
-                                         : lane->fail_status;
-    std::unique_ptr<Op> done = std::move(lane->ops.front());
-    lane->ops.pop_front();
-    if (lane->post_index > 0) lane->post_index--;
+                                         : lane->drain.fail_status;
+    std::unique_ptr<Op> done = std::move(lane->posted.ops.front());
+    lane->posted.ops.pop_front();
+    if (lane->posted.post_index > 0) lane->posted.post_index--;
     CompleteOp(lane, std::move(done), st);
   }
 }
@@ -550,28 +550,28 @@ void VerbsTransport::CompleteOp(Lane* lane, std::unique_ptr<Op> op, const Status
 
 void VerbsTransport::MaybeDrained(XchgThread* x, const LanePtr& lane) {
   Lane* l = lane.get();
-  if (l->drained || !l->failing || !l->cm_teardown_seen) return;
-  if (!l->ops.empty() || !l->fifo.empty() || l->posted_recvs > 0) return;
-  l->drained = true;
+  if (l->drain.drained || !l->drain.failing || !l->drain.cm_teardown_seen) return;
+  if (!l->posted.ops.empty() || !l->posted.fifo.empty() || l->posted.posted_recvs > 0) return;
+  l->drain.drained = true;
   x->lanes.erase(l->qp_num);
   PushCm({CmCommand::Type::kDrained, lane, Status::OK()});
 }
 
 void VerbsTransport::AbandonLane(XchgThread* x, const LanePtr& lane, const Status& why) {
   Lane* l = lane.get();
-  if (l->drained) return;
+  if (l->drain.drained) return;
   MarkFailing(l, why);
   // The NIC never flushed these: we cannot know whether they executed, so they failed.
-  while (!l->fifo.empty()) {
-    const Lane::WrRecord r = l->fifo.front();
-    l->fifo.pop_front();
-    if (r.slot >= 0) l->free_slots.push_back(static_cast<uint32_t>(r.slot));
-    if (r.op->status.ok()) r.op->status = l->fail_status;
+  while (!l->posted.fifo.empty()) {
+    const Lane::WrRecord r = l->posted.fifo.front();
+    l->posted.fifo.pop_front();
+    if (r.slot >= 0) l->posted.free_slots.push_back(static_cast<uint32_t>(r.slot));
+    if (r.op->status.ok()) r.op->status = l->drain.fail_status;
     r.op->wrs_outstanding--;
   }
   CompleteFrontOps(l);
-  l->posted_recvs = 0;
-  l->cm_teardown_seen = true;
+  l->posted.posted_recvs = 0;
+  l->drain.cm_teardown_seen = true;
   MaybeDrained(x, lane);
 }
 

@@ -54,7 +54,7 @@ VerbsTransport::LanePtr VerbsTransport::NewInitiatorLaneLocked(Session* s, int i
   auto lane = std::make_shared<Lane>(index, /*initiator=*/true);
   lane->remote = address;
   std::memcpy(&lane->dst, sockaddr, std::min<size_t>(sockaddr_len, sizeof(lane->dst)));
-  lane->hs = HsState::kAwaitEstablished;
+  lane->hs.state = HsState::kAwaitEstablished;
   lane->initiator_serial = s->serial;
   lane->session = s;
   s->lanes[index] = lane;
@@ -281,13 +281,13 @@ Result<PeerId> VerbsTransport::LaneAuthenticated(const LanePtr& lane, Callbacks*
   MutexLock l(&mu_);
   if (lane->failed || shutting_down_) return Status::Aborted("connection is closing");
   const int k = lane->index;
-  Peer& p = FindOrCreatePeerLocked(lane->peer_name);
+  Peer& p = FindOrCreatePeerLocked(lane->hs.peer_name);
   Session* s = lane->session;
   if (lane->initiator) {
     if (s->state == Session::State::kUp) {  // a lane we re-dialled after a reset
-      if (s->peer_name != lane->peer_name || s->lanes[k] != lane) {
+      if (s->peer_name != lane->hs.peer_name || s->lanes[k] != lane) {
         return Status::NetworkError("re-established lane " + std::to_string(k) + " to " +
-                                    s->address + " reached " + lane->peer_name);
+                                    s->address + " reached " + lane->hs.peer_name);
       }
       s->resetting[k] = 0;
       FlushParkedLocked(s, k);
@@ -295,12 +295,12 @@ Result<PeerId> VerbsTransport::LaneAuthenticated(const LanePtr& lane, Callbacks*
     }
     if (s->state != Session::State::kConnecting) return Status::Aborted("connection is closing");
     if (s->peer_name.empty()) {
-      s->peer_name = lane->peer_name;
-      s->peer_address = lane->peer_address;
+      s->peer_name = lane->hs.peer_name;
+      s->peer_address = lane->hs.peer_address;
       s->peer_id = p.id;
-    } else if (s->peer_name != lane->peer_name) {
+    } else if (s->peer_name != lane->hs.peer_name) {
       return Status::NetworkError("lanes to " + s->address + " reached different nodes (" +
-                                  s->peer_name + ", " + lane->peer_name + ")");
+                                  s->peer_name + ", " + lane->hs.peer_name + ")");
     }
     if (k == 0) {
       for (int j = 1; j < options_.xchg_threads; ++j) {
@@ -310,7 +310,7 @@ Result<PeerId> VerbsTransport::LaneAuthenticated(const LanePtr& lane, Callbacks*
   } else {
     conns_.orphans.erase(lane.get());
     Session* up = p.session.get();
-    if (up != nullptr && !up->initiator && up->incarnation == lane->peer_incarnation &&
+    if (up != nullptr && !up->initiator && up->incarnation == lane->hs.peer_incarnation &&
         up->remote_serial == lane->initiator_serial) {
       // The initiator re-dialled lane k of an Up session: swap it in.
       if (const LanePtr& old = up->lanes[k]; old != nullptr && !old->failed) {
@@ -325,19 +325,19 @@ Result<PeerId> VerbsTransport::LaneAuthenticated(const LanePtr& lane, Callbacks*
       FlushParkedLocked(up, k);
       return p.id;
     }
-    auto it = conns_.accepting.find(lane->peer_name);
+    auto it = conns_.accepting.find(lane->hs.peer_name);
     s = it == conns_.accepting.end() ? nullptr : it->second;
-    if (s != nullptr && (s->incarnation != lane->peer_incarnation ||
+    if (s != nullptr && (s->incarnation != lane->hs.peer_incarnation ||
                          s->remote_serial != lane->initiator_serial || s->lanes[k] != nullptr)) {
       FailSessionLocked(s, Status::NetworkError("superseded by a newer connection attempt from " +
-                                                lane->peer_name));
+                                                lane->hs.peer_name));
       s = nullptr;
     }
     if (s == nullptr) {
       s = NewSessionLocked(/*initiator=*/false).get();
-      s->peer_name = lane->peer_name;
-      s->peer_address = lane->peer_address;
-      s->incarnation = lane->peer_incarnation;
+      s->peer_name = lane->hs.peer_name;
+      s->peer_address = lane->hs.peer_address;
+      s->incarnation = lane->hs.peer_incarnation;
       s->remote_serial = lane->initiator_serial;
       s->peer_id = p.id;
       conns_.accepting[s->peer_name] = s;
