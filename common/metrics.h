@@ -245,8 +245,7 @@ class MetricsRegistry {
 
   // Returns the entry for `name`, creating an empty one of `type` if absent.
   // CHECK-fails on an invalid name, a type mismatch or a histogram series collision.
-  Entry* GetOrCreateLocked(std::string_view name, std::string_view help, Type type)
-      REQUIRES(mu_);
+  Entry* GetOrCreateLocked(std::string_view name, std::string_view help, Type type) REQUIRES(mu_);
   // Reads every metric, running callback gauges.
   std::vector<Row> Collect() const;
 

@@ -1,7 +1,7 @@
 // Mutex, MutexLock and CondVar: std::mutex and std::condition_variable with the
 // annotations of common/thread_annotations.h (and SharedMutex with WriterMutexLock and
-// ReaderMutexLock: std::shared_mutex, for state read far more often than written), so that clang checks GUARDED_BY / REQUIRES /
-// EXCLUDES against the locks actually held.
+// ReaderMutexLock: std::shared_mutex, for state read far more often than written), so that clang
+// checks GUARDED_BY / REQUIRES / EXCLUDES against the locks actually held.
 //
 //   Mutex mu_;
 //   std::deque<Job> queue_ GUARDED_BY(mu_);

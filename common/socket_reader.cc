@@ -9,7 +9,8 @@
 namespace nova {
 
 SocketReader::SocketReader(int fd, size_t capacity)
-    : fd_(fd), buf_(new char[std::max<size_t>(capacity, 1)]),
+    : fd_(fd),
+      buf_(new char[std::max<size_t>(capacity, 1)]),
       capacity_(std::max<size_t>(capacity, 1)) {}
 
 SocketReader::Result SocketReader::Fill(bool dont_wait, size_t min_room, size_t max_bytes) {

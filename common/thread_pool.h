@@ -66,7 +66,7 @@ class ThreadPool {
 
   // Lock order: join_mu_ before mu_.
   Mutex join_mu_ ACQUIRED_BEFORE(mu_);  // held while joining workers, so concurrent
-                                       // Shutdowns all wait
+                                        // Shutdowns all wait
   mutable Mutex mu_;
   CondVar work_cv_;  // signalled when a task is queued or on shutdown
   std::deque<std::function<void()>> queue_ GUARDED_BY(mu_);

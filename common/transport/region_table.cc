@@ -1,6 +1,5 @@
 #include "common/transport/region_table.h"
 
-
 #include "common/transport/handshake.h"
 
 namespace nova::transport {

@@ -144,9 +144,8 @@ Status TcpLane::OnReadable() {
     size_t got = 0;
     // After ConsumeBuffered only a partial header (or nothing) is buffered, so a full
     // buffer always has a consumed prefix for Fill to reclaim: it never grows.
-    const SocketReader::Result r = direct
-                                       ? in_.ReadDirect(rx_dst_ + rx_done_, rx_remaining_, &got)
-                                       : in_.Fill(/*dont_wait=*/true, /*min_room=*/1);
+    const SocketReader::Result r = direct ? in_.ReadDirect(rx_dst_ + rx_done_, rx_remaining_, &got)
+                                          : in_.Fill(/*dont_wait=*/true, /*min_room=*/1);
     switch (r) {
       case SocketReader::kData:
         break;

@@ -22,8 +22,8 @@
 #include "common/status.h"
 #include "common/transport/region_table.h"
 #include "common/transport/tcp_frame.h"
-#include "common/transport/transport_counters.h"
 #include "common/transport/transport.h"
+#include "common/transport/transport_counters.h"
 
 namespace nova::transport {
 

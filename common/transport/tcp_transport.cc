@@ -311,9 +311,8 @@ void TcpTransport::InstallLanes(PeerId peer, LaneSet set) {
         PostTask(k, [this, peer, old, why](XchgThread& x) { CloseLane(&x, peer, old, why); });
       }
     }
-    peers_cv_.Wait(&lock, [&] {
-      return (p.lanes_open == 0 && !p.down_pending) || shutting_down_.load();
-    });
+    peers_cv_.Wait(&lock,
+                   [&] { return (p.lanes_open == 0 && !p.down_pending) || shutting_down_.load(); });
     p.installing = false;
     if (shutting_down_) {
       for (int fd : set.fds) ::close(fd);

@@ -98,8 +98,8 @@ void VerbsTransport::PushCm(CmCommand c) {
 
 void VerbsTransport::CmLoop() {
   while (true) {
-    pollfd fds[] = {{dev_.channel->fd, POLLIN, 0}, {dev_.ctx->async_fd, POLLIN, 0},
-                    {cm_->wake_fd, POLLIN, 0}};
+    pollfd fds[] = {
+        {dev_.channel->fd, POLLIN, 0}, {dev_.ctx->async_fd, POLLIN, 0}, {cm_->wake_fd, POLLIN, 0}};
     (void)poll(fds, 3, kCmTickMs);
     if (fds[2].revents & POLLIN) DrainFd(cm_->wake_fd);
     {

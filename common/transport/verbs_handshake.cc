@@ -82,8 +82,8 @@ void VerbsTransport::HandleHandshake(XchgThread* x, const LanePtr& lane, const s
     case HsState::kAwaitResponse: {
       Response r;
       Status st = DecodeResponse(msg, &r);
-      if (st.ok() && !MacEquals(r.mac, InitiatorMac(secret, index, l->hs.nonce_local,
-                                                    l->hs.nonce_remote))) {
+      if (st.ok() &&
+          !MacEquals(r.mac, InitiatorMac(secret, index, l->hs.nonce_local, l->hs.nonce_remote))) {
         stats_.auth_failures++;
         LOG(WARNING) << "refusing connection from '" << l->hs.peer_name << "' at " << l->remote
                      << ": it does not know the cluster secret";

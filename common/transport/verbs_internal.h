@@ -298,7 +298,7 @@ struct VerbsTransport::Lane : std::enable_shared_from_this<Lane> {
     bool failing = false;
     Status fail_status;
     bool fail_status_provisional = false;  // from a bare flush; the cm thread may name the cause
-    bool cm_teardown_seen = false;  // the QP is in ERR: no more posts, everything will flush
+    bool cm_teardown_seen = false;         // the QP is in ERR: no more posts, everything will flush
     bool drained = false;
   };
   Drain drain;

@@ -131,7 +131,8 @@ void VerbsTransport::RunXchgCommand(XchgThread* x, XchgCommand& c) {
       x->lanes[lane->qp_num] = c.lane;
       return;
     case XchgCommand::Type::kEstablished:
-      if (!lane->drain.failing && lane->hs.state == HsState::kAwaitEstablished) StartHandshake(x, c.lane);
+      if (!lane->drain.failing && lane->hs.state == HsState::kAwaitEstablished)
+        StartHandshake(x, c.lane);
       return;
     case XchgCommand::Type::kSubmit:
       if (lane->drain.failing) {
@@ -196,7 +197,8 @@ void VerbsTransport::HandleSendWc(XchgThread* x, const LanePtr& lane, const ibv_
   };
   // Unsignaled WRs before this one completed successfully: one that had failed would have
   // produced its own (earlier) completion.
-  while (!l->posted.fifo.empty() && l->posted.fifo.front().seq < wc.wr_id) retire_front(Status::OK());
+  while (!l->posted.fifo.empty() && l->posted.fifo.front().seq < wc.wr_id)
+    retire_front(Status::OK());
   if (l->posted.fifo.empty() || l->posted.fifo.front().seq != wc.wr_id) {
     LOG(ERROR) << "completion for unknown work request " << wc.wr_id << " on lane to "
                << l->remote;
@@ -209,7 +211,7 @@ void VerbsTransport::HandleSendWc(XchgThread* x, const LanePtr& lane, const ibv_
       break;
     case IBV_WC_WR_FLUSH_ERR:
       st = l->drain.failing ? l->drain.fail_status
-                      : Status::NetworkError("connection with " + l->remote + " broke");
+                            : Status::NetworkError("connection with " + l->remote + " broke");
       reset = true;
       break;
     case IBV_WC_REM_ACCESS_ERR:
@@ -313,8 +315,7 @@ void VerbsTransport::HandleRecvWc(XchgThread* x, const LanePtr& lane, const ibv_
     return;
   }
   // Handshake frames only before authentication, everything else only after.
-  if ((kind == kFragHandshake) == l->authenticated ||
-      (l->rx.active && l->rx.kind != kind)) {
+  if ((kind == kFragHandshake) == l->authenticated || (l->rx.active && l->rx.kind != kind)) {
     ProtocolViolation(lane, kind == kFragHandshake ? "handshake frame after authentication"
                                                    : "frame before authentication");
     return;
@@ -410,7 +411,8 @@ bool VerbsTransport::PostChain(Lane* lane) {
   int n = 0;
   bool more = true;
   while (n < kMaxPostChain) {
-    if (lane->posted.post_index >= lane->posted.ops.size() || lane->posted.fifo.size() >= kSendQueueDepth) {
+    if (lane->posted.post_index >= lane->posted.ops.size() ||
+        lane->posted.fifo.size() >= kSendQueueDepth) {
       more = false;
       break;
     }
@@ -529,7 +531,7 @@ void VerbsTransport::CompleteFrontOps(Lane* lane) {
   while (!lane->posted.ops.empty()) {
     Op* op = lane->posted.ops.front().get();
     if (op->wrs_outstanding > 0 || (!op->fully_posted && !lane->drain.failing)) return;
-    const Status st = !op->status.ok() ? op->status
+    const Status st = !op->status.ok()   ? op->status
                       : op->fully_posted ? Status::OK()
                                          : lane->drain.fail_status;
     std::unique_ptr<Op> done = std::move(lane->posted.ops.front());

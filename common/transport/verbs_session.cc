@@ -153,18 +153,19 @@ void VerbsTransport::FailSessionLocked(Session* s, const Status& why) {
   s->was_up = s->state == Session::State::kUp;
   s->state = Session::State::kFailed;
   s->status = s->refusal.ok() ? why : s->refusal;
-  if (auto it = conns_.peers.find(s->peer_id); it != conns_.peers.end() && it->second->session.get() == s) {
+  if (auto it = conns_.peers.find(s->peer_id);
+      it != conns_.peers.end() && it->second->session.get() == s) {
     it->second->session.reset();
     it->second->remote_regions.clear();  // a reconnected peer advertises afresh
     s->report_down = !s->quiet;
     LOG(INFO) << "peer " << it->second->name << " is down: " << why.ToString();
   }
-  if (auto it = conns_.connecting.find(s->address); s->initiator && it != conns_.connecting.end() &&
-                                              it->second == s) {
+  if (auto it = conns_.connecting.find(s->address);
+      s->initiator && it != conns_.connecting.end() && it->second == s) {
     conns_.connecting.erase(it);
   }
-  if (auto it = conns_.accepting.find(s->peer_name); !s->initiator && it != conns_.accepting.end() &&
-                                               it->second == s) {
+  if (auto it = conns_.accepting.find(s->peer_name);
+      !s->initiator && it != conns_.accepting.end() && it->second == s) {
     conns_.accepting.erase(it);
   }
   for (int k = 0; k < options_.xchg_threads; ++k) {
@@ -256,7 +257,8 @@ void VerbsTransport::SessionUpLocked(Session* s, Callbacks* after_unlock) {
     p.reconnect = true;
     p.dial_address = s->address;
     p.dial = s->lanes[0]->dst;
-    if (auto it = conns_.connecting.find(s->address); it != conns_.connecting.end() && it->second == s) {
+    if (auto it = conns_.connecting.find(s->address);
+        it != conns_.connecting.end() && it->second == s) {
       conns_.connecting.erase(it);
     }
   } else if (auto it = conns_.accepting.find(s->peer_name);

@@ -137,7 +137,8 @@ Status VerbsTransport::Init() {
     ibv_context** contexts = rdma_get_devices(&n);
     if (contexts != nullptr && n > 0) dev_.ctx = contexts[0];
     if (contexts != nullptr) rdma_free_devices(contexts);
-    if (dev_.ctx == nullptr) return Status::Unavailable("no RDMA device is usable through librdmacm");
+    if (dev_.ctx == nullptr)
+      return Status::Unavailable("no RDMA device is usable through librdmacm");
   }
 
   ibv_device_attr attr{};
@@ -420,7 +421,8 @@ int VerbsTransport::PickLane(int lane) const {
 Status VerbsTransport::SubmitLocked(PeerId peer, int lane, std::unique_ptr<Op> op) {
   if (!started_ || shutting_down_) return Status::Unavailable("transport is not running");
   auto it = conns_.peers.find(peer);
-  if (it == conns_.peers.end()) return Status::InvalidArgument("unknown peer " + std::to_string(peer));
+  if (it == conns_.peers.end())
+    return Status::InvalidArgument("unknown peer " + std::to_string(peer));
   Session* s = it->second->session.get();
   if (s == nullptr) return Status::Unavailable("peer " + it->second->name + " is down");
   if (s->resetting[lane]) {  // the lane is being re-established: keep the op, in order

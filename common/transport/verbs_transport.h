@@ -137,8 +137,8 @@ class VerbsTransport final : public Transport {
   int PickLane(int lane) const;
   // Hands `op` to lane `lane` of `peer`. On error `op` is dropped without running its done.
   Status SubmitLocked(PeerId peer, int lane, std::unique_ptr<Op> op) REQUIRES(mu_);
-  Status PinRegionLocked(const MemoryRegion& local, uint64_t offset, uint64_t length,
-                         char** addr, uint32_t* lkey) REQUIRES(mu_);
+  Status PinRegionLocked(const MemoryRegion& local, uint64_t offset, uint64_t length, char** addr,
+                         uint32_t* lkey) REQUIRES(mu_);
   // Undoes PinRegionLocked.
   void ReleaseRegionLocked(uint32_t region_id) REQUIRES(mu_);
   void ReleaseRegion(uint32_t region_id) EXCLUDES(mu_);
@@ -217,14 +217,14 @@ class VerbsTransport final : public Transport {
   // Thread safety: written only by Init() and Start() (before any thread of ours runs) and
   // by Shutdown() (after they were joined); constant, and so readable without a lock, between.
   struct Device {
-    ibv_context* ctx = nullptr;        // owned by librdmacm (one per device per process)
-    ibv_pd* pd = nullptr;              // for every QP and every registered region
+    ibv_context* ctx = nullptr;             // owned by librdmacm (one per device per process)
+    ibv_pd* pd = nullptr;                   // for every QP and every registered region
     rdma_event_channel* channel = nullptr;  // the cm thread's rdma_cm events
     rdma_cm_id* listen_id = nullptr;
-    uint8_t max_rd_atomic = 0;         // responder resources we grant
-    uint8_t max_init_rd_atomic = 0;    // outstanding RDMA READs we issue per QP
-    int max_lanes_per_thread = 0;      // bounded so a shared CQ can never overflow
-    uint16_t listen_port = 0;          // host order; set by Start() before any thread
+    uint8_t max_rd_atomic = 0;       // responder resources we grant
+    uint8_t max_init_rd_atomic = 0;  // outstanding RDMA READs we issue per QP
+    int max_lanes_per_thread = 0;    // bounded so a shared CQ can never overflow
+    uint16_t listen_port = 0;        // host order; set by Start() before any thread
   };
 
   // The peers and the connection attempts to them (sessions), and every lane not yet
@@ -240,7 +240,7 @@ class VerbsTransport final : public Transport {
     std::map<std::string, Session*> connecting;  // initiated, not yet Up, by dialled address
     std::map<std::string, Session*> accepting;   // accepted, not yet Up, by peer name
     std::map<Lane*, LanePtr> lanes;              // every lane not destroyed
-    std::map<Lane*, MonoTime> orphans;  // accepted, not authenticated: handshake deadline
+    std::map<Lane*, MonoTime> orphans;           // accepted, not authenticated: handshake deadline
   };
 
   // Our registered memory regions. One job: which regions exist, and how many of our posted
