@@ -159,7 +159,7 @@ class TcpTransport final : public Transport {
   std::thread reconnector_;
   std::atomic<bool> started_{false};
   std::atomic<bool> shutting_down_{false};
-  Mutex lifecycle_mu_ ACQUIRED_BEFORE(connect_mu_);  // serializes Start/Shutdown
+  Mutex lifecycle_mu_;  // serializes Start/Shutdown
   // One Connect per address at a time: two racing dials to one peer would each install a
   // lane set, closing the other's, and both ends' reconnects would then fight forever.
   Mutex connect_mu_;
