@@ -162,12 +162,11 @@ class ConfigStore {
   // One pass: registrations, configuration, members. Returns false if anything failed.
   // *new_config receives a configuration newer than any seen, *members_changed whether
   // member callbacks are due; the caller runs the callbacks without sync_mu_.
-  bool SyncOnce(std::optional<ClusterConfig>* new_config, bool* members_changed)
-      REQUIRES(sync_mu_) EXCLUDES(mu_);
+  bool SyncOnce(std::optional<ClusterConfig>* new_config, bool* members_changed) REQUIRES(sync_mu_)
+      EXCLUDES(mu_);
   Status EnsureRegistered(const std::string& path, const std::string& data, int64_t session)
       REQUIRES(sync_mu_) EXCLUDES(mu_);
-  Status RefreshConfig(std::optional<ClusterConfig>* new_config) REQUIRES(sync_mu_)
-      EXCLUDES(mu_);
+  Status RefreshConfig(std::optional<ClusterConfig>* new_config) REQUIRES(sync_mu_) EXCLUDES(mu_);
   Status WatchMemberLists() REQUIRES(sync_mu_) EXCLUDES(mu_);
   // Run the callbacks under callback_mu_ (and no other lock of the store).
   void RunConfigCallbacks(const ClusterConfig& config) EXCLUDES(sync_mu_, callback_mu_, mu_);

@@ -348,9 +348,8 @@ void ZkClient::SessionThread() {
 
 Status ZkClient::AwaitConnection(Clock::time_point deadline, const std::string& what) {
   MutexLock l(&mu_);
-  state_cv_.WaitUntil(&l, deadline, [this]() REQUIRES(mu_) {
-    return shutdown_ || state_ == ZOO_CONNECTED_STATE;
-  });
+  state_cv_.WaitUntil(
+      &l, deadline, [this]() REQUIRES(mu_) { return shutdown_ || state_ == ZOO_CONNECTED_STATE; });
   if (shutdown_) return Status::Unavailable(what + ": ZooKeeper client is shutting down");
   if (state_ != ZOO_CONNECTED_STATE) {
     return Status::Unavailable(what + ": no connection to ZooKeeper at " + options_.servers +

@@ -193,7 +193,7 @@ class ZkClient {
   std::atomic<zhandle_t*> closing_handle_{nullptr};
 
   mutable Mutex mu_;
-  CondVar state_cv_;  // state_, expired_ or shutdown_ changed
+  CondVar state_cv_;                      // state_, expired_ or shutdown_ changed
   int state_ GUARDED_BY(mu_) = 0;         // last ZOO_*_STATE seen by the global watcher
   bool expired_ GUARDED_BY(mu_) = false;  // the session expired; the session thread replaces it
   bool shutdown_ GUARDED_BY(mu_) = false;

@@ -85,8 +85,7 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   std::vector<uint32_t> stocs() const EXCLUDES(mu_);
 
   Result<std::unique_ptr<StocFile>> Open(uint32_t stoc_id, const std::string& name, FileKind kind,
-                                         const OpenOptions& options = OpenOptions())
-      EXCLUDES(mu_);
+                                         const OpenOptions& options = OpenOptions()) EXCLUDES(mu_);
   // Appends src.base[src_offset, +length) as one block. Returns where it lives. On error the
   // block was not appended, unless file->broken was set (outcome unknown).
   // REQUIRES: length <= the StoC's maximum block size; src is registered with this transport.
@@ -132,8 +131,7 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   Result<transport::PeerId> PeerOf(uint32_t stoc_id) const EXCLUDES(mu_);
   // Sends a request and decodes the response into *resp (which must have a `load` field).
   template <typename Resp>
-  Status Rpc(uint32_t stoc_id, uint16_t type, const std::string& request, Resp* resp)
-      EXCLUDES(mu_);
+  Status Rpc(uint32_t stoc_id, uint16_t type, const std::string& request, Resp* resp) EXCLUDES(mu_);
   // Runs a one-sided op and waits for its completion.
   Status WaitOp(const std::function<Status(transport::Completion)>& post);
   Result<BlockHandle> AppendMemory(StocFile* file, transport::PeerId peer,

@@ -83,8 +83,8 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/mutex.h"
 #include "common/lsm/table_store.h"
+#include "common/mutex.h"
 #include "common/thread_pool.h"
 #include "common/transport/slab_allocator.h"
 #include "stoc/client/file_names.h"

@@ -182,8 +182,8 @@ Status DiskFileStore::Recover(const std::vector<FileEntry>& entries) {
         file->health_ = scan.status();
       } else {
         if (scan->torn_bytes > 0) {
-          LOG(WARNING) << "StoC file " << e.name << ": cutting a torn tail of "
-                       << scan->torn_bytes << " bytes (an append that was never acknowledged)";
+          LOG(WARNING) << "StoC file " << e.name << ": cutting a torn tail of " << scan->torn_bytes
+                       << " bytes (an append that was never acknowledged)";
           Status t = TruncateTornTail(fd, scan.value());
           if (!t.ok()) file->health_ = t;
         }

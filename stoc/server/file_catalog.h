@@ -136,11 +136,11 @@ class FileCatalog {
   const FileCatalogOptions options_;
 
   mutable Mutex mu_;
-  int fd_ GUARDED_BY(mu_) = -1;              // the open CATALOG, positioned by log_size_
-  uint64_t log_size_ GUARDED_BY(mu_) = 0;    // bytes of valid records in CATALOG
-  uint64_t log_records_ GUARDED_BY(mu_) = 0; // records in CATALOG
-  uint64_t next_id_ GUARDED_BY(mu_) = 1;     // ids start at 1; 0 is never a file id
-  Status error_ GUARDED_BY(mu_);  // sticky: set when the log can no longer be trusted
+  int fd_ GUARDED_BY(mu_) = -1;               // the open CATALOG, positioned by log_size_
+  uint64_t log_size_ GUARDED_BY(mu_) = 0;     // bytes of valid records in CATALOG
+  uint64_t log_records_ GUARDED_BY(mu_) = 0;  // records in CATALOG
+  uint64_t next_id_ GUARDED_BY(mu_) = 1;      // ids start at 1; 0 is never a file id
+  Status error_ GUARDED_BY(mu_);              // sticky: set when the log can no longer be trusted
   std::map<uint64_t, FileEntry> by_id_ GUARDED_BY(mu_);
   std::map<std::string, uint64_t, std::less<>> by_name_ GUARDED_BY(mu_);
 };

@@ -38,8 +38,7 @@ class MemoryFileStore {
   Status SetLength(uint64_t file_id, uint64_t length) EXCLUDES(mu_);
   // Copies a range for a two-sided read. Returns the region holding it and the offset.
   Result<std::pair<transport::MemoryRegion, uint64_t>> Locate(uint64_t file_id, uint64_t offset,
-                                                              uint64_t size) const
-      EXCLUDES(mu_);
+                                                              uint64_t size) const EXCLUDES(mu_);
   // Deregisters (waiting for in-flight one-sided ops) and frees the file's regions.
   Status Delete(uint64_t file_id) EXCLUDES(mu_);
 
