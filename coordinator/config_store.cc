@@ -87,9 +87,9 @@ Status ConfigStore::Init() {
   zk_ = std::make_unique<ZkClient>(zo);
   // Watches only flag work for the background thread (they run on ZooKeeper's thread).
   config_watch_ = zk_->AddWatch([this] { Wake(); });
-  members_watch_ = zk_->AddWatch([this] {
+  members_watch_ = zk_->AddWatch([this]() EXCLUDES(mu_) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       members_dirty_ = true;
     }
     Wake();
@@ -102,11 +102,11 @@ Status ConfigStore::Init() {
 
 void ConfigStore::Shutdown() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (shutdown_) return;
     shutdown_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   // Closing the session first makes any call the background thread is blocked in return.
   if (zk_) zk_->Shutdown();
   if (thread_.joinable()) thread_.join();
@@ -120,31 +120,32 @@ bool ConfigStore::connected() const { return zk_ && zk_->connected(); }
 
 void ConfigStore::Wake() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     dirty_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void ConfigStore::BackgroundThread() {
   std::chrono::milliseconds backoff = options_.retry_min;
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   while (!shutdown_) {
     dirty_ = false;
-    l.unlock();
+    l.Unlock();
     std::optional<ClusterConfig> new_config;
     bool members_changed = false;
     bool ok;
     {
-      std::lock_guard<std::mutex> s(sync_mu_);
+      MutexLock s(&sync_mu_);
       ok = SyncOnce(&new_config, &members_changed);
     }
     if (new_config.has_value()) RunConfigCallbacks(*new_config);
     if (members_changed) RunMembersCallbacks();
-    l.lock();
+    l.Lock();
     const std::chrono::milliseconds wait = ok ? options_.poll_interval : backoff;
     backoff = ok ? options_.retry_min : std::min(backoff * 2, options_.retry_max);
-    cv_.wait_for(l, wait, [this] { return shutdown_ || dirty_; });
+    cv_.WaitUntil(&l, std::chrono::steady_clock::now() + wait,
+                  [this]() REQUIRES(mu_) { return shutdown_ || dirty_; });
   }
 }
 
@@ -157,7 +158,7 @@ bool ConfigStore::SyncOnce(std::optional<ClusterConfig>* new_config, bool* membe
 
   std::vector<std::pair<std::string, std::string>> todo;  // path, data
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     for (const auto& [path, reg] : registrations_) {
       if (reg.done_session != session) todo.emplace_back(path, reg.data);
     }
@@ -165,7 +166,7 @@ bool ConfigStore::SyncOnce(std::optional<ClusterConfig>* new_config, bool* membe
   for (const auto& [path, data] : todo) {
     Status s = EnsureRegistered(path, data, session);
     if (s.ok()) {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       auto it = registrations_.find(path);
       if (it != registrations_.end() && it->second.data == data) it->second.done_session = session;
       LOG(INFO) << "registered " << path << " (session " << SessionHex(session) << ")";
@@ -183,7 +184,7 @@ bool ConfigStore::SyncOnce(std::optional<ClusterConfig>* new_config, bool* membe
 
   bool want_members;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     want_members = !members_callbacks_.empty();
     *members_changed = want_members && members_dirty_;
     members_dirty_ = false;
@@ -192,7 +193,7 @@ bool ConfigStore::SyncOnce(std::optional<ClusterConfig>* new_config, bool* membe
     s = WatchMemberLists();
     if (!s.ok()) {
       LOG(WARNING) << "cannot watch the member lists: " << s.ToString() << "; retrying";
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       members_dirty_ = true;
       ok = false;
     }
@@ -229,7 +230,7 @@ Status ConfigStore::RefreshConfig(std::optional<ClusterConfig>* new_config) {
   }
   NOVA_RETURN_NOT_OK(s);
   Result<ClusterConfig> config = ClusterConfig::FromJson(data);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   std::string error;
   if (!config.ok()) {
     error = config.status().ToString();
@@ -250,7 +251,7 @@ Status ConfigStore::RefreshConfig(std::optional<ClusterConfig>* new_config) {
   if (!last_config_.has_value() || config->epoch > last_config_->epoch) {
     last_config_ = config.value();
     *new_config = std::move(config.value());
-    cv_.notify_all();  // WaitForEpoch()
+    cv_.NotifyAll();  // WaitForEpoch()
     LOG(INFO) << "configuration epoch " << last_config_->epoch << " of cluster " << options_.cluster
               << ": " << last_config_->ranges.size() << " ranges, " << last_config_->ltcs.size()
               << " LTCs";
@@ -273,20 +274,20 @@ Status ConfigStore::WatchMemberLists() {
 }
 
 void ConfigStore::RunConfigCallbacks(const ClusterConfig& config) {
-  std::lock_guard<std::mutex> c(callback_mu_);
+  MutexLock c(&callback_mu_);
   std::vector<std::shared_ptr<ConfigCallback>> callbacks;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     callbacks = config_callbacks_;
   }
   for (const auto& cb : callbacks) (*cb)(config);
 }
 
 void ConfigStore::RunMembersCallbacks() {
-  std::lock_guard<std::mutex> c(callback_mu_);
+  MutexLock c(&callback_mu_);
   std::vector<std::shared_ptr<MembersCallback>> callbacks;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     callbacks = members_callbacks_;
   }
   for (const auto& cb : callbacks) (*cb)();
@@ -296,9 +297,9 @@ Status ConfigStore::Register(MemberKind kind, const std::string& id, const Membe
   NOVA_RETURN_NOT_OK(ValidateMemberId(id));
   const std::string path = MemberPath(kind, id);
   const std::string data = info.ToJson();
-  std::lock_guard<std::mutex> s(sync_mu_);
+  MutexLock s(&sync_mu_);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     registrations_[path] = Registration{kind, id, data, 0};
   }
   // The node's owner is checked against the session, so know it first.
@@ -310,7 +311,7 @@ Status ConfigStore::Register(MemberKind kind, const std::string& id, const Membe
   const int64_t session = zk_->session_id();
   Status st = EnsureRegistered(path, data, session);
   if (st.ok()) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     registrations_[path].done_session = session;
     LOG(INFO) << "registered " << path << " (session " << SessionHex(session) << ")";
   } else {
@@ -321,9 +322,9 @@ Status ConfigStore::Register(MemberKind kind, const std::string& id, const Membe
 
 Status ConfigStore::Unregister(MemberKind kind, const std::string& id) {
   const std::string path = MemberPath(kind, id);
-  std::lock_guard<std::mutex> s(sync_mu_);
+  MutexLock s(&sync_mu_);
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     registrations_.erase(path);
   }
   Status st = zk_->Delete(path);
@@ -332,10 +333,10 @@ Status ConfigStore::Unregister(MemberKind kind, const std::string& id) {
 
 void ConfigStore::WatchConfig(ConfigCallback cb) {
   auto shared = std::make_shared<ConfigCallback>(std::move(cb));
-  std::lock_guard<std::mutex> c(callback_mu_);
+  MutexLock c(&callback_mu_);
   std::optional<ClusterConfig> last;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     config_callbacks_.push_back(shared);
     last = last_config_;
   }
@@ -343,14 +344,15 @@ void ConfigStore::WatchConfig(ConfigCallback cb) {
 }
 
 std::optional<ClusterConfig> ConfigStore::GetLastConfig() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return last_config_;
 }
 
 bool ConfigStore::WaitForEpoch(uint64_t min_epoch, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> l(mu_);
-  return cv_.wait_for(l, timeout,
-                      [&] { return last_config_.has_value() && last_config_->epoch >= min_epoch; });
+  MutexLock l(&mu_);
+  return cv_.WaitUntil(&l, std::chrono::steady_clock::now() + timeout, [&]() REQUIRES(mu_) {
+    return last_config_.has_value() && last_config_->epoch >= min_epoch;
+  });
 }
 
 Result<std::map<std::string, MemberInfo>> ConfigStore::ListMembers(MemberKind kind) {
@@ -377,7 +379,7 @@ Result<std::map<std::string, MemberInfo>> ConfigStore::ListMembers(MemberKind ki
 
 void ConfigStore::WatchMembers(MembersCallback cb) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     members_callbacks_.push_back(std::make_shared<MembersCallback>(std::move(cb)));
     members_dirty_ = true;
   }

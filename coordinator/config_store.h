@@ -12,21 +12,27 @@
 //
 // Thread safety: all methods are thread-safe. Callbacks run on the store's background
 // thread (or, once, inside WatchConfig()), never concurrently with each other, and must
-// not call Shutdown().
+// not call Shutdown() or WatchConfig() (both wait for callback_mu_, held around callbacks).
+//
+// Locks. Lock order: callback_mu_ (held around callbacks, which may Register), then
+// sync_mu_ (never held while calling back), then mu_ (innermost; nothing is called under
+// it). ZkClient's locks come after sync_mu_: SyncOnce() and Register() call ZooKeeper under
+// it, never under mu_. The store's watches run on ZooKeeper's event thread under ZkClient's
+// dispatch_mu_ (zk_client.h) and take only mu_, briefly; nothing here calls
+// ZkClient::RemoveWatch.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "coordinator/cluster_config.h"
 #include "coordinator/zk_client.h"
@@ -78,14 +84,14 @@ class ConfigStore {
   // starts watching the configuration. Does not wait for ZooKeeper: an unreachable one is
   // retried in the background (logged). Returns InvalidArgument for bad options.
   // REQUIRES: called once, before any other method but the path helpers.
-  Status Init();
+  Status Init() EXCLUDES(mu_);
   // Stops the background thread and closes the session: registered members disappear at
   // once. Idempotent.
-  void Shutdown();
+  void Shutdown() EXCLUDES(sync_mu_, callback_mu_, mu_);
 
   // Waits up to `timeout` for a ZooKeeper connection; returns whether there is one.
-  bool WaitConnected(std::chrono::milliseconds timeout);
-  bool connected() const;
+  bool WaitConnected(std::chrono::milliseconds timeout) EXCLUDES(mu_);
+  bool connected() const EXCLUDES(mu_);
 
   // ---- Components ----
 
@@ -95,41 +101,42 @@ class ConfigStore {
   // while ZooKeeper is unreachable or while another session still holds the node, e.g. the
   // previous run of this component before its session expired) -- the store keeps trying
   // in the background either way. Registering the same (kind, id) again replaces `info`.
-  Status Register(MemberKind kind, const std::string& id, const MemberInfo& info);
+  Status Register(MemberKind kind, const std::string& id, const MemberInfo& info)
+      EXCLUDES(sync_mu_, callback_mu_, mu_);
   // Stops keeping the node and deletes it. OK if it was not there.
-  Status Unregister(MemberKind kind, const std::string& id);
+  Status Unregister(MemberKind kind, const std::string& id) EXCLUDES(sync_mu_, callback_mu_, mu_);
 
   // Adds `cb`. If a configuration is already known, calls `cb` with it before returning.
   // `cb` must stay callable until Shutdown().
-  void WatchConfig(ConfigCallback cb);
+  void WatchConfig(ConfigCallback cb) EXCLUDES(sync_mu_, callback_mu_, mu_);
   // The newest configuration seen, or nullopt before the first one. Keeps answering from
   // memory while ZooKeeper is down.
-  std::optional<ClusterConfig> GetLastConfig() const;
+  std::optional<ClusterConfig> GetLastConfig() const EXCLUDES(mu_);
   // Waits up to `timeout` until a configuration with epoch >= `min_epoch` is known (its
   // callbacks may still be running when this returns).
-  bool WaitForEpoch(uint64_t min_epoch, std::chrono::milliseconds timeout);
+  bool WaitForEpoch(uint64_t min_epoch, std::chrono::milliseconds timeout) EXCLUDES(mu_);
 
   // Registered members of `kind` (id -> info), read from ZooKeeper now. Nodes whose data
   // does not parse are logged and left out. Returns Unavailable/TimedOut as ZkClient.
-  Result<std::map<std::string, MemberInfo>> ListMembers(MemberKind kind);
+  Result<std::map<std::string, MemberInfo>> ListMembers(MemberKind kind) EXCLUDES(mu_);
   // Adds `cb`, called after any change of the members of any kind. Must stay callable
   // until Shutdown().
-  void WatchMembers(MembersCallback cb);
+  void WatchMembers(MembersCallback cb) EXCLUDES(mu_);
 
   // ---- Coordinator and admin ----
 
   // Creates the cluster's nodes and publishes `initial` as its configuration. Returns
   // InvalidArgument if `initial` is invalid or names another cluster, AlreadyExists if the
   // cluster already has a configuration, or a ZooKeeper error.
-  Status CreateCluster(const ClusterConfig& initial);
+  Status CreateCluster(const ClusterConfig& initial) EXCLUDES(mu_);
   // Reads the configuration from ZooKeeper (not the cache); *version (optional) receives
   // the node version for UpdateConfig(). NotFound if the cluster was never created,
   // Corruption/InvalidArgument if the stored document is bad.
-  Result<ClusterConfig> ReadConfig(int32_t* version = nullptr);
+  Result<ClusterConfig> ReadConfig(int32_t* version = nullptr) EXCLUDES(mu_);
   // Compare-and-set: writes `config` if the node's version is still `expected_version`.
   // Returns Aborted if someone else changed it since (re-read and retry),
   // InvalidArgument if `config` is invalid, names another cluster, or its epoch is 0.
-  Status UpdateConfig(const ClusterConfig& config, int32_t expected_version);
+  Status UpdateConfig(const ClusterConfig& config, int32_t expected_version) EXCLUDES(mu_);
 
   // Paths of the layout above.
   std::string RootPath() const;
@@ -151,17 +158,21 @@ class ConfigStore {
     int64_t done_session = 0;  // session in which the node is known to exist; 0 = not yet
   };
 
-  void BackgroundThread();
+  void BackgroundThread() EXCLUDES(sync_mu_, callback_mu_, mu_);
   // One pass: registrations, configuration, members. Returns false if anything failed.
   // *new_config receives a configuration newer than any seen, *members_changed whether
   // member callbacks are due; the caller runs the callbacks without sync_mu_.
-  bool SyncOnce(std::optional<ClusterConfig>* new_config, bool* members_changed);
-  Status EnsureRegistered(const std::string& path, const std::string& data, int64_t session);
-  Status RefreshConfig(std::optional<ClusterConfig>* new_config);
-  Status WatchMemberLists();
-  void RunConfigCallbacks(const ClusterConfig& config);
-  void RunMembersCallbacks();
-  void Wake();
+  bool SyncOnce(std::optional<ClusterConfig>* new_config, bool* members_changed) REQUIRES(sync_mu_)
+      EXCLUDES(mu_);
+  Status EnsureRegistered(const std::string& path, const std::string& data, int64_t session)
+      REQUIRES(sync_mu_) EXCLUDES(mu_);
+  Status RefreshConfig(std::optional<ClusterConfig>* new_config) REQUIRES(sync_mu_) EXCLUDES(mu_);
+  Status WatchMemberLists() REQUIRES(sync_mu_) EXCLUDES(mu_);
+  // Run the callbacks under callback_mu_ (and no other lock of the store).
+  void RunConfigCallbacks(const ClusterConfig& config) EXCLUDES(sync_mu_, callback_mu_, mu_);
+  void RunMembersCallbacks() EXCLUDES(sync_mu_, callback_mu_, mu_);
+  // Flags work for the background thread. Also called by watches, on ZooKeeper's thread.
+  void Wake() EXCLUDES(mu_);
 
   // Constant after construction.
   const ConfigStoreOptions options_;
@@ -171,25 +182,23 @@ class ConfigStore {
   uint64_t config_watch_ = ZkClient::kNoWatch;
   uint64_t members_watch_ = ZkClient::kNoWatch;
 
+  // Held while a callback runs, so callbacks never run concurrently; guards no data.
+  Mutex callback_mu_ ACQUIRED_BEFORE(sync_mu_, mu_);
+
   // Serializes SyncOnce() with Register()'s own attempt, so a node is never created twice
-  // concurrently. Lock order: sync_mu_ before mu_.
-  std::mutex sync_mu_;
+  // concurrently; guards no data. Never held while calling back.
+  Mutex sync_mu_ ACQUIRED_BEFORE(mu_);
 
-  // Held while a callback runs, so callbacks never run concurrently.
-  // Lock order: sync_mu_ (never held while calling back), then callback_mu_, then mu_.
-  std::mutex callback_mu_;
-
-  // Protected by mu_.
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool dirty_ = false;
-  bool members_dirty_ = false;  // a member-list watch fired
-  bool shutdown_ = false;
-  std::map<std::string, Registration> registrations_;  // by path
-  std::optional<ClusterConfig> last_config_;
-  std::vector<std::shared_ptr<ConfigCallback>> config_callbacks_;
-  std::vector<std::shared_ptr<MembersCallback>> members_callbacks_;
-  std::string last_config_error_;  // logged once per distinct error
+  mutable Mutex mu_;
+  CondVar cv_;  // dirty_, shutdown_ or last_config_ changed
+  bool dirty_ GUARDED_BY(mu_) = false;
+  bool members_dirty_ GUARDED_BY(mu_) = false;  // a member-list watch fired
+  bool shutdown_ GUARDED_BY(mu_) = false;
+  std::map<std::string, Registration> registrations_ GUARDED_BY(mu_);  // by path
+  std::optional<ClusterConfig> last_config_ GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<ConfigCallback>> config_callbacks_ GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<MembersCallback>> members_callbacks_ GUARDED_BY(mu_);
+  std::string last_config_error_ GUARDED_BY(mu_);  // logged once per distinct error
 
   std::thread thread_;
 };

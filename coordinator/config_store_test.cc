@@ -5,9 +5,9 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "common/mutex.h"
 #include "tests/util/test_util.h"
 #include "tests/util/zk_server.h"
 
@@ -160,10 +160,10 @@ TEST_F(ConfigStoreTest, CreateClusterAndCompareAndSet) {
 TEST_F(ConfigStoreTest, WatchDeliversEveryNewEpoch) {
   auto admin = NewStore("watch");
   auto component = NewStore("watch");
-  std::mutex mu;
+  Mutex mu;
   std::vector<uint64_t> epochs;
   component->WatchConfig([&](const ClusterConfig& c) {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     epochs.push_back(c.epoch);
   });
   EXPECT_FALSE(component->GetLastConfig().has_value());
@@ -182,12 +182,12 @@ TEST_F(ConfigStoreTest, WatchDeliversEveryNewEpoch) {
   // WaitForEpoch() may return just before the callbacks run.
   ASSERT_TRUE(test::WaitFor(
       [&] {
-        std::lock_guard<std::mutex> l(mu);
+        MutexLock l(&mu);
         return !epochs.empty() && epochs.back() == 4;
       },
       kWait));
   {
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     // Strictly increasing; a fast sequence may coalesce but the last one always arrives.
     EXPECT_EQ(epochs.front(), 1u);
     for (size_t i = 1; i < epochs.size(); i++) EXPECT_LT(epochs[i - 1], epochs[i]);

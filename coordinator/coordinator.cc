@@ -42,7 +42,7 @@ Status Coordinator::Init() {
 }
 
 Status Coordinator::Start() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (!store_) return Status::IllegalState("Coordinator::Start() before a successful Init()");
   started_ = true;
   thread_ = std::thread([this] { Run(); });
@@ -51,11 +51,11 @@ Status Coordinator::Start() {
 
 void Coordinator::Shutdown() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (shutdown_) return;
     shutdown_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
   if (election_) {
     // Best effort: the session close below removes the node anyway; resigning first
@@ -68,44 +68,45 @@ void Coordinator::Shutdown() {
 }
 
 bool Coordinator::is_leader() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return is_leader_;
 }
 
 std::string Coordinator::leader_id() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return leader_id_;
 }
 
 uint64_t Coordinator::published_epoch() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return published_epoch_;
 }
 
 void Coordinator::Wake() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     wake_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void Coordinator::Run() {
   std::chrono::milliseconds backoff = options_.retry_min;
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   while (!shutdown_) {
     wake_ = false;
-    l.unlock();
+    l.Unlock();
     Status s = Step();
     if (!s.ok() && s.ToString() != last_error_) {
       LOG(WARNING) << "coordinator " << options_.id << ": " << s.ToString() << "; retrying";
     }
     last_error_ = s.ok() ? "" : s.ToString();
-    l.lock();
+    l.Lock();
     if (!s.ok()) is_leader_ = false;  // unsure: do not claim leadership
     const std::chrono::milliseconds wait = s.ok() ? options_.recheck_interval : backoff;
     backoff = s.ok() ? options_.retry_min : std::min(backoff * 2, options_.retry_max);
-    cv_.wait_for(l, wait, [this] { return shutdown_ || wake_; });
+    cv_.WaitUntil(&l, std::chrono::steady_clock::now() + wait,
+                  [this]() REQUIRES(mu_) { return shutdown_ || wake_; });
   }
 }
 
@@ -116,7 +117,7 @@ Status Coordinator::Step() {
   bool was_leader;
   std::string previous_leader;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     was_leader = is_leader_;
     previous_leader = leader_id_;
     is_leader_ = leads.value();
@@ -175,7 +176,7 @@ Status Coordinator::Lead() {
   }
   LOG(INFO) << "published configuration epoch " << next->epoch << ": ranges by LTC" << summary
             << "; " << next->logcs.size() << " LogCs, " << next->stocs.size() << " StoCs";
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   published_epoch_ = next->epoch;
   return Status::OK();
 }

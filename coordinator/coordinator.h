@@ -15,18 +15,20 @@
 // (without waiting for ZooKeeper); Start() runs the coordinator thread; Shutdown() resigns
 // and stops.
 //
-// Thread safety: all public methods are thread-safe.
+// Thread safety: all public methods are thread-safe. One lock, mu_, innermost: it is taken
+// by Wake() from ZooKeeper watches (on ZooKeeper's event thread, under ZkClient's
+// dispatch_mu_) and from ConfigStore callbacks (under its callback_mu_), so nothing is
+// called while holding it.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "coordinator/config_store.h"
 #include "coordinator/leader_election.h"
@@ -59,32 +61,32 @@ class Coordinator {
   // Validates the options, starts the ZooKeeper session and registers this coordinator
   // (retried in the background while ZooKeeper is unreachable). InvalidArgument for bad
   // options. REQUIRES: called once.
-  Status Init();
+  Status Init() EXCLUDES(mu_);
   // Starts the coordinator thread. REQUIRES: Init() succeeded; called once.
-  Status Start();
+  Status Start() EXCLUDES(mu_);
   // Stops the thread, resigns leadership and closes the session. Idempotent.
-  void Shutdown();
+  void Shutdown() EXCLUDES(mu_);
 
   // Whether this coordinator led at its last check.
-  bool is_leader() const;
+  bool is_leader() const EXCLUDES(mu_);
   // Candidate id of the leader at the last check ("" if unknown).
-  std::string leader_id() const;
+  std::string leader_id() const EXCLUDES(mu_);
   // Epoch of the last configuration this coordinator published (0 if none).
-  uint64_t published_epoch() const;
+  uint64_t published_epoch() const EXCLUDES(mu_);
   // Whether the ZooKeeper session is connected now. REQUIRES: Init() succeeded.
   bool zk_connected() const { return store_->connected(); }
 
  private:
-  void Run();
+  void Run() EXCLUDES(mu_);
   // One round: election, then (as leader) reconciliation.
-  Status Step();
-  Status Lead();
+  Status Step() EXCLUDES(mu_);
+  Status Lead() EXCLUDES(mu_);
   // TODO(failover): called by the leader for every LTC that owns ranges but is no longer
   // registered. The failover issue reassigns its ranges across the live LTCs here (with
   // PlanNextConfig's balance) once LTCs can recover ranges from MANIFEST + logs. Today it
   // only logs, once per LTC and epoch.
   void OnLtcLost(const ClusterConfig& config, const std::string& ltc);
-  void Wake();
+  void Wake() EXCLUDES(mu_);
 
   // Constant after construction.
   const CoordinatorOptions options_;
@@ -99,15 +101,14 @@ class Coordinator {
   bool reported_no_config_ = false;
   std::string last_error_;
 
-  // Protected by mu_.
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool wake_ = false;
-  bool shutdown_ = false;
-  bool started_ = false;
-  bool is_leader_ = false;
-  std::string leader_id_;
-  uint64_t published_epoch_ = 0;
+  mutable Mutex mu_;
+  CondVar cv_;  // wake_ or shutdown_ set
+  bool wake_ GUARDED_BY(mu_) = false;
+  bool shutdown_ GUARDED_BY(mu_) = false;
+  bool started_ GUARDED_BY(mu_) = false;
+  bool is_leader_ GUARDED_BY(mu_) = false;
+  std::string leader_id_ GUARDED_BY(mu_);
+  uint64_t published_epoch_ GUARDED_BY(mu_) = 0;
 
   std::thread thread_;
 };

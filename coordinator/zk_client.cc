@@ -10,17 +10,23 @@
 
 namespace nova::coordinator {
 
-// The result of one asynchronous call. Shared between the caller, who may give up at its
-// deadline, and the completion, which always runs eventually (ZCLOSING at the latest), so
-// neither side frees it under the other.
-struct ZkCall {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
+// What the completion of one call delivered. Plain value.
+struct ZkReply {
   int rc = ZOK;
   std::string data;
   ZkStat stat;
   std::vector<std::string> children;
+};
+
+// One asynchronous call. Shared between the caller, who may give up at its deadline, and
+// the completion, which always runs eventually (ZCLOSING at the latest) on the C library's
+// event thread, so neither side frees it under the other. mu is innermost: the completion
+// takes nothing else.
+struct ZkCall {
+  Mutex mu;
+  CondVar cv;
+  bool done GUARDED_BY(mu) = false;
+  ZkReply reply GUARDED_BY(mu);
 };
 
 namespace {
@@ -47,41 +53,43 @@ ZkStat ToStat(const struct Stat* stat) {
   return out;
 }
 
-// Completes a call: takes ownership of the holder the issuer allocated.
+// Completes a call (on the event thread): takes ownership of the holder the issuer
+// allocated.
 template <typename Fill>
 void Complete(const void* data, int rc, Fill fill) {
   Holder* holder = static_cast<Holder*>(const_cast<void*>(data));
+  ZkCall* call = holder->get();
   {
-    std::lock_guard<std::mutex> l((*holder)->mu);
-    (*holder)->rc = rc;
-    if (rc == ZOK) fill(holder->get());
-    (*holder)->done = true;
+    MutexLock l(&call->mu);
+    call->reply.rc = rc;
+    if (rc == ZOK) fill(&call->reply);
+    call->done = true;
   }
-  (*holder)->cv.notify_all();
+  call->cv.NotifyAll();
   delete holder;
 }
 
 void StringDone(int rc, const char* value, const void* data) {
-  Complete(data, rc, [&](ZkCall* c) { c->data = value != nullptr ? value : ""; });
+  Complete(data, rc, [&](ZkReply* c) { c->data = value != nullptr ? value : ""; });
 }
 
 void DataDone(int rc, const char* value, int len, const struct Stat* stat, const void* data) {
-  Complete(data, rc, [&](ZkCall* c) {
+  Complete(data, rc, [&](ZkReply* c) {
     c->data = (value != nullptr && len > 0) ? std::string(value, static_cast<size_t>(len)) : "";
     c->stat = ToStat(stat);
   });
 }
 
 void StatDone(int rc, const struct Stat* stat, const void* data) {
-  Complete(data, rc, [&](ZkCall* c) { c->stat = ToStat(stat); });
+  Complete(data, rc, [&](ZkReply* c) { c->stat = ToStat(stat); });
 }
 
 void VoidDone(int rc, const void* data) {
-  Complete(data, rc, [](ZkCall*) {});
+  Complete(data, rc, [](ZkReply*) {});
 }
 
 void StringsDone(int rc, const struct String_vector* strings, const void* data) {
-  Complete(data, rc, [&](ZkCall* c) {
+  Complete(data, rc, [&](ZkReply* c) {
     if (strings == nullptr) return;
     for (int i = 0; i < strings->count; i++) c->children.emplace_back(strings->data[i]);
     std::sort(c->children.begin(), c->children.end());
@@ -144,7 +152,7 @@ Status ZkClient::Start() {
   }
   zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
   {
-    std::unique_lock<std::shared_mutex> hl(handle_mu_);
+    MutexLock hl(&handle_mu_);
     NOVA_RETURN_NOT_OK(NewHandleLocked());
   }
   LOG(INFO) << "connecting to ZooKeeper at " << options_.servers;
@@ -155,7 +163,7 @@ Status ZkClient::Start() {
 Status ZkClient::NewHandleLocked() {
   {
     // Before init: the new handle's first event may arrive before init returns.
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     state_ = ZOO_CONNECTING_STATE;
   }
   zhandle_t* zh = zookeeper_init2(options_.servers.c_str(), &ZkClient::GlobalWatcher,
@@ -170,13 +178,13 @@ Status ZkClient::NewHandleLocked() {
 
 void ZkClient::Shutdown() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (shutdown_) return;
     shutdown_ = true;
   }
-  state_cv_.notify_all();
+  state_cv_.NotifyAll();
   if (session_thread_.joinable()) session_thread_.join();
-  std::unique_lock<std::shared_mutex> hl(handle_mu_);
+  MutexLock hl(&handle_mu_);  // the event thread never takes it (file comment, 1)
   if (handle_ != nullptr) {
     closing_handle_.store(handle_);
     zookeeper_close(handle_);  // joins the handle's threads: no event of it follows
@@ -186,7 +194,7 @@ void ZkClient::Shutdown() {
 }
 
 bool ZkClient::connected() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return state_ == ZOO_CONNECTED_STATE;
 }
 
@@ -195,20 +203,20 @@ bool ZkClient::WaitConnected(std::chrono::milliseconds timeout) {
 }
 
 int64_t ZkClient::session_id() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return session_id_;
 }
 
 uint64_t ZkClient::AddWatch(WatchFn fn) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   const uint64_t token = next_watch_++;
   watches_[token] = std::move(fn);
   return token;
 }
 
 void ZkClient::RemoveWatch(uint64_t token) {
-  std::lock_guard<std::mutex> d(dispatch_mu_);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock d(&dispatch_mu_);
+  MutexLock l(&mu_);
   watches_.erase(token);
 }
 
@@ -218,7 +226,7 @@ void ZkClient::GlobalWatcher(zhandle_t* zh, int type, int state, const char* pat
   if (type == ZOO_SESSION_EVENT) {
     const clientid_t* id = zoo_client_id(zh);
     {
-      std::lock_guard<std::mutex> l(self->mu_);
+      MutexLock l(&self->mu_);
       if (state == ZOO_CONNECTED_STATE && id != nullptr) self->session_id_ = id->client_id;
     }
     self->OnSessionEvent(state);
@@ -228,7 +236,7 @@ void ZkClient::GlobalWatcher(zhandle_t* zh, int type, int state, const char* pat
 void ZkClient::OnSessionEvent(int state) {
   std::string msg;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     const bool was_connected = state_ == ZOO_CONNECTED_STATE;
     state_ = state;
     if (state == ZOO_CONNECTED_STATE) {
@@ -251,7 +259,7 @@ void ZkClient::OnSessionEvent(int state) {
       next_report_ = std::chrono::seconds(1);
     }
   }
-  state_cv_.notify_all();
+  state_cv_.NotifyAll();
   // Subscribers re-read after any session change: a reconnect may hide missed changes.
   NotifyAllWatches();
 }
@@ -259,7 +267,7 @@ void ZkClient::OnSessionEvent(int state) {
 void ZkClient::NotifyAllWatches() {
   std::vector<uint64_t> tokens;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     for (const auto& [token, fn] : watches_) tokens.push_back(token);
   }
   for (uint64_t t : tokens) DispatchWatch(t);
@@ -272,10 +280,10 @@ void ZkClient::WatchTrampoline(zhandle_t* zh, int type, int state, const char* p
 }
 
 void ZkClient::DispatchWatch(uint64_t token) {
-  std::lock_guard<std::mutex> d(dispatch_mu_);
+  MutexLock d(&dispatch_mu_);
   WatchFn fn;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     auto it = watches_.find(token);
     if (it == watches_.end()) return;
     fn = it->second;
@@ -285,13 +293,13 @@ void ZkClient::DispatchWatch(uint64_t token) {
 
 void ZkClient::SessionThread() {
   std::chrono::milliseconds backoff = options_.min_backoff;
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   while (!shutdown_) {
     if (expired_) {
-      l.unlock();
+      l.Unlock();
       Status s;
       {
-        std::unique_lock<std::shared_mutex> hl(handle_mu_);
+        MutexLock hl(&handle_mu_);  // across zookeeper_close (file comment, 1 and 2)
         if (handle_ != nullptr) {
           closing_handle_.store(handle_);
           zookeeper_close(handle_);  // joins the handle's threads: no event of it follows
@@ -301,7 +309,7 @@ void ZkClient::SessionThread() {
         }
         s = NewHandleLocked();
       }
-      l.lock();
+      l.Lock();
       if (s.ok()) {
         expired_ = false;
         backoff = options_.min_backoff;
@@ -310,7 +318,8 @@ void ZkClient::SessionThread() {
       } else {
         LOG(WARNING) << "cannot create a ZooKeeper session: " << s.ToString() << "; retrying in "
                      << backoff.count() << " ms";
-        state_cv_.wait_for(l, backoff, [this] { return shutdown_; });
+        state_cv_.WaitUntil(&l, Clock::now() + backoff,
+                            [this]() REQUIRES(mu_) { return shutdown_; });
         backoff = std::min(backoff * 2, options_.max_backoff);
       }
       continue;
@@ -318,9 +327,9 @@ void ZkClient::SessionThread() {
     if (state_ == ZOO_CONNECTED_STATE && session_id_ != announced_session_) {
       const int64_t sid = session_id_;
       announced_session_ = sid;
-      l.unlock();
+      l.Unlock();
       for (const SessionFn& fn : session_listeners_) fn(sid);
-      l.lock();
+      l.Lock();
       continue;
     }
     if (state_ != ZOO_CONNECTED_STATE) {
@@ -333,13 +342,14 @@ void ZkClient::SessionThread() {
         next_report_ = std::min(next_report_ * 2, kMaxReportInterval);
       }
     }
-    state_cv_.wait_for(l, kSessionTick);
+    state_cv_.WaitFor(&l, kSessionTick);
   }
 }
 
 Status ZkClient::AwaitConnection(Clock::time_point deadline, const std::string& what) {
-  std::unique_lock<std::mutex> l(mu_);
-  state_cv_.wait_until(l, deadline, [this] { return shutdown_ || state_ == ZOO_CONNECTED_STATE; });
+  MutexLock l(&mu_);
+  state_cv_.WaitUntil(
+      &l, deadline, [this]() REQUIRES(mu_) { return shutdown_ || state_ == ZOO_CONNECTED_STATE; });
   if (shutdown_) return Status::Unavailable(what + ": ZooKeeper client is shutting down");
   if (state_ != ZOO_CONNECTED_STATE) {
     return Status::Unavailable(what + ": no connection to ZooKeeper at " + options_.servers +
@@ -349,11 +359,12 @@ Status ZkClient::AwaitConnection(Clock::time_point deadline, const std::string& 
 }
 
 Status ZkClient::Run(const std::string& what, const std::function<int(zhandle_t*, void*)>& issue,
-                     const std::shared_ptr<ZkCall>& call) {
+                     ZkReply* reply) {
   const Clock::time_point deadline = Clock::now() + options_.op_timeout;
   NOVA_RETURN_NOT_OK(AwaitConnection(deadline, what));
+  auto call = std::make_shared<ZkCall>();
   {
-    std::shared_lock<std::shared_mutex> hl(handle_mu_);
+    MutexLock hl(&handle_mu_);
     if (handle_ == nullptr) return Status::Unavailable(what + ": ZooKeeper client is closed");
     auto* holder = new Holder(call);
     const int rc = issue(handle_, holder);
@@ -362,25 +373,26 @@ Status ZkClient::Run(const std::string& what, const std::function<int(zhandle_t*
       return FromZk(rc, what);
     }
   }
-  std::unique_lock<std::mutex> l(call->mu);
-  if (!call->cv.wait_until(l, deadline, [&] { return call->done; })) {
+  MutexLock l(&call->mu);
+  if (!call->cv.WaitUntil(&l, deadline, [&]() REQUIRES(call->mu) { return call->done; })) {
     return Status::TimedOut(what + ": no answer from ZooKeeper within " +
                             std::to_string(options_.op_timeout.count()) + " ms");
   }
-  return FromZk(call->rc, what);
+  *reply = std::move(call->reply);
+  return FromZk(reply->rc, what);
 }
 
 Status ZkClient::Create(const std::string& path, const std::string& data, ZkCreateMode mode,
                         std::string* created) {
-  auto call = std::make_shared<ZkCall>();
+  ZkReply reply;
   Status s = Run(
       "create " + path,
       [&](zhandle_t* zh, void* d) {
         return zoo_acreate(zh, path.c_str(), data.data(), static_cast<int>(data.size()),
                            &ZOO_OPEN_ACL_UNSAFE, ToZkFlags(mode), &StringDone, d);
       },
-      call);
-  if (s.ok() && created != nullptr) *created = call->data;
+      &reply);
+  if (s.ok() && created != nullptr) *created = reply.data;
   return s;
 }
 
@@ -397,46 +409,46 @@ Status ZkClient::EnsurePath(const std::string& path) {
 }
 
 Status ZkClient::Get(const std::string& path, std::string* data, ZkStat* stat, uint64_t watch) {
-  auto call = std::make_shared<ZkCall>();
+  ZkReply reply;
   Status s = Run(
       "get " + path,
       [&](zhandle_t* zh, void* d) {
         return zoo_awget(zh, path.c_str(), watch == kNoWatch ? nullptr : &ZkClient::WatchTrampoline,
                          reinterpret_cast<void*>(static_cast<uintptr_t>(watch)), &DataDone, d);
       },
-      call);
+      &reply);
   if (!s.ok()) return s;
-  if (data != nullptr) *data = std::move(call->data);
-  if (stat != nullptr) *stat = call->stat;
+  if (data != nullptr) *data = std::move(reply.data);
+  if (stat != nullptr) *stat = reply.stat;
   return s;
 }
 
 Status ZkClient::Set(const std::string& path, const std::string& data, int32_t expected_version,
                      ZkStat* stat) {
-  auto call = std::make_shared<ZkCall>();
+  ZkReply reply;
   Status s = Run(
       "set " + path,
       [&](zhandle_t* zh, void* d) {
         return zoo_aset(zh, path.c_str(), data.data(), static_cast<int>(data.size()),
                         expected_version, &StatDone, d);
       },
-      call);
-  if (s.ok() && stat != nullptr) *stat = call->stat;
+      &reply);
+  if (s.ok() && stat != nullptr) *stat = reply.stat;
   return s;
 }
 
 Status ZkClient::Delete(const std::string& path, int32_t expected_version) {
-  auto call = std::make_shared<ZkCall>();
+  ZkReply reply;
   return Run(
       "delete " + path,
       [&](zhandle_t* zh, void* d) {
         return zoo_adelete(zh, path.c_str(), expected_version, &VoidDone, d);
       },
-      call);
+      &reply);
 }
 
 Status ZkClient::Exists(const std::string& path, ZkStat* stat, uint64_t watch) {
-  auto call = std::make_shared<ZkCall>();
+  ZkReply reply;
   Status s = Run(
       "exists " + path,
       [&](zhandle_t* zh, void* d) {
@@ -444,14 +456,14 @@ Status ZkClient::Exists(const std::string& path, ZkStat* stat, uint64_t watch) {
                             watch == kNoWatch ? nullptr : &ZkClient::WatchTrampoline,
                             reinterpret_cast<void*>(static_cast<uintptr_t>(watch)), &StatDone, d);
       },
-      call);
-  if (s.ok() && stat != nullptr) *stat = call->stat;
+      &reply);
+  if (s.ok() && stat != nullptr) *stat = reply.stat;
   return s;
 }
 
 Status ZkClient::GetChildren(const std::string& path, std::vector<std::string>* children,
                              uint64_t watch) {
-  auto call = std::make_shared<ZkCall>();
+  ZkReply reply;
   Status s = Run(
       "list " + path,
       [&](zhandle_t* zh, void* d) {
@@ -459,8 +471,8 @@ Status ZkClient::GetChildren(const std::string& path, std::vector<std::string>* 
             zh, path.c_str(), watch == kNoWatch ? nullptr : &ZkClient::WatchTrampoline,
             reinterpret_cast<void*>(static_cast<uintptr_t>(watch)), &StringsDone, d);
       },
-      call);
-  if (s.ok()) *children = std::move(call->children);
+      &reply);
+  if (s.ok()) *children = std::move(reply.children);
   return s;
 }
 
@@ -468,7 +480,7 @@ Status ZkClient::ExpireSessionForTesting() {
   NOVA_RETURN_NOT_OK(AwaitConnection(Clock::now() + options_.op_timeout, "expire session"));
   clientid_t id;
   {
-    std::shared_lock<std::shared_mutex> hl(handle_mu_);
+    MutexLock hl(&handle_mu_);
     if (handle_ == nullptr) return Status::Unavailable("expire session: client is closed");
     id = *zoo_client_id(handle_);
   }

@@ -17,28 +17,40 @@
 // Thread safety: all methods are thread-safe. Watch callbacks run on the C library's event
 // thread and must only record the event (no ZkClient calls, no blocking). Session listeners
 // run on ZkClient's own session thread and may call ZkClient.
+//
+// Locks, and the C library's threads. libzookeeper_mt runs every watcher and completion on
+// its own event (completion) thread, and zookeeper_close() joins that thread after running
+// what is still pending (completions end with ZCLOSING). Hence:
+//  1. The event thread never takes handle_mu_: the session thread and Shutdown() hold
+//     handle_mu_ across zookeeper_close(), which waits for the event thread.
+//  2. Nothing holds mu_ or dispatch_mu_ across a call into the C library, for the same reason.
+//  3. A watch callback runs under dispatch_mu_ (so RemoveWatch can wait for it), never under
+//     mu_; the locks a callback takes (e.g. ConfigStore::mu_, Coordinator::mu_) therefore
+//     come after dispatch_mu_, and their owners must not call RemoveWatch while holding them.
+//  4. A completion takes only its call's own mutex (ZkCall::mu, innermost).
+// Lock order: handle_mu_ before mu_; dispatch_mu_ before mu_; handle_mu_ and dispatch_mu_
+// are never held together.
 #pragma once
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 
 typedef struct _zhandle zhandle_t;  // NOLINT: from <zookeeper/zookeeper.h>
 
 namespace nova::coordinator {
 
-struct ZkCall;  // one asynchronous call in flight (zk_client.cc)
+struct ZkCall;   // one asynchronous call in flight (zk_client.cc)
+struct ZkReply;  // what a call's completion delivered (zk_client.cc)
 
 struct ZkClientOptions {
   // "host:port[,host:port...]", as zookeeper_init takes it. Required.
@@ -85,23 +97,24 @@ class ZkClient {
   // server (an unreachable ZooKeeper is retried in the background); InvalidArgument for
   // empty servers or non-positive timeouts; IOError if the C library rejects the server
   // list. REQUIRES: called once.
-  Status Start();
+  Status Start() EXCLUDES(handle_mu_, mu_);
   // Closes the session (its ephemeral nodes go at once) and joins the session thread.
   // Calls in flight end with Unavailable. Idempotent.
-  void Shutdown();
+  void Shutdown() EXCLUDES(handle_mu_, mu_, dispatch_mu_);
 
   // True while the session is connected to a server.
-  bool connected() const;
+  bool connected() const EXCLUDES(mu_);
   // Waits up to `timeout` for a connection; returns connected().
-  bool WaitConnected(std::chrono::milliseconds timeout);
+  bool WaitConnected(std::chrono::milliseconds timeout) EXCLUDES(mu_);
   // Id of the current session, 0 before the first connection.
-  int64_t session_id() const;
+  int64_t session_id() const EXCLUDES(mu_);
 
   // Registers `fn` as a watch subscriber; the token is passed to reads to arm a watch.
   // Subscribers are notified of every event of a watch they armed and of session events.
-  uint64_t AddWatch(WatchFn fn);
+  uint64_t AddWatch(WatchFn fn) EXCLUDES(mu_);
   // After this returns, `fn` of `token` is not running and will not be called again.
-  void RemoveWatch(uint64_t token);
+  // REQUIRES: not called from a watch callback, nor holding a lock a watch callback takes.
+  void RemoveWatch(uint64_t token) EXCLUDES(dispatch_mu_, mu_);
 
   // All calls below return OK on success, NotFound (no such node / parent), AlreadyExists
   // (node exists), Aborted (version mismatch: someone else changed it), Unavailable (no
@@ -111,22 +124,25 @@ class ZkClient {
   // Creates `path` with `data`. *created (optional) receives the actual path (with the
   // sequence suffix for kEphemeralSequential).
   Status Create(const std::string& path, const std::string& data, ZkCreateMode mode,
-                std::string* created = nullptr);
+                std::string* created = nullptr) EXCLUDES(handle_mu_, mu_);
   // Creates `path` and its missing ancestors as empty persistent nodes; OK if they exist.
-  Status EnsurePath(const std::string& path);
+  Status EnsurePath(const std::string& path) EXCLUDES(handle_mu_, mu_);
   // Reads a node's data (and stat). `watch`: a token from AddWatch() to notify on change
   // or deletion, or kNoWatch.
-  Status Get(const std::string& path, std::string* data, ZkStat* stat, uint64_t watch = kNoWatch);
+  Status Get(const std::string& path, std::string* data, ZkStat* stat, uint64_t watch = kNoWatch)
+      EXCLUDES(handle_mu_, mu_);
   // Writes data if the node's version is `expected_version` (or any with kAnyVersion).
   // *stat (optional) receives the new stat.
   Status Set(const std::string& path, const std::string& data, int32_t expected_version,
-             ZkStat* stat = nullptr);
-  Status Delete(const std::string& path, int32_t expected_version = kAnyVersion);
+             ZkStat* stat = nullptr) EXCLUDES(handle_mu_, mu_);
+  Status Delete(const std::string& path, int32_t expected_version = kAnyVersion)
+      EXCLUDES(handle_mu_, mu_);
   // NotFound if absent; with a watch, notified on creation too.
-  Status Exists(const std::string& path, ZkStat* stat, uint64_t watch = kNoWatch);
+  Status Exists(const std::string& path, ZkStat* stat, uint64_t watch = kNoWatch)
+      EXCLUDES(handle_mu_, mu_);
   // Names (not paths) of the children, sorted.
   Status GetChildren(const std::string& path, std::vector<std::string>* children,
-                     uint64_t watch = kNoWatch);
+                     uint64_t watch = kNoWatch) EXCLUDES(handle_mu_, mu_);
 
   const ZkClientOptions& options() const { return options_; }
 
@@ -134,56 +150,63 @@ class ZkClient {
   // (opens a second handle on the same session and closes it, the usual ZooKeeper test
   // trick). Returns once the server has closed it; the client notices on its next contact.
   // Unavailable if there is no connected session.
-  Status ExpireSessionForTesting();
+  Status ExpireSessionForTesting() EXCLUDES(handle_mu_, mu_);
 
  private:
   using Clock = std::chrono::steady_clock;
 
+  // The C library's callbacks: they run on its event thread (see "Locks" above) and take
+  // mu_ and dispatch_mu_ of the ZkClient in their context, never handle_mu_.
   static void GlobalWatcher(zhandle_t* zh, int type, int state, const char* path, void* ctx);
   static void WatchTrampoline(zhandle_t* zh, int type, int state, const char* path, void* ctx);
 
-  // Creates a handle (REQUIRES: handle_mu_ held exclusively).
-  Status NewHandleLocked();
-  void SessionThread();
-  void OnSessionEvent(int state);
-  void NotifyAllWatches();
-  void DispatchWatch(uint64_t token);
+  // Creates a handle.
+  Status NewHandleLocked() REQUIRES(handle_mu_) EXCLUDES(mu_);
+  void SessionThread() EXCLUDES(handle_mu_, mu_, dispatch_mu_);
+  // Event thread: records a session state change and notifies every watch subscriber.
+  void OnSessionEvent(int state) EXCLUDES(mu_, dispatch_mu_);
+  void NotifyAllWatches() EXCLUDES(mu_, dispatch_mu_);
+  // Runs the subscriber of `token` (if still registered) under dispatch_mu_.
+  void DispatchWatch(uint64_t token) EXCLUDES(mu_, dispatch_mu_);
   // Waits for a connection until `deadline`; Unavailable if none.
-  Status AwaitConnection(Clock::time_point deadline, const std::string& what);
-  // Issues `issue(zh, completion_data)` under the shared handle lock and waits until the
-  // deadline for `call` to complete. The completion owns `completion_data`.
+  Status AwaitConnection(Clock::time_point deadline, const std::string& what) EXCLUDES(mu_);
+  // Issues `issue(zh, completion_data)` under handle_mu_ and waits until the deadline for
+  // the completion (which owns `completion_data`). On success *reply receives what the
+  // completion delivered.
   Status Run(const std::string& what, const std::function<int(zhandle_t*, void*)>& issue,
-             const std::shared_ptr<ZkCall>& call);
+             ZkReply* reply) EXCLUDES(handle_mu_, mu_);
 
   // Constant after construction / Start().
   const ZkClientOptions options_;
   std::vector<SessionFn> session_listeners_;
 
-  // Guards handle_ itself: shared while issuing a call, exclusive to replace or close it.
-  // Lock order: handle_mu_ before mu_.
-  mutable std::shared_mutex handle_mu_;
-  zhandle_t* handle_ = nullptr;
+  // Guards handle_ itself: held while issuing a call (an enqueue, microseconds) and while
+  // replacing or closing the handle. (A reader-writer lock would let calls be issued in
+  // parallel; common/mutex.h has none, and nothing here issues calls at a rate for which
+  // that matters.) Taken before mu_ (NewHandleLocked).
+  mutable Mutex handle_mu_ ACQUIRED_BEFORE(mu_);
+  zhandle_t* handle_ GUARDED_BY(handle_mu_) = nullptr;
   // The handle being closed, readable by the event thread without handle_mu_ (which the
   // session thread holds while zookeeper_close() waits for that thread): its events are
   // ignored. (Comparing against the current handle instead would drop a new handle's first
   // event if it came before the handle was published.)
   std::atomic<zhandle_t*> closing_handle_{nullptr};
 
-  // Protected by mu_.
-  mutable std::mutex mu_;
-  std::condition_variable state_cv_;
-  int state_ = 0;         // last ZOO_*_STATE seen by the global watcher
-  bool expired_ = false;  // the session expired; the session thread replaces it
-  bool shutdown_ = false;
-  int64_t session_id_ = 0;
-  int64_t announced_session_ = 0;  // last session the listeners were told about
-  Clock::time_point disconnected_since_ = Clock::now();
-  std::chrono::seconds next_report_{1};  // "still unreachable" log after this long
-  uint64_t next_watch_ = 1;
-  std::map<uint64_t, WatchFn> watches_;
+  mutable Mutex mu_;
+  CondVar state_cv_;                      // state_, expired_ or shutdown_ changed
+  int state_ GUARDED_BY(mu_) = 0;         // last ZOO_*_STATE seen by the global watcher
+  bool expired_ GUARDED_BY(mu_) = false;  // the session expired; the session thread replaces it
+  bool shutdown_ GUARDED_BY(mu_) = false;
+  int64_t session_id_ GUARDED_BY(mu_) = 0;
+  int64_t announced_session_ GUARDED_BY(mu_) = 0;  // last session the listeners were told about
+  Clock::time_point disconnected_since_ GUARDED_BY(mu_) = Clock::now();
+  std::chrono::seconds next_report_ GUARDED_BY(mu_){1};  // "still unreachable" log after this
+  uint64_t next_watch_ GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, WatchFn> watches_ GUARDED_BY(mu_);
 
-  // Serializes watch callbacks with RemoveWatch. Lock order: dispatch_mu_ before mu_.
-  std::mutex dispatch_mu_;
+  // Held while a watch callback runs, so that RemoveWatch can wait for it; guards no data.
+  // Taken before mu_ (RemoveWatch, DispatchWatch) and before every lock a callback takes.
+  Mutex dispatch_mu_ ACQUIRED_BEFORE(mu_);
 
   std::thread session_thread_;
 };

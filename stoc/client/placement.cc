@@ -33,21 +33,21 @@ void SampleToFront(std::vector<uint32_t>* pool, size_t k, std::mt19937_64* rng) 
 }  // namespace
 
 void LoadView::Update(uint32_t stoc_id, const StocLoad& load) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto [it, inserted] = loads_.try_emplace(stoc_id, load);
   if (!inserted && it->second.updated <= load.updated) it->second = load;
 }
 
 StocLoad LoadView::Get(uint32_t stoc_id) const {
   const MonoTime now = MonoNow();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = loads_.find(stoc_id);
   if (it == loads_.end() || now - it->second.updated > staleness_) return StocLoad{};
   return it->second;
 }
 
 void LoadView::Remove(uint32_t stoc_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   loads_.erase(stoc_id);
 }
 

@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <random>
 #include <string_view>
 #include <unordered_map>
@@ -17,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/lsm/placement_policy.h"
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace nova::stoc {
@@ -42,22 +42,22 @@ class LoadView {
   // Records `load` for the StoC, unless the one already held is newer (replies handled on
   // different threads may arrive out of order). The caller sets load.updated, normally
   // to MonoNow() when the reply arrived.
-  void Update(uint32_t stoc_id, const StocLoad& load);
+  void Update(uint32_t stoc_id, const StocLoad& load) EXCLUDES(mu_);
 
   // The StoC's latest load. A StoC never reported, or whose report is older than the
   // staleness bound, is unknown and returned as an idle StocLoad{} (queue 0, 0 bytes,
   // updated = MonoTime{}).
-  StocLoad Get(uint32_t stoc_id) const;
+  StocLoad Get(uint32_t stoc_id) const EXCLUDES(mu_);
 
   // Forgets a StoC (e.g. it left the configuration).
-  void Remove(uint32_t stoc_id);
+  void Remove(uint32_t stoc_id) EXCLUDES(mu_);
 
  private:
   // Constant after construction.
   const std::chrono::nanoseconds staleness_;
 
-  mutable std::mutex mu_;
-  std::unordered_map<uint32_t, StocLoad> loads_;  // protected by mu_
+  mutable Mutex mu_;
+  std::unordered_map<uint32_t, StocLoad> loads_ GUARDED_BY(mu_);
 };
 
 // Chooses rho distinct StoCs from `candidates` (a repeated id counts once) into *out,

@@ -23,20 +23,20 @@ StocClient::~StocClient() = default;
 Status StocClient::AddStoc(uint32_t stoc_id, const std::string& address) {
   auto peer = endpoint_->transport()->Connect(address);
   if (!peer.ok()) return peer.status().Prepend("StoC " + std::to_string(stoc_id));
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   peers_[stoc_id] = peer.value();
   return Status::OK();
 }
 
 std::vector<uint32_t> StocClient::stocs() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<uint32_t> ids;
   for (auto& [id, peer] : peers_) ids.push_back(id);
   return ids;
 }
 
 Result<transport::PeerId> StocClient::PeerOf(uint32_t stoc_id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = peers_.find(stoc_id);
   if (it == peers_.end()) return Status::InvalidArgument("unknown StoC " + std::to_string(stoc_id));
   return it->second;
@@ -82,7 +82,7 @@ Result<std::unique_ptr<StocFile>> StocClient::Open(uint32_t stoc_id, const std::
   f->regions = resp.file.regions;
   f->slot = resp.slot;
   if (kind == FileKind::kMemory) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     regions_[{stoc_id, f->file_id}] = f->regions;
   }
   return f;
@@ -110,7 +110,7 @@ Result<BlockHandle> StocClient::AppendMemory(StocFile* file, transport::PeerId p
         Rpc(file->stoc_id, kNewRegion, Encode(NewRegionRequest{file->file_id, length}), &resp));
     file->regions.push_back(resp.region);
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       regions_[{file->stoc_id, file->file_id}] = file->regions;
     }
     region = &file->regions.back();
@@ -144,11 +144,11 @@ Result<BlockHandle> StocClient::AppendDisk(StocFile* file, transport::PeerId pee
   auto waiter = std::make_shared<AckWaiter>();
   const auto key = std::make_pair(peer, file->slot.slot_id);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     waiters_[key] = waiter;
   }
-  auto forget = [&] {
-    std::lock_guard lock(mu_);
+  auto forget = [&]() EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     auto it = waiters_.find(key);
     if (it != waiters_.end() && it->second == waiter) waiters_.erase(it);
   };
@@ -162,15 +162,16 @@ Result<BlockHandle> StocClient::AppendDisk(StocFile* file, transport::PeerId pee
     if (s.IsTimedOut()) file->broken = true;
     return s.Prepend("append to StoC file " + file->name);
   }
-  std::unique_lock lock(waiter->mu);
-  if (!waiter->cv.wait_for(lock, options_.timeout, [&] { return waiter->done; })) {
-    lock.unlock();
+  MutexLock lock(&waiter->mu);
+  if (!waiter->cv.WaitUntil(&lock, std::chrono::steady_clock::now() + options_.timeout,
+                            [&]() REQUIRES(waiter->mu) { return waiter->done; })) {
+    lock.Unlock();
     forget();
     file->broken = true;
     return Status::TimedOut("StoC did not acknowledge the append to " + file->name);
   }
   const AppendAck ack = waiter->ack;
-  lock.unlock();
+  lock.Unlock();
   if (!ack.status.ok()) return ack.status.Prepend("append to StoC file " + file->name);
   load_.Update(file->stoc_id, StocLoad{ack.load.queue_depth, ack.load.pending_bytes, MonoNow()});
   file->length = ack.offset + ack.size;
@@ -187,22 +188,22 @@ void StocClient::HandleRequest(transport::PeerId peer, uint16_t type, std::strin
   }
   std::shared_ptr<AckWaiter> waiter;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     auto it = waiters_.find({peer, ack.slot_id});
     if (it == waiters_.end()) return;  // timed out meanwhile
     waiter = std::move(it->second);
     waiters_.erase(it);
   }
-  std::lock_guard lock(waiter->mu);
+  MutexLock lock(&waiter->mu);
   waiter->ack = std::move(ack);
   waiter->done = true;
-  waiter->cv.notify_all();
+  waiter->cv.NotifyAll();
 }
 
 void StocClient::OnPeerDown(transport::PeerId peer, const Status& why) {
   std::vector<std::shared_ptr<AckWaiter>> failed;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     for (auto it = waiters_.begin(); it != waiters_.end();) {
       if (it->first.first == peer) {
         failed.push_back(std::move(it->second));
@@ -213,23 +214,23 @@ void StocClient::OnPeerDown(transport::PeerId peer, const Status& why) {
     }
   }
   for (auto& w : failed) {
-    std::lock_guard lock(w->mu);
+    MutexLock lock(&w->mu);
     w->ack.status = Status::NetworkError("StoC went down before acknowledging: " + why.ToString());
     w->done = true;
-    w->cv.notify_all();
+    w->cv.NotifyAll();
   }
 }
 
 Result<std::vector<RegionInfo>> StocClient::RegionsOf(uint32_t stoc_id, uint64_t file_id,
                                                       bool refresh) {
   if (!refresh) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     auto it = regions_.find({stoc_id, file_id});
     if (it != regions_.end()) return it->second;
   }
   auto st = StatFile(stoc_id, file_id);
   if (!st.ok()) return st.status();
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   regions_[{stoc_id, file_id}] = st->regions;
   return st->regions;
 }

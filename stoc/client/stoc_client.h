@@ -12,18 +12,19 @@
 //
 // Operations block the calling thread until done or until options.timeout passes.
 // Thread safety: StocClient is thread-safe; one StocFile must be used by one thread at a time.
+// Locks: mu_ (peers, waiters, regions) and each append's AckWaiter::mu, never held together;
+// the LoadView's lock is taken with neither.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/rpc/rpc_endpoint.h"
 #include "common/transport/transport.h"
 #include "stoc/client/placement.h"
@@ -80,30 +81,31 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   StocClient& operator=(const StocClient&) = delete;
 
   // Connects to StoC `stoc_id` at `address` (idempotent).
-  Status AddStoc(uint32_t stoc_id, const std::string& address);
-  std::vector<uint32_t> stocs() const;
+  Status AddStoc(uint32_t stoc_id, const std::string& address) EXCLUDES(mu_);
+  std::vector<uint32_t> stocs() const EXCLUDES(mu_);
 
   Result<std::unique_ptr<StocFile>> Open(uint32_t stoc_id, const std::string& name, FileKind kind,
-                                         const OpenOptions& options = OpenOptions());
+                                         const OpenOptions& options = OpenOptions()) EXCLUDES(mu_);
   // Appends src.base[src_offset, +length) as one block. Returns where it lives. On error the
   // block was not appended, unless file->broken was set (outcome unknown).
   // REQUIRES: length <= the StoC's maximum block size; src is registered with this transport.
   Result<BlockHandle> Append(StocFile* file, const transport::MemoryRegion& src,
-                             uint64_t src_offset, uint64_t length);
+                             uint64_t src_offset, uint64_t length) EXCLUDES(mu_);
   // Reads block.size bytes into dst.base[dst_offset, ...).
   // REQUIRES: dst is registered with kRemoteWrite (the StoC writes into it for disk files).
-  Status Read(const BlockHandle& block, const transport::MemoryRegion& dst, uint64_t dst_offset);
+  Status Read(const BlockHandle& block, const transport::MemoryRegion& dst, uint64_t dst_offset)
+      EXCLUDES(mu_);
   // Releases the append slot; for memory files records the appended length for readers.
-  Status Close(StocFile* file);
-  Status Delete(uint32_t stoc_id, const std::string& name);
-  Result<std::vector<FileState>> List(uint32_t stoc_id);
-  Result<StatsResponse> Stats(uint32_t stoc_id);
-  Result<FileState> StatFile(uint32_t stoc_id, uint64_t file_id);
+  Status Close(StocFile* file) EXCLUDES(mu_);
+  Status Delete(uint32_t stoc_id, const std::string& name) EXCLUDES(mu_);
+  Result<std::vector<FileState>> List(uint32_t stoc_id) EXCLUDES(mu_);
+  Result<StatsResponse> Stats(uint32_t stoc_id) EXCLUDES(mu_);
+  Result<FileState> StatFile(uint32_t stoc_id, uint64_t file_id) EXCLUDES(mu_);
   // A request of a type another library encodes (kCompact): sends `request`, waits up to
   // `timeout`, records the LoadStats the response starts with and returns the rest of it,
   // or the StoC's (or the transport's) error.
   Result<std::string> Call(uint32_t stoc_id, uint16_t type, std::string_view request,
-                           std::chrono::milliseconds timeout);
+                           std::chrono::milliseconds timeout) EXCLUDES(mu_);
 
   const LoadView& load_view() const { return load_; }
   // The transport the client's endpoint runs on: where callers register the memory they
@@ -112,41 +114,45 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
 
   // rpc::RpcService: append acknowledgments.
   void HandleRequest(transport::PeerId peer, uint16_t type, std::string payload,
-                     rpc::Responder responder) override;
+                     rpc::Responder responder) EXCLUDES(mu_) override;
   // rpc::EndpointObserver: fails the acknowledgments a dead StoC owes.
-  void OnPeerDown(transport::PeerId peer, const Status& why) override;
+  void OnPeerDown(transport::PeerId peer, const Status& why) EXCLUDES(mu_) override;
 
  private:
+  // One append waiting for the StoC's acknowledgment: shared by the appending thread and
+  // the thread that delivers the acknowledgment (or the peer's failure).
   struct AckWaiter {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    AppendAck ack;
+    Mutex mu;
+    CondVar cv;
+    bool done GUARDED_BY(mu) = false;
+    AppendAck ack GUARDED_BY(mu);
   };
 
-  Result<transport::PeerId> PeerOf(uint32_t stoc_id) const;
+  Result<transport::PeerId> PeerOf(uint32_t stoc_id) const EXCLUDES(mu_);
   // Sends a request and decodes the response into *resp (which must have a `load` field).
   template <typename Resp>
-  Status Rpc(uint32_t stoc_id, uint16_t type, const std::string& request, Resp* resp);
+  Status Rpc(uint32_t stoc_id, uint16_t type, const std::string& request, Resp* resp) EXCLUDES(mu_);
   // Runs a one-sided op and waits for its completion.
   Status WaitOp(const std::function<Status(transport::Completion)>& post);
   Result<BlockHandle> AppendMemory(StocFile* file, transport::PeerId peer,
                                    const transport::MemoryRegion& src, uint64_t src_offset,
-                                   uint64_t length);
+                                   uint64_t length) EXCLUDES(mu_);
   Result<BlockHandle> AppendDisk(StocFile* file, transport::PeerId peer,
                                  const transport::MemoryRegion& src, uint64_t src_offset,
-                                 uint64_t length);
-  Result<std::vector<RegionInfo>> RegionsOf(uint32_t stoc_id, uint64_t file_id, bool refresh);
+                                 uint64_t length) EXCLUDES(mu_);
+  Result<std::vector<RegionInfo>> RegionsOf(uint32_t stoc_id, uint64_t file_id, bool refresh)
+      EXCLUDES(mu_);
 
   rpc::RpcEndpoint* const endpoint_;  // must outlive this
   const StocClientOptions options_;
   LoadView load_;
 
-  mutable std::mutex mu_;
-  // Protected by mu_:
-  std::map<uint32_t, transport::PeerId> peers_;
-  std::map<std::pair<transport::PeerId, uint32_t>, std::shared_ptr<AckWaiter>> waiters_;
-  std::map<std::pair<uint32_t, uint64_t>, std::vector<RegionInfo>> regions_;  // memory files
+  mutable Mutex mu_;
+  std::map<uint32_t, transport::PeerId> peers_ GUARDED_BY(mu_);
+  std::map<std::pair<transport::PeerId, uint32_t>, std::shared_ptr<AckWaiter>> waiters_
+      GUARDED_BY(mu_);
+  // Memory files' regions.
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<RegionInfo>> regions_ GUARDED_BY(mu_);
 };
 
 }  // namespace nova::stoc

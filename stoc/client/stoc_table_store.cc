@@ -3,7 +3,6 @@
 #include <glog/logging.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <set>
@@ -117,33 +116,33 @@ std::vector<Status> StocTableStore::RunAll(const std::vector<std::function<Statu
   std::vector<Status> results(jobs.size());
   if (jobs.empty()) return results;
   struct Latch {
-    std::mutex mu;
-    std::condition_variable cv;
-    size_t pending = 0;  // protected by mu
+    Mutex mu;
+    CondVar cv;
+    size_t pending GUARDED_BY(mu) = 0;
   };
   auto latch = std::make_shared<Latch>();
   for (size_t i = 1; i < jobs.size(); ++i) {
     {
-      std::lock_guard lock(latch->mu);
+      MutexLock lock(&latch->mu);
       ++latch->pending;
     }
     Status queued = io_pool_->Submit([&jobs, &results, i, latch] {
       Status s = jobs[i]();
-      std::lock_guard lock(latch->mu);
+      MutexLock lock(&latch->mu);
       results[i] = std::move(s);
-      if (--latch->pending == 0) latch->cv.notify_all();
+      if (--latch->pending == 0) latch->cv.NotifyAll();
     });
     if (!queued.ok()) {  // the pool is saturated or stopping: do it here
       {
-        std::lock_guard lock(latch->mu);
+        MutexLock lock(&latch->mu);
         --latch->pending;
       }
       results[i] = jobs[i]();
     }
   }
   results[0] = jobs[0]();
-  std::unique_lock lock(latch->mu);
-  latch->cv.wait(lock, [&] { return latch->pending == 0; });
+  MutexLock lock(&latch->mu);
+  latch->cv.Wait(&lock, [&]() REQUIRES(latch->mu) { return latch->pending == 0; });
   return results;
 }
 
@@ -509,11 +508,11 @@ std::vector<Status> StocTableStore::VisitTableFiles(
 
 Result<std::vector<uint64_t>> StocTableStore::ListTables() {
   const std::string what = "range " + std::to_string(options_.range_id) + ": listing tables";
-  std::mutex mu;
-  std::set<uint64_t> numbers;  // protected by mu
+  Mutex mu;
+  std::set<uint64_t> numbers;  // guarded by mu (a local cannot carry GUARDED_BY)
   const std::vector<Status> results =
       VisitTableFiles([&](uint32_t, const std::string&, const ParsedFileName& p) {
-        std::lock_guard lock(mu);
+        MutexLock lock(&mu);
         numbers.insert(p.number);
         return Status::OK();
       });

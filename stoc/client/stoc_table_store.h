@@ -77,15 +77,14 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/clock.h"
-#include "common/mutex.h"
 #include "common/lsm/table_store.h"
+#include "common/mutex.h"
 #include "common/thread_pool.h"
 #include "common/transport/slab_allocator.h"
 #include "stoc/client/file_names.h"

@@ -65,7 +65,7 @@ std::vector<uint32_t> StocCompactionService::Connect(
   std::vector<uint32_t> reached;
   for (const auto& [id, address] : stocs) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       auto it = connected_.find(id);
       if (it != connected_.end() && it->second == address) {
         reached.push_back(id);
@@ -80,7 +80,7 @@ std::vector<uint32_t> StocCompactionService::Connect(
                    << s.ToString();
       continue;
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     connected_[id] = address;
     reached.push_back(id);
   }

@@ -26,12 +26,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "common/lsm/internal_key.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/rpc/rpc_endpoint.h"
 #include "common/transport/slab_allocator.h"
 #include "common/transport/transport.h"
@@ -67,15 +67,17 @@ class StocCompactionService : public rpc::RpcService {
 
   // Runs one encoded job; returns the encoded lsm::CompactionJobResult or the error (see
   // the file comment). REQUIRES: Init() succeeded.
-  Result<std::string> Execute(std::string_view request);
+  Result<std::string> Execute(std::string_view request) EXCLUDES(mu_);
 
   // rpc::RpcService: kCompact.
   void HandleRequest(transport::PeerId peer, uint16_t type, std::string payload,
-                     rpc::Responder responder) override;
+                     rpc::Responder responder) EXCLUDES(mu_) override;
 
  private:
   // Connects to each StoC of the job not connected yet (or moved); returns the ids reached.
-  std::vector<uint32_t> Connect(const std::vector<std::pair<uint32_t, std::string>>& stocs);
+  // Takes mu_ only around the map: connecting may take the transport's connect timeout.
+  std::vector<uint32_t> Connect(const std::vector<std::pair<uint32_t, std::string>>& stocs)
+      EXCLUDES(mu_);
 
   // Constant after construction.
   const CompactionServiceOptions options_;
@@ -89,8 +91,8 @@ class StocCompactionService : public rpc::RpcService {
   std::unique_ptr<StocClient> client_;
   std::unique_ptr<transport::SlabAllocator> read_buffers_;
 
-  std::mutex mu_;
-  std::map<uint32_t, std::string> connected_;  // protected by mu_: id -> address
+  Mutex mu_;
+  std::map<uint32_t, std::string> connected_ GUARDED_BY(mu_);  // StoC id -> address
 
   // Metrics (owned by the registry).
   Counter* jobs_;

@@ -50,24 +50,24 @@ Status WriteAllAt(int fd, const iovec* iov, int n, uint64_t offset, uint64_t tot
 DiskFile::~DiskFile() { ::close(fd_); }
 
 uint64_t DiskFile::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return size_;
 }
 
 Status DiskFile::health() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return health_;
 }
 
 std::vector<BlockExtent> DiskFile::blocks() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return blocks_;
 }
 
 void DiskFile::AppendGroup(std::vector<BlockToAppend>* blocks, uint64_t* fsyncs) {
   uint64_t offset;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (!health_.ok()) {
       for (auto& b : *blocks) b.status = health_;
       return;
@@ -108,7 +108,7 @@ void DiskFile::AppendGroup(std::vector<BlockToAppend>* blocks, uint64_t* fsyncs)
   Status synced;
   if (::fdatasync(fd_) != 0) synced = Status::FromErrno("fdatasync", errno);
   ++*fsyncs;
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (!synced.ok()) {
     // What reached the disk is unknown: refuse everything from now on.
     health_ = synced.Prepend("StoC file " + std::to_string(file_id_) + " failed to sync");
@@ -125,7 +125,7 @@ void DiskFile::AppendGroup(std::vector<BlockToAppend>* blocks, uint64_t* fsyncs)
 Status DiskFile::Read(uint64_t offset, uint64_t size, char* dst) const {
   BlockExtent extent;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (!health_.ok() && health_.IsCorruption()) return health_;
     auto it = std::upper_bound(
         blocks_.begin(), blocks_.end(), offset,
@@ -174,24 +174,28 @@ Status DiskFileStore::Recover(const std::vector<FileEntry>& entries) {
       continue;
     }
     auto file = std::make_shared<DiskFile>(e.file_id, fd);
-    auto scan = ScanBlockFile(fd);
-    if (!scan.ok()) {
-      file->health_ = scan.status();
-    } else {
-      if (scan->torn_bytes > 0) {
-        LOG(WARNING) << "StoC file " << e.name << ": cutting a torn tail of " << scan->torn_bytes
-                     << " bytes (an append that was never acknowledged)";
-        Status t = TruncateTornTail(fd, scan.value());
-        if (!t.ok()) file->health_ = t;
+    {
+      // Not shared yet; the lock only satisfies the analysis.
+      MutexLock file_lock(&file->mu_);
+      auto scan = ScanBlockFile(fd);
+      if (!scan.ok()) {
+        file->health_ = scan.status();
+      } else {
+        if (scan->torn_bytes > 0) {
+          LOG(WARNING) << "StoC file " << e.name << ": cutting a torn tail of " << scan->torn_bytes
+                       << " bytes (an append that was never acknowledged)";
+          Status t = TruncateTornTail(fd, scan.value());
+          if (!t.ok()) file->health_ = t;
+        }
+        if (scan->corrupt) {
+          file->health_ = Status::Corruption("StoC file " + e.name + ": " + scan->corruption);
+          LOG(ERROR) << file->health_.ToString() << "; its reads and appends will fail";
+        }
+        file->blocks_ = std::move(scan->blocks);
+        file->size_ = scan->valid_length;
       }
-      if (scan->corrupt) {
-        file->health_ = Status::Corruption("StoC file " + e.name + ": " + scan->corruption);
-        LOG(ERROR) << file->health_.ToString() << "; its reads and appends will fail";
-      }
-      file->blocks_ = std::move(scan->blocks);
-      file->size_ = scan->valid_length;
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     files_[e.file_id] = std::move(file);
   }
   return Status::OK();
@@ -210,20 +214,20 @@ Status DiskFileStore::Create(uint64_t file_id) {
     return s;
   }
   ::close(dir_fd);
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   files_[file_id] = std::make_shared<DiskFile>(file_id, fd);
   return Status::OK();
 }
 
 std::shared_ptr<DiskFile> DiskFileStore::Get(uint64_t file_id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = files_.find(file_id);
   return it == files_.end() ? nullptr : it->second;
 }
 
 Status DiskFileStore::Delete(uint64_t file_id) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (files_.erase(file_id) == 0)
       return Status::NotFound("no disk file " + std::to_string(file_id));
   }
@@ -234,7 +238,7 @@ Status DiskFileStore::Delete(uint64_t file_id) {
 }
 
 size_t DiskFileStore::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return files_.size();
 }
 

@@ -6,18 +6,19 @@
 // fails to write is cut off again (ftruncate) so a torn block is never visible; after a
 // failed fdatasync the file refuses further appends (what reached the disk is unknown).
 //
-// Thread safety: DiskFileStore is thread-safe. A DiskFile's mutable state is protected by its
+// Thread safety: DiskFileStore is thread-safe. A DiskFile's mutable state is guarded by its
 // own mutex; AppendGroup for one file must not run concurrently with itself (the StoC
-// schedules at most one drain per file).
+// schedules at most one drain per file). Lock order: a DiskFile's mu_ and the store's mu_
+// are never held together.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "stoc/server/block_format.h"
 #include "stoc/server/file_catalog.h"
@@ -42,29 +43,29 @@ class DiskFile {
 
   uint64_t file_id() const { return file_id_; }
   // Bytes in the data file (headers included): where the next block goes.
-  uint64_t size() const;
+  uint64_t size() const EXCLUDES(mu_);
   // Non-OK if the file is corrupt or failed an fdatasync.
-  Status health() const;
+  Status health() const EXCLUDES(mu_);
   // The valid blocks, in file order (a copy: appends may follow).
-  std::vector<BlockExtent> blocks() const;
+  std::vector<BlockExtent> blocks() const EXCLUDES(mu_);
 
   // Writes the blocks in order, fdatasyncs once, and records them. Each block's status says
   // whether it is durable. `*fsyncs` counts the fdatasyncs done.
-  void AppendGroup(std::vector<BlockToAppend>* blocks, uint64_t* fsyncs);
+  // Takes mu_ only around reading and recording the state, not around the I/O.
+  void AppendGroup(std::vector<BlockToAppend>* blocks, uint64_t* fsyncs) EXCLUDES(mu_);
 
   // Reads [offset, offset+size) into dst. The range must lie inside one block's data
   // (OutOfRange otherwise). A whole-block read is checked against its CRC (Corruption).
-  Status Read(uint64_t offset, uint64_t size, char* dst) const;
+  Status Read(uint64_t offset, uint64_t size, char* dst) const EXCLUDES(mu_);
 
  private:
   friend class DiskFileStore;
   const uint64_t file_id_;
   const int fd_;
-  mutable std::mutex mu_;
-  // Protected by mu_:
-  std::vector<BlockExtent> blocks_;  // sorted by data_offset
-  uint64_t size_ = 0;
-  Status health_;
+  mutable Mutex mu_;
+  std::vector<BlockExtent> blocks_ GUARDED_BY(mu_);  // sorted by data_offset
+  uint64_t size_ GUARDED_BY(mu_) = 0;
+  Status health_ GUARDED_BY(mu_);
 };
 
 class DiskFileStore {
@@ -78,21 +79,21 @@ class DiskFileStore {
   // cuts a torn tail, marks a corrupt file (it stays listed; reads and appends fail).
   // A missing data file is recreated empty (the catalog entry was durable, its first block
   // was not). Returns an error only for failures to create the directory.
-  Status Recover(const std::vector<FileEntry>& entries);
+  Status Recover(const std::vector<FileEntry>& entries) EXCLUDES(mu_);
   // Creates an empty data file.
-  Status Create(uint64_t file_id);
+  Status Create(uint64_t file_id) EXCLUDES(mu_);
   // nullptr if unknown.
-  std::shared_ptr<DiskFile> Get(uint64_t file_id) const;
+  std::shared_ptr<DiskFile> Get(uint64_t file_id) const EXCLUDES(mu_);
   // Forgets the file and unlinks its data. Readers holding it keep a valid fd.
-  Status Delete(uint64_t file_id);
-  size_t size() const;
+  Status Delete(uint64_t file_id) EXCLUDES(mu_);
+  size_t size() const EXCLUDES(mu_);
 
  private:
   std::string PathOf(uint64_t file_id) const;
 
   const std::string dir_;
-  mutable std::mutex mu_;
-  std::unordered_map<uint64_t, std::shared_ptr<DiskFile>> files_;  // protected by mu_
+  mutable Mutex mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<DiskFile>> files_ GUARDED_BY(mu_);
 };
 
 }  // namespace nova::stoc

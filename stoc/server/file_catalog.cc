@@ -137,7 +137,7 @@ Result<std::unique_ptr<FileCatalog>> FileCatalog::Open(const std::string& dir,
 }
 
 Status FileCatalog::Recover() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::error_code ec;
   const bool created_dir = std::filesystem::create_directories(dir_, ec);
   if (ec) return Status::IOError("create directory " + dir_ + ": " + ec.message());
@@ -348,7 +348,7 @@ Result<uint64_t> FileCatalog::AddFile(std::string_view name, FileKind kind) {
     return Status::InvalidArgument("unknown file kind " +
                                    std::to_string(static_cast<unsigned>(kind)));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!error_.ok()) return error_;
   if (by_name_.count(name) != 0) {
     return Status::AlreadyExists("file " + std::string(name) + " already exists");
@@ -366,7 +366,7 @@ Result<uint64_t> FileCatalog::AddFile(std::string_view name, FileKind kind) {
 }
 
 Status FileCatalog::RemoveFile(uint64_t file_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!error_.ok()) return error_;
   if (by_id_.count(file_id) == 0) {
     return Status::NotFound("no file with id " + std::to_string(file_id));
@@ -380,21 +380,21 @@ Status FileCatalog::RemoveFile(uint64_t file_id) {
 }
 
 std::optional<FileEntry> FileCatalog::Lookup(std::string_view name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return std::nullopt;
   return by_id_.at(it->second);
 }
 
 std::optional<FileEntry> FileCatalog::Get(uint64_t file_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = by_id_.find(file_id);
   if (it == by_id_.end()) return std::nullopt;
   return it->second;
 }
 
 std::vector<FileEntry> FileCatalog::List() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<FileEntry> out;
   out.reserve(by_id_.size());
   for (const auto& [id, entry] : by_id_) out.push_back(entry);
@@ -402,12 +402,12 @@ std::vector<FileEntry> FileCatalog::List() const {
 }
 
 uint64_t FileCatalog::next_file_id() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return next_id_;
 }
 
 uint64_t FileCatalog::log_records() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return log_records_;
 }
 

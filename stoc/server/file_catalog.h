@@ -48,12 +48,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "stoc/client/file_kind.h"
 #include "stoc/client/file_names.h"
@@ -90,42 +90,43 @@ class FileCatalog {
   // Records a new file and returns its id once the record is durable. Returns
   // InvalidArgument for a bad name (ValidateFileName) or kind, AlreadyExists if a live
   // file has this name, IOError if the log could not be written or synced.
-  Result<uint64_t> AddFile(std::string_view name, FileKind kind);
+  Result<uint64_t> AddFile(std::string_view name, FileKind kind) EXCLUDES(mu_);
 
   // Forgets a file once the record is durable; its id is never handed out again.
   // Returns NotFound if no live file has this id, IOError as AddFile.
-  Status RemoveFile(uint64_t file_id);
+  Status RemoveFile(uint64_t file_id) EXCLUDES(mu_);
 
   // The live file with this name / id, if any.
-  std::optional<FileEntry> Lookup(std::string_view name) const;
-  std::optional<FileEntry> Get(uint64_t file_id) const;
+  std::optional<FileEntry> Lookup(std::string_view name) const EXCLUDES(mu_);
+  std::optional<FileEntry> Get(uint64_t file_id) const EXCLUDES(mu_);
 
   // All live files, ascending by id.
-  std::vector<FileEntry> List() const;
+  std::vector<FileEntry> List() const EXCLUDES(mu_);
 
   // The id the next AddFile will return.
-  uint64_t next_file_id() const;
+  uint64_t next_file_id() const EXCLUDES(mu_);
   // Records currently in the log (for tests and metrics).
-  uint64_t log_records() const;
+  uint64_t log_records() const EXCLUDES(mu_);
   const std::string& dir() const { return dir_; }
 
  private:
   FileCatalog(std::string dir, const FileCatalogOptions& options);
 
-  // Opening steps, run once by Open before the catalog is shared.
-  Status Recover();
-  Status Replay(std::string_view log, uint64_t* valid_length);
+  // Opening steps, run once by Open before the catalog is shared (under mu_ all the same,
+  // so that the helpers below can require it).
+  Status Recover() EXCLUDES(mu_);
+  Status Replay(std::string_view log, uint64_t* valid_length) REQUIRES(mu_);
   // Applies one CRC-checked record; returns Corruption (without offset) if it makes no
   // sense.
-  Status ApplyRecord(uint8_t type, std::string_view payload);
+  Status ApplyRecord(uint8_t type, std::string_view payload) REQUIRES(mu_);
 
   // Appends one record at the end of the log and fdatasyncs it. On failure the log is
   // left unusable and error_ is set.
-  Status AppendRecord(uint8_t type, std::string_view payload);
+  Status AppendRecord(uint8_t type, std::string_view payload) REQUIRES(mu_);
   // Rewrites the log if it holds too many records. Returns non-OK only if the catalog is
   // left unusable (a failure before the rename just keeps the old log).
-  Status MaybeRewrite();
-  Status Rewrite();
+  Status MaybeRewrite() REQUIRES(mu_);
+  Status Rewrite() REQUIRES(mu_);
 
   std::string CatalogPath() const;
   std::string TempPath() const;
@@ -134,15 +135,14 @@ class FileCatalog {
   const std::string dir_;
   const FileCatalogOptions options_;
 
-  mutable std::mutex mu_;
-  // Protected by mu_.
-  int fd_ = -1;                  // the open CATALOG, positioned by log_size_ (pwrite)
-  uint64_t log_size_ = 0;        // bytes of valid records in CATALOG
-  uint64_t log_records_ = 0;     // records in CATALOG
-  uint64_t next_id_ = 1;         // ids start at 1; 0 is never a file id
-  Status error_;                 // sticky: set when the log can no longer be trusted
-  std::map<uint64_t, FileEntry> by_id_;
-  std::map<std::string, uint64_t, std::less<>> by_name_;
+  mutable Mutex mu_;
+  int fd_ GUARDED_BY(mu_) = -1;               // the open CATALOG, positioned by log_size_
+  uint64_t log_size_ GUARDED_BY(mu_) = 0;     // bytes of valid records in CATALOG
+  uint64_t log_records_ GUARDED_BY(mu_) = 0;  // records in CATALOG
+  uint64_t next_id_ GUARDED_BY(mu_) = 1;      // ids start at 1; 0 is never a file id
+  Status error_ GUARDED_BY(mu_);              // sticky: set when the log can no longer be trusted
+  std::map<uint64_t, FileEntry> by_id_ GUARDED_BY(mu_);
+  std::map<std::string, uint64_t, std::less<>> by_name_ GUARDED_BY(mu_);
 };
 
 }  // namespace nova::stoc

@@ -53,7 +53,7 @@ void MemoryFileStore::FreeRegion(const Region& r) {
 }
 
 Status MemoryFileStore::Create(uint64_t file_id, const std::string& name) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (files_.count(file_id)) return Status::AlreadyExists("memory file exists: " + name);
   auto region = AllocateRegion(region_bytes_, 0);
   if (!region.ok()) return region.status();
@@ -64,7 +64,7 @@ Status MemoryFileStore::Create(uint64_t file_id, const std::string& name) {
 }
 
 Result<RegionInfo> MemoryFileStore::NewRegion(uint64_t file_id, uint64_t min_bytes) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = files_.find(file_id);
   if (it == files_.end()) return Status::NotFound("no memory file " + std::to_string(file_id));
   File& f = it->second;
@@ -77,7 +77,7 @@ Result<RegionInfo> MemoryFileStore::NewRegion(uint64_t file_id, uint64_t min_byt
 }
 
 Result<FileState> MemoryFileStore::Stat(uint64_t file_id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = files_.find(file_id);
   if (it == files_.end()) return Status::NotFound("no memory file " + std::to_string(file_id));
   FileState st;
@@ -90,7 +90,7 @@ Result<FileState> MemoryFileStore::Stat(uint64_t file_id) const {
 }
 
 Status MemoryFileStore::SetLength(uint64_t file_id, uint64_t length) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = files_.find(file_id);
   if (it == files_.end()) return Status::NotFound("no memory file " + std::to_string(file_id));
   const Region& last = it->second.regions.back();
@@ -103,7 +103,7 @@ Status MemoryFileStore::SetLength(uint64_t file_id, uint64_t length) {
 
 Result<std::pair<transport::MemoryRegion, uint64_t>> MemoryFileStore::Locate(
     uint64_t file_id, uint64_t offset, uint64_t size) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = files_.find(file_id);
   if (it == files_.end()) return Status::NotFound("no memory file " + std::to_string(file_id));
   for (const Region& r : it->second.regions) {
@@ -119,7 +119,7 @@ Result<std::pair<transport::MemoryRegion, uint64_t>> MemoryFileStore::Locate(
 Status MemoryFileStore::Delete(uint64_t file_id) {
   File f;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     auto it = files_.find(file_id);
     if (it == files_.end()) return Status::NotFound("no memory file " + std::to_string(file_id));
     f = std::move(it->second);
@@ -131,7 +131,7 @@ Status MemoryFileStore::Delete(uint64_t file_id) {
 }
 
 uint64_t MemoryFileStore::bytes_used() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return bytes_used_;
 }
 

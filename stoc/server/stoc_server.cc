@@ -404,7 +404,7 @@ Result<SlotInfo> StocServer::ReserveSlot(transport::PeerId peer, uint64_t file_i
   }
   auto buf = file_buffer_->Allocate(bytes);
   if (!buf.ok()) return buf.status().Prepend("StoC file buffer");
-  std::lock_guard lock(slots_mu_);
+  MutexLock lock(&slots_mu_);
   uint32_t id;
   do {
     id = next_slot_id_++;
@@ -423,7 +423,7 @@ void StocServer::ReleaseSlot(uint32_t slot_id) {
 }
 
 void StocServer::ReleaseSlotsWhere(const std::function<bool(const Slot&)>& pred) {
-  std::lock_guard lock(slots_mu_);
+  MutexLock lock(&slots_mu_);
   std::vector<uint32_t> ids;
   for (auto& [id, slot] : slots_) {
     if (pred(slot)) ids.push_back(id);
@@ -448,7 +448,7 @@ void StocServer::OnPeerDown(transport::PeerId peer, const Status& why) {
 }
 
 std::shared_ptr<StocServer::AppendQueue> StocServer::QueueFor(uint64_t file_id) {
-  std::lock_guard lock(slots_mu_);
+  MutexLock lock(&slots_mu_);
   auto& q = queues_[file_id];
   if (!q) q = std::make_shared<AppendQueue>();
   return q;
@@ -465,7 +465,7 @@ bool StocServer::OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t l
   uint64_t file_id = 0;
   const char* data = nullptr;
   {
-    std::lock_guard lock(slots_mu_);
+    MutexLock lock(&slots_mu_);
     auto it = slots_.find(imm);
     if (it == slots_.end() || it->second.owner != peer || it->second.released) {
       refused.status = Status::PermissionDenied("append into slot " + std::to_string(imm) +
@@ -495,7 +495,7 @@ bool StocServer::OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t l
   auto queue = QueueFor(file_id);
   bool schedule;
   {
-    std::lock_guard lock(queue->mu);
+    MutexLock lock(&queue->mu);
     queue->pending.push_back(
         PendingAppend{imm, peer, data, static_cast<uint32_t>(length), MonoNow()});
     schedule = !queue->scheduled;
@@ -519,7 +519,7 @@ void StocServer::DrainAppends(uint64_t file_id) {
   while (true) {
     std::vector<PendingAppend> batch;
     {
-      std::lock_guard lock(queue->mu);
+      MutexLock lock(&queue->mu);
       if (queue->pending.empty()) {
         queue->scheduled = false;
         return;
@@ -542,7 +542,7 @@ void StocServer::DrainAppends(uint64_t file_id) {
     }
     // Free the slots for their next append before acknowledging this one.
     {
-      std::lock_guard lock(slots_mu_);
+      MutexLock lock(&slots_mu_);
       for (const PendingAppend& p : batch) {
         auto it = slots_.find(p.slot_id);
         if (it == slots_.end()) continue;

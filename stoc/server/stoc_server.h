@@ -6,8 +6,10 @@
 // Lifecycle: StocServer(options, metrics) cannot fail; Init() opens the catalog, recovers
 // files and prepares memory; Start() opens the network; Shutdown() stops it.
 //
-// Thread safety: all public methods are thread-safe. Lock order: slots_mu_ before a file's
-// pending_mu (never the other way); the stores' locks are innermost.
+// Thread safety: all public methods are thread-safe. Locks: slots_mu_ (slots and the
+// per-file queues), each file's AppendQueue::mu, and the catalog's and stores' own locks.
+// slots_mu_ and a queue's mu are never held together (were they, slots_mu_ would come
+// first); the catalog's and stores' locks are innermost (taken with either or none).
 #pragma once
 
 #include <atomic>
@@ -15,12 +17,12 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/rpc/rpc_endpoint.h"
 #include "common/thread_pool.h"
 #include "common/transport/slab_allocator.h"
@@ -55,10 +57,11 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
 
   // rpc::RpcService
   void HandleRequest(transport::PeerId peer, uint16_t type, std::string payload,
-                     rpc::Responder responder) override;
+                     rpc::Responder responder) EXCLUDES(slots_mu_) override;
   // rpc::EndpointObserver
-  void OnPeerDown(transport::PeerId peer, const Status& why) override;
-  bool OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t length) override;
+  void OnPeerDown(transport::PeerId peer, const Status& why) EXCLUDES(slots_mu_) override;
+  bool OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t length)
+      EXCLUDES(slots_mu_) override;
 
  private:
   // A slot of the file buffer reserved by one client for appends to one disk file.
@@ -79,9 +82,9 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
   };
   // Per disk file: appends waiting for a storage thread.
   struct AppendQueue {
-    std::mutex mu;
-    std::deque<PendingAppend> pending;  // protected by mu
-    bool scheduled = false;             // a drain task is queued or running; protected by mu
+    Mutex mu;
+    std::deque<PendingAppend> pending GUARDED_BY(mu);
+    bool scheduled GUARDED_BY(mu) = false;  // a drain task is queued or running
   };
 
   void HandleOpen(transport::PeerId peer, std::string_view payload, rpc::Responder* r);
@@ -94,18 +97,19 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
   void HandleStats(rpc::Responder* r);
   void HandleStatFile(std::string_view payload, rpc::Responder* r);
 
-  Result<SlotInfo> ReserveSlot(transport::PeerId peer, uint64_t file_id, uint64_t bytes);
-  void ReleaseSlot(uint32_t slot_id);
+  Result<SlotInfo> ReserveSlot(transport::PeerId peer, uint64_t file_id, uint64_t bytes)
+      EXCLUDES(slots_mu_);
+  void ReleaseSlot(uint32_t slot_id) EXCLUDES(slots_mu_);
   // Frees the matching slots now, or (if an append from one is in flight) once it is written.
-  void ReleaseSlotsWhere(const std::function<bool(const Slot&)>& pred);
-  // REQUIRES: slots_mu_ held.
-  void FreeSlotLocked(Slot* slot);
-  void DrainAppends(uint64_t file_id);
+  void ReleaseSlotsWhere(const std::function<bool(const Slot&)>& pred) EXCLUDES(slots_mu_);
+  void FreeSlotLocked(Slot* slot) REQUIRES(slots_mu_);
+  // Takes slots_mu_ and the file's queue mu, one at a time.
+  void DrainAppends(uint64_t file_id) EXCLUDES(slots_mu_);
   void SendAck(transport::PeerId peer, const AppendAck& ack);
   // The file's state; with_blocks adds a disk file's block extents (kStatFile only: a
   // listing of many files stays small).
   Result<FileState> StateOf(const FileEntry& e, bool with_blocks = false) const;
-  std::shared_ptr<AppendQueue> QueueFor(uint64_t file_id);
+  std::shared_ptr<AppendQueue> QueueFor(uint64_t file_id) EXCLUDES(slots_mu_);
 
   const StocOptions options_;
   MetricsRegistry* const metrics_;  // must outlive this
@@ -120,11 +124,10 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
   ThreadPool control_pool_;
   ThreadPool compaction_pool_;  // offloaded compactions (RegisterCompactionService)
 
-  std::mutex slots_mu_;
-  // Protected by slots_mu_:
-  std::unordered_map<uint32_t, Slot> slots_;
-  uint32_t next_slot_id_ = 1;
-  std::unordered_map<uint64_t, std::shared_ptr<AppendQueue>> queues_;
+  Mutex slots_mu_;
+  std::unordered_map<uint32_t, Slot> slots_ GUARDED_BY(slots_mu_);
+  uint32_t next_slot_id_ GUARDED_BY(slots_mu_) = 1;
+  std::unordered_map<uint64_t, std::shared_ptr<AppendQueue>> queues_ GUARDED_BY(slots_mu_);
 
   // Load, for LoadStats.
   std::atomic<uint32_t> queue_depth_{0};
