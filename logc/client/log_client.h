@@ -28,9 +28,9 @@
 // Thread safety: all public methods are thread-safe. Lock order, across the parts:
 // LogcReplicaSet::connect_mu_ alone (then its mu_); LogRegistry::mu_, then a log's mu, then
 // LogRegistry::acks_mu_; LogcReplicaSet::mu_ is a leaf (may be taken under
-// LogRegistry::mu_); LogRepairer::mu_ alone. No lock is held across a request to a LogC
-// or a wait for one (a log's mu is released while a thread waits on its condition
-// variable).
+// LogRegistry::mu_ and a log's mu); LogRepairer::mu_ alone. No lock is held across a
+// request to a LogC or a wait for one, but connect_mu_ across a connect (a log's mu is
+// released while a thread waits on its condition variable).
 #pragma once
 
 #include <atomic>

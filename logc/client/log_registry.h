@@ -10,8 +10,8 @@
 // It decides nothing about placement (LogcReplicaSet does) nor when to copy (LogRepairer).
 //
 // Thread safety: all methods are thread-safe. Lock order: mu_, then a log's mu, then
-// acks_mu_; LogcReplicaSet's locks are leaves (taken under mu_ by Adopt, never held while
-// taking ours). No lock of this class is held while calling the transport or the
+// acks_mu_; LogcReplicaSet's mu_ is a leaf (Adopt takes it under mu_ and a log's mu; it is
+// never held while taking ours). No lock of this class is held while calling the transport or the
 // `on_replica_lost` hook.
 #pragma once
 

@@ -19,7 +19,7 @@
 // Thread safety: all methods are thread-safe. Locks: connect_mu_ (held while connecting,
 // so that concurrent connects to one address do not replace each other's connection),
 // then mu_. mu_ is a leaf: a caller may hold its own locks (LogRegistry's mu_) when calling
-// in, and no callback runs under it but `Links::is_up`.
+// in, and no callback runs under it but `Links::is_up` and `Links::now`.
 #pragma once
 
 #include <chrono>
@@ -44,9 +44,10 @@ class LogcReplicaSet {
   // How the set reaches LogCs and reads the time: the transport's in a LogClient, fakes in
   // tests.
   struct Links {
-    std::function<bool(transport::PeerId)> is_up;  // called under mu_: must not call back
-    std::function<Result<transport::PeerId>(const std::string& address)> connect;
+    // is_up and now run under mu_: they must not call back into the set.
+    std::function<bool(transport::PeerId)> is_up;
     std::function<MonoTime()> now;
+    std::function<Result<transport::PeerId>(const std::string& address)> connect;
   };
   // Links over `transport` (must outlive the set) and the monotonic clock.
   static Links TransportLinks(transport::Transport* transport);
