@@ -18,18 +18,27 @@
 //  - a LogC that restarted is recognized by its incarnation: replicas it held in an
 //    earlier incarnation are dropped, never written under stale offsets.
 //
-// Thread safety: all public methods are thread-safe. Lock order: connect_mu_, mu_, a log's mu,
-// then acks_mu_ (a log's mu is never held while taking mu_); repair_mu_ alone.
+// Structure (docs/logc.md "Client structure"): LogClient is a facade over five parts, each
+// with one job and its own header: LogcReplicaSet (which LogCs exist, their reachability,
+// the choice of LogCs for new replicas), LogRegistry (the logs held, their replicas'
+// bookkeeping and persist acknowledgments), LogWriter (appends with group commit),
+// LogRepairer (failover, re-replication, in-sync marks, the background pass) and
+// LogRecoveryReader (recovery reads).
+//
+// Thread safety: all public methods are thread-safe. Lock order, across the parts:
+// LogcReplicaSet::connect_mu_ alone (then its mu_); LogRegistry::mu_, then a log's mu, then
+// LogRegistry::acks_mu_; LogcReplicaSet::mu_ is a leaf (may be taken under
+// LogRegistry::mu_ and a log's mu); LogRepairer::mu_ alone. No lock is held across a
+// request to a LogC or a wait for one, but connect_mu_ across a connect (a log's mu is
+// released while a thread waits on its condition variable).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -75,6 +84,16 @@ struct LogClientOptions {
   std::vector<uint32_t> force_recovery_ranges;
 };
 
+namespace internal {
+struct LogSettings;
+struct LogClientMetrics;
+}  // namespace internal
+class LogcReplicaSet;
+class LogRegistry;
+class LogRepairer;
+class LogWriter;
+class LogRecoveryReader;
+
 class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
  public:
   // `endpoint` is the process's RpcEndpoint (attached to its transport); the constructor
@@ -94,7 +113,7 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   // REQUIRES: no Append or ReadAll runs concurrently.
   // `min_insync` 0 means `replicas`. InvalidArgument if min_insync > replicas.
   Status Configure(LogMode mode, int replicas, int min_insync = 0);
-  LogMode mode() const { return mode_.load(); }
+  LogMode mode() const;
 
   // The LogCs to choose replicas from: id -> exchange-transport address. Replaces the set
   // (logs keep replicas on LogCs that left it until those fail). Connects lazily.
@@ -173,140 +192,23 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   void OnPeerDown(transport::PeerId peer, const Status& why) override;
 
  private:
-  struct Staging;
-  struct Replica;
-  struct Log;
-  struct LogcState {
-    std::string address;
-    transport::PeerId peer = transport::kInvalidPeer;
-    MonoTime failed_until{};
-    // Its connection went down, or a connect or request to it failed, since the last
-    // successful connect: chosen for new replicas only when no other LogC is left.
-    bool unreachable = false;
-    int open_logs = 0;  // logs of this client with a replica here
-    uint64_t incarnation = 0;  // the LogC process last seen (0: none yet)
-    std::set<uint32_t> in_sync;  // ranges marked in sync in that incarnation
-  };
-  struct AckRoute {
-    std::weak_ptr<Log> log;
-    std::shared_ptr<Replica> replica;
-    size_t segment = 0;
-  };
-  struct SegmentToRead;
-
-  std::shared_ptr<Log> GetLog(uint32_t range, uint64_t memtable, bool create);
-  // Writes `batch` to the log (opening segments as needed). REQUIRES: the caller holds the
-  // log's turn, not its mu.
-  Status RunTurn(const std::shared_ptr<Log>& log, std::string_view batch, uint64_t batch_start);
-  Status OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity);
-  // Opens segment `segment` at `logc`; checks its capacity and emptiness. On success fills
-  // the replica's segment entry (and its ack route).
-  Status OpenAt(const std::shared_ptr<Log>& log, const std::shared_ptr<Replica>& rep,
-                uint32_t segment, uint64_t capacity);
-  Status WritePiece(const std::shared_ptr<Log>& log, size_t segment, uint64_t offset,
-                    const char* data, uint64_t n);
-  // Drops failed replicas from the log. REQUIRES: the log's mu held, not mu_.
-  void ReapFailedLocked(Log* log, std::vector<std::shared_ptr<Replica>>* reaped);
-  // Bookkeeping of replicas that left their log: open counts, ack routes, and (failed) the
-  // LogC's retry interval and the failure count.
-  void Forget(const std::vector<std::shared_ptr<Replica>>& reaped, bool failed);
-  void DropAckRoutes(const Replica& rep);
-  // Copies the log to other LogCs until it has R live replicas, trying at most
-  // `max_attempts` LogCs. REQUIRES: the caller holds the log's turn.
-  void MaybeRereplicate(const std::shared_ptr<Log>& log, int max_attempts = 1 << 30);
-  Status CopyTo(const std::shared_ptr<Log>& log, const std::string& logc_id);
-  // Re-replicates until the log has min_insync_replicas live replicas, waiting for LogCs
-  // to come back up to `timeout`. REQUIRES: the caller holds the log's turn.
-  Status EnsureInsync(const std::shared_ptr<Log>& log);
-  // A LogC answered with incarnation `incarnation`: if it is new, the replicas this client
-  // has there in an older incarnation are failed (a restart lost them) and its marks are
-  // forgotten. REQUIRES: no log mu held.
-  void NoteIncarnation(const std::string& logc_id, uint64_t incarnation);
-  // Lists `range`'s files at a LogC (connecting first: *peer) and notes its incarnation.
-  Result<ListLogsResponse> ListAt(const std::string& logc_id, uint32_t range,
-                                  transport::PeerId* peer);
-  // The LogC holds `range`'s in-sync mark in `incarnation`: remembered while that is the
-  // incarnation this client knows.
-  void NoteInSync(const std::string& logc_id, uint64_t incarnation, uint32_t range);
-  // True when every log of `range` holding data has M live replicas.
-  bool RangeFullyReplicated(uint32_t range);
-  // Marks `range` in sync at every LogC of the set not yet marked, when the range is fully
-  // replicated. `only` (if not empty): just these LogCs.
-  void MarkRange(uint32_t range, const std::vector<std::string>& only = {});
-  bool RangeMarkedAt(uint32_t range, const std::vector<std::string>& logcs);
-  void RepairLoop();
-  // One pass: re-replicates under-replicated logs (those whose turn is free), marks ranges.
-  void RepairPass();
-  int InsyncTarget() const;
-
-  Result<transport::PeerId> PeerFor(const std::string& logc_id);
-  void MarkFailed(const std::string& logc_id);
-  // Chooses the LogC for a new replica: not failed, not in *exclude, fewest open logs of
-  // this client (ties by id). Counts the log there at once (ReleaseLogc undoes it if the
-  // replica is not made) and adds it to *exclude. nullopt when none is left.
-  std::optional<std::string> ReserveLogc(std::vector<std::string>* exclude);
-  void ReleaseLogc(const std::string& logc_id);
-  std::shared_ptr<Staging> NewStaging(uint64_t bytes, Status* error);
-  // Posts a one-sided op and waits up to the timeout for its completion.
-  Status WaitOp(const std::shared_ptr<Staging>& staging,
-                const std::function<Status(transport::Completion)>& post);
-  // Reads one segment into *out from the source holding the most of it (every source in
-  // memory mode); *holders gets the indexes (in seg.sources) of the sources holding all of
-  // what was read, *length how much of *out is log bytes (memory files: up to the last
-  // non-zero byte).
-  Status ReadSegment(const SegmentToRead& seg, std::string* out, std::vector<size_t>* holders,
-                     uint64_t* length);
-  // Keeps a log read by ReadAll (held by `holders`), for re-replication.
-  void AdoptRecovered(const SegmentToRead* const* segments, size_t n,
-                      const std::vector<std::string>& holders,
-                      const std::vector<uint64_t>& lengths);
-
+  // Constant after construction.
   const LogClientOptions options_;
-  // options_.mode and options_.replicas, until Configure changes them.
-  std::atomic<LogMode> mode_;
-  std::atomic<int> replicas_;
-  std::atomic<int> min_insync_;
   rpc::RpcEndpoint* const endpoint_;  // must outlive this
-
-  Mutex connect_mu_ ACQUIRED_BEFORE(mu_);  // held while connecting
-  mutable Mutex mu_;
-  std::map<std::string, LogcState> logcs_ GUARDED_BY(mu_);
-  std::map<std::pair<uint32_t, uint64_t>, std::shared_ptr<Log>> logs_ GUARDED_BY(mu_);
-  std::set<uint32_t> ranges_ GUARDED_BY(mu_);          // ranges this client logged or recovered
-  std::set<uint32_t> blocked_ranges_ GUARDED_BY(mu_);  // ranges whose last ReadAll was refused
-
-  Mutex acks_mu_;
-  // Where kLogPersisted of (LogC peer, handle) goes.
-  std::map<std::pair<transport::PeerId, uint32_t>, AckRoute> acks_ GUARDED_BY(acks_mu_);
-
-  // Metrics: this client's own counters, mirrored into the registry when there is one.
   std::unique_ptr<MetricsRegistry> own_metrics_;  // when none was given
   MetricsRegistry* metrics_ = nullptr;            // given or own_metrics_; outlives this
-  // In metrics_ (GetStats reads them back).
-  struct Metrics {
-    Counter* appends = nullptr;
-    Counter* writes = nullptr;
-    Counter* bytes = nullptr;
-    Counter* replica_failures = nullptr;
-    Counter* rereplications = nullptr;
-    Counter* errors = nullptr;
-    Counter* recovery_refusals = nullptr;
-    Histogram* append_latency_us = nullptr;
-  };
-  Metrics m_;
-  // What the last repair pass found (gauges), and how many passes completed.
-  struct RepairGauges {
-    std::atomic<uint64_t> underreplicated{0};
-    std::atomic<uint64_t> unsynced_logcs{0};
-    std::atomic<uint64_t> passes{0};
-  };
-  RepairGauges repair_gauges_;
 
-  // The repairer thread (RepairLoop).
-  Mutex repair_mu_;
-  CondVar repair_cv_;
-  bool stopping_ GUARDED_BY(repair_mu_) = false;
-  std::thread repairer_;
+  // Shared with the parts (log_client_internal.h): atomics and counters.
+  std::unique_ptr<internal::LogSettings> settings_;
+  std::unique_ptr<internal::LogClientMetrics> m_;
+
+  // The parts, each below the next (a part uses only those declared before it; they are
+  // destroyed in reverse order, after the repairer was stopped and the deletes drained).
+  std::unique_ptr<LogcReplicaSet> logcs_;
+  std::unique_ptr<LogRegistry> registry_;
+  std::unique_ptr<LogRepairer> repairer_;
+  std::unique_ptr<LogWriter> writer_;
+  std::unique_ptr<LogRecoveryReader> reader_;
 
   ThreadPool delete_pool_;  // background deletes; last member: drained first
 };

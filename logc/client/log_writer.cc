@@ -1,68 +1,50 @@
-#include "logc/client/log_client.h"
+#include "logc/client/log_writer.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
-#include <functional>
-#include <future>
 #include <optional>
-#include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <glog/logging.h>
 
-#include "logc/client/log_client_internal.h"
+#include "logc/client/log_client.h"
 
 namespace nova::logc {
 
+using internal::kKeptStagingBytes;
+using internal::kMaxSegmentBytes;
+using internal::LogName;
+using internal::NewStaging;
+using internal::Replica;
+using internal::Staging;
+
+LogWriter::LogWriter(const LogClientOptions* options, const internal::LogSettings* settings,
+                     rpc::RpcEndpoint* endpoint, LogcReplicaSet* logcs, LogRegistry* registry,
+                     LogRepairer* repairer, internal::LogClientMetrics* m)
+    : options_(options),
+      settings_(settings),
+      endpoint_(endpoint),
+      logcs_(logcs),
+      registry_(registry),
+      repairer_(repairer),
+      m_(m) {}
+
 // ---- Appends ----------------------------------------------------------------------
 
-std::shared_ptr<LogClient::Log> LogClient::GetLog(uint32_t range, uint64_t memtable, bool create) {
-  MutexLock lock(&mu_);
-  if (create) ranges_.insert(range);
-  auto& log = logs_[{range, memtable}];
-  if (log == nullptr) {
-    if (!create) {
-      logs_.erase({range, memtable});
-      return nullptr;
-    }
-    log = std::make_shared<Log>();
-    log->range = range;
-    log->memtable = memtable;
-  }
-  return log;
-}
-
-Status LogClient::Configure(LogMode mode, int replicas, int min_insync) {
-  if (replicas < 1) return Status::InvalidArgument("log replicas must be at least 1");
-  if (min_insync < 0 || min_insync > replicas) {
-    return Status::InvalidArgument("log_min_insync_replicas must be 0 (= log_replicas) to " +
-                                   std::to_string(replicas) + ", not " +
-                                   std::to_string(min_insync));
-  }
-  MutexLock lock(&mu_);
-  if (!logs_.empty() && (mode != mode_.load() || replicas != replicas_.load() ||
-                         min_insync != min_insync_.load())) {
-    return Status::IllegalState("the log client already has open logs");
-  }
-  mode_ = mode;
-  replicas_ = replicas;
-  min_insync_ = min_insync;
-  return Status::OK();
-}
-
-Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view bytes,
+Status LogWriter::Append(uint32_t range, uint64_t memtable, std::string_view bytes,
                          bool* reached) {
   bool ignored;
   if (reached == nullptr) reached = &ignored;
   *reached = false;
-  if (mode_.load() == LogMode::kNone) {
+  if (settings_->mode.load() == LogMode::kNone) {
     return Status::InvalidArgument("log mode none: nothing is logged");
   }
   if (bytes.empty()) return Status::OK();
   const MonoTime start = MonoNow();
-  std::shared_ptr<Log> log = GetLog(range, memtable, true);
-  std::unique_lock lock(log->mu);
+  std::shared_ptr<Log> log = registry_->GetOrCreate(range, memtable);
+  MutexLock lock(&log->mu);
   if (log->recovered && log->dead.ok()) {
     log->dead = Status::IllegalState(LogName(range, memtable) + " was recovered: no appends");
   }
@@ -73,7 +55,7 @@ Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view byt
   const uint64_t my_end = log->queued_end;
   while (log->durable_end < my_end && log->dead.ok()) {
     if (log->turn) {
-      log->cv.wait(lock);
+      log->cv.Wait(&lock);
       continue;
     }
     // This thread takes the turn and writes everything queued so far.
@@ -81,9 +63,9 @@ Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view byt
     std::string batch;
     batch.swap(log->pending);
     const uint64_t batch_end = log->queued_end;
-    lock.unlock();
+    lock.Unlock();
     Status s = RunTurn(log, batch, batch_end - batch.size());
-    lock.lock();
+    lock.Lock();
     log->turn = false;
     if (s.ok()) {
       log->durable_end = batch_end;
@@ -92,49 +74,49 @@ Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view byt
       LOG(ERROR) << log->dead.ToString();
     }
     if (log->staging && log->staging->size > kKeptStagingBytes) log->staging.reset();
-    log->cv.notify_all();
+    log->cv.NotifyAll();
   }
   *reached = my_start < log->sent_end;
   if (!log->dead.ok()) return log->dead;
-  lock.unlock();
-  m_.appends->Increment();
-  m_.bytes->Increment(bytes.size());
-  m_.append_latency_us->Record(static_cast<uint64_t>(
+  lock.Unlock();
+  m_->appends->Increment();
+  m_->bytes->Increment(bytes.size());
+  m_->append_latency_us->Record(static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count()));
   return Status::OK();
 }
 
-Status LogClient::RunTurn(const std::shared_ptr<Log>& log, std::string_view batch,
+Status LogWriter::RunTurn(const std::shared_ptr<Log>& log, std::string_view batch,
                          uint64_t batch_start) {
   bool first, opened;
   {
-    std::lock_guard lock(log->mu);
+    MutexLock lock(&log->mu);
     first = log->durable_end == 0;
     opened = !log->capacity.empty();
   }
   // Replicas lost while the log was idle: none of this batch is written while fewer than
   // min_insync_replicas replicas would get it.
-  if (opened) NOVA_RETURN_NOT_OK(EnsureInsync(log));
+  if (opened) NOVA_RETURN_NOT_OK(repairer_->EnsureInsync(log));
   uint64_t done = 0;
   while (done < batch.size()) {
     const uint64_t remaining = batch.size() - done;
     bool need_segment;
     {
-      std::lock_guard lock(log->mu);
+      MutexLock lock(&log->mu);
       if (!log->dead.ok()) return log->dead;
       need_segment = log->capacity.empty() || log->written == log->capacity.back();
     }
     if (need_segment) {
       // A segment of its own size for a batch that would not fit an ordinary one.
       const uint64_t capacity =
-          std::min(std::max(options_.segment_bytes, remaining), kMaxSegmentBytes);
+          std::min(std::max(options_->segment_bytes, remaining), kMaxSegmentBytes);
       NOVA_RETURN_NOT_OK(OpenSegment(log, capacity));
-      NOVA_RETURN_NOT_OK(EnsureInsync(log));
+      NOVA_RETURN_NOT_OK(repairer_->EnsureInsync(log));
     }
     size_t segment;
     uint64_t offset, n;
     {
-      std::lock_guard lock(log->mu);
+      MutexLock lock(&log->mu);
       segment = log->capacity.size() - 1;
       offset = log->written;
       n = std::min(remaining, log->capacity.back() - offset);
@@ -142,87 +124,41 @@ Status LogClient::RunTurn(const std::shared_ptr<Log>& log, std::string_view batc
     }
     NOVA_RETURN_NOT_OK(WritePiece(log, segment, offset, batch.data() + done, n));
     {
-      std::lock_guard lock(log->mu);
+      MutexLock lock(&log->mu);
       log->written += n;
     }
     done += n;
     // Replicas lost during the WRITE: the piece is copied to others (or the append waits
     // for them) before it counts as held by min_insync_replicas.
-    NOVA_RETURN_NOT_OK(EnsureInsync(log));
+    NOVA_RETURN_NOT_OK(repairer_->EnsureInsync(log));
   }
   if (first) {
     // Before the log's first acknowledgment, its LogCs are marked in sync for the range
     // (when it is fully replicated): a later recovery must be able to trust their listing.
     std::vector<std::string> holders;
     {
-      std::lock_guard lock(log->mu);
+      MutexLock lock(&log->mu);
       for (auto& r : log->replicas) holders.push_back(r->logc_id);
     }
-    if (!RangeMarkedAt(log->range, holders)) MarkRange(log->range, holders);
+    if (!repairer_->RangeMarkedAt(log->range, holders)) repairer_->MarkRange(log->range, holders);
   }
   return Status::OK();
 }
 
-Status LogClient::OpenAt(const std::shared_ptr<Log>& log, const std::shared_ptr<Replica>& rep,
-                         uint32_t segment, uint64_t capacity) {
-  OpenLogRequest req;
-  req.range = log->range;
-  req.memtable = log->memtable;
-  req.segment = segment;
-  req.capacity = capacity;
-  req.persist = Persists(mode_.load());
-  auto reply = endpoint_->CallSync(rep->peer, kOpenLog, Encode(req), options_.timeout);
-  if (!reply.ok()) return reply.status().Prepend("opening at LogC " + rep->logc_id);
-  OpenLogResponse resp;
-  NOVA_RETURN_NOT_OK(Decode(reply.value(), &resp));
-  NoteIncarnation(rep->logc_id, resp.incarnation);
-  if (resp.capacity != capacity) {
-    return Status::IllegalState(
-        "LogC " + rep->logc_id + " holds segment " + std::to_string(segment) + " with capacity " +
-        std::to_string(resp.capacity) + ", not " + std::to_string(capacity));
-  }
-  Replica::Segment seg;
-  seg.handle = resp.handle;
-  seg.addr = resp.addr;
-  seg.persisted = resp.persisted_length;
-  {
-    std::lock_guard lock(log->mu);
-    if (rep->segments.size() != segment) return Status::IllegalState("segment opened out of order");
-    if (rep->incarnation == 0) {
-      rep->incarnation = resp.incarnation;
-    } else if (rep->incarnation != resp.incarnation) {
-      // The LogC restarted since this replica's earlier segments were opened there.
-      return Status::Aborted("LogC " + rep->logc_id + " restarted");
-    }
-    rep->segments.push_back(seg);
-  }
-  if (req.persist) {
-    MutexLock lock(&acks_mu_);
-    acks_[{rep->peer, resp.handle}] = AckRoute{log, rep, segment};
-  }
-  // Persisted files tell how much they hold; CopyTo continues after it. New segments of a
-  // log being written must be empty (memory files cannot tell: they are overwritten).
-  if (req.persist && resp.length != resp.persisted_length) {
-    return Status::IllegalState("LogC " + rep->logc_id + " is still persisting segment " +
-                                std::to_string(segment));
-  }
-  return Status::OK();
-}
-
-Status LogClient::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity) {
+Status LogWriter::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity) {
   std::vector<std::shared_ptr<Replica>> replicas;
   uint32_t segment;
   {
-    std::lock_guard lock(log->mu);
+    MutexLock lock(&log->mu);
     segment = static_cast<uint32_t>(log->capacity.size());
     for (auto& r : log->replicas) {
       if (!r->failed) replicas.push_back(r);
     }
   }
   auto open_one = [&](const std::shared_ptr<Replica>& rep) -> Status {
-    Status s = OpenAt(log, rep, segment, capacity);
+    Status s = registry_->OpenAt(log, rep, segment, capacity);
     if (s.ok()) {
-      std::lock_guard lock(log->mu);
+      MutexLock lock(&log->mu);
       if (rep->segments.back().persisted != 0) {
         s = Status::IllegalState("LogC " + rep->logc_id + " already holds bytes of new segment " +
                                  std::to_string(segment));
@@ -234,14 +170,14 @@ Status LogClient::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity
   if (segment == 0 && replicas.empty()) {
     // A new log: choose its replicas. With none reachable, try again until the timeout
     // (RunTurn then waits for min_insync_replicas of them).
-    const MonoTime deadline = MonoNow() + options_.timeout;
+    const MonoTime deadline = MonoNow() + options_->timeout;
     while (true) {
       std::vector<std::string> tried;
-      while (static_cast<int>(opened.size()) < replicas_.load()) {
-        auto chosen = ReserveLogc(&tried);
+      while (static_cast<int>(opened.size()) < settings_->replicas.load()) {
+        auto chosen = logcs_->ReserveLogc(&tried);
         if (!chosen) break;
         const std::string& id = *chosen;
-        auto peer = PeerFor(id);
+        auto peer = logcs_->PeerFor(id);
         Status s = peer.status();
         auto rep = std::make_shared<Replica>();
         rep->logc_id = id;
@@ -250,35 +186,35 @@ Status LogClient::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity
           s = open_one(rep);
         }
         if (!s.ok()) {
-          m_.errors->Increment();
-          ReleaseLogc(id);
-          DropAckRoutes(*rep);
-          MarkFailed(id);
+          m_->errors->Increment();
+          logcs_->ReleaseLogc(id);
+          registry_->DropAckRoutes(*rep);
+          logcs_->MarkFailed(id);
           LOG_EVERY_N(WARNING, 20) << LogName(log->range, log->memtable) << ": " << s.ToString();
           continue;
         }
         opened.push_back(rep);
       }
       if (!opened.empty() || MonoNow() >= deadline) break;
-      std::this_thread::sleep_for(options_.retry_interval);
+      std::this_thread::sleep_for(options_->retry_interval);
     }
     if (opened.empty()) {
       return Status::Unavailable("no LogC could open " + LogName(log->range, log->memtable));
     }
-    std::lock_guard lock(log->mu);
+    MutexLock lock(&log->mu);
     log->replicas = opened;
     log->capacity.push_back(capacity);
     log->written = 0;
-    LOG_IF(WARNING, static_cast<int>(opened.size()) < replicas_.load())
+    LOG_IF(WARNING, static_cast<int>(opened.size()) < settings_->replicas.load())
         << LogName(log->range, log->memtable) << " opened at " << opened.size() << " of "
-        << replicas_.load() << " replicas";
+        << settings_->replicas.load() << " replicas";
     return Status::OK();
   }
   // The next segment, at the log's replicas.
   bool any = false;
   for (auto& rep : replicas) {
     Status s = open_one(rep);
-    std::lock_guard lock(log->mu);
+    MutexLock lock(&log->mu);
     if (s.ok()) {
       any = true;
     } else if (!rep->failed) {
@@ -288,14 +224,14 @@ Status LogClient::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity
   }
   std::vector<std::shared_ptr<Replica>> reaped;
   {
-    std::lock_guard lock(log->mu);
-    ReapFailedLocked(log.get(), &reaped);
+    MutexLock lock(&log->mu);
+    LogRegistry::ReapFailedLocked(log.get(), &reaped);
     if (any) {
       log->capacity.push_back(capacity);
       log->written = 0;
     }
   }
-  Forget(reaped, true);
+  registry_->Forget(reaped, true);
   if (!any) {
     return Status::Unavailable("no replica could open segment " + std::to_string(segment) +
                                " of " + LogName(log->range, log->memtable));
@@ -303,28 +239,14 @@ Status LogClient::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity
   return Status::OK();
 }
 
-std::shared_ptr<LogClient::Staging> LogClient::NewStaging(uint64_t bytes, Status* error) {
-  auto st = std::make_shared<Staging>();
-  st->mem.reset(new char[bytes]);
-  auto mr = endpoint_->transport()->RegisterMemory(st->mem.get(), bytes, transport::kLocalOnly);
-  if (!mr.ok()) {
-    *error = mr.status().Prepend("registering a log staging buffer");
-    return nullptr;
-  }
-  st->transport = endpoint_->transport();
-  st->mr = mr.value();
-  st->size = bytes;
-  return st;
-}
-
-Status LogClient::WritePiece(const std::shared_ptr<Log>& log, size_t segment, uint64_t offset,
+Status LogWriter::WritePiece(const std::shared_ptr<Log>& log, size_t segment, uint64_t offset,
                              const char* data, uint64_t n) {
-  const bool persist = Persists(mode_.load());
+  const bool persist = Persists(settings_->mode.load());
   // The staging buffer is reused unless a timed-out op may still read it.
   std::shared_ptr<Staging> st = log->staging;
   if (st == nullptr || st->inflight.load() != 0 || st->size < n) {
     Status error;
-    st = NewStaging(std::max(n, uint64_t{4096}), &error);
+    st = NewStaging(endpoint_->transport(), std::max(n, uint64_t{4096}), &error);
     if (st == nullptr) return error;
     log->staging = st;
   }
@@ -338,7 +260,7 @@ Status LogClient::WritePiece(const std::shared_ptr<Log>& log, size_t segment, ui
   };
   std::vector<Target> targets;
   {
-    std::lock_guard lock(log->mu);
+    MutexLock lock(&log->mu);
     for (auto& rep : log->replicas) {
       if (rep->failed || rep->segments.size() <= segment) continue;
       rep->op_seq++;
@@ -360,15 +282,15 @@ Status LogClient::WritePiece(const std::shared_ptr<Log>& log, size_t segment, ui
           st->inflight.fetch_sub(1);
           auto log = weak.lock();
           if (log == nullptr) return;
-          std::lock_guard lock(log->mu);
+          MutexLock lock(&log->mu);
           if (rep->op_seq != seq) return;
           rep->op_done = true;
           rep->op_status = done;
-          log->cv.notify_all();
+          log->cv.NotifyAll();
         });
     if (!s.ok()) {
       st->inflight.fetch_sub(1);
-      std::lock_guard lock(log->mu);
+      MutexLock lock(&log->mu);
       t.rep->op_done = true;
       t.rep->op_status = s;
     }
@@ -387,9 +309,9 @@ Status LogClient::WritePiece(const std::shared_ptr<Log>& log, size_t segment, ui
   std::vector<std::shared_ptr<Replica>> reaped;
   bool any = false;
   {
-    std::unique_lock lock(log->mu);
-    const MonoTime deadline = MonoNow() + options_.timeout;
-    log->cv.wait_until(lock, deadline, [&] {
+    MutexLock lock(&log->mu);
+    const MonoTime deadline = MonoNow() + options_->timeout;
+    log->cv.WaitUntil(&lock, deadline, [&] {
       return std::all_of(targets.begin(), targets.end(),
                          [&](const Target& t) { return settled(*t.rep); });
     });
@@ -410,57 +332,16 @@ Status LogClient::WritePiece(const std::shared_ptr<Log>& log, size_t segment, ui
                                  " not done within the timeout");
       }
     }
-    ReapFailedLocked(log.get(), &reaped);
+    LogRegistry::ReapFailedLocked(log.get(), &reaped);
   }
-  Forget(reaped, true);
-  m_.writes->Increment();
+  registry_->Forget(reaped, true);
+  m_->writes->Increment();
   if (!any) {
     return Status::Unavailable(
         "every replica failed" +
         (reaped.empty() ? std::string() : ": " + reaped.back()->why.ToString()));
   }
   return Status::OK();
-}
-
-void LogClient::ReapFailedLocked(Log* log, std::vector<std::shared_ptr<Replica>>* reaped) {
-  auto& reps = log->replicas;
-  for (auto it = reps.begin(); it != reps.end();) {
-    if ((*it)->failed) {
-      LOG(WARNING) << LogName(log->range, log->memtable) << ": dropping replica at LogC "
-                   << (*it)->logc_id << ": " << (*it)->why.ToString();
-      reaped->push_back(*it);
-      it = reps.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
-void LogClient::Forget(const std::vector<std::shared_ptr<Replica>>& reaped, bool failed) {
-  if (reaped.empty()) return;
-  {
-    MutexLock lock(&mu_);
-    for (auto& rep : reaped) {
-      auto it = logcs_.find(rep->logc_id);
-      if (it == logcs_.end()) continue;
-      --it->second.open_logs;
-      if (failed) it->second.failed_until = MonoNow() + options_.retry_interval;
-    }
-  }
-  for (auto& rep : reaped) DropAckRoutes(*rep);
-  if (failed) m_.replica_failures->Increment(reaped.size());
-}
-
-void LogClient::DropAckRoutes(const Replica& rep) {
-  // By scanning the routes rather than rep.segments, which a turn may still be extending.
-  MutexLock lock(&acks_mu_);
-  for (auto it = acks_.begin(); it != acks_.end();) {
-    if (it->second.replica.get() == &rep) {
-      it = acks_.erase(it);
-    } else {
-      ++it;
-    }
-  }
 }
 
 }  // namespace nova::logc

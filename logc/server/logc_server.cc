@@ -132,14 +132,14 @@ struct LogcServer::LogFile {
   int fd = -1;          // persisted files
   std::string path;     // persisted files
 
-  mutable std::mutex mu;
-  // Protected by mu:
-  uint64_t received = 0;   // bytes [0, received) were written by the client (immediates)
-  uint64_t persisted = 0;  // bytes [0, persisted) are fdatasync'd
-  transport::PeerId writer = transport::kInvalidPeer;  // who to notify
-  bool scheduled = false;  // a PersistLoop runs or is queued for this file
-  bool deleted = false;
-  Status health;           // a failed write or fdatasync fences the file
+  mutable Mutex mu;
+  // bytes [0, received) were written by the client (immediates)
+  uint64_t received GUARDED_BY(mu) = 0;
+  uint64_t persisted GUARDED_BY(mu) = 0;  // bytes [0, persisted) are fdatasync'd
+  transport::PeerId writer GUARDED_BY(mu) = transport::kInvalidPeer;  // who to notify
+  bool scheduled GUARDED_BY(mu) = false;  // a PersistLoop runs or is queued for this file
+  bool deleted GUARDED_BY(mu) = false;
+  Status health GUARDED_BY(mu);  // a failed write or fdatasync fences the file
 
   ~LogFile() {
     if (fd >= 0) ::close(fd);
@@ -174,7 +174,7 @@ LogcServer::~LogcServer() {
   if (transport_) transport::UnregisterTransportMetrics(metrics_);
   std::map<Key, std::shared_ptr<LogFile>> files;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     files.swap(files_);
     by_handle_.clear();
   }
@@ -212,11 +212,11 @@ Status LogcServer::Init() {
   }
 
   metrics_->RegisterCallbackGauge("logc_files", "Log file segments held", [this] {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     return static_cast<double>(files_.size());
   });
   metrics_->RegisterCallbackGauge("logc_memory_bytes", "Capacity of all log regions", [this] {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     return static_cast<double>(memory_bytes_);
   });
   transport::RegisterTransportMetrics(metrics_, transport_.get());
@@ -234,7 +234,7 @@ void LogcServer::Shutdown() {
 LogcStatsResponse LogcServer::GetStats() const {
   LogcStatsResponse s;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     s.files = files_.size();
     s.memory_bytes = memory_bytes_;
   }
@@ -290,7 +290,7 @@ Status LogcServer::LoadPersistedFiles() {
     uint32_t range, segment;
     uint64_t memtable, capacity;
     if (ParseInSyncMarkName(name, &range)) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       in_sync_.insert(range);
       continue;
     }
@@ -310,7 +310,7 @@ Status LogcServer::LoadPersistedFiles() {
     const uint64_t region_bytes = std::max<uint64_t>({capacity, size, 1});
     std::shared_ptr<LogFile> f;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       // A restart must not lose logs to a lowered limit: load past it (new opens then fail).
       auto r = NewFileLocked(Key{range, memtable, segment}, region_bytes, true,
                              /*enforce_limit=*/false);
@@ -327,8 +327,11 @@ Status LogcServer::LoadPersistedFiles() {
       transport_->DeregisterMemory(f->mr).IgnoreError();
       return s.Prepend(path);
     }
-    f->received = f->persisted = size;
-    std::lock_guard lock(mu_);
+    {
+      MutexLock file_lock(&f->mu);  // not shared yet: for the analysis
+      f->received = f->persisted = size;
+    }
+    MutexLock lock(&mu_);
     files_[Key{range, memtable, segment}] = f;
     by_handle_[f->handle] = f;
     ++loaded;
@@ -340,7 +343,7 @@ Status LogcServer::LoadPersistedFiles() {
 
 void LogcServer::DestroyFile(const std::shared_ptr<LogFile>& f) {
   {
-    std::lock_guard lock(f->mu);
+    MutexLock lock(&f->mu);
     f->deleted = true;
   }
   // Waits for peers' in-flight one-sided ops; later ones fail at the peer.
@@ -350,7 +353,7 @@ void LogcServer::DestroyFile(const std::shared_ptr<LogFile>& f) {
     errors_->Increment();
     LOG(WARNING) << "unlink " << f->path << ": " << std::strerror(errno);
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   memory_bytes_ -= f->capacity;
 }
 
@@ -362,7 +365,7 @@ LogFileInfo LogcServer::InfoOf(const LogFile& f) const {
   i.capacity = f.capacity;
   i.persisted = f.persist;
   i.addr = f.mr.Remote();
-  std::lock_guard lock(f.mu);
+  MutexLock lock(&f.mu);
   i.length = f.received;
   i.persisted_length = f.persisted;
   return i;
@@ -402,7 +405,7 @@ void LogcServer::HandleOpen(std::string_view payload, rpc::Responder* r) {
   const Key key{req.range, req.memtable, req.segment};
   // One open at a time: the check for an existing file and the creation of its disk file
   // must not interleave with another open of the same file.
-  std::lock_guard open_lock(open_mu_);
+  MutexLock open_lock(&open_mu_);
   auto reply = [&](const LogFile& f) {
     LogFileInfo i = InfoOf(f);
     OpenLogResponse resp;
@@ -417,7 +420,7 @@ void LogcServer::HandleOpen(std::string_view payload, rpc::Responder* r) {
   };
   std::shared_ptr<LogFile> f;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     auto it = files_.find(key);
     if (it != files_.end()) f = it->second;
     if (f == nullptr) {
@@ -452,7 +455,7 @@ void LogcServer::HandleOpen(std::string_view payload, rpc::Responder* r) {
     NOVA_REPLY_IF_ERROR(r, s, errors_);
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     files_[key] = f;
     by_handle_[f->handle] = f;
   }
@@ -464,7 +467,7 @@ void LogcServer::HandleList(std::string_view payload, rpc::Responder* r) {
   NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
   std::vector<std::shared_ptr<LogFile>> files;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     for (auto it = files_.lower_bound(Key{req.range, 0, 0});
          it != files_.end() && std::get<0>(it->first) == req.range; ++it) {
       files.push_back(it->second);
@@ -474,7 +477,7 @@ void LogcServer::HandleList(std::string_view payload, rpc::Responder* r) {
   for (const auto& f : files) resp.files.push_back(InfoOf(*f));
   resp.incarnation = incarnation_;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     resp.in_sync = in_sync_.count(req.range) != 0;
   }
   r->Reply(Encode(resp));
@@ -496,10 +499,10 @@ void LogcServer::HandleMarkInSync(std::string_view payload, rpc::Responder* r) {
                           errors_);
     }
     // Serialized with opens (which also create files in the directory).
-    std::lock_guard open_lock(open_mu_);
+    MutexLock open_lock(&open_mu_);
     bool known;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       known = in_sync_.count(req.range) != 0;
     }
     if (!known) {
@@ -512,7 +515,7 @@ void LogcServer::HandleMarkInSync(std::string_view payload, rpc::Responder* r) {
     }
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     in_sync_.insert(req.range);
   }
   r->Reply(std::string());
@@ -523,7 +526,7 @@ void LogcServer::HandleRead(std::string_view payload, rpc::Responder* r) {
   NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
   std::shared_ptr<LogFile> f;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     auto it = files_.find(Key{req.range, req.memtable, req.segment});
     if (it != files_.end()) f = it->second;
   }
@@ -538,7 +541,7 @@ void LogcServer::HandleRead(std::string_view payload, rpc::Responder* r) {
   }
   uint64_t persisted;
   {
-    std::lock_guard lock(f->mu);
+    MutexLock lock(&f->mu);
     persisted = f->persisted;
   }
   if (req.offset > persisted) {
@@ -564,7 +567,7 @@ void LogcServer::HandleDelete(std::string_view payload, rpc::Responder* r) {
   NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
   std::vector<std::shared_ptr<LogFile>> doomed;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     for (uint64_t memtable : req.memtables) {
       auto it = files_.lower_bound(Key{req.range, memtable, 0});
       while (it != files_.end() && std::get<0>(it->first) == req.range &&
@@ -596,7 +599,7 @@ void LogcServer::HandleDelete(std::string_view payload, rpc::Responder* r) {
 bool LogcServer::OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t length) {
   std::shared_ptr<LogFile> f;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     auto it = by_handle_.find(imm);
     if (it != by_handle_.end()) f = it->second;
   }
@@ -605,7 +608,7 @@ bool LogcServer::OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t l
   if (f == nullptr) {
     refused = Status::NotFound("append to unknown log handle " + std::to_string(imm));
   } else {
-    std::lock_guard lock(f->mu);
+    MutexLock lock(&f->mu);
     if (!f->persist) {
       refused = Status::InvalidArgument("immediate for an in-memory log");
     } else if (length > f->capacity - f->received) {
@@ -636,7 +639,7 @@ bool LogcServer::OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t l
       // Shutting down or saturated: the client's ack times out and it fails this replica.
       errors_->Increment();
       LOG(WARNING) << "storage pool refused a log persist task: " << s.ToString();
-      std::lock_guard lock(f->mu);
+      MutexLock lock(&f->mu);
       f->scheduled = false;
     }
   }
@@ -648,7 +651,7 @@ void LogcServer::PersistLoop(const std::shared_ptr<LogFile>& f) {
     uint64_t from, to;
     transport::PeerId peer;
     {
-      std::lock_guard lock(f->mu);
+      MutexLock lock(&f->mu);
       if (f->deleted || !f->health.ok() || f->persisted >= f->received) {
         f->scheduled = false;
         if (!f->health.ok() && !f->deleted) {
@@ -672,7 +675,7 @@ void LogcServer::PersistLoop(const std::shared_ptr<LogFile>& f) {
     fsync_latency_us_->Record(static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count()));
     {
-      std::lock_guard lock(f->mu);
+      MutexLock lock(&f->mu);
       if (s.ok()) {
         f->persisted = to;
       } else {
@@ -691,7 +694,7 @@ void LogcServer::PersistLoop(const std::shared_ptr<LogFile>& f) {
     LOG_IF(INFO, !sent.ok()) << "cannot notify peer " << peer << " of a persisted log: "
                              << sent.ToString();
     if (!s.ok()) {
-      std::lock_guard lock(f->mu);
+      MutexLock lock(&f->mu);
       f->scheduled = false;
       return;
     }

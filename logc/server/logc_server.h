@@ -13,21 +13,21 @@
 // loads persisted files and creates the transport; Start() opens the network; Shutdown()
 // stops it (idempotent; the destructor calls it).
 //
-// Thread safety: all public methods are thread-safe. Lock order: open_mu_, then mu_, then a file's
-// mu.
+// Thread safety: all public methods are thread-safe. Lock order: open_mu_, then mu_, then a
+// file's mu (InfoOf takes a file's mu; it is never held while taking mu_).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
 
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/rpc/rpc_endpoint.h"
 #include "common/thread_pool.h"
 #include "common/transport/transport.h"
@@ -53,35 +53,36 @@ class LogcServer : public rpc::RpcService, public rpc::EndpointObserver {
 
   // "host:port" of the exchange transport. REQUIRES: Start() succeeded.
   std::string address() const { return transport_->listen_address(); }
-  LogcStatsResponse GetStats() const;
+  LogcStatsResponse GetStats() const EXCLUDES(mu_);
 
   // rpc::RpcService
   void HandleRequest(transport::PeerId peer, uint16_t type, std::string payload,
                      rpc::Responder responder) override;
   // rpc::EndpointObserver: appends to persisted files.
-  bool OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t length) override;
+  bool OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t length) override
+      EXCLUDES(mu_);
 
  private:
   using Key = std::tuple<uint32_t, uint64_t, uint32_t>;  // (range, memtable, segment)
   struct LogFile;
 
-  void HandleOpen(std::string_view payload, rpc::Responder* r);
-  void HandleList(std::string_view payload, rpc::Responder* r);
-  void HandleRead(std::string_view payload, rpc::Responder* r);
-  void HandleDelete(std::string_view payload, rpc::Responder* r);
-  void HandleMarkInSync(std::string_view payload, rpc::Responder* r);
+  void HandleOpen(std::string_view payload, rpc::Responder* r) EXCLUDES(open_mu_, mu_);
+  void HandleList(std::string_view payload, rpc::Responder* r) EXCLUDES(mu_);
+  void HandleRead(std::string_view payload, rpc::Responder* r) EXCLUDES(mu_);
+  void HandleDelete(std::string_view payload, rpc::Responder* r) EXCLUDES(mu_);
+  void HandleMarkInSync(std::string_view payload, rpc::Responder* r) EXCLUDES(open_mu_, mu_);
 
   // Allocates and registers a zero-filled region of `capacity` bytes for a new file.
   // REQUIRES: mu_ held (memory accounting).
   // enforce_limit: refuse (ResourceExhausted) past options_.memory_limit_bytes.
   Result<std::shared_ptr<LogFile>> NewFileLocked(const Key& key, uint64_t capacity, bool persist,
-                                                 bool enforce_limit);
+                                                 bool enforce_limit) REQUIRES(mu_);
   // Loads <dir>/logs back into regions.
-  Status LoadPersistedFiles();
+  Status LoadPersistedFiles() EXCLUDES(mu_);
   // Writes, fdatasyncs and acknowledges what `file` received; runs on the storage pool.
   void PersistLoop(const std::shared_ptr<LogFile>& file);
   // Deregisters and unlinks a file removed from the maps.
-  void DestroyFile(const std::shared_ptr<LogFile>& file);
+  void DestroyFile(const std::shared_ptr<LogFile>& file) EXCLUDES(mu_);
   LogFileInfo InfoOf(const LogFile& f) const;
   std::string LogsDir() const { return options_.dir + "/logs"; }
 
@@ -97,16 +98,16 @@ class LogcServer : public rpc::RpcService, public rpc::EndpointObserver {
   ThreadPool storage_pool_;
   ThreadPool control_pool_;
 
-  std::mutex open_mu_;  // serializes HandleOpen; taken before mu_
-  mutable std::mutex mu_;
-  // Protected by mu_:
-  std::map<Key, std::shared_ptr<LogFile>> files_;
-  std::unordered_map<uint32_t, std::shared_ptr<LogFile>> by_handle_;
-  uint32_t next_handle_ = 1;
-  uint64_t memory_bytes_ = 0;
+  // Serializes HandleOpen and the creation of in-sync mark files.
+  Mutex open_mu_ ACQUIRED_BEFORE(mu_);
+  mutable Mutex mu_;
+  std::map<Key, std::shared_ptr<LogFile>> files_ GUARDED_BY(mu_);
+  std::unordered_map<uint32_t, std::shared_ptr<LogFile>> by_handle_ GUARDED_BY(mu_);
+  uint32_t next_handle_ GUARDED_BY(mu_) = 1;
+  uint64_t memory_bytes_ GUARDED_BY(mu_) = 0;
   // Ranges marked in sync (kMarkInSync) in this incarnation, or loaded from their persisted
   // marks (docs/durability.md "Recovery").
-  std::set<uint32_t> in_sync_;
+  std::set<uint32_t> in_sync_ GUARDED_BY(mu_);
 
 
   // Metrics (owned by metrics_).

@@ -10,6 +10,7 @@
 #include <future>
 #include <random>
 
+#include "common/mutex.h"
 #include "tests/util/test_util.h"
 
 namespace nova::logc {
@@ -22,15 +23,15 @@ constexpr auto kTimeout = std::chrono::seconds(10);
 class PersistedLog : public rpc::RpcService {
  public:
   void HandleRequest(transport::PeerId, uint16_t type, std::string payload,
-                     rpc::Responder) override {
+                     rpc::Responder) override EXCLUDES(mu_) {
     if (type != kLogPersisted) return;
     LogPersisted m;
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (Decode(payload, &m).ok()) seen_.push_back(m);
   }
   // The last notification for `handle`, if any.
-  bool Last(uint32_t handle, LogPersisted* out) {
-    std::lock_guard lock(mu_);
+  bool Last(uint32_t handle, LogPersisted* out) EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     for (auto it = seen_.rbegin(); it != seen_.rend(); ++it) {
       if (it->handle == handle) {
         *out = *it;
@@ -39,14 +40,14 @@ class PersistedLog : public rpc::RpcService {
     }
     return false;
   }
-  size_t count() {
-    std::lock_guard lock(mu_);
+  size_t count() EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     return seen_.size();
   }
 
  private:
-  std::mutex mu_;
-  std::vector<LogPersisted> seen_;
+  Mutex mu_;
+  std::vector<LogPersisted> seen_ GUARDED_BY(mu_);
 };
 
 class LogcServerTest : public ::testing::Test {

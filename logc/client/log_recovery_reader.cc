@@ -1,27 +1,42 @@
-#include "logc/client/log_client.h"
+#include "logc/client/log_recovery_reader.h"
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
-#include <functional>
-#include <future>
-#include <optional>
+#include <map>
 #include <set>
 #include <thread>
 
 #include <glog/logging.h>
 
-#include "logc/client/log_client_internal.h"
-
 namespace nova::logc {
+
+using internal::HeldBytes;
+using internal::Log;
+using internal::LogName;
+using internal::NewStaging;
+using internal::Replica;
+using internal::WaitOp;
+
+LogRecoveryReader::LogRecoveryReader(const LogClientOptions* options,
+                                     const internal::LogSettings* settings,
+                                     rpc::RpcEndpoint* endpoint, LogcReplicaSet* logcs,
+                                     LogRegistry* registry, LogRepairer* repairer,
+                                     internal::LogClientMetrics* m)
+    : options_(options),
+      settings_(settings),
+      endpoint_(endpoint),
+      logcs_(logcs),
+      registry_(registry),
+      repairer_(repairer),
+      m_(m) {}
 
 // ---- Recovery ---------------------------------------------------------------------
 
-Status LogClient::ReadSegment(const SegmentToRead& seg, std::string* out,
-                              std::vector<size_t>* holders, uint64_t* length) {
+Status LogRecoveryReader::ReadSegment(const SegmentToRead& seg, std::string* out,
+                                      std::vector<size_t>* holders, uint64_t* length) {
   holders->clear();
   *length = 0;
-  const LogMode mode = mode_.load();
+  const LogMode mode = settings_->mode.load();
   const bool memory = mode == LogMode::kMemory;
   Status last = Status::Unavailable("no replica");
   std::string candidate;
@@ -37,7 +52,7 @@ Status LogClient::ReadSegment(const SegmentToRead& seg, std::string* out,
       while (true) {
         req.offset = candidate.size();
         req.length = UINT64_MAX;
-        auto reply = endpoint_->CallSync(src.peer, kReadLog, Encode(req), options_.timeout);
+        auto reply = endpoint_->CallSync(src.peer, kReadLog, Encode(req), options_->timeout);
         if (!reply.ok()) {
           last = reply.status();
           break;
@@ -52,11 +67,16 @@ Status LogClient::ReadSegment(const SegmentToRead& seg, std::string* out,
       // One one-sided READ: what the LogC received of a persisted file, a memory file whole.
       const uint64_t n = f.persisted ? f.length : f.capacity;
       Status error;
-      auto st = n == 0 ? nullptr : NewStaging(n, &error);
+      auto st = n == 0 ? nullptr : NewStaging(endpoint_->transport(), n, &error);
       if (n != 0 && st == nullptr) return error;
-      last = n == 0 ? Status::OK() : WaitOp(st, [&](transport::Completion done) {
-        return endpoint_->transport()->Read(src.peer, f.addr, n, st->mr, 0, std::move(done));
-      });
+      last = n == 0 ? Status::OK()
+                    : WaitOp(
+                          st,
+                          [&](transport::Completion done) {
+                            return endpoint_->transport()->Read(src.peer, f.addr, n, st->mr, 0,
+                                                                std::move(done));
+                          },
+                          options_->timeout);
       if (last.ok() && n != 0) candidate.assign(st->mem.get(), n);
     }
     if (!last.ok()) {
@@ -101,81 +121,59 @@ Status LogClient::ReadSegment(const SegmentToRead& seg, std::string* out,
   return Status::OK();
 }
 
-void LogClient::AdoptRecovered(const SegmentToRead* const* segments, size_t n,
-                               const std::vector<std::string>& holders,
-                               const std::vector<uint64_t>& lengths) {
+void LogRecoveryReader::AdoptRecovered(const SegmentToRead* const* segments, size_t n,
+                                       const std::vector<std::string>& holders,
+                                       const std::vector<uint64_t>& lengths) {
   if (n == 0) return;
   auto log = std::make_shared<Log>();
   log->range = segments[0]->range;
   log->memtable = segments[0]->memtable;
-  log->recovered = true;
-  for (size_t k = 0; k < n; ++k) {
-    const auto& src = segments[k]->sources.front();
-    log->capacity.push_back(src.info.capacity);
-  }
-  log->written = lengths.back();
-  for (const std::string& id : holders) {
-    auto rep = std::make_shared<Replica>();
-    rep->logc_id = id;
+  {
+    MutexLock lock(&log->mu);  // not shared yet: for the analysis
+    log->recovered = true;
     for (size_t k = 0; k < n; ++k) {
-      for (const auto& src : segments[k]->sources) {
-        if (src.logc_id != id) continue;
-        rep->peer = src.peer;
-        rep->incarnation = src.incarnation;
-        Replica::Segment seg;
-        seg.handle = src.info.handle;
-        seg.addr = src.info.addr;
-        seg.persisted = src.info.persisted_length;
-        rep->segments.push_back(seg);
+      const auto& src = segments[k]->sources.front();
+      log->capacity.push_back(src.info.capacity);
+    }
+    log->written = lengths.back();
+    for (const std::string& id : holders) {
+      auto rep = std::make_shared<Replica>();
+      rep->logc_id = id;
+      for (size_t k = 0; k < n; ++k) {
+        for (const auto& src : segments[k]->sources) {
+          if (src.logc_id != id) continue;
+          rep->peer = src.peer;
+          rep->incarnation = src.incarnation;
+          Replica::Segment seg;
+          seg.handle = src.info.handle;
+          seg.addr = src.info.addr;
+          seg.persisted = src.info.persisted_length;
+          rep->segments.push_back(seg);
+        }
       }
-    }
-    if (rep->segments.size() == n) log->replicas.push_back(rep);
-  }
-  MutexLock lock(&mu_);
-  auto& slot = logs_[{log->range, log->memtable}];
-  if (slot != nullptr) {
-    // A log this client writes (an engine reopened in the same process) stays as it is.
-    std::lock_guard log_lock(slot->mu);  // order: mu_, then a log's mu
-    if (!slot->recovered) return;
-    for (auto& rep : slot->replicas) {
-      auto it = logcs_.find(rep->logc_id);
-      if (it != logcs_.end()) --it->second.open_logs;
+      if (rep->segments.size() == n) log->replicas.push_back(rep);
     }
   }
-  for (auto& rep : log->replicas) {
-    auto it = logcs_.find(rep->logc_id);
-    if (it != logcs_.end()) ++it->second.open_logs;
-  }
-  slot = log;
+  registry_->Adopt(std::move(log));
 }
 
-Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
-                          std::vector<RecoveredLog>* logs, std::vector<uint64_t>* missing) {
+Status LogRecoveryReader::ReadAll(uint32_t range, int threads, bool new_range,
+                                  std::vector<LogClient::RecoveredLog>* logs,
+                                  std::vector<uint64_t>* missing) {
   logs->clear();
   missing->clear();
-  if (mode_.load() == LogMode::kNone) {
+  if (settings_->mode.load() == LogMode::kNone) {
     return Status::InvalidArgument("log mode none: there are no logs to read");
   }
-  std::vector<std::string> ids;
-  std::set<uint64_t> expected;  // memtables this client wrote
-  {
-    MutexLock lock(&mu_);
-    for (auto& [id, s] : logcs_) {
-      if (!s.address.empty()) ids.push_back(id);
-    }
-    for (auto& [key, log] : logs_) {
-      if (key.first != range) continue;
-      std::lock_guard log_lock(log->mu);  // order: mu_, then a log's mu
-      if (log->durable_end > 0 && !log->recovered) expected.insert(key.second);
-    }
-  }
+  const std::vector<std::string> ids = logcs_->ConfiguredIds();
+  std::set<uint64_t> expected = registry_->WrittenMemtables(range);  // memtables this client wrote
   // memtable -> segment -> sources
   std::map<uint64_t, std::map<uint32_t, SegmentToRead>> found;
   std::vector<std::string> unlisted;  // LogCs whose logs we could not list
   std::vector<std::string> unsynced;  // listed, but not in sync for the range
   for (const std::string& id : ids) {
     transport::PeerId peer = transport::kInvalidPeer;
-    auto listed = ListAt(id, range, &peer);
+    auto listed = registry_->ListAt(id, range, &peer);
     if (!listed.ok()) {
       LOG(WARNING) << "listing logs of range " << range << " at LogC " << id << ": "
                    << listed.status().ToString();
@@ -184,7 +182,7 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
     }
     const ListLogsResponse& list = listed.value();
     if (list.in_sync) {
-      NoteInSync(id, list.incarnation, range);
+      logcs_->NoteInSync(id, list.incarnation, range);
     } else {
       unsynced.push_back(id);
     }
@@ -201,11 +199,11 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
   // its memory copies, or a new disk; it was never marked), may be the only one left of
   // those: with that many such LogCs, a log may be on none of the others, and recovering
   // without it would lose acknowledged writes. The caller retries (the range waits).
-  const bool forced = std::find(options_.force_recovery_ranges.begin(),
-                                options_.force_recovery_ranges.end(),
-                                range) != options_.force_recovery_ranges.end();
+  const bool forced = std::find(options_->force_recovery_ranges.begin(),
+                                options_->force_recovery_ranges.end(),
+                                range) != options_->force_recovery_ranges.end();
   const size_t suspects = unlisted.size() + unsynced.size();
-  if (!new_range && static_cast<int>(suspects) >= InsyncTarget()) {
+  if (!new_range && static_cast<int>(suspects) >= settings_->InsyncTarget()) {
     std::string who;
     for (const auto& u : unlisted) who += (who.empty() ? "" : ", ") + u;
     for (const auto& u : unsynced) {
@@ -214,14 +212,11 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
     const std::string why =
         "range " + std::to_string(range) + ": " + std::to_string(suspects) +
         " LogC(s) cannot vouch for their logs (" + who + "), and a write is acknowledged on " +
-        std::to_string(InsyncTarget()) + " of them: a log with acknowledged writes may be on " +
+        std::to_string(settings_->InsyncTarget()) + " of them: a log with acknowledged writes may be on " +
         "those only";
     if (!forced) {
-      m_.recovery_refusals->Increment();
-      {
-        MutexLock lock(&mu_);
-        blocked_ranges_.insert(range);
-      }
+      m_->recovery_refusals->Increment();
+      registry_->Block(range);
       LOG_EVERY_N(WARNING, 10) << "recovery waits: " << why;
       return Status::Unavailable(why + "; waiting for them");
     }
@@ -232,15 +227,13 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
     // The range's recovery goes on: from now on the repairer may mark it in sync (never
     // before: a refused range has logs this client does not know of, and marking a LogC
     // that lost them would make the next attempt go on without them).
-    MutexLock lock(&mu_);
-    blocked_ranges_.erase(range);
-    ranges_.insert(range);
+    registry_->Unblock(range);
   }
   // Best source first: the one that received (or persisted) the most.
   std::vector<SegmentToRead*> work;
   for (auto& [memtable, segments] : found) {
     for (auto& [number, seg] : segments) {
-      const LogMode mode = mode_.load();
+      const LogMode mode = settings_->mode.load();
       std::stable_sort(seg.sources.begin(), seg.sources.end(), [&](const auto& a, const auto& b) {
         return HeldBytes(mode, a.info) > HeldBytes(mode, b.info);
       });
@@ -265,7 +258,7 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
   std::vector<uint64_t> lost;
   uint64_t lost_bytes = 0;  // as listed: what the lost logs held at most
   for (auto& [memtable, segments] : found) {
-    RecoveredLog log;
+    LogClient::RecoveredLog log;
     log.memtable = memtable;
     bool complete = true;
     uint32_t expect_segment = 0;
@@ -314,7 +307,7 @@ Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
                << " LogC(s) it could not list: the logs only they held (any number, of up to "
                << "a memtable each) are lost";
   }
-  repair_cv_.NotifyAll();  // re-replicate what was read at fewer than R replicas
+  repairer_->Wake();  // re-replicate what was read at fewer than R replicas
   return Status::OK();
 }
 
