@@ -11,29 +11,27 @@ std::shared_ptr<const DrangeRouting> DrangeRouter::Current() const {
   return current_;
 }
 
-void DrangeRouter::LockForWrite(const std::vector<leveldb::Slice>& keys, WriteRoute* route) {
+bool DrangeRouter::LockForWrite(const std::vector<leveldb::Slice>& keys, WriteRoute* route) {
   DCHECK(!keys.empty());
   DCHECK_EQ(route->locked_, 0u);
-  while (true) {
-    route->routing_ = Current();
-    DCHECK(route->routing_ != nullptr);
-    const DrangeLayout& layout = *route->routing_->layout;
-    route->batch_ = keys.size() > 1;
-    if (!route->batch_) {
-      // The common case, a single key, without a buffer.
-      route->single_ = static_cast<uint32_t>(layout.Route(keys[0]));
-    } else {
-      route->route_.clear();
-      for (const leveldb::Slice& k : keys) {
-        route->route_.push_back(static_cast<uint32_t>(layout.Route(k)));
-      }
-      route->order_.assign(route->route_.begin(), route->route_.end());
-      std::sort(route->order_.begin(), route->order_.end());
-      route->order_.erase(std::unique(route->order_.begin(), route->order_.end()),
-                          route->order_.end());
+  route->routing_ = Current();
+  DCHECK(route->routing_ != nullptr);
+  const DrangeLayout& layout = *route->routing_->layout;
+  route->batch_ = keys.size() > 1;
+  if (!route->batch_) {
+    // The common case, a single key, without a buffer.
+    route->single_ = static_cast<uint32_t>(layout.Route(keys[0]));
+  } else {
+    route->route_.clear();
+    for (const leveldb::Slice& k : keys) {
+      route->route_.push_back(static_cast<uint32_t>(layout.Route(k)));
     }
-    if (route->LockAll()) return;
+    route->order_.assign(route->route_.begin(), route->route_.end());
+    std::sort(route->order_.begin(), route->order_.end());
+    route->order_.erase(std::unique(route->order_.begin(), route->order_.end()),
+                        route->order_.end());
   }
+  return route->LockAll();
 }
 
 bool DrangeRouter::WriteRoute::LockAll() {

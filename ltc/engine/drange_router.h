@@ -11,7 +11,7 @@
 //   1. A writer that holds the lock of a Drange that is not retired routed by the current
 //      snapshot, and no install can replace it until the writer lets go.
 //   2. A writer that routed by an old snapshot finds its Dranges retired once it gets their
-//      locks, and routes again (LockForWrite does this).
+//      locks, and routes again (LockForWrite returns false).
 //   3. A retired Drange never becomes live again; its state lives on as long as somebody
 //      holds it (its memtables flush in order, ltc/engine/flush_job.h).
 // Who may change a DrangeState's active memtable, and under which other lock, is the
@@ -23,7 +23,7 @@
 //     install.Publish(layout, {std::make_shared<DrangeState>(memtable)});
 //   }
 //   DrangeRouter::WriteRoute route;
-//   router.LockForWrite({key}, &route);                     // Drange locked
+//   while (!router.LockForWrite({key}, &route)) {}          // Drange locked
 //   DrangeState* ds = route.state(route.drange_of(0));
 //
 // Thread safety: thread-safe. Lock order: Drange locks in index order (of one snapshot),
@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "common/mutex.h"
@@ -76,11 +77,13 @@ class DrangeRouter {
 
   // Routes each of `keys` by the current routing (counting the write in its Trange,
   // DrangeLayout::Route) and locks their Dranges in index order, so writers never deadlock.
-  // If a Drange turns out retired once locked, an install replaced the routing meanwhile:
-  // lets go and routes again. On return `route` holds the locks (invariant 1 above).
-  // REQUIRES: keys not empty; an install has run; `route` holds no lock; the caller holds
-  // no Drange lock.
-  void LockForWrite(const std::vector<leveldb::Slice>& keys, WriteRoute* route) EXCLUDES(mu_);
+  // True: `route` holds the locks (invariant 1 above). False: a Drange turned out retired
+  // once locked (an install replaced the routing meanwhile); nothing is held, and the caller
+  // routes again (after re-checking what the install may have changed, e.g. whether writes
+  // stopped). REQUIRES: keys not empty; an install has run; `route` holds no lock; the
+  // caller holds no Drange lock.
+  [[nodiscard]] bool LockForWrite(const std::vector<leveldb::Slice>& keys, WriteRoute* route)
+      EXCLUDES(mu_);
 
  private:
   mutable Mutex mu_;
@@ -88,7 +91,7 @@ class DrangeRouter {
 };
 
 // The Dranges a write's keys go to, locked (DrangeRouter::LockForWrite). Reused across
-// LockForWrite calls it keeps its buffers, and a single key needs none.
+// LockForWrite calls, it keeps its buffers; a single key needs none.
 // Thread safety: one thread at a time.
 class DrangeRouter::WriteRoute {
  public:

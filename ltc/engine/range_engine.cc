@@ -380,9 +380,10 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
               std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count()),
           std::memory_order_relaxed);
     }
-    // Routes the keys and locks their Dranges (in index order, so batches never deadlock),
-    // routing again if a reorganization retired them meanwhile.
-    router_.LockForWrite(keys, &route);
+    // Routes the keys and locks their Dranges (in index order, so batches never deadlock).
+    // If a reorganization retired them meanwhile, start over with the new layout (the checks
+    // above first: the reorganization may have stopped writes).
+    if (!router_.LockForWrite(keys, &route)) continue;
     bool stall = false;
     for (uint32_t d : route.dranges()) {
       const std::shared_ptr<DrangeState>& ds = route.routing().states[d];
