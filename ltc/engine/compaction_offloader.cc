@@ -52,7 +52,7 @@ Status StocCompactionOffloader::Init() {
 }
 
 uint32_t StocCompactionOffloader::ChooseStoc() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   const size_t start = next_++ % ids_.size();
   if (options_.policy != OffloadPolicy::kLeastLoaded) return ids_[start];
   // Scan from the round-robin position so ties rotate.
@@ -80,7 +80,7 @@ Status StocCompactionOffloader::RunAt(uint32_t stoc_id, lsm::CompactionJob job,
   job.placement = options_.placement;
   const std::string request = lsm::EncodeCompactionJob(job);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     ++in_flight_[stoc_id];
     ++stats_.jobs_sent;
   }
@@ -92,7 +92,7 @@ Status StocCompactionOffloader::RunAt(uint32_t stoc_id, lsm::CompactionJob job,
     s = Status::Corruption("more outputs than reserved numbers");
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     --in_flight_[stoc_id];
     if (s.ok()) {
       ++stats_.jobs_succeeded;
@@ -111,7 +111,7 @@ Status StocCompactionOffloader::Run(lsm::CompactionJob job, lsm::CompactionJobRe
 }
 
 StocCompactionOffloaderStats StocCompactionOffloader::GetStats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return stats_;
 }
 

@@ -21,12 +21,12 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/lsm/compaction_job.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "stoc/client/stoc_client.h"
 
@@ -89,22 +89,22 @@ class StocCompactionOffloader final : public CompactionOffloader {
   Status Run(lsm::CompactionJob job, lsm::CompactionJobResult* result) override;
 
   // The StoC the next job goes to (advances round-robin). Exposed for tests.
-  uint32_t ChooseStoc();
+  uint32_t ChooseStoc() EXCLUDES(mu_);
   // Sends `job` to `stoc_id` (filling job.stocs). Exposed for tests.
-  Status RunAt(uint32_t stoc_id, lsm::CompactionJob job, lsm::CompactionJobResult* result);
+  Status RunAt(uint32_t stoc_id, lsm::CompactionJob job, lsm::CompactionJobResult* result)
+      EXCLUDES(mu_);
 
-  StocCompactionOffloaderStats GetStats() const;
+  StocCompactionOffloaderStats GetStats() const EXCLUDES(mu_);
 
  private:
   stoc::StocClient* const client_;  // must outlive this
   const StocCompactionOffloaderOptions options_;
   const std::vector<uint32_t> ids_;  // options_.stocs' ids, ascending
 
-  mutable std::mutex mu_;
-  // Protected by mu_:
-  size_t next_ = 0;                         // round-robin position in ids_
-  std::map<uint32_t, int> in_flight_;       // jobs running per StoC
-  StocCompactionOffloaderStats stats_;
+  mutable Mutex mu_;
+  size_t next_ GUARDED_BY(mu_) = 0;                    // round-robin position in ids_
+  std::map<uint32_t, int> in_flight_ GUARDED_BY(mu_);  // jobs running per StoC
+  StocCompactionOffloaderStats stats_ GUARDED_BY(mu_);
 };
 
 }  // namespace nova::ltc

@@ -114,7 +114,7 @@ EngineMetrics::~EngineMetrics() {
 }
 
 EngineStats EngineMetrics::Stats() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   const MonoTime now = MonoNow();
   if (cached_at_ == MonoTime{} || now - cached_at_ > kStatsMaxAge) {
     cached_ = engine_->GetStats();

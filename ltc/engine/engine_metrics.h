@@ -15,12 +15,12 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "ltc/engine/range_engine.h"
 
 namespace nova::ltc {
@@ -38,16 +38,16 @@ class EngineMetrics {
 
  private:
   // The engine's stats, re-read when the cached copy is older than one scrape.
-  EngineStats Stats();
+  EngineStats Stats() EXCLUDES(mu_);
 
   MetricsRegistry* const registry_;
   const RangeEngine* const engine_;
   const std::string debug_section_;
   std::vector<std::string> names_;
 
-  std::mutex mu_;
-  EngineStats cached_;    // protected by mu_
-  MonoTime cached_at_{};  // protected by mu_
+  Mutex mu_;
+  EngineStats cached_ GUARDED_BY(mu_);
+  MonoTime cached_at_ GUARDED_BY(mu_){};
 };
 
 }  // namespace nova::ltc

@@ -18,7 +18,7 @@ LookupIndex::Stripe& LookupIndex::StripeOf(const leveldb::Slice& key) const {
 void LookupIndex::Update(const leveldb::Slice& key, uint64_t memtable_id,
                          lsm::SequenceNumber sequence) {
   Stripe& s = StripeOf(key);
-  std::lock_guard lock(s.mu);
+  MutexLock lock(&s.mu);
   auto it = s.entries.find(View(key));
   if (it == s.entries.end()) {
     s.entries.emplace(key.ToString(), Entry{memtable_id, sequence});
@@ -30,7 +30,7 @@ void LookupIndex::Update(const leveldb::Slice& key, uint64_t memtable_id,
 void LookupIndex::InsertIfAbsent(const leveldb::Slice& key, uint64_t memtable_id,
                                  lsm::SequenceNumber sequence) {
   Stripe& s = StripeOf(key);
-  std::lock_guard lock(s.mu);
+  MutexLock lock(&s.mu);
   if (s.entries.find(View(key)) == s.entries.end()) {
     s.entries.emplace(key.ToString(), Entry{memtable_id, sequence});
   }
@@ -38,7 +38,7 @@ void LookupIndex::InsertIfAbsent(const leveldb::Slice& key, uint64_t memtable_id
 
 std::optional<LookupIndex::Entry> LookupIndex::Lookup(const leveldb::Slice& key) const {
   Stripe& s = StripeOf(key);
-  std::lock_guard lock(s.mu);
+  MutexLock lock(&s.mu);
   auto it = s.entries.find(View(key));
   if (it == s.entries.end()) return std::nullopt;
   return it->second;
@@ -46,14 +46,14 @@ std::optional<LookupIndex::Entry> LookupIndex::Lookup(const leveldb::Slice& key)
 
 void LookupIndex::EraseIf(const leveldb::Slice& key, uint64_t memtable_id) {
   Stripe& s = StripeOf(key);
-  std::lock_guard lock(s.mu);
+  MutexLock lock(&s.mu);
   auto it = s.entries.find(View(key));
   if (it != s.entries.end() && it->second.memtable_id == memtable_id) s.entries.erase(it);
 }
 
 void LookupIndex::Repoint(const leveldb::Slice& key, uint64_t from, uint64_t to) {
   Stripe& s = StripeOf(key);
-  std::lock_guard lock(s.mu);
+  MutexLock lock(&s.mu);
   auto it = s.entries.find(View(key));
   if (it != s.entries.end() && it->second.memtable_id == from) it->second.memtable_id = to;
 }
@@ -61,7 +61,7 @@ void LookupIndex::Repoint(const leveldb::Slice& key, uint64_t from, uint64_t to)
 size_t LookupIndex::size() const {
   size_t n = 0;
   for (const Stripe& s : stripes_) {
-    std::lock_guard lock(s.mu);
+    MutexLock lock(&s.mu);
     n += s.entries.size();
   }
   return n;

@@ -13,7 +13,6 @@
 
 #include <array>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +21,7 @@
 #include <leveldb/slice.h>
 
 #include "common/lsm/internal_key.h"
+#include "common/mutex.h"
 
 namespace nova::ltc {
 
@@ -59,8 +59,8 @@ class LookupIndex {
     bool operator()(std::string_view a, std::string_view b) const { return a == b; }
   };
   struct Stripe {
-    mutable std::mutex mu;
-    std::unordered_map<std::string, Entry, KeyHash, KeyEq> entries;  // protected by mu
+    mutable Mutex mu;
+    std::unordered_map<std::string, Entry, KeyHash, KeyEq> entries GUARDED_BY(mu);
   };
   Stripe& StripeOf(const leveldb::Slice& key) const;
 

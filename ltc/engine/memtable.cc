@@ -107,7 +107,7 @@ void MemTable::Add(lsm::SequenceNumber seq, lsm::ValueType type, const leveldb::
                             VarintLength(stored_value.size()) +
                             (stored_value.empty() ? 0 : sizeof(uint64_t));
 
-  std::lock_guard<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   // The arenas are not thread-safe, so even the copies happen under the mutex. The entry
   // goes right after its index node (skiplist.h InsertWithData): searches compare keys in
   // the cache lines they load for the links.

@@ -36,10 +36,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "common/lsm/internal_key.h"
+#include "common/mutex.h"
 #include "ltc/engine/arena.h"
 #include "ltc/engine/skiplist.h"
 
@@ -70,7 +70,7 @@ class MemTable : public std::enable_shared_from_this<MemTable> {
   //   numbers are unique within a range); user_key.size() + 8 and value.size() fit in
   //   32 bits (the engine rejects larger requests before they reach the memtable).
   void Add(lsm::SequenceNumber seq, lsm::ValueType type, const leveldb::Slice& user_key,
-           const leveldb::Slice& value);
+           const leveldb::Slice& value) EXCLUDES(write_mu_);
 
   // Looks up the newest entry of `user_key` whose sequence is <= `snapshot` (a snapshot
   // above kMaxSequenceNumber reads everything). kFound copies its value into *value;
@@ -90,8 +90,9 @@ class MemTable : public std::enable_shared_from_this<MemTable> {
   leveldb::Iterator* NewIterator() const;
 
   // Bytes held by the arenas (entries, index nodes and values): what the flush threshold
-  // compares.
-  size_t ApproximateMemoryUsage() const {
+  // compares. Lock-free: Arena::MemoryUsage() is the one arena call safe without write_mu_
+  // (the analysis cannot tell it from allocation).
+  size_t ApproximateMemoryUsage() const NO_THREAD_SAFETY_ANALYSIS {
     return arena_.MemoryUsage() + value_arena_.MemoryUsage();
   }
   // Entries added, deletions included. A Get() or iterator started after this returns sees
@@ -131,10 +132,11 @@ class MemTable : public std::enable_shared_from_this<MemTable> {
   const uint64_t id_;
 
   // Serializes Add(): the arenas and the table's Insert() take one writer at a time.
-  std::mutex write_mu_;
-  Arena arena_;        // index nodes and entries; allocation GUARDED_BY(write_mu_)
-  Arena value_arena_;  // values; allocation GUARDED_BY(write_mu_); MemoryUsage() lock-free
-  Table table_;  // Insert() REQUIRES(write_mu_); reads lock-free
+  Mutex write_mu_;
+  Arena arena_ GUARDED_BY(write_mu_);        // index nodes and entries (table_ allocates)
+  Arena value_arena_ GUARDED_BY(write_mu_);  // values
+  // Insert() needs write_mu_; reads are lock-free (so the analysis cannot guard it).
+  Table table_;
 
   // Written under write_mu_ after the entry is in the table; read without a lock.
   std::atomic<uint64_t> num_entries_{0};

@@ -3,7 +3,7 @@
 namespace nova::ltc {
 
 Status InMemoryMemtableLog::Append(uint64_t memtable, std::string_view records, bool* reached) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   *reached = true;
   if (fail_) {
     *reached = fail_reached_;
@@ -15,27 +15,27 @@ Status InMemoryMemtableLog::Append(uint64_t memtable, std::string_view records, 
 }
 
 void InMemoryMemtableLog::Drop(const std::vector<uint64_t>& memtables) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   for (uint64_t m : memtables) logs_.erase(m);
 }
 
 Status InMemoryMemtableLog::ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) {
   (void)new_range;
   (void)threads;
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   logs->clear();
   for (const auto& [m, bytes] : logs_) logs->push_back(Recovered{m, bytes});
   return Status::OK();
 }
 
 void InMemoryMemtableLog::SetFailAppends(bool fail, bool reached) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   fail_ = fail;
   fail_reached_ = reached;
 }
 
 bool InMemoryMemtableLog::TearTail(uint64_t memtable, size_t bytes) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = logs_.find(memtable);
   if (it == logs_.end()) return false;
   it->second.resize(it->second.size() > bytes ? it->second.size() - bytes : 0);
@@ -43,7 +43,7 @@ bool InMemoryMemtableLog::TearTail(uint64_t memtable, size_t bytes) {
 }
 
 bool InMemoryMemtableLog::Corrupt(uint64_t memtable, size_t offset) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = logs_.find(memtable);
   if (it == logs_.end() || offset >= it->second.size()) return false;
   it->second[offset] = static_cast<char>(it->second[offset] ^ 0x10);
@@ -51,12 +51,12 @@ bool InMemoryMemtableLog::Corrupt(uint64_t memtable, size_t offset) {
 }
 
 std::map<uint64_t, std::string> InMemoryMemtableLog::Snapshot() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return logs_;
 }
 
 uint64_t InMemoryMemtableLog::appends() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return appends_;
 }
 

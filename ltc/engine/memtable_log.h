@@ -16,11 +16,11 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace nova::ltc {
@@ -72,11 +72,11 @@ class InMemoryMemtableLog final : public MemtableLog {
   uint64_t appends() const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<uint64_t, std::string> logs_;  // protected by mu_
-  bool fail_ = false;                     // protected by mu_
-  bool fail_reached_ = true;              // protected by mu_
-  uint64_t appends_ = 0;                  // protected by mu_
+  mutable Mutex mu_;
+  std::map<uint64_t, std::string> logs_ GUARDED_BY(mu_);
+  bool fail_ GUARDED_BY(mu_) = false;
+  bool fail_reached_ GUARDED_BY(mu_) = true;
+  uint64_t appends_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace nova::ltc

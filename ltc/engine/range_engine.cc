@@ -82,7 +82,7 @@ RangeEngine::RangeEngine(const EngineOptions& options, lsm::TableStore* store)
 RangeEngine::~RangeEngine() {
   {
     MutexLock lock(&mu_);
-    shutting_down_ = true;
+    life_.shutting_down = true;
     write_gate_.blocked = true;
     cv_.NotifyAll();
     cv_.Wait(&lock, [&]() REQUIRES(mu_) { return bg_.running == 0; });
@@ -100,6 +100,7 @@ constexpr uint64_t kRecoveryMemtableIdGap = 1ull << 32;
 
 Status RangeEngine::Open() {
   MutexLock lock(&mu_);
+  if (router_.Current() != nullptr) return Status::IllegalState("Open called twice");
   bool new_range = false;
   NOVA_RETURN_NOT_OK(versions_.Recover(&new_range));
   ids_.next = std::max(ids_.next, versions_.state().next_memtable_id());
@@ -120,12 +121,17 @@ Status RangeEngine::Open() {
   }
   const uint64_t first_new_id = ids_.next;
   seq_.Reset(std::max<lsm::SequenceNumber>(versions_.state().last_sequence(), replayed));
-  layout_ = versions_.state().dranges() ? RestoreLayout(*versions_.state().dranges())
-                                : std::make_unique<DrangeLayout>(options_.comparator, 0);
-  for (int d = 0; d < layout_->size(); ++d) {
-    auto ds = std::make_shared<DrangeState>();
-    ds->active = NewMemTableLocked();
-    dranges_.push_back(std::move(ds));
+  const std::shared_ptr<const DrangeLayout> layout =
+      versions_.state().dranges() ? RestoreLayout(*versions_.state().dranges())
+                                  : std::make_unique<DrangeLayout>(options_.comparator, 0);
+  std::vector<std::shared_ptr<DrangeState>> states;
+  for (int d = 0; d < layout->size(); ++d) {
+    states.push_back(std::make_shared<DrangeState>(NewMemTableLocked()));
+  }
+  {
+    // The first routing: there is no Drange to lock yet (and writes wait for opened).
+    DrangeRouter::Install install(&router_);
+    install.Publish(layout, states);
   }
   for (auto& mem : rebuilt) {
     // The oldest memtables of the Drange of their smallest key: they flush before anything
@@ -135,7 +141,7 @@ Status RangeEngine::Open() {
     it->SeekToFirst();
     if (it->Valid()) {
       const leveldb::Slice smallest = lsm::ExtractUserKey(it->key());
-      d = static_cast<uint32_t>(layout_->Find(smallest).first);
+      d = static_cast<uint32_t>(layout->Find(smallest).first);
       it->SeekToLast();
       range_index_.memtable_intervals[mem->id()] =
           KeyInterval::Closed(smallest, lsm::ExtractUserKey(it->key()));
@@ -143,7 +149,7 @@ Status RangeEngine::Open() {
     live_.push_back(mem);
     mid_to_table_[mem->id()] = MidLocation{mem, 0};
     immutables_.push_back(
-        Immutable{mem, d, mem->largest_sequence(), dranges_[d], /*no_merge=*/true});
+        ImmutableMemTable{mem, d, mem->largest_sequence(), states[d], /*no_merge=*/true});
   }
   if (options_.log != nullptr && !new_range) {
     VersionEdit e;
@@ -163,15 +169,14 @@ Status RangeEngine::Open() {
                                "recording the logs recovery did not replay");
   }
   CollectOrphansLocked();
-  PublishRoutingLocked();
   RebuildRangeIndexLocked();
   write_gate_.l0_bytes = versions_.current()->LevelBytes(0);
-  opened_ = true;
+  life_.opened = true;
   write_gate_.blocked = false;
   if (!immutables_.empty()) ScheduleWork();
   LOG(INFO) << "range " << options_.range_id << " opened: " << versions_.current()->levels[0].size()
             << " L0 tables, " << rebuilt.size() << " memtables rebuilt from logs, last sequence "
-            << seq_.last_assigned() << ", " << layout_->size() << " Dranges";
+            << seq_.last_assigned() << ", " << layout->size() << " Dranges";
   return Status::OK();
 }
 
@@ -273,10 +278,10 @@ Status RangeEngine::Write(const std::vector<WriteOp>& ops) {
 
 void RangeEngine::RetireActive(const std::shared_ptr<MemTable>& mem) {
   if (mem == nullptr) return;
-  const std::shared_ptr<const Routing> routing = CurrentRouting();
+  const std::shared_ptr<const DrangeRouting> routing = router_.Current();
   for (uint32_t d = 0; d < routing->states.size(); ++d) {
-    DrangeState* ds = routing->states[d].get();
-    std::lock_guard dl(ds->mu);
+    const std::shared_ptr<DrangeState>& ds = routing->states[d];
+    MutexLock dl(&ds->mu);
     if (ds->retired || ds->active != mem) continue;
     MutexLock lock(&mu_);
     // Within the memtable budget only: while every LogC is down each write would otherwise
@@ -318,15 +323,16 @@ Status RangeEngine::LogWrite(const std::vector<WriteOp>& ops,
 }
 
 bool RangeEngine::RoomToRotateLocked(uint32_t d) const {
-  const int per_drange = std::max(1, options_.memtables / std::max<int>(1, layout_->size()) - 1);
+  const int dranges = router_.Current()->layout->size();
+  const int per_drange = std::max(1, options_.memtables / std::max<int>(1, dranges) - 1);
   int mine = 0;
-  for (const Immutable& imm : immutables_) mine += imm.drange == d;
+  for (const ImmutableMemTable& imm : immutables_) mine += imm.drange == d;
   return mine < per_drange && versions_.current()->LevelBytes(0) < options_.l0_stop_writes_bytes;
 }
 
-void RangeEngine::RotateLocked(uint32_t d, DrangeState* ds, bool no_merge) {
-  DCHECK(dranges_[d].get() == ds);
-  immutables_.push_back(Immutable{ds->active, d, seq_.last_assigned(), dranges_[d], no_merge});
+void RangeEngine::RotateLocked(uint32_t d, const std::shared_ptr<DrangeState>& ds, bool no_merge) {
+  DCHECK(router_.Current()->states[d] == ds);
+  immutables_.push_back(ImmutableMemTable{ds->active, d, seq_.last_assigned(), ds, no_merge});
   ds->active = NewMemTableLocked();
   RebuildRangeIndexLocked();
   ScheduleWork();
@@ -339,31 +345,19 @@ std::shared_ptr<MemTable> RangeEngine::NewMemTableLocked() {
   return m;
 }
 
-std::shared_ptr<const RangeEngine::Routing> RangeEngine::CurrentRouting() const {
-  MutexLock lock(&routing_mu_);
-  return routing_;
-}
-
-void RangeEngine::PublishRoutingLocked() {
-  auto r = std::make_shared<Routing>();
-  r->layout = layout_;
-  r->states = dranges_;
-  MutexLock lock(&routing_mu_);
-  routing_ = std::move(r);
-}
-
 Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
                                  std::vector<std::shared_ptr<MemTable>>* mems,
                                  lsm::SequenceNumber* first) {
   bool stalled = false;  // counted once per write however long it waits
   bool stalled_by_l0 = false;
   bool slowed = false;
+  DrangeRouter::WriteRoute route;  // the Dranges' locks, held until return
   while (true) {
     if (write_gate_.blocked.load(std::memory_order_acquire)) {
       MutexLock lock(&mu_);
-      if (!opened_) return Status::IllegalState("range is not open");
-      if (shutting_down_) return Status::Aborted("engine shutting down");
-      if (!bg_error_.ok()) return bg_error_.Prepend("writes stopped");
+      if (!life_.opened) return Status::IllegalState("range is not open");
+      if (life_.shutting_down) return Status::Aborted("engine shutting down");
+      if (!life_.bg_error.ok()) return life_.bg_error.Prepend("writes stopped");
     }
     const uint64_t l0 = write_gate_.l0_bytes.load(std::memory_order_relaxed);
     if (!slowed && l0 >= options_.l0_slowdown_writes_bytes && options_.l0_slowdown_micros > 0) {
@@ -386,33 +380,14 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
               std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count()),
           std::memory_order_relaxed);
     }
-    const std::shared_ptr<const Routing> routing = CurrentRouting();
-    const DrangeLayout& layout = *routing->layout;
-    uint32_t single = 0;  // the common case: one key
-    std::vector<uint32_t> route;
-    if (keys.size() == 1) {
-      single = static_cast<uint32_t>(layout.Route(keys[0]));
-    } else {
-      for (const auto& k : keys) route.push_back(static_cast<uint32_t>(layout.Route(k)));
-    }
-    std::vector<uint32_t> order = keys.size() == 1 ? std::vector<uint32_t>{single} : route;
-    if (order.size() > 1) {
-      std::sort(order.begin(), order.end());
-      order.erase(std::unique(order.begin(), order.end()), order.end());
-    }
-    // Lock the Dranges in index order (no deadlock between batches). A Drange not retired
-    // under its lock belongs to the current layout (a reorganization retires every old
-    // Drange under its lock).
-    std::vector<std::unique_lock<std::mutex>> locks;
-    locks.reserve(order.size());
-    for (uint32_t d : order) locks.emplace_back(routing->states[d]->mu);
-    bool retry = false, stall = false;
-    for (uint32_t d : order) {
-      DrangeState* ds = routing->states[d].get();
-      if (ds->retired) {
-        retry = true;
-        break;
-      }
+    // Routes the keys and locks their Dranges (in index order, so batches never deadlock).
+    // If a reorganization retired them meanwhile, start over with the new layout (the checks
+    // above first: the reorganization may have stopped writes).
+    if (!router_.LockForWrite(keys, &route)) continue;
+    bool stall = false;
+    for (uint32_t d : route.dranges()) {
+      const std::shared_ptr<DrangeState>& ds = route.routing().states[d];
+      ds->mu.AssertHeld();  // locked by `route`
       if (ds->active->ApproximateMemoryUsage() < options_.memtable_bytes) continue;
       MutexLock lock(&mu_);
       if (RoomToRotateLocked(d)) {
@@ -422,9 +397,8 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
         break;
       }
     }
-    if (retry) continue;
     if (stall) {
-      locks.clear();  // let other writers and the rotation path go while we wait
+      route.Unlock();  // let other writers and the rotation path go while we wait
       MutexLock lock(&mu_);
       const MonoTime start = MonoNow();
       if (!stalled) ++stats_.stalls;
@@ -442,10 +416,10 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
       continue;
     }
     mems->clear();
-    if (keys.size() == 1) {
-      mems->push_back(routing->states[single]->active);
-    } else {
-      for (uint32_t d : route) mems->push_back(routing->states[d]->active);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      DrangeState* ds = route.state(route.drange_of(i));
+      ds->mu.AssertHeld();  // locked by `route`
+      mems->push_back(ds->active);
     }
     // Taken under the Dranges' locks: within a Drange sequences follow memtable order.
     *first = seq_.Assign(keys.size());
@@ -482,7 +456,7 @@ Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
     // the newest one (no snapshot needed them), so a sequence taken before a flush must not
     // be read in the state after it.
     MutexLock lock(&mu_);
-    if (!opened_) return Status::IllegalState("range is not open");
+    if (!life_.opened) return Status::IllegalState("range is not open");
     seq = snapshot ? snapshot->sequence() : VisibleSequence();
     if (range_index_.index != nullptr) {
       rindex = range_index_.index;
@@ -571,7 +545,7 @@ leveldb::Iterator* RangeEngine::NewIterator(const EngineSnapshot* snapshot) {
   std::shared_ptr<Version> version;
   {
     MutexLock lock(&mu_);  // the sequence with the state it is read in (see Get)
-    if (!opened_) return new ErrorIterator(Status::IllegalState("range is not open"));
+    if (!life_.opened) return new ErrorIterator(Status::IllegalState("range is not open"));
     seq = snapshot ? snapshot->sequence() : VisibleSequence();
     if (range_index_.index != nullptr) {
       rindex = range_index_.index;  // holds its memtables and Level-0 tables
@@ -625,7 +599,7 @@ Status RangeEngine::LogAndApplyLocked(VersionEdit* edit) {
       // Nothing may be appended or deleted any more (the edit's tables may be referenced
       // after a restart).
       LOG(ERROR) << "range " << options_.range_id << ": writes stop: " << s.ToString();
-      bg_error_ = s;
+      life_.bg_error = s;
       write_gate_.blocked = true;
     }
     return s;

@@ -23,25 +23,26 @@
 // the live logs (range_engine_recovery.cc). Compactions may be offloaded to StoCs
 // (EngineOptions::compaction_offloader, range_engine_offload.cc).
 //
-// Parts with one job each: VersionSet (versions and the MANIFEST), Version::GetBelowLevel0
-// (the level search of a Get), CompactionPicker (which compaction next), DrangeReorganizer
-// (when and how the Drange layout changes); the engine holds them together under mu_.
+// Parts with one job each: DrangeRouter (which Drange a write goes to, the Dranges' states,
+// installing a new layout), DrangeReorganizer (when and how the Drange layout changes),
+// FlushJob (an immutable memtable becomes a Level-0 table, or merges back into its Drange),
+// VersionSet (versions and the MANIFEST), Version::GetBelowLevel0 (the level search of a
+// Get), CompactionPicker (which compaction next); the engine holds them together under mu_.
 // Sources: range_engine.cc (Open, writes, reads), range_engine_flush.cc (background work,
-// flushes), range_engine_compaction.cc (compactions, layout installs, stats),
-// range_engine_merge.cc, range_engine_index.cc, range_engine_recovery.cc,
+// what flush jobs change in the engine), range_engine_compaction.cc (compactions, layout
+// installs, stats), range_engine_index.cc, range_engine_recovery.cc,
 // range_engine_offload.cc.
 //
-// Thread safety: all public methods are thread-safe. Lock order: a Drange's mu, then mu_;
-// routing_mu_ is a leaf. Members are GUARDED_BY their lock (clang checks them).
+// Thread safety: all public methods are thread-safe. Lock order: Drange locks
+// (DrangeState::mu, in index order), then mu_, then the router's lock (a leaf). Members are
+// GUARDED_BY their lock (clang checks them).
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <optional>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -63,7 +64,9 @@
 #include "ltc/engine/compaction_picker.h"
 #include "ltc/engine/drange.h"
 #include "ltc/engine/drange_reorganizer.h"
+#include "ltc/engine/drange_router.h"
 #include "ltc/engine/engine_options.h"
+#include "ltc/engine/flush_job.h"
 #include "ltc/engine/lookup_index.h"
 #include "ltc/engine/manifest.h"
 #include "ltc/engine/memtable.h"
@@ -186,28 +189,15 @@ class RangeEngine {
   EngineShape GetShape() const;
 
  private:
-  // A write or flush waiting this long for earlier writes to become visible logs a warning.
+  // A write waiting this long for earlier writes to become visible logs a warning.
   static constexpr std::chrono::seconds kSealWaitLog{10};
   // Backoff of a flush or compaction that failed (a StoC that failed is a suspect for a
   // while, so the retry goes elsewhere; a longer wait would only hold data in memory).
   static constexpr RetryPolicy kBackgroundRetry{std::chrono::milliseconds(10),
                                                 std::chrono::milliseconds(5000)};
 
-  struct DrangeState {
-    std::mutex mu;
-    std::shared_ptr<MemTable> active;  // protected by mu
-    bool retired = false;              // replaced by a reorganization; protected by mu
-  };
-  struct Immutable {
-    std::shared_ptr<MemTable> mem;
-    uint32_t drange;
-    lsm::SequenceNumber sealed;  // every write into mem has a sequence <= this
-    // The Drange it came from (retired if a reorganization replaced it): its memtables
-    // flush in order, and a merge may give the versions back to it.
-    std::shared_ptr<DrangeState> state;
-    // Must become a table, not be merged back (a Level-0 compaction waits for it).
-    bool no_merge = false;
-  };
+  // What a FlushJob asks of the engine (range_engine_flush.cc).
+  class FlushHost;
 
   // Write path.
   // Appends the write's log record to the log of each memtable in `mems` (one per op). On
@@ -234,11 +224,9 @@ class RangeEngine {
   void AddLogBookkeepingLocked(VersionEdit* edit) REQUIRES(mu_);
   // After the edit is in the MANIFEST: drops the logs it made obsolete. REQUIRES: mu_ held.
   void DropLogsLocked(const VersionEdit& edit) REQUIRES(mu_);
-  // Returns the active memtable of `d` with room, rotating (and stalling) as needed;
-  // *seq gets `count` fresh sequence numbers (the first). REQUIRES: not holding mu_.
-  // Locks the Dranges of `keys` (routing them), makes sure each has an active memtable with
-  // room (rotating and stalling as needed), assigns `keys.size()` sequence numbers and
-  // returns the memtable for each key and the first sequence.
+  // Locks the Dranges of `keys` (router_ routes them), makes sure each has an active
+  // memtable with room (rotating and stalling as needed), assigns `keys.size()` sequence
+  // numbers and returns the memtable for each key and the first sequence.
   Status PrepareWrite(const std::vector<leveldb::Slice>& keys,
                       std::vector<std::shared_ptr<MemTable>>* mems, lsm::SequenceNumber* first)
       EXCLUDES(mu_);
@@ -251,10 +239,10 @@ class RangeEngine {
   void ForgetCompactedLevel0(const std::vector<TableRef>& tables,
                              const std::vector<std::string>& recorded_keys) EXCLUDES(mu_);
 
-  // Range index (range_engine_index.cc). Builds range_index_ anew from layout_, dranges_,
-  // live_ and the current version, recording the interval of each active memtable not seen before;
-  // to be called in the same mu_ critical section as every change to those (readers take the index
-  // with the sequence they read at). REQUIRES: mu_ held; dranges_ belong to layout_.
+  // Range index (range_engine_index.cc). Builds range_index_ anew from the routing
+  // (router_), live_ and the current version, recording the interval of each active memtable
+  // not seen before; to be called in the same mu_ critical section as every change to those
+  // (readers take the index with the sequence they read at). REQUIRES: mu_ held.
   void RebuildRangeIndexLocked() REQUIRES(mu_);
   // The internal iterator (every version of every key) over `version` and the memtables
   // and Level-0 tables of `rindex` (if not null) or else `mems` and version's Level 0.
@@ -262,13 +250,24 @@ class RangeEngine {
   leveldb::Iterator* NewInternalIterator(const std::vector<std::shared_ptr<MemTable>>& mems,
                                          std::shared_ptr<const RangeIndex> rindex,
                                          const std::shared_ptr<Version>& version);
-  // Makes the active memtable of `d` immutable and starts a new one.
-  // REQUIRES: ds->mu and mu_ held.
-  void RotateLocked(uint32_t d, DrangeState* ds, bool no_merge = false) REQUIRES(mu_);
+  // Makes the active memtable of Drange `d` (state `ds`, of the current routing) immutable
+  // and starts a new one. REQUIRES: ds->mu and mu_ held.
+  void RotateLocked(uint32_t d, const std::shared_ptr<DrangeState>& ds, bool no_merge = false)
+      REQUIRES(mu_, ds->mu);
+  // The active memtable of `ds` for a reader that holds mu_ but not ds.mu: RotateLocked, the
+  // only writer of a live Drange's active memtable, holds both, so mu_ alone keeps it still.
+  // (The analysis cannot express "guarded by either lock".) REQUIRES: mu_ held.
+  const std::shared_ptr<MemTable>& ActiveUnderMu(const DrangeState& ds) const
+      REQUIRES(mu_) NO_THREAD_SAFETY_ANALYSIS {
+    return ds.active;
+  }
   // True if Drange d may rotate now (a free memtable and Level 0 not over its limit).
   // REQUIRES: mu_ held.
   bool RoomToRotateLocked(uint32_t d) const REQUIRES(mu_);
-  void InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major);
+  // Installs a reorganized layout: the old Dranges' active memtables become immutable, the
+  // new Dranges get new memtables, the layout is recorded in the MANIFEST, and router_
+  // publishes it (with mu_ held). REQUIRES: no Drange lock or mu_ held.
+  void InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major) EXCLUDES(mu_);
   void FinishWrite(lsm::SequenceNumber first, size_t count);
   lsm::SequenceNumber VisibleSequence() const;
   // Takes the next table number. REQUIRES: mu_ not held.
@@ -282,15 +281,12 @@ class RangeEngine {
   // retaken: a Drange's lock comes first).
   void RotateForCompaction() REQUIRES(mu_);
   // The immutable memtable to flush next, or null. REQUIRES: mu_ held.
-  const Immutable* NextFlushLocked() const REQUIRES(mu_);
+  const ImmutableMemTable* NextFlushLocked() const REQUIRES(mu_);
   // Removes `mem` from immutables_. REQUIRES: mu_ held.
   void EraseImmutableLocked(const std::shared_ptr<MemTable>& mem) REQUIRES(mu_);
-  Status FlushOne(const Immutable& imm);
-  // The small-memtable rule (paper 4.4.2): if `imm` has fewer unique keys than
-  // drange_merge_threshold_keys, moves the versions of it that readers may still need into
-  // its Drange's active memtable instead of writing a table, and drops it. Returns false
-  // (nothing changed) when the rule does not apply. range_engine_merge.cc.
-  bool MaybeMergeIntoActive(const Immutable& imm);
+  // Runs the FlushJob of `imm` (a table, a merge into its Drange, or a drop). REQUIRES: mu_
+  // not held.
+  Status FlushOne(const ImmutableMemTable& imm) EXCLUDES(mu_);
   // The next compaction (picker_ over the current version), or nullopt if nothing can run
   // now. REQUIRES: mu_ held.
   std::optional<CompactionPick> PickCompactionLocked() REQUIRES(mu_);
@@ -329,22 +325,15 @@ class RangeEngine {
   // Sequence numbers: assigned in order, visible once every smaller one is in a memtable.
   SequenceWatermark seq_;
 
-  // What the write path routes by: the layout and its Dranges' states, replaced together
-  // (under mu_ and routing_mu_) by a reorganization. Writers copy the pointer under
-  // routing_mu_ only, so they never wait for mu_ (held across MANIFEST appends).
-  struct Routing {
-    std::shared_ptr<const DrangeLayout> layout;
-    std::vector<std::shared_ptr<DrangeState>> states;
-  };
-  mutable Mutex routing_mu_ ACQUIRED_AFTER(mu_);  // a leaf
-  std::shared_ptr<const Routing> routing_ GUARDED_BY(routing_mu_);
-  std::shared_ptr<const Routing> CurrentRouting() const;
-  // Publishes layout_ and dranges_ to the write path. REQUIRES: mu_ held.
-  void PublishRoutingLocked() REQUIRES(mu_);
+  // The Drange layout and the Dranges' states (their locks and active memtables). Writers
+  // take its snapshot under its own leaf lock, so they never wait for mu_ (held across
+  // MANIFEST appends). It changes only with mu_ held (Open, InstallLayout), so code holding
+  // mu_ sees one routing throughout.
+  DrangeRouter router_;
   // What the write path checks without mu_.
   struct WriteGate {
-    // Set (under mu_) when writes stop (bg_error_) or the engine shuts down; the write
-    // path reads it without mu_ and only then takes mu_ for the reason.
+    // Set (under mu_) until Open, and when writes stop (life_.bg_error) or the engine shuts
+    // down; the write path reads it without mu_ and only then takes mu_ for the reason.
     std::atomic<bool> blocked{true};
     // Level-0 bytes of the current version, for the slow-down check.
     std::atomic<uint64_t> l0_bytes{0};
@@ -355,9 +344,7 @@ class RangeEngine {
   CondVar cv_;  // background progress (flush, compaction, shutdown)
   // Protected by mu_ (the versions current() returns are immutable):
   VersionSet versions_ GUARDED_BY(mu_);
-  std::shared_ptr<const DrangeLayout> layout_ GUARDED_BY(mu_);
-  std::vector<std::shared_ptr<DrangeState>> dranges_ GUARDED_BY(mu_);
-  std::deque<Immutable> immutables_ GUARDED_BY(mu_);  // oldest first
+  std::deque<ImmutableMemTable> immutables_ GUARDED_BY(mu_);  // oldest first
   std::vector<std::shared_ptr<MemTable>> live_ GUARDED_BY(mu_);  // all readers must see
   // Memtable ids and their logs (docs/durability.md).
   struct MemtableIds {
@@ -399,9 +386,13 @@ class RangeEngine {
     std::set<uint32_t> rotate_for_compaction;
   };
   Background bg_ GUARDED_BY(mu_);
-  bool shutting_down_ GUARDED_BY(mu_) = false;
-  bool opened_ GUARDED_BY(mu_) = false;  // Open() succeeded; until then every call is refused
-  Status bg_error_ GUARDED_BY(mu_);      // a failed flush or MANIFEST write: writes stop
+  // Where the range is in its life (write_gate_.blocked mirrors it for the write path).
+  struct Lifecycle {
+    bool opened = false;  // Open() succeeded; until then every call is refused
+    bool shutting_down = false;
+    Status bg_error;  // a MANIFEST write whose outcome is unknown: writes stop
+  };
+  Lifecycle life_ GUARDED_BY(mu_);
   EngineStats stats_ GUARDED_BY(mu_);
   // When and how the Drange layout changes (MaybeReorganize installs what it plans).
   DrangeReorganizer reorganizer_;

@@ -1,6 +1,6 @@
 // RangeEngine: running compactions (the picker chooses them), installing reorganized Drange
-// layouts, flushing everything, statistics. (range_engine.cc has Open and the read and
-// write paths; range_engine_flush.cc the background work and flushes.)
+// layouts (through the DrangeRouter), flushing everything, statistics. (range_engine.cc has
+// Open and the read and write paths; range_engine_flush.cc the background work and flushes.)
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -74,17 +74,19 @@ std::vector<std::shared_ptr<MemTable>> RangeEngine::MemtablesThatMayHoldOlderVer
   // point's), and (2) the active memtable of a duplicated point Drange (its copies take
   // writes of the same key in any order).
   std::vector<std::shared_ptr<MemTable>> out;
-  for (const Immutable& imm : immutables_) out.push_back(imm.mem);
-  for (int d = 0; d < layout_->size(); ++d) {
-    if (!layout_->drange(d).point) continue;
-    auto [first, last] = layout_->Find(layout_->drange(d).lower.key);
-    if (last > first) out.push_back(dranges_[d]->active);  // written under mu_ too: safe here
+  for (const ImmutableMemTable& imm : immutables_) out.push_back(imm.mem);
+  const std::shared_ptr<const DrangeRouting> routing = router_.Current();
+  const DrangeLayout& layout = *routing->layout;
+  for (int d = 0; d < layout.size(); ++d) {
+    if (!layout.drange(d).point) continue;
+    auto [first, last] = layout.Find(layout.drange(d).lower.key);
+    if (last > first) out.push_back(ActiveUnderMu(*routing->states[d]));
   }
   return out;
 }
 
 std::optional<CompactionPick> RangeEngine::PickCompactionLocked() {
-  return picker_.Pick(*versions_.current(), layout_->size(),
+  return picker_.Pick(*versions_.current(), router_.Current()->layout->size(),
                       [this](const std::vector<TableRef>& cluster, const std::string& lo,
                              const std::string& hi) REQUIRES(mu_) {
                         return OlderVersionsInMemory(cluster, lo, hi);
@@ -110,11 +112,12 @@ bool RangeEngine::OlderVersionsInMemory(const std::vector<TableRef>& cluster,
       // An active memtable (of a duplicated point Drange) may never fill up if its key
       // goes cold, or may not rotate while writes are stopped: ask for a rotation, so
       // it gets flushed or merged and the cluster can move down.
-      for (uint32_t d = 0; d < dranges_.size(); ++d) {
-        if (dranges_[d]->active == m) bg_.rotate_for_compaction.insert(d);
+      const std::shared_ptr<const DrangeRouting> routing = router_.Current();
+      for (uint32_t d = 0; d < routing->states.size(); ++d) {
+        if (ActiveUnderMu(*routing->states[d]) == m) bg_.rotate_for_compaction.insert(d);
       }
       // An immutable one that merging keeps giving back to its Drange: flush it.
-      for (Immutable& imm : immutables_) {
+      for (ImmutableMemTable& imm : immutables_) {
         if (imm.mem == m) imm.no_merge = true;
       }
     }
@@ -142,8 +145,10 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
       }
     }
     // Outputs respect Drange boundaries.
-    for (int d = 1; d < layout_->size(); ++d) {
-      const KeyBound& b = layout_->drange(d).lower;
+    const std::shared_ptr<const DrangeRouting> routing = router_.Current();
+    const DrangeLayout& layout = *routing->layout;
+    for (int d = 1; d < layout.size(); ++d) {
+      const KeyBound& b = layout.drange(d).lower;
       if (b.min || b.after) continue;
       if (mo.split_user_keys.empty() ||
           options_.comparator->Compare(mo.split_user_keys.back(), b.key) < 0) {
@@ -261,7 +266,7 @@ void RangeEngine::ForgetCompactedLevel0(const std::vector<TableRef>& tables,
 Status RangeEngine::FlushAll() {
   {
     MutexLock lock(&mu_);
-    if (!opened_) return Status::IllegalState("range is not open");
+    if (!life_.opened) return Status::IllegalState("range is not open");
   }
   // Before any rotation: a merge that has not yet looked at the flag will flush instead, and
   // one that already merged did so into a memtable rotated below.
@@ -270,42 +275,43 @@ Status RangeEngine::FlushAll() {
     std::atomic<int>* n;
     ~Unforce() { n->fetch_sub(1); }
   } unforce{&forcing_flush_};
-  std::vector<std::shared_ptr<DrangeState>> states;
+  std::shared_ptr<const DrangeRouting> routing;
   uint64_t failures;  // flush failures before this call: a new one is reported
   {
     MutexLock lock(&mu_);
-    states = dranges_;
+    routing = router_.Current();
     failures = stats_.flush_failures;
   }
-  for (size_t d = 0; d < states.size(); ++d) {
-    std::lock_guard dl(states[d]->mu);
+  for (size_t d = 0; d < routing->states.size(); ++d) {
+    const std::shared_ptr<DrangeState>& ds = routing->states[d];
+    MutexLock dl(&ds->mu);
     MutexLock lock(&mu_);
-    if (!states[d]->retired && states[d]->active->num_entries() > 0) {
-      RotateLocked(static_cast<uint32_t>(d), states[d].get());
+    if (!ds->retired && ds->active->num_entries() > 0) {
+      RotateLocked(static_cast<uint32_t>(d), ds);
     }
   }
   MutexLock lock(&mu_);
   ScheduleWork();
   cv_.Wait(&lock, [&]() REQUIRES(mu_) {
-    return immutables_.empty() || !bg_error_.ok() || shutting_down_ ||
+    return immutables_.empty() || !life_.bg_error.ok() || life_.shutting_down ||
            stats_.flush_failures != failures;
   });
-  if (bg_error_.ok() && stats_.flush_failures != failures) {
+  if (life_.bg_error.ok() && stats_.flush_failures != failures) {
     return bg_.last_flush_error.Prepend("flush failed (retried in the background)");
   }
-  return bg_error_;
+  return life_.bg_error;
 }
 
 Status RangeEngine::WaitForCompactions() {
   MutexLock lock(&mu_);
-  if (!opened_) return Status::IllegalState("range is not open");
-  while (bg_error_.ok()) {
+  if (!life_.opened) return Status::IllegalState("range is not open");
+  while (life_.bg_error.ok()) {
     const bool work = !immutables_.empty() || PickCompactionLocked().has_value();
     if (!work && bg_.running == 0) break;
     if (work) ScheduleWork();
     cv_.WaitFor(&lock, std::chrono::milliseconds(50));  // woken by background progress
   }
-  return bg_error_;
+  return life_.bg_error;
 }
 
 // ---- Dranges --------------------------------------------------------------------------
@@ -316,7 +322,7 @@ void RangeEngine::MaybeReorganize() {
   std::vector<std::shared_ptr<MemTable>> mems;
   {
     MutexLock lock(&mu_);
-    layout = layout_;
+    layout = router_.Current()->layout;
     mems = live_;
   }
   bool major = false;
@@ -326,44 +332,36 @@ void RangeEngine::MaybeReorganize() {
 }
 
 void RangeEngine::InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major) {
-  std::vector<std::shared_ptr<DrangeState>> old;
-  {
-    MutexLock lock(&mu_);
-    old = dranges_;
-  }
-  std::vector<std::unique_lock<std::mutex>> locks;
-  for (auto& ds : old) locks.emplace_back(ds->mu);
+  // Waits for the writes in the old Dranges, and keeps new ones out of them until the new
+  // routing is published (it is destroyed after `lock`: a Drange's lock comes first).
+  DrangeRouter::Install install(&router_);
   MutexLock lock(&mu_);
   // The active memtables of the old layout become immutable (a new generation starts).
-  for (size_t d = 0; d < old.size(); ++d) {
-    old[d]->retired = true;
+  const std::vector<std::shared_ptr<MemTable>> retired = install.RetireOld();
+  for (size_t d = 0; d < retired.size(); ++d) {
     // Even an empty one: a writer that took its sequence under the Drange's lock may not
-    // have added its entry yet (FlushOne waits for it, and drops a memtable that stays
+    // have added its entry yet (the flush job waits for it, and drops a memtable that stays
     // empty). Its (now retired) Drange is kept: memtables of one Drange flush in order.
-    immutables_.push_back(
-        Immutable{old[d]->active, static_cast<uint32_t>(d), seq_.last_assigned(), old[d]});
+    immutables_.push_back(ImmutableMemTable{retired[d], static_cast<uint32_t>(d),
+                                            seq_.last_assigned(), install.old_states()[d]});
   }
   std::vector<std::shared_ptr<DrangeState>> states;
   for (int d = 0; d < layout->size(); ++d) {
-    auto ds = std::make_shared<DrangeState>();
-    ds->active = NewMemTableLocked();
-    states.push_back(std::move(ds));
+    states.push_back(std::make_shared<DrangeState>(NewMemTableLocked()));
   }
   VersionEdit edit;
   edit.dranges = PersistLayout(*layout);
   Status s = LogAndApplyLocked(&edit);
-  if (!s.ok() && bg_error_.ok()) {
+  if (!s.ok() && life_.bg_error.ok()) {
     // The failed record was dropped into a new MANIFEST: record the layout there.
     s = LogAndApplyLocked(&edit);
   }
-  if (!s.ok() && bg_error_.ok()) {
+  if (!s.ok() && life_.bg_error.ok()) {
     LOG(ERROR) << "cannot record the Drange layout, writes stop: " << s.ToString();
-    bg_error_ = s;
+    life_.bg_error = s;
     write_gate_.blocked = true;
   }
-  dranges_ = std::move(states);
-  layout_ = std::move(layout);
-  PublishRoutingLocked();
+  install.Publish(std::move(layout), std::move(states));
   RebuildRangeIndexLocked();  // the new Dranges' memtables and boundaries
   ++(major ? stats_.major_reorganizations : stats_.minor_reorganizations);
   ScheduleWork();
@@ -403,7 +401,7 @@ EngineStats RangeEngine::GetStats() const {
   MutexLock lock(&mu_);
   EngineStats s = stats_;
   s.manifest_failures = versions_.manifest_failures();
-  if (!opened_) return s;
+  if (!life_.opened) return s;
   s.puts = counters_.puts.load();
   s.deletes = counters_.deletes.load();
   s.gets = counters_.gets.load();
@@ -412,9 +410,10 @@ EngineStats RangeEngine::GetStats() const {
   s.log_failures = counters_.log_failures.load();
   s.lookup_index_hits = counters_.index_hits.load();
   s.lookup_index_entries = index_.size();
-  s.dranges = layout_->size();
+  const std::shared_ptr<const DrangeLayout> layout = router_.Current()->layout;
+  s.dranges = layout->size();
   const double window = reorganizer_.last_window_imbalance();
-  s.drange_imbalance = std::isnan(window) ? layout_->Load().imbalance : window;
+  s.drange_imbalance = std::isnan(window) ? layout->Load().imbalance : window;
   s.immutable_memtables = static_cast<int>(immutables_.size());
   for (int l = 0; l < lsm::kNumLevels; ++l) {
     s.level_tables[l] = versions_.current()->levels[l].size();
@@ -426,18 +425,18 @@ EngineStats RangeEngine::GetStats() const {
 
 std::string RangeEngine::DrangeDebugString() const {
   MutexLock lock(&mu_);
-  if (!opened_) return "range is not open";
-  return layout_->DebugString();
+  if (!life_.opened) return "range is not open";
+  return router_.Current()->layout->DebugString();
 }
 
 EngineShape RangeEngine::GetShape() const {
   MutexLock lock(&mu_);
   EngineShape shape;
-  if (!opened_) return shape;
+  if (!life_.opened) return shape;
   for (int l = 0; l < lsm::kNumLevels; ++l) {
     for (const TableRef& t : versions_.current()->levels[l]) shape.levels[l].push_back(t->meta());
   }
-  shape.dranges = PersistLayout(*layout_);
+  shape.dranges = PersistLayout(*router_.Current()->layout);
   return shape;
 }
 

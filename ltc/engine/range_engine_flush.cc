@@ -1,6 +1,7 @@
-// RangeEngine: background work: scheduling flushes and compactions, their backoff after
-// failures, and flushing one immutable memtable into a Level-0 table. (Compactions are in
-// range_engine_compaction.cc, merging small memtables back in range_engine_merge.cc.)
+// RangeEngine: background work: scheduling flushes and compactions and their backoff after
+// failures, and what a FlushJob (ltc/engine/flush_job.h) changes in the engine: the
+// MANIFEST edit of a flushed memtable, the bookkeeping of a dropped or merged one.
+// (Compactions are in range_engine_compaction.cc.)
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -20,19 +21,19 @@ namespace nova::ltc {
 // ---- Background work ------------------------------------------------------------------
 
 void RangeEngine::ScheduleWork() {
-  if (shutting_down_ || bg_.running >= std::max(1, options_.compaction_threads)) return;
+  if (life_.shutting_down || bg_.running >= std::max(1, options_.compaction_threads)) return;
   ++bg_.running;
   Status s = pool_.Submit([this] { BackgroundWork(); });
   if (!s.ok()) --bg_.running;
 }
 
-const RangeEngine::Immutable* RangeEngine::NextFlushLocked() const {
+const ImmutableMemTable* RangeEngine::NextFlushLocked() const {
   // Oldest first, and within a Drange strictly in order: a memtable waits while an older
   // one of its Drange is pending or being flushed (the small-memtable merge moves versions
   // into the next one; Level-0 compaction relies on a Drange's tables arriving in order).
   // Memtables of different Dranges flush in parallel, up to the background threads.
   std::vector<const DrangeState*> waiting;
-  for (const Immutable& imm : immutables_) {
+  for (const ImmutableMemTable& imm : immutables_) {
     const bool blocked =
         std::find(waiting.begin(), waiting.end(), imm.state.get()) != waiting.end();
     if (!blocked && bg_.flushing_ids.count(imm.mem->id()) == 0) return &imm;
@@ -43,7 +44,7 @@ const RangeEngine::Immutable* RangeEngine::NextFlushLocked() const {
 
 void RangeEngine::EraseImmutableLocked(const std::shared_ptr<MemTable>& mem) {
   auto it = std::find_if(immutables_.begin(), immutables_.end(),
-                         [&](const Immutable& i) { return i.mem == mem; });
+                         [&](const ImmutableMemTable& i) { return i.mem == mem; });
   DCHECK(it != immutables_.end());
   if (it != immutables_.end()) immutables_.erase(it);
 }
@@ -51,17 +52,18 @@ void RangeEngine::EraseImmutableLocked(const std::shared_ptr<MemTable>& mem) {
 void RangeEngine::RotateForCompaction() {
   const std::set<uint32_t> wanted = std::move(bg_.rotate_for_compaction);
   bg_.rotate_for_compaction.clear();
-  const std::vector<std::shared_ptr<DrangeState>> states = dranges_;
+  const std::shared_ptr<const DrangeRouting> routing = router_.Current();
   mu_.Unlock();
   for (uint32_t d : wanted) {
-    if (d >= states.size()) continue;
-    std::lock_guard dl(states[d]->mu);
+    if (d >= routing->states.size()) continue;
+    const std::shared_ptr<DrangeState>& ds = routing->states[d];
+    MutexLock dl(&ds->mu);
     MutexLock l(&mu_);
     // Past the memtable budget by one at most: this memtable is about to be flushed, and
     // not rotating it could stop Level 0 (and so writes) for good. Not merged: that would
     // put the same old versions back into the active memtable.
-    if (!states[d]->retired && states[d]->active->num_entries() > 0) {
-      RotateLocked(d, states[d].get(), /*no_merge=*/true);
+    if (!ds->retired && ds->active->num_entries() > 0) {
+      RotateLocked(d, ds, /*no_merge=*/true);
     }
   }
   mu_.Lock();
@@ -70,7 +72,7 @@ void RangeEngine::RotateForCompaction() {
 void RangeEngine::BackgroundWork() {
   MutexLock lock(&mu_);
   // Runs one flush (of a copy: the queue may change meanwhile).
-  auto flush = [&](Immutable imm) REQUIRES(mu_) {
+  auto flush = [&](ImmutableMemTable imm) REQUIRES(mu_) {
     bg_.flushing_ids.insert(imm.mem->id());
     mu_.Unlock();
     Status s = FlushOne(imm);
@@ -78,7 +80,7 @@ void RangeEngine::BackgroundWork() {
     bg_.flushing_ids.erase(imm.mem->id());
     if (s.ok()) {
       bg_.flush_backoff = Backoff(kBackgroundRetry);
-    } else if (bg_error_.ok()) {
+    } else if (life_.bg_error.ok()) {
       // The memtable stays immutable and readable; a StoC that failed is left out of
       // placement for a while, so the retry goes elsewhere.
       ++stats_.flush_failures;
@@ -90,9 +92,9 @@ void RangeEngine::BackgroundWork() {
     }
     cv_.NotifyAll();
   };
-  while (!shutting_down_ && bg_error_.ok()) {
+  while (!life_.shutting_down && life_.bg_error.ok()) {
     const MonoTime now = MonoNow();
-    const Immutable* next_flush = NextFlushLocked();
+    const ImmutableMemTable* next_flush = NextFlushLocked();
     const bool flush_due = next_flush != nullptr;
     const bool flush_now = flush_due && now >= bg_.flush_retry_at;
     // Flushes come first, but a second concurrent flush only when no compaction is
@@ -110,7 +112,7 @@ void RangeEngine::BackgroundWork() {
       picker_.Finish(*pick);
       if (s.ok()) {
         bg_.compaction_backoff = Backoff(kBackgroundRetry);
-      } else if (bg_error_.ok()) {
+      } else if (life_.bg_error.ok()) {
         ++stats_.compaction_failures;
         const auto delay = bg_.compaction_backoff.Next();
         bg_.compaction_retry_at = MonoNow() + delay;
@@ -139,83 +141,127 @@ void RangeEngine::BackgroundWork() {
   cv_.NotifyAll();
 }
 
-Status RangeEngine::FlushOne(const Immutable& imm) {
-  // Writes that took a sequence before the rotation may still be adding to the memtable.
-  while (!seq_.WaitVisible(imm.sealed, Deadline::After(kSealWaitLog))) {
-    LOG(WARNING) << "range " << options_.range_id << ": flush of memtable " << imm.mem->id()
-                 << " still waits for writes up to sequence " << imm.sealed << " (visible "
-                 << seq_.visible() << ")";
+// ---- Flushes --------------------------------------------------------------------------
+
+// What a FlushJob changes in the engine. Each method takes mu_ itself (the job holds no engine
+// lock when it calls them; MergeTarget runs under the Drange's lock, which comes first).
+class RangeEngine::FlushHost final : public FlushJob::Host {
+ public:
+  explicit FlushHost(RangeEngine* engine) : e_(engine) {}
+
+  std::vector<lsm::SequenceNumber> LiveSnapshots() override EXCLUDES(e_->mu_) {
+    MutexLock lock(&e_->mu_);
+    return e_->LiveSnapshots();
   }
-  if (imm.mem->num_entries() == 0) {
-    // Nothing to write (e.g. a reorganization retired an empty memtable): just drop it.
-    MutexLock lock(&mu_);
-    EraseImmutableLocked(imm.mem);
-    live_.erase(std::remove(live_.begin(), live_.end(), imm.mem), live_.end());
-    mid_to_table_.erase(imm.mem->id());
-    RebuildRangeIndexLocked();
-    if (options_.log != nullptr) {
+  uint64_t NewFileNumber() override EXCLUDES(e_->mu_) { return e_->NewFileNumber(); }
+  bool FlushForced() override { return e_->forcing_flush_.load() > 0; }
+
+  std::shared_ptr<MemTable> MergeTarget(const ImmutableMemTable& imm) override
+      EXCLUDES(e_->mu_) {
+    MutexLock lock(&e_->mu_);
+    for (const ImmutableMemTable& other : e_->immutables_) {
+      if (other.mem != imm.mem && other.state == imm.state) return other.mem;
+    }
+    return nullptr;
+  }
+
+  void DropEmpty(const ImmutableMemTable& imm) override EXCLUDES(e_->mu_) {
+    MutexLock lock(&e_->mu_);
+    e_->EraseImmutableLocked(imm.mem);
+    e_->live_.erase(std::remove(e_->live_.begin(), e_->live_.end(), imm.mem), e_->live_.end());
+    e_->mid_to_table_.erase(imm.mem->id());
+    e_->RebuildRangeIndexLocked();
+    if (e_->options_.log != nullptr) {
       // Every logged write is added to its memtable, so an empty one has no log records;
       // its id is marked obsolete all the same (a log may have been opened).
-      ids_.unrecorded_obsolete.push_back(imm.mem->id());
-      options_.log->Drop({imm.mem->id()});
+      e_->ids_.unrecorded_obsolete.push_back(imm.mem->id());
+      e_->options_.log->Drop({imm.mem->id()});
     }
+  }
+
+  void FinishMerge(const ImmutableMemTable& imm, const std::shared_ptr<MemTable>& target,
+                   uint64_t entries, bool relogged) override EXCLUDES(e_->mu_) {
+    MutexLock lock(&e_->mu_);
+    e_->EraseImmutableLocked(imm.mem);
+    e_->live_.erase(std::remove(e_->live_.begin(), e_->live_.end(), imm.mem), e_->live_.end());
+    e_->RebuildRangeIndexLocked();  // the range index lets go of it too
+    e_->mid_to_table_.erase(imm.mem->id());
+    if (e_->options_.log != nullptr) {
+      // Its versions are logged in the target's log now.
+      std::vector<uint64_t>& into = e_->ids_.absorbed[target->id()];
+      into.push_back(imm.mem->id());
+      auto own = e_->ids_.absorbed.find(imm.mem->id());
+      if (own != e_->ids_.absorbed.end()) {
+        into.insert(into.end(), own->second.begin(), own->second.end());
+        e_->ids_.absorbed.erase(own);
+      }
+      if (relogged) {
+        e_->ids_.unrecorded_obsolete.push_back(imm.mem->id());
+        e_->options_.log->Drop({imm.mem->id()});
+      }
+    }
+    ++e_->stats_.memtable_merges;
+    e_->stats_.merged_entries += entries;
+  }
+
+  Status InstallTables(const ImmutableMemTable& imm, std::vector<lsm::TableMeta> tables) override
+      EXCLUDES(e_->mu_) {
+    MutexLock lock(&e_->mu_);
+    VersionEdit edit;
+    lsm::SequenceNumber last = e_->versions_.state().last_sequence();
+    for (lsm::TableMeta& m : tables) {
+      last = std::max(last, m.largest_sequence);
+      edit.new_tables.emplace_back(0, std::move(m));
+    }
+    edit.last_sequence = last;
+    edit.next_file_number = e_->versions_.state().next_file_number();
+    if (e_->options_.log != nullptr) {
+      // The memtable's log (and those of memtables merged into it) become obsolete with it.
+      edit.obsolete_logs.push_back(imm.mem->id());
+      auto absorbed = e_->ids_.absorbed.find(imm.mem->id());
+      if (absorbed != e_->ids_.absorbed.end()) {
+        edit.obsolete_logs.insert(edit.obsolete_logs.end(), absorbed->second.begin(),
+                                  absorbed->second.end());
+      }
+    }
+    // (On failure LogAndApplyLocked deleted the tables if it could start a new MANIFEST
+    // without the edit; else the range stopped and they stay.)
+    NOVA_RETURN_NOT_OK(e_->LogAndApplyLocked(&edit));
+    e_->ids_.absorbed.erase(imm.mem->id());
+    // The memtable is now in a table: readers stop seeing it in the same step.
+    e_->EraseImmutableLocked(imm.mem);
+    e_->live_.erase(std::remove(e_->live_.begin(), e_->live_.end(), imm.mem), e_->live_.end());
+    e_->RebuildRangeIndexLocked();
+    if (edit.new_tables.empty()) {
+      e_->mid_to_table_.erase(imm.mem->id());
+    } else {
+      e_->mid_to_table_[imm.mem->id()] =
+          MidLocation{nullptr, edit.new_tables.front().second.number};
+    }
+    ++e_->stats_.flushes;
     return Status::OK();
   }
-  if (MaybeMergeIntoActive(imm)) return Status::OK();
-  lsm::TableBuildOptions opts;
-  opts.block_size = options_.block_bytes;
-  opts.num_data_fragments = options_.scatter_width;
-  opts.filter_policy = table_ctx_.filter_policy.get();
-  lsm::TableSink sink(&icmp_, opts, store_, [this] { return NewFileNumber(); }, imm.drange);
-  lsm::CompactionMergeOptions mo;
-  mo.icmp = &icmp_;
-  {
-    MutexLock lock(&mu_);
-    mo.snapshots = LiveSnapshots();
-  }
-  mo.smallest_snapshot_or_max =
-      mo.snapshots.empty() ? lsm::kMaxSequenceNumber : mo.snapshots.front();
-  mo.max_output_bytes = UINT64_MAX / 2;  // a memtable becomes one table
-  std::unique_ptr<leveldb::Iterator> it(imm.mem->NewIterator());
-  lsm::CompactionStats cs;
-  Status s = lsm::RunCompactionMerge(it.get(), mo, &sink, &cs);
-  if (!s.ok()) {
-    sink.Discard();
-    return s.Prepend("flushing memtable " + std::to_string(imm.mem->id()));
-  }
-  std::vector<lsm::TableMeta> outputs = std::move(sink.outputs());
-  MutexLock lock(&mu_);
-  VersionEdit edit;
-  lsm::SequenceNumber last = versions_.state().last_sequence();
-  for (lsm::TableMeta& m : outputs) {
-    last = std::max(last, m.largest_sequence);
-    edit.new_tables.emplace_back(0, std::move(m));
-  }
-  edit.last_sequence = last;
-  edit.next_file_number = versions_.state().next_file_number();
-  if (options_.log != nullptr) {
-    // The memtable's log (and those of memtables merged into it) become obsolete with it.
-    edit.obsolete_logs.push_back(imm.mem->id());
-    auto absorbed = ids_.absorbed.find(imm.mem->id());
-    if (absorbed != ids_.absorbed.end()) {
-      edit.obsolete_logs.insert(edit.obsolete_logs.end(), absorbed->second.begin(),
-                                absorbed->second.end());
-    }
-  }
-  s = LogAndApplyLocked(&edit);
-  if (!s.ok()) return s;
-  ids_.absorbed.erase(imm.mem->id());
-  // The memtable is now in a table: readers stop seeing it in the same step.
-  EraseImmutableLocked(imm.mem);
-  live_.erase(std::remove(live_.begin(), live_.end(), imm.mem), live_.end());
-  RebuildRangeIndexLocked();
-  if (edit.new_tables.empty()) {
-    mid_to_table_.erase(imm.mem->id());
-  } else {
-    mid_to_table_[imm.mem->id()] = MidLocation{nullptr, edit.new_tables.front().second.number};
-  }
-  ++stats_.flushes;
-  return Status::OK();
+
+ private:
+  RangeEngine* const e_;  // must outlive this
+};
+
+Status RangeEngine::FlushOne(const ImmutableMemTable& imm) {
+  FlushJobOptions fo;
+  fo.range_id = options_.range_id;
+  fo.icmp = &icmp_;
+  fo.store = store_;
+  fo.table.block_size = options_.block_bytes;
+  fo.table.num_data_fragments = options_.scatter_width;
+  fo.table.filter_policy = table_ctx_.filter_policy.get();
+  fo.merge_threshold_keys = options_.drange_merge_threshold_keys;
+  fo.memtable_bytes = options_.memtable_bytes;
+  fo.log = options_.log;
+  fo.lookup_index = options_.lookup_index ? &index_ : nullptr;
+  fo.sequences = &seq_;
+  FlushHost host(this);
+  FlushJob job(fo, &host, imm);
+  return job.Run();
 }
 
 }  // namespace nova::ltc

@@ -10,13 +10,16 @@
 namespace nova::ltc {
 
 void RangeEngine::RebuildRangeIndexLocked() {
-  if (!options_.range_index || layout_ == nullptr) return;
+  if (!options_.range_index) return;
+  const std::shared_ptr<const DrangeRouting> routing = router_.Current();
+  if (routing == nullptr) return;
+  const DrangeLayout& layout = *routing->layout;
   // A memtable holds only keys routed to the Drange it is the active memtable of (the write
   // path routes by the layout whose Drange states it locks), so that Drange's interval,
   // taken while it is active, bounds it for its whole life.
-  for (int d = 0; d < static_cast<int>(dranges_.size()) && d < layout_->size(); ++d) {
-    range_index_.memtable_intervals.try_emplace(dranges_[d]->active->id(),
-                                                KeyInterval::OfDrange(*layout_, d));
+  for (int d = 0; d < static_cast<int>(routing->states.size()) && d < layout.size(); ++d) {
+    range_index_.memtable_intervals.try_emplace(ActiveUnderMu(*routing->states[d])->id(),
+                                                KeyInterval::OfDrange(layout, d));
   }
   RangeIndexSources sources;
   std::unordered_set<uint64_t> live_ids;
@@ -31,7 +34,7 @@ void RangeEngine::RebuildRangeIndexLocked() {
                 [&](const auto& e) { return live_ids.count(e.first) == 0; });
   sources.level0 = versions_.current()->levels[0];
   std::vector<KeyBound> boundaries;
-  for (int d = 0; d < layout_->size(); ++d) boundaries.push_back(layout_->drange(d).lower);
+  for (int d = 0; d < layout.size(); ++d) boundaries.push_back(layout.drange(d).lower);
   range_index_.index =
       RangeIndex::Build(options_.comparator, std::move(boundaries), std::move(sources));
 }

@@ -5,12 +5,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 
 #include "common/lsm/internal_key.h"
 #include "common/lsm/memory_table_store.h"
+#include "common/mutex.h"
 #include "ltc/engine/range_engine.h"
 #include "tests/util/test_util.h"
 
@@ -26,7 +26,7 @@ class OpenRecordingStore final : public lsm::TableStore {
   }
   Result<std::unique_ptr<lsm::FragmentSource>> OpenTable(const lsm::TableMeta& meta) override {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       const leveldb::Slice k = lsm::ExtractUserKey(meta.smallest);
       if (!k.empty()) opened_prefixes_.insert(k[0]);
     }
@@ -47,18 +47,18 @@ class OpenRecordingStore final : public lsm::TableStore {
   Result<std::string> ReadManifest() override { return base_.ReadManifest(); }
 
   void Reset() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     opened_prefixes_.clear();
   }
   bool Opened(char prefix) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     return opened_prefixes_.count(prefix) == 1;
   }
 
  private:
   lsm::MemoryTableStore base_;
-  mutable std::mutex mu_;
-  std::set<char> opened_prefixes_;  // protected by mu_
+  mutable Mutex mu_;
+  std::set<char> opened_prefixes_ GUARDED_BY(mu_);
 };
 
 // Puts keys prefix + first .. first + count - 1 in a scattered order, so the tables flushed

@@ -48,7 +48,7 @@ TableHandle::~TableHandle() {
 }
 
 Status TableHandle::EnsureOpen() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (opened_) return Status::OK();
   auto source = ctx_->store->OpenTable(meta_);
   if (!source.ok()) return source.status();

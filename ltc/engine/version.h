@@ -11,7 +11,6 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "common/lsm/fragmented_table.h"
 #include "common/lsm/internal_key.h"
 #include "common/lsm/table_store.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "ltc/engine/version_edit.h"
 
@@ -75,16 +75,19 @@ class TableHandle {
   bool Overlaps(const leveldb::Slice& smallest, const leveldb::Slice& largest) const;
 
  private:
-  Status EnsureOpen();
+  // Opens the table on first use. OK once opened (then source_, table_ and filter_ are
+  // set and stay so).
+  Status EnsureOpen() EXCLUDES(mu_);
 
   const lsm::TableMeta meta_;
   const TableContext* const ctx_;  // must outlive this
-  std::mutex mu_;
-  // Protected by mu_ until opened, then constant:
+  Mutex mu_;
+  bool opened_ GUARDED_BY(mu_) = false;
+  // Set under mu_ before opened_, then constant: read without the lock by whoever saw
+  // EnsureOpen() succeed (the analysis cannot express "guarded until published").
   std::unique_ptr<lsm::FragmentSource> source_;
   std::unique_ptr<lsm::FragmentedTable> table_;
   std::unique_ptr<lsm::TableFilter> filter_;
-  bool opened_ = false;
   std::atomic<bool> obsolete_{false};
 };
 
