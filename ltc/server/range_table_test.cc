@@ -46,7 +46,8 @@ class FakeBackends {
   };
 
   BackendFactory factory() {
-    return [this](const RangeInfo& r, const LtcAssignment&) -> Result<std::unique_ptr<RangeBackend>> {
+    return [this](const RangeInfo& r,
+                  const LtcAssignment&) -> Result<std::unique_ptr<RangeBackend>> {
       MutexLock l(&mu_);
       ++attempts_[r.id];
       gate_cv_.Wait(&l, [&]() REQUIRES(mu_) { return gated_.count(r.id) == 0; });
