@@ -58,13 +58,13 @@ LtcConnection::~LtcConnection() {
 }
 
 bool LtcConnection::healthy() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return failed_.ok() && !closing_;
 }
 
 void LtcConnection::Close() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (closing_ && !reader_.joinable()) return;
     closing_ = true;
   }
@@ -82,7 +82,7 @@ void LtcConnection::Call(uint16_t type, std::string_view payload, Deadline deadl
   uint64_t id = 0;
   Status refused;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (!failed_.ok() || closing_) {
       refused = failed_.ok() ? Status::Aborted("connection to LTC " + address_ + " closed")
                              : failed_;
@@ -98,7 +98,7 @@ void LtcConnection::Call(uint16_t type, std::string_view payload, Deadline deadl
   const std::string msg = wire::EncodeMessage(type, id, payload);
   Status s;
   {
-    std::lock_guard<std::mutex> wl(write_mu_);
+    MutexLock wl(&write_mu_);
     s = transport::WriteFully(fd_, msg.data(), msg.size(), deadline);
   }
   if (!s.ok()) {
@@ -115,7 +115,7 @@ void LtcConnection::Call(uint16_t type, std::string_view payload, Deadline deadl
 void LtcConnection::Fail(const Status& why) {
   std::map<uint64_t, Pending> failed;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (failed_.ok()) failed_ = why;
     failed.swap(pending_);
   }
@@ -127,7 +127,7 @@ MonoTime LtcConnection::ExpireOverdue() {
   MonoTime nearest = MonoTime::max();
   const MonoTime now = MonoNow();
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (it->second.deadline <= now) {
         overdue.push_back(std::move(it->second));
@@ -161,7 +161,7 @@ void LtcConnection::ReadLoop() {
       (void)!::read(wake_pipe_[0], drain, sizeof(drain));
     }
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       if (closing_) return;
     }
     if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
@@ -193,7 +193,7 @@ void LtcConnection::ReadLoop() {
       }
       Pending p;
       {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         auto it = pending_.find(h.request_id);
         if (it == pending_.end()) continue;  // timed out already
         p = std::move(it->second);

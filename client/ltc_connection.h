@@ -9,7 +9,8 @@
 // (e.g. ResourceExhausted: too many connections); later calls fail at once.
 //
 // Thread safety: thread-safe. Callbacks run on the reader thread (or on the caller's thread
-// when the request cannot be sent) and must not block for long or call Close().
+// when the request cannot be sent), never under a lock, and must not block for long or
+// call Close(). write_mu_ and mu_ are leaves (never held together).
 #pragma once
 
 #include <chrono>
@@ -17,12 +18,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace nova::client {
@@ -42,11 +43,12 @@ class LtcConnection {
 
   // Sends a request of `type`; `done` runs exactly once: with the response, the LTC's
   // error, the connection's failure, or TimedOut at `deadline`.
-  void Call(uint16_t type, std::string_view payload, Deadline deadline, CallCallback done);
+  void Call(uint16_t type, std::string_view payload, Deadline deadline, CallCallback done)
+      EXCLUDES(mu_, write_mu_);
   // False once the connection has failed or was closed.
-  bool healthy() const;
+  bool healthy() const EXCLUDES(mu_);
   // Fails outstanding calls with Aborted and joins the reader. Idempotent.
-  void Close();
+  void Close() EXCLUDES(mu_);
   const std::string& address() const { return address_; }
 
  private:
@@ -55,26 +57,27 @@ class LtcConnection {
     MonoTime deadline;
   };
   LtcConnection(std::string address, int fd, uint64_t max_response_bytes);
-  void ReadLoop();
+  void ReadLoop() EXCLUDES(mu_);
   // Marks the connection failed and fails every outstanding call with `why`.
-  void Fail(const Status& why);
+  void Fail(const Status& why) EXCLUDES(mu_);
   // Fails calls past their deadline; returns the nearest remaining deadline.
-  MonoTime ExpireOverdue();
+  MonoTime ExpireOverdue() EXCLUDES(mu_);
 
+  // Constant after construction (reader_ and wake_pipe_ are set by Connect, before the
+  // connection is shared).
   const std::string address_;
   const int fd_;
   const uint64_t max_response_bytes_;
   int wake_pipe_[2] = {-1, -1};  // wakes the reader for a nearer deadline or Close()
   std::thread reader_;
 
-  std::mutex write_mu_;  // a leaf: serializes sends (never held with mu_)
+  Mutex write_mu_;  // serializes sends
 
-  mutable std::mutex mu_;
-  // Protected by mu_:
-  uint64_t next_id_ = 1;
-  std::map<uint64_t, Pending> pending_;
-  Status failed_;  // non-OK once the connection is unusable
-  bool closing_ = false;
+  mutable Mutex mu_;
+  uint64_t next_id_ GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, Pending> pending_ GUARDED_BY(mu_);
+  Status failed_ GUARDED_BY(mu_);  // non-OK once the connection is unusable
+  bool closing_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace nova::client

@@ -1,14 +1,13 @@
 #include "client/nova_client.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
 
 #include "client/ltc_connection.h"
+#include "common/mutex.h"
 #include "common/retry_policy.h"
 #include "common/wire/message.h"
 
@@ -105,49 +104,50 @@ struct NovaClient::Impl {
   std::unique_ptr<RoutingSource> own_source;
   RoutingSource* source = nullptr;
 
-  mutable std::mutex mu;
-  // Protected by mu:
-  RoutingTable table;
-  std::map<std::string, std::vector<std::shared_ptr<LtcConnection>>> pools;
-  uint64_t round_robin = 0;
-  MonoTime last_refresh{};
+  // Routing and connections. mu and retry_mu are leaves (never held together); no callback
+  // runs under either.
+  mutable Mutex mu;
+  RoutingTable table GUARDED_BY(mu);
+  std::map<std::string, std::vector<std::shared_ptr<LtcConnection>>> pools GUARDED_BY(mu);
+  uint64_t round_robin GUARDED_BY(mu) = 0;
+  MonoTime last_refresh GUARDED_BY(mu){};
 
   RetryPolicy Policy() const { return RetryPolicy{options.initial_backoff, options.max_backoff}; }
 
   // The retry thread: runs delayed retries in deadline order.
-  std::mutex retry_mu;
-  std::condition_variable retry_cv;
-  std::multimap<MonoTime, std::function<void()>> retries;  // protected by retry_mu
-  bool stopping = false;                                    // protected by retry_mu
+  Mutex retry_mu;
+  CondVar retry_cv;
+  std::multimap<MonoTime, std::function<void()>> retries GUARDED_BY(retry_mu);
+  bool stopping GUARDED_BY(retry_mu) = false;
   std::thread retry_thread;
 
-  void RetryLoop() {
-    std::unique_lock<std::mutex> l(retry_mu);
+  void RetryLoop() EXCLUDES(retry_mu) {
+    MutexLock l(&retry_mu);
     while (!stopping) {
       if (retries.empty()) {
-        retry_cv.wait(l);
+        retry_cv.Wait(&l);
         continue;
       }
       auto first = retries.begin();
       if (first->first > MonoNow()) {
-        retry_cv.wait_until(l, first->first);
+        retry_cv.WaitUntil(&l, first->first);
         continue;
       }
       auto fn = std::move(first->second);
       retries.erase(first);
-      l.unlock();
+      l.Unlock();
       fn();
-      l.lock();
+      l.Lock();
     }
     // Fail what is left: each retry function sees `stopping` and completes its op.
     auto left = std::move(retries);
-    l.unlock();
+    l.Unlock();
     for (auto& [when, fn] : left) fn();
   }
 
-  void Refresh() {
+  void Refresh() EXCLUDES(mu) {
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(&mu);
       if (MonoNow() - last_refresh < options.initial_backoff) return;
       last_refresh = MonoNow();
     }
@@ -155,19 +155,20 @@ struct NovaClient::Impl {
     if (t.ok()) Install(std::move(t.value()), /*force=*/true);
   }
 
-  void Install(RoutingTable t, bool force) {
-    std::lock_guard<std::mutex> l(mu);
+  void Install(RoutingTable t, bool force) EXCLUDES(mu) {
+    MutexLock l(&mu);
     if (force || t.epoch >= table.epoch) table = std::move(t);
   }
 
   // A healthy connection to `address` (connecting if needed), chosen round-robin, and its
   // index in the pool. `index` >= 0 asks for that one.
   Result<std::shared_ptr<LtcConnection>> Connection(const std::string& address, int index,
-                                                    Deadline deadline, int* chosen) {
+                                                    Deadline deadline, int* chosen)
+      EXCLUDES(mu) {
     const int n = std::max(1, options.connections_per_ltc);
     int i = 0;
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(&mu);
       auto& pool = pools[address];
       pool.resize(static_cast<size_t>(n));
       i = index >= 0 ? index % n : static_cast<int>(round_robin++ % static_cast<uint64_t>(n));
@@ -185,18 +186,18 @@ struct NovaClient::Impl {
         Deadline(std::min(deadline.when(), MonoNow() + options.connect_timeout));
     auto c = LtcConnection::Connect(address, connect_deadline, options.max_response_bytes);
     if (!c.ok()) return c.status();
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     pools[address][i] = c.value();
     if (chosen) *chosen = i;
     return c.value();
   }
 
-  void Execute(std::shared_ptr<Op> op) {
+  void Execute(std::shared_ptr<Op> op) EXCLUDES(mu) {
     RoutingTable::Route route;
     uint64_t epoch = 0;
     bool found = false;
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(&mu);
       epoch = table.epoch;
       if (const RoutingTable::Route* r = table.Find(op->route_key)) {
         route = *r;
@@ -224,7 +225,7 @@ struct NovaClient::Impl {
   }
 
   // Completes `op` with `s` unless it may be retried before its deadline.
-  void Retry(const std::shared_ptr<Op>& op, const Status& s) {
+  void Retry(const std::shared_ptr<Op>& op, const Status& s) EXCLUDES(retry_mu) {
     // A connection-level TimedOut means the LTC did not answer within the op's deadline.
     if (!RetryPolicy::Retryable(s) || op->deadline.Expired()) {
       Status final = s;
@@ -238,16 +239,16 @@ struct NovaClient::Impl {
     op->last = s;
     if (!op->backoff) op->backoff.emplace(Policy());
     const MonoTime when = op->backoff->NextAttempt(op->deadline);
-    std::unique_lock<std::mutex> l(retry_mu);
+    MutexLock l(&retry_mu);
     if (stopping) {
-      l.unlock();
+      l.Unlock();
       op->done(Status::Aborted("client shutting down"), std::string());
       return;
     }
     retries.emplace(when, [this, op] {
       bool stop;
       {
-        std::lock_guard<std::mutex> rl(retry_mu);
+        MutexLock rl(&retry_mu);
         stop = stopping;
       }
       if (stop) {
@@ -257,7 +258,7 @@ struct NovaClient::Impl {
       Refresh();
       Execute(op);
     });
-    retry_cv.notify_all();
+    retry_cv.NotifyAll();
   }
 
   // Starts a routed call with retries.
@@ -290,14 +291,14 @@ NovaClient::NovaClient(ClientOptions options) : impl_(std::make_unique<Impl>(std
 
 NovaClient::~NovaClient() {
   {
-    std::lock_guard<std::mutex> l(impl_->retry_mu);
+    MutexLock l(&impl_->retry_mu);
     impl_->stopping = true;
   }
-  impl_->retry_cv.notify_all();
+  impl_->retry_cv.NotifyAll();
   impl_->retry_thread.join();
   std::map<std::string, std::vector<std::shared_ptr<LtcConnection>>> pools;
   {
-    std::lock_guard<std::mutex> l(impl_->mu);
+    MutexLock l(&impl_->mu);
     pools.swap(impl_->pools);
   }
   for (auto& [addr, pool] : pools) {
@@ -326,7 +327,7 @@ Status NovaClient::Init() {
 void NovaClient::SetRouting(RoutingTable t) { impl_->Install(std::move(t), false); }
 
 RoutingTable NovaClient::routing() const {
-  std::lock_guard<std::mutex> l(impl_->mu);
+  MutexLock l(&impl_->mu);
   return impl_->table;
 }
 

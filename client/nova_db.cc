@@ -1,7 +1,6 @@
 #include "client/nova_db.h"
 
 #include <algorithm>
-#include <mutex>
 #include <set>
 #include <utility>
 #include <vector>
@@ -9,6 +8,7 @@
 #include "client/cluster_iterator.h"
 #include "client/cluster_uri.h"
 #include "common/hex.h"
+#include "common/mutex.h"
 #include "leveldb/comparator.h"
 #include "leveldb/write_batch.h"
 
@@ -152,7 +152,7 @@ class NovaDB final : public leveldb::DB {
     // the connections would release them on the LTCs too).
     std::set<NovaSnapshot*> left;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       left.swap(snapshots_);
     }
     for (NovaSnapshot* s : left) Release(s);
@@ -226,7 +226,7 @@ class NovaDB final : public leveldb::DB {
       snap->status = Take(snap);
       if (snap->status.code() != Status::Code::kAborted || attempt == kSnapshotAttempts) break;
     }
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     snapshots_.insert(snap);
     return snap;
   }
@@ -234,7 +234,7 @@ class NovaDB final : public leveldb::DB {
   void ReleaseSnapshot(const leveldb::Snapshot* snapshot) override {
     auto* snap = const_cast<NovaSnapshot*>(static_cast<const NovaSnapshot*>(snapshot));
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       if (snapshots_.erase(snap) == 0) return;  // not ours, or released twice
     }
     Release(snap);
@@ -307,8 +307,8 @@ class NovaDB final : public leveldb::DB {
   NovaClient* const client_;  // conn_->client
   const size_t page_;
 
-  std::mutex mu_;
-  std::set<NovaSnapshot*> snapshots_;  // protected by mu_: live snapshots, owned
+  Mutex mu_;
+  std::set<NovaSnapshot*> snapshots_ GUARDED_BY(mu_);  // live snapshots, owned
 };
 
 }  // namespace

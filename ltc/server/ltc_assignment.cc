@@ -40,23 +40,23 @@ Status LtcAssignment::Validate() const {
 }
 
 Result<LtcAssignment> StaticAssignmentSource::Current() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return current_;
 }
 
 void StaticAssignmentSource::Watch(AssignmentListener listener) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   listener_ = std::move(listener);
 }
 
 void StaticAssignmentSource::Unwatch() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   listener_ = nullptr;
 }
 
 Status StaticAssignmentSource::Update(LtcAssignment a) {
   NOVA_RETURN_NOT_OK(a.Validate());
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (a.epoch <= current_.epoch) {
     return Status::InvalidArgument("assignment epoch " + std::to_string(a.epoch) +
                                    " is not newer than " + std::to_string(current_.epoch));

@@ -13,10 +13,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "ltc/protocol/client_protocol.h"
 
@@ -60,17 +60,17 @@ class StaticAssignmentSource final : public AssignmentSource {
  public:
   explicit StaticAssignmentSource(LtcAssignment assignment) : current_(std::move(assignment)) {}
 
-  Result<LtcAssignment> Current() override;
-  void Watch(AssignmentListener listener) override;
-  void Unwatch() override;
-  // Replaces the assignment and calls the listener (if any) on this thread.
+  Result<LtcAssignment> Current() override EXCLUDES(mu_);
+  void Watch(AssignmentListener listener) override EXCLUDES(mu_);
+  void Unwatch() override EXCLUDES(mu_);
+  // Replaces the assignment and calls the listener (if any) on this thread, under mu_.
   // InvalidArgument if `a` is invalid or its epoch is not newer.
-  Status Update(LtcAssignment a);
+  Status Update(LtcAssignment a) EXCLUDES(mu_);
 
  private:
-  std::mutex mu_;  // held while the listener runs, so Unwatch waits for it
-  LtcAssignment current_;
-  AssignmentListener listener_;
+  Mutex mu_;  // held while the listener runs, so Unwatch waits for it
+  LtcAssignment current_ GUARDED_BY(mu_);
+  AssignmentListener listener_ GUARDED_BY(mu_);
 };
 
 // Helpers for the daemon's flags.

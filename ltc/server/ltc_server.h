@@ -5,41 +5,49 @@
 // order by `client_threads` workers. A request for a key this LTC does not own, or routed
 // with an older epoch, is answered WrongRange("epoch=<N>: ...").
 //
-// Threads: one acceptor; one reader per connection (connections are bounded by
-// max_connections, so readers are too); the worker pool. A reader stops reading while its
-// connection has max_inflight_per_connection requests in the pool, which bounds memory.
-// Responses are written by the workers under the connection's write lock.
+// Parts with one job each, held together here:
+//   - ConnectionListener (connection_listener.h): accepts connections and runs one reader
+//     thread per connection (ClientConn, client_conn.h), bounded in connections and in
+//     requests in flight per connection; it hands each request to Dispatch, which queues it
+//     on the worker pool. Workers write responses under the connection's write lock.
+//   - RangeTable (range_table.h): the hosted ranges at the current assignment and their
+//     backends (RangeSlot, range_slot.h); opens and closes ranges on assignment changes.
+//   - This class: the request handlers (routing by key and epoch, ltc_server_handlers.cc),
+//     and the applier thread, which applies new assignments from the source (not on the
+//     source's thread: opening ranges takes a while) and retries them with backoff if a
+//     range fails to open (e.g. a StoC is unreachable), until they apply or a newer one
+//     arrives.
 //
-// New assignments (AssignmentSource::Watch): ranges added are opened before the new table
-// is published, so requests never see a half-open range; ranges removed leave the table at
-// once and their backends close when the last request using them finishes. A range kept
-// (same id) keeps its backend, with the new bounds.
+// New assignments: ranges added are opened before the new table is published, so requests
+// never see a half-open range; ranges removed leave the table at once and their backends
+// close when the last request using them finishes. A range kept (same id) keeps its
+// backend, with the new bounds.
 //
-// Lifecycle: constructor cannot fail; Init() opens the initial ranges; Start() listens;
-// Shutdown() stops everything and closes the ranges (idempotent).
-// Thread safety: thread-safe. Lock order: apply_mu_ before table_mu_; a connection's mu
-// before nothing else; write_mu is a leaf.
+// Lifecycle: constructor cannot fail; Init() publishes the initial ranges and opens them
+// in the background; Start() listens; Shutdown() stops everything and closes the ranges
+// (idempotent).
+// Thread safety: thread-safe. Lock order: a source's listener lock, then pending_mu_; the
+// parts' locks are their own (none is held while calling into another part).
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
-#include <vector>
 
-#include "common/clock.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "common/thread_pool.h"
-#include "common/wire/message.h"
 #include "ltc/protocol/client_request.h"
+#include "ltc/server/client_conn.h"
+#include "ltc/server/connection_listener.h"
 #include "ltc/server/ltc_assignment.h"
 #include "ltc/server/range_backend.h"
+#include "ltc/server/range_table.h"
 
 namespace nova::ltc {
 
@@ -63,36 +71,6 @@ struct LtcServerOptions {
   std::chrono::milliseconds recovery_wait{100};
 };
 
-// A hosted range's backend, or the state of its opening: the server publishes a range as
-// soon as it is assigned and opens it in the background, so requests for other ranges are
-// served meanwhile. Thread-safe.
-class RangeSlot {
- public:
-  explicit RangeSlot(uint32_t range_id) : range_id_(range_id), since_(MonoNow()) {}
-  static std::shared_ptr<RangeSlot> Ready(uint32_t range_id, std::shared_ptr<RangeBackend> b);
-  void Set(std::shared_ptr<RangeBackend> backend);
-  // The last attempt to open failed (another follows).
-  void SetError(const Status& error);
-  // The backend, waiting up to `timeout` for it; else Unavailable saying why.
-  Result<std::shared_ptr<RangeBackend>> Wait(std::chrono::milliseconds timeout) const;
-  // The backend if open, else null.
-  std::shared_ptr<RangeBackend> TryGet() const;
-  // "recovering for N ms" / "opening failed: ..." (for stats).
-  std::string StateText() const;
-  // The range left this LTC's assignment: a background open stops trying.
-  void Abandon() { abandoned_ = true; }
-  bool abandoned() const { return abandoned_.load(); }
-
- private:
-  const uint32_t range_id_;
-  const MonoTime since_;
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  std::shared_ptr<RangeBackend> backend_;  // protected by mu_
-  Status last_error_;                      // protected by mu_
-  std::atomic<bool> abandoned_{false};
-};
-
 class LtcServer {
  public:
   // `source` and `metrics` must outlive the server; `factory` opens ranges.
@@ -102,99 +80,59 @@ class LtcServer {
   LtcServer(const LtcServer&) = delete;
   LtcServer& operator=(const LtcServer&) = delete;
 
-  // Opens the ranges of source->Current(). Returns the first error (a range that fails to
-  // open fails Init: an LTC that silently serves fewer ranges would answer WrongRange for
-  // keys the configuration says it owns).
+  // Publishes the ranges of source->Current() and opens them in the background (requests
+  // for a range wait for it, others are served meanwhile). The source's error, or
+  // InvalidArgument for an invalid assignment.
   Status Init();
   // Listens and starts watching the source. IOError if the port cannot be bound.
   Status Start();
-  void Shutdown();
+  void Shutdown() EXCLUDES(pending_mu_);
 
-  // Installs a new assignment (the watcher calls this). InvalidArgument if it is invalid or
-  // not newer than the current one; the error of a range that fails to open (the old
+  // Installs a new assignment (the applier calls this). InvalidArgument if it is invalid
+  // or not newer than the current one; the error of a range that fails to open (the old
   // assignment stays in force then).
-  Status ApplyAssignment(const LtcAssignment& a);
+  Status ApplyAssignment(const LtcAssignment& a) { return ranges_.Apply(a); }
 
   // "host:port" clients connect to. Valid after Start().
-  std::string address() const;
-  uint64_t epoch() const;
+  std::string address() const { return listener_.address(); }
+  uint64_t epoch() const { return ranges_.epoch(); }
 
  private:
-  struct Conn;
-  struct Hosted {
-    RangeInfo info;
-    std::shared_ptr<RangeSlot> slot;
-  };
-  struct Table {
-    uint64_t epoch = 0;
-    uint32_t ltc_id = 0;
-    std::vector<Hosted> ranges;  // ascending by start
-    // The hosted range holding `key`, or null.
-    const Hosted* Find(std::string_view key) const;
-  };
-
-  void AcceptLoop();
-  void ReadLoop(std::shared_ptr<Conn> conn);
-  // Runs one request on a worker and writes its response.
-  void Serve(const std::shared_ptr<Conn>& conn, uint16_t type, uint64_t request_id,
+  // Queues one request read by the listener on the worker pool (the RequestHandler).
+  Status Dispatch(const std::shared_ptr<ClientConn>& conn, uint16_t type, uint64_t request_id,
+                  std::string payload);
+  // Runs one request on a worker, writes its response and ends the request.
+  void Serve(const std::shared_ptr<ClientConn>& conn, uint16_t type, uint64_t request_id,
              std::string payload);
   // Returns the response payload or the error to send.
-  Result<std::string> Handle(Conn* conn, const ClientRequest& r);
-  Result<std::string> HandleWrite(const Table& t, const ClientRequest& r);
-  Result<std::string> HandleScan(Conn* conn, const Table& t, const ClientRequest& r);
-  Result<std::string> HandleSnapshotOp(Conn* conn, const Table& t, const ClientRequest& r);
+  Result<std::string> Handle(ClientConn* conn, const ClientRequest& r);
+  Result<std::string> HandleWrite(const HostedRanges& t, const ClientRequest& r);
+  Result<std::string> HandleScan(ClientConn* conn, const HostedRanges& t,
+                                 const ClientRequest& r);
+  Result<std::string> HandleSnapshotOp(ClientConn* conn, const HostedRanges& t,
+                                       const ClientRequest& r);
   // The hosted range owning `key` at the request's epoch, or WrongRange / Unavailable.
-  Result<const Hosted*> Route(const Table& t, uint64_t epoch, std::string_view key) const;
-  // The range's backend once it is open (see LtcServerOptions::recovery_wait).
-  Result<std::shared_ptr<RangeBackend>> BackendOf(const Hosted& h);
-  // Opens `r` on its own thread, retrying with backoff until it opens or we stop.
-  void OpenInBackground(const RangeInfo& r, const LtcAssignment& a,
-                        std::shared_ptr<RangeSlot> slot);
-  std::shared_ptr<const Table> CurrentTable() const;
-  // Writes one message to the connection (serialized with other writers). A failed write
-  // closes the connection.
-  void Send(Conn* conn, const std::string& message);
-  void SendError(Conn* conn, uint16_t type, uint64_t request_id, const Status& error);
+  Result<const HostedRange*> Route(const HostedRanges& t, uint64_t epoch,
+                                   std::string_view key) const;
+  // Applies the newest pending assignment until we stop (the applier thread).
+  void ApplyLoop() EXCLUDES(pending_mu_);
 
   // Constant after construction.
   const LtcServerOptions options_;
   AssignmentSource* const source_;  // must outlive this
-  const BackendFactory factory_;
-  MetricsRegistry* const metrics_;  // must outlive this
-  Counter* requests_;
-  Counter* request_errors_;
-  Counter* wrong_range_;
-  Counter* connections_refused_;
-  Gauge* connections_;
+  ClientMetrics metrics_;
 
-  std::unique_ptr<ThreadPool> pool_;
-  int listen_fd_ = -1;
-  int wake_pipe_[2] = {-1, -1};  // wakes the acceptor at shutdown
-  uint16_t bound_port_ = 0;
-  std::thread acceptor_;
-  std::atomic<bool> stopping_{false};
+  RangeTable ranges_;
+  ConnectionListener listener_;
+  std::unique_ptr<ThreadPool> pool_;  // set by Start(), before the listener runs
   std::atomic<uint64_t> next_snapshot_id_{1};
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> shut_down_{false};
 
-  std::mutex apply_mu_;  // serializes ApplyAssignment (opening engines may take a while)
-  // New assignments from the source are applied by applier_, not on the source's thread
-  // (opening and closing ranges takes a while), and retried with backoff if a range fails
-  // to open (e.g. a StoC is unreachable), until they apply or a newer one arrives.
-  void ApplyLoop();
   std::thread applier_;
-  std::mutex openers_mu_;
-  std::vector<std::thread> openers_;  // protected by openers_mu_; joined at Shutdown
-  std::atomic<int> waiting_for_recovery_{0};
-  std::mutex pending_mu_;
-  std::condition_variable pending_cv_;
-  std::optional<LtcAssignment> pending_;  // newest not yet applied; protected by pending_mu_
-  mutable std::mutex table_mu_;
-  std::shared_ptr<const Table> table_;  // protected by table_mu_
-
-  std::mutex conns_mu_;
-  std::map<uint64_t, std::shared_ptr<Conn>> conns_;  // protected by conns_mu_
-  uint64_t next_conn_id_ = 1;                        // protected by conns_mu_
-  std::vector<std::thread> finished_readers_;        // protected by conns_mu_; joined later
-  bool shut_down_ = false;                           // protected by conns_mu_
+  Mutex pending_mu_;
+  CondVar pending_cv_;  // a newer assignment arrived, or we stop
+  std::optional<LtcAssignment> pending_ GUARDED_BY(pending_mu_);  // newest not yet applied
 };
 
 }  // namespace nova::ltc

@@ -2,16 +2,14 @@
 #include <memory>
 #include <sstream>
 
-
 #include "ltc/server/ltc_server.h"
 
 #include "common/hex.h"
-#include "ltc/server/ltc_server_conn.h"
 
 namespace nova::ltc {
 
-Result<const LtcServer::Hosted*> LtcServer::Route(const Table& t, uint64_t epoch,
-                                                  std::string_view key) const {
+Result<const HostedRange*> LtcServer::Route(const HostedRanges& t, uint64_t epoch,
+                                            std::string_view key) const {
   if (epoch != 0 && epoch < t.epoch) {
     return FormatWrongRange(t.epoch, "request routed with epoch " + std::to_string(epoch) +
                                          ", the LTC is at epoch " + std::to_string(t.epoch));
@@ -22,7 +20,7 @@ Result<const LtcServer::Hosted*> LtcServer::Route(const Table& t, uint64_t epoch
                                std::to_string(t.epoch) + ", request routed with epoch " +
                                std::to_string(epoch));
   }
-  const Hosted* h = t.Find(key);
+  const HostedRange* h = t.Find(key);
   if (h == nullptr) {
     return FormatWrongRange(t.epoch, "LTC " + std::to_string(t.ltc_id) +
                                          " does not own the range holding the key");
@@ -30,14 +28,14 @@ Result<const LtcServer::Hosted*> LtcServer::Route(const Table& t, uint64_t epoch
   return h;
 }
 
-Result<std::string> LtcServer::Handle(Conn* conn, const ClientRequest& r) {
-  std::shared_ptr<const Table> t = CurrentTable();
+Result<std::string> LtcServer::Handle(ClientConn* conn, const ClientRequest& r) {
+  std::shared_ptr<const HostedRanges> t = ranges_.Current();
   switch (r.type) {
     case ClientMsg::kDescribe: {
       DescribeResponse d;
       d.epoch = t->epoch;
       d.ltc_id = t->ltc_id;
-      for (const Hosted& h : t->ranges) d.ranges.push_back(h.info);
+      for (const HostedRange& h : t->ranges) d.ranges.push_back(h.info);
       d.limits = options_.limits;
       return EncodeDescribeResponse(d);
     }
@@ -45,7 +43,7 @@ Result<std::string> LtcServer::Handle(Conn* conn, const ClientRequest& r) {
       std::ostringstream out;
       out << "ltc " << t->ltc_id << " epoch " << t->epoch << " ranges " << t->ranges.size()
           << "\n";
-      for (const Hosted& h : t->ranges) {
+      for (const HostedRange& h : t->ranges) {
         out << "range " << h.info.id << " [" << HexEncode(h.info.start) << ", "
             << (h.info.end.empty() ? std::string("end") : HexEncode(h.info.end)) << "): "
             << h.slot->StateText();
@@ -57,7 +55,7 @@ Result<std::string> LtcServer::Handle(Conn* conn, const ClientRequest& r) {
     case ClientMsg::kDelete: {
       auto h = Route(*t, r.key.epoch, r.key.key);
       if (!h.ok()) return h.status();
-      auto b = BackendOf(*h.value());
+      auto b = ranges_.BackendOf(*h.value());
       if (!b.ok()) return b.status();
       Status s = r.type == ClientMsg::kPut ? b.value()->Put(r.key.key, r.key.value)
                                            : b.value()->Delete(r.key.key);
@@ -68,7 +66,7 @@ Result<std::string> LtcServer::Handle(Conn* conn, const ClientRequest& r) {
       if (r.key.snapshot != 0) return HandleSnapshotOp(conn, *t, r);
       auto h = Route(*t, r.key.epoch, r.key.key);
       if (!h.ok()) return h.status();
-      auto b = BackendOf(*h.value());
+      auto b = ranges_.BackendOf(*h.value());
       if (!b.ok()) return b.status();
       std::string value;
       Status s = b.value()->Get(r.key.key, &value, nullptr);
@@ -86,12 +84,12 @@ Result<std::string> LtcServer::Handle(Conn* conn, const ClientRequest& r) {
   return Status::NotSupported("unknown request type");
 }
 
-Result<std::string> LtcServer::HandleWrite(const Table& t, const ClientRequest& r) {
+Result<std::string> LtcServer::HandleWrite(const HostedRanges& t, const ClientRequest& r) {
   // A batch is atomic only within one range: every key must be in the same owned range.
   // A batch spanning ranges comes from a client with an old configuration, so WrongRange.
   auto first = Route(t, r.write.epoch, r.write.entries.front().key);
   if (!first.ok()) return first.status();
-  const Hosted* h = first.value();
+  const HostedRange* h = first.value();
   for (const BatchEntry& e : r.write.entries) {
     if (!h->info.Contains(e.key)) {
       return FormatWrongRange(t.epoch, "a batch must stay within one range; range " +
@@ -99,13 +97,14 @@ Result<std::string> LtcServer::HandleWrite(const Table& t, const ClientRequest& 
                                            " does not hold all of its keys");
     }
   }
-  auto b = BackendOf(*h);
+  auto b = ranges_.BackendOf(*h);
   if (!b.ok()) return b.status();
   NOVA_RETURN_NOT_OK(b.value()->Write(r.write.entries));
   return std::string();
 }
 
-Result<std::string> LtcServer::HandleScan(Conn* conn, const Table& t, const ClientRequest& r) {
+Result<std::string> LtcServer::HandleScan(ClientConn* conn, const HostedRanges& t,
+                                          const ClientRequest& r) {
   const ScanRequest& q = r.scan;
   // The ranges to scan, in order: the snapshot's range only, or the owned ranges from the
   // one holding `start` for as long as they are contiguous.
@@ -113,14 +112,11 @@ Result<std::string> LtcServer::HandleScan(Conn* conn, const Table& t, const Clie
   RangeInfo info;
   RangeBackend::Snapshot snap = nullptr;
   if (q.snapshot != 0) {
-    std::lock_guard<std::mutex> l(conn->mu);
-    auto it = conn->snapshots.find(q.snapshot);
-    if (it == conn->snapshots.end()) {
-      return Status::NotFound("no snapshot " + std::to_string(q.snapshot) + " on this connection");
-    }
-    backend = it->second.backend.lock();
-    info = it->second.info;
-    snap = it->second.handle;
+    ClientConn::Snap s;
+    NOVA_RETURN_NOT_OK(conn->FindSnapshot(q.snapshot, &s));
+    backend = s.backend.lock();
+    info = std::move(s.info);
+    snap = s.handle;
     if (backend == nullptr) {
       return FormatWrongRange(t.epoch, "the snapshot's range has left this LTC");
     }
@@ -130,7 +126,7 @@ Result<std::string> LtcServer::HandleScan(Conn* conn, const Table& t, const Clie
   } else {
     auto h = Route(t, q.epoch, q.start);
     if (!h.ok()) return h.status();
-    auto b = BackendOf(*h.value());
+    auto b = ranges_.BackendOf(*h.value());
     if (!b.ok()) return b.status();
     backend = b.value();
     info = h.value()->info;
@@ -166,7 +162,7 @@ Result<std::string> LtcServer::HandleScan(Conn* conn, const Table& t, const Clie
     resp.next_start = info.end;
     if (q.snapshot != 0) break;
     // Go on into the next range if this LTC owns it too.
-    const Hosted* next = t.Find(info.end);
+    const HostedRange* next = t.Find(info.end);
     if (next == nullptr || next->info.start != info.end) break;
     auto b = next->slot->TryGet();
     if (b == nullptr) break;  // still recovering: the client continues there later
@@ -177,51 +173,34 @@ Result<std::string> LtcServer::HandleScan(Conn* conn, const Table& t, const Clie
   return EncodeScanResponse(resp);
 }
 
-Result<std::string> LtcServer::HandleSnapshotOp(Conn* conn, const Table& t,
+Result<std::string> LtcServer::HandleSnapshotOp(ClientConn* conn, const HostedRanges& t,
                                                 const ClientRequest& r) {
   if (r.type == ClientMsg::kReleaseSnapshot) {
-    Conn::Snap snap;
-    {
-      std::lock_guard<std::mutex> l(conn->mu);
-      auto it = conn->snapshots.find(r.snapshot);
-      if (it == conn->snapshots.end()) {
-        return Status::NotFound("no snapshot " + std::to_string(r.snapshot) +
-                                " on this connection");
-      }
-      snap = it->second;
-      conn->snapshots.erase(it);
-    }
+    ClientConn::Snap snap;
+    NOVA_RETURN_NOT_OK(conn->TakeSnapshot(r.snapshot, &snap));
     if (auto b = snap.backend.lock()) b->ReleaseSnapshot(snap.handle);
     return std::string();
   }
   if (r.type == ClientMsg::kGetSnapshot) {
     auto h = Route(t, r.key.epoch, r.key.key);
     if (!h.ok()) return h.status();
-    auto b = BackendOf(*h.value());
+    auto b = ranges_.BackendOf(*h.value());
     if (!b.ok()) return b.status();
-    Conn::Snap snap{h.value()->info.id, h.value()->info, b.value(), b.value()->GetSnapshot()};
+    ClientConn::Snap snap{h.value()->info.id, h.value()->info, b.value(),
+                          b.value()->GetSnapshot()};
     const uint64_t id = next_snapshot_id_++;
-    std::lock_guard<std::mutex> l(conn->mu);
-    conn->snapshots[id] = snap;
+    conn->AddSnapshot(id, std::move(snap));
     return EncodeU64(id);
   }
   // A Get at a snapshot: the key must lie in the snapshot's range.
-  std::shared_ptr<RangeBackend> backend;
-  RangeBackend::Snapshot handle = nullptr;
-  {
-    std::lock_guard<std::mutex> l(conn->mu);
-    auto it = conn->snapshots.find(r.key.snapshot);
-    if (it == conn->snapshots.end()) {
-      return Status::NotFound("no snapshot " + std::to_string(r.key.snapshot) +
-                              " on this connection");
-    }
-    if (!it->second.info.Contains(r.key.key)) {
-      return Status::InvalidArgument("key is outside the snapshot's range " +
-                                     std::to_string(it->second.range_id));
-    }
-    backend = it->second.backend.lock();
-    handle = it->second.handle;
+  ClientConn::Snap snap;
+  NOVA_RETURN_NOT_OK(conn->FindSnapshot(r.key.snapshot, &snap));
+  if (!snap.info.Contains(r.key.key)) {
+    return Status::InvalidArgument("key is outside the snapshot's range " +
+                                   std::to_string(snap.range_id));
   }
+  std::shared_ptr<RangeBackend> backend = snap.backend.lock();
+  const RangeBackend::Snapshot handle = snap.handle;
   if (backend == nullptr)
     return FormatWrongRange(t.epoch, "the snapshot's range has left this LTC");
   std::string value;

@@ -6,11 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <future>
-#include <mutex>
 
 #include "client/nova_client.h"
+#include "common/mutex.h"
 #include "tests/util/test_util.h"
 
 namespace nova::ltc {
@@ -103,14 +102,14 @@ TEST(LtcServerTest, RecoveringRangeBlocksItsRequestsOnly) {
   StaticAssignmentSource source(a);
   MetricsRegistry metrics;
   BackendFactory leveldb = LevelDbBackendFactory({.dir = dir, .write_buffer_bytes = 1 << 20});
-  std::mutex gate_mu;
-  std::condition_variable gate_cv;
-  bool open_range_1 = false;
+  Mutex gate_mu;
+  CondVar gate_cv;
+  bool open_range_1 = false;  // under gate_mu (a local: the analysis cannot guard it)
   BackendFactory gated = [&](const RangeInfo& r, const LtcAssignment& as)
       -> Result<std::unique_ptr<RangeBackend>> {
     if (r.id == 1) {  // range 1 "recovers" until the test lets it go
-      std::unique_lock<std::mutex> l(gate_mu);
-      gate_cv.wait(l, [&] { return open_range_1; });
+      MutexLock l(&gate_mu);
+      gate_cv.Wait(&l, [&] { return open_range_1; });
     }
     return leveldb(r, as);
   };
@@ -145,10 +144,10 @@ TEST(LtcServerTest, RecoveringRangeBlocksItsRequestsOnly) {
   auto put = std::async(std::launch::async, [&] { return c2.Put("\x90k", "r1"); });
   EXPECT_EQ(put.wait_for(200ms), std::future_status::timeout) << "served before the range opened";
   {
-    std::lock_guard<std::mutex> l(gate_mu);
+    MutexLock l(&gate_mu);
     open_range_1 = true;
   }
-  gate_cv.notify_all();
+  gate_cv.NotifyAll();
   s = put.get();
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(c.Get("\x90k").value(), "r1");

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <mutex>
 #include <sstream>
 
 #include <glog/logging.h>
@@ -13,6 +12,7 @@
 #include <leveldb/options.h>
 #include <leveldb/write_batch.h>
 
+#include "common/mutex.h"
 #include "common/rpc/rpc_endpoint.h"
 #include "ltc/engine/manifest.h"
 #include "ltc/engine/compaction_offloader.h"
@@ -185,22 +185,23 @@ struct NovaBackends::Impl {
   std::unique_ptr<transport::Transport> transport;
   std::unique_ptr<stoc::StocClient> client;
   std::unique_ptr<logc::LogClient> log_client;
-  bool log_configured = false;  // protected by mu: the mode is fixed
   OffloadPolicy policy = OffloadPolicy::kNone;
 
-  std::mutex mu;
-  // Protected by mu: StoCs added to the client, and the offloader (made when StoCs are
-  // first known; it keeps that StoC set).
-  std::map<uint32_t, std::string> stocs;
-  std::unique_ptr<StocCompactionOffloader> offloader;
+  Mutex mu;
+  bool log_configured GUARDED_BY(mu) = false;  // the mode is fixed
+  // StoCs added to the client, and the offloader (made when StoCs are first known; it
+  // keeps that StoC set).
+  std::map<uint32_t, std::string> stocs GUARDED_BY(mu);
+  std::unique_ptr<StocCompactionOffloader> offloader GUARDED_BY(mu);
 
-  Result<std::unique_ptr<RangeBackend>> Open(const RangeInfo& range, const LtcAssignment& a) {
+  Result<std::unique_ptr<RangeBackend>> Open(const RangeInfo& range, const LtcAssignment& a)
+      EXCLUDES(mu) {
     if (a.stocs.empty()) {
       return Status::InvalidArgument("--engine=nova needs StoCs (--stoc=id@host:port,...)");
     }
     CompactionOffloader* offloader_ptr = nullptr;
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(&mu);
       for (const auto& [id, addr] : a.stocs) {
         if (stocs.count(id) > 0) continue;
         NOVA_RETURN_NOT_OK_PREPEND(client->AddStoc(id, addr),
@@ -250,7 +251,7 @@ struct NovaBackends::Impl {
     }
     if (min_insync > replicas) min_insync = replicas;  // the flag's default with fewer replicas
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(&mu);
       if (!log_configured) {
         NOVA_RETURN_NOT_OK(log_client->Configure(mode, replicas, min_insync));
         log_configured = true;

@@ -75,14 +75,14 @@ Result<LtcAssignment> ZkAssignmentSource::Current() {
     empty.ltc_id = state_->ltc_id;
     return empty;
   }
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(&state_->mu);
   state_->delivered_epoch = std::max(state_->delivered_epoch, config->epoch);
   return ToAssignment(*config, state_->ltc_id);
 }
 
 void ZkAssignmentSource::Watch(AssignmentListener listener) {
   {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(&state_->mu);
     state_->listener = std::move(listener);
   }
   // A configuration that arrived between Current() and now.
@@ -91,12 +91,12 @@ void ZkAssignmentSource::Watch(AssignmentListener listener) {
 }
 
 void ZkAssignmentSource::Unwatch() {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(&state_->mu);
   state_->listener = nullptr;
 }
 
 void ZkAssignmentSource::OnConfig(State* state, const coordinator::ClusterConfig& config) {
-  std::lock_guard lock(state->mu);
+  MutexLock lock(&state->mu);
   if (!state->listener || config.epoch <= state->delivered_epoch) return;
   state->delivered_epoch = config.epoch;
   state->listener(ToAssignment(config, state->ltc_id));

@@ -16,8 +16,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 
+#include "common/mutex.h"
 #include "coordinator/cluster_config.h"
 #include "coordinator/config_store.h"
 #include "ltc/server/ltc_assignment.h"
@@ -36,20 +36,22 @@ class ZkAssignmentSource final : public AssignmentSource {
                      std::chrono::milliseconds first_config_wait);
   ~ZkAssignmentSource() override;
 
-  Result<LtcAssignment> Current() override;
-  void Watch(AssignmentListener listener) override;
-  void Unwatch() override;
+  Result<LtcAssignment> Current() override EXCLUDES(state_->mu);
+  void Watch(AssignmentListener listener) override EXCLUDES(state_->mu);
+  void Unwatch() override EXCLUDES(state_->mu);
 
  private:
   // Shared with the store's config callback, which the store keeps until its Shutdown()
   // (it cannot be removed): it must stay valid even after this source is gone.
   struct State {
-    uint32_t ltc_id = 0;
-    std::mutex mu;  // held while the listener runs, so Unwatch waits for it
-    AssignmentListener listener;
-    uint64_t delivered_epoch = 0;  // newest epoch Current() returned or the listener got
+    uint32_t ltc_id = 0;  // constant after construction
+    Mutex mu;             // held while the listener runs, so Unwatch waits for it
+    AssignmentListener listener GUARDED_BY(mu);
+    // Newest epoch Current() returned or the listener got.
+    uint64_t delivered_epoch GUARDED_BY(mu) = 0;
   };
-  static void OnConfig(State* state, const coordinator::ClusterConfig& config);
+  static void OnConfig(State* state, const coordinator::ClusterConfig& config)
+      EXCLUDES(state->mu);
 
   coordinator::ConfigStore* const store_;
   const std::chrono::milliseconds first_config_wait_;

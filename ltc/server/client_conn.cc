@@ -1,0 +1,100 @@
+#include "ltc/server/client_conn.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <glog/logging.h>
+
+#include "common/clock.h"
+#include "common/transport/tcp_socket.h"
+#include "common/wire/message.h"
+
+namespace nova::ltc {
+
+ClientMetrics::ClientMetrics(MetricsRegistry* registry)
+    : requests(registry->GetCounter("ltc_client_requests_total", "Client requests received")),
+      request_errors(registry->GetCounter("ltc_client_request_errors_total",
+                                          "Client requests answered with an error")),
+      wrong_range(registry->GetCounter("ltc_client_wrong_range_total",
+                                       "Client requests answered WrongRange")),
+      connections_refused(registry->GetCounter("ltc_client_connections_refused_total",
+                                               "Connections refused (--ltc_max_connections)")),
+      connections(registry->GetGauge("ltc_client_connections", "Open client connections")) {}
+
+ClientConn::ClientConn(int fd, uint64_t id, std::chrono::milliseconds write_timeout,
+                       ClientMetrics* metrics)
+    : fd_(fd), id_(id), write_timeout_(write_timeout), metrics_(metrics) {}
+
+ClientConn::~ClientConn() {
+  for (auto& [sid, snap] : snapshots_) {
+    if (auto b = snap.backend.lock()) b->ReleaseSnapshot(snap.handle);
+  }
+  ::close(fd_);
+}
+
+void ClientConn::Send(const std::string& message) {
+  MutexLock l(&write_mu_);
+  if (broken_) return;
+  Status s = transport::WriteFully(fd_, message.data(), message.size(),
+                                   Deadline::After(write_timeout_));
+  if (!s.ok()) {
+    broken_ = true;
+    VLOG(1) << "client connection " << id_ << ": " << s.ToString();
+    ::shutdown(fd_, SHUT_RDWR);  // its reader ends; nothing more is sent
+  }
+}
+
+void ClientConn::SendError(uint16_t type, uint64_t request_id, const Status& error) {
+  metrics_->request_errors->Increment();
+  if (error.IsWrongRange()) metrics_->wrong_range->Increment();
+  Send(wire::EncodeErrorResponse(type, request_id, error));
+}
+
+bool ClientConn::BeginRequest(int max_inflight) {
+  MutexLock l(&mu_);
+  room_cv_.Wait(&l, [&]() REQUIRES(mu_) { return inflight_ < max_inflight || stop_reading_; });
+  if (stop_reading_) return false;
+  ++inflight_;
+  return true;
+}
+
+void ClientConn::EndRequest() {
+  MutexLock l(&mu_);
+  --inflight_;
+  room_cv_.NotifyAll();
+}
+
+void ClientConn::StopReading() {
+  ::shutdown(fd_, SHUT_RDWR);
+  MutexLock l(&mu_);
+  stop_reading_ = true;
+  room_cv_.NotifyAll();
+}
+
+void ClientConn::AddSnapshot(uint64_t snapshot_id, Snap snap) {
+  MutexLock l(&mu_);
+  snapshots_[snapshot_id] = std::move(snap);
+}
+
+Status ClientConn::FindSnapshot(uint64_t snapshot_id, Snap* out) const {
+  MutexLock l(&mu_);
+  auto it = snapshots_.find(snapshot_id);
+  if (it == snapshots_.end()) {
+    return Status::NotFound("no snapshot " + std::to_string(snapshot_id) + " on this connection");
+  }
+  *out = it->second;
+  return Status::OK();
+}
+
+Status ClientConn::TakeSnapshot(uint64_t snapshot_id, Snap* out) {
+  MutexLock l(&mu_);
+  auto it = snapshots_.find(snapshot_id);
+  if (it == snapshots_.end()) {
+    return Status::NotFound("no snapshot " + std::to_string(snapshot_id) + " on this connection");
+  }
+  *out = std::move(it->second);
+  snapshots_.erase(it);
+  return Status::OK();
+}
+
+}  // namespace nova::ltc

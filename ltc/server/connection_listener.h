@@ -1,0 +1,94 @@
+// ConnectionListener: accepts client connections on the LTC's client port and reads their
+// requests, one reader thread per connection, handing each request to a RequestHandler.
+//
+// Connections are bounded by max_connections (one over is told ResourceExhausted on a
+// connection-level error message, then closed), so readers are too. A reader stops
+// reading while its connection has max_inflight_per_connection requests in flight, which
+// bounds memory. A request too long, or a malformed frame, is answered with an error and
+// the connection is closed (the stream cannot be trusted past it).
+//
+// Lifecycle: constructor cannot fail; Start() listens; Shutdown() stops accepting, shuts
+// every connection's socket down and joins the readers (idempotent; the destructor calls
+// it). Thread safety: thread-safe. conns_mu_ is held before a connection's locks.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/mutex.h"
+#include "common/status.h"
+#include "ltc/server/client_conn.h"
+
+namespace nova::ltc {
+
+struct ConnectionListenerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;  // 0: any free port
+  int max_connections = 256;
+  int max_inflight_per_connection = 256;
+  uint64_t max_request_bytes = 32ull << 20;
+  // A client that does not take a response within this long is disconnected.
+  std::chrono::milliseconds write_timeout{10000};
+};
+
+// Takes one request read from `conn` (on its reader thread): runs it, usually by handing it
+// to a worker, and calls conn->EndRequest() once it is answered. A non-OK return means it
+// was not taken: the listener ends the request and answers it with that error.
+using RequestHandler = std::function<Status(const std::shared_ptr<ClientConn>& conn,
+                                            uint16_t type, uint64_t request_id,
+                                            std::string payload)>;
+
+class ConnectionListener {
+ public:
+  // `metrics` must outlive this; `handler` runs on the reader threads until Shutdown().
+  ConnectionListener(ConnectionListenerOptions options, RequestHandler handler,
+                     ClientMetrics* metrics);
+  ~ConnectionListener();  // Shutdown()
+  ConnectionListener(const ConnectionListener&) = delete;
+  ConnectionListener& operator=(const ConnectionListener&) = delete;
+
+  // Listens on host:port and starts accepting. IOError if the port cannot be bound.
+  // REQUIRES: called once.
+  Status Start();
+  void Shutdown() EXCLUDES(conns_mu_);
+  // "host:port" clients connect to. Valid after Start().
+  std::string address() const;
+
+ private:
+  void AcceptLoop() EXCLUDES(conns_mu_);
+  // Takes or refuses one accepted socket.
+  void Admit(int fd) EXCLUDES(conns_mu_);
+  void ReadLoop(const std::shared_ptr<ClientConn>& conn) EXCLUDES(conns_mu_);
+
+  // Constant after construction.
+  const ConnectionListenerOptions options_;
+  const RequestHandler handler_;
+  ClientMetrics* const metrics_;  // must outlive this
+
+  // Set by Start(), before the acceptor runs.
+  int listen_fd_ = -1;
+  int wake_pipe_[2] = {-1, -1};  // wakes the acceptor at shutdown
+  uint16_t bound_port_ = 0;
+  std::thread acceptor_;
+  std::atomic<bool> stopping_{false};
+
+  struct Reader {
+    std::shared_ptr<ClientConn> conn;
+    std::thread thread;
+  };
+  Mutex conns_mu_;
+  std::map<uint64_t, Reader> conns_ GUARDED_BY(conns_mu_);
+  uint64_t next_conn_id_ GUARDED_BY(conns_mu_) = 1;
+  // Threads of readers that ended by themselves, joined by the acceptor or Shutdown().
+  std::vector<std::thread> finished_readers_ GUARDED_BY(conns_mu_);
+  bool shut_down_ GUARDED_BY(conns_mu_) = false;
+};
+
+}  // namespace nova::ltc
