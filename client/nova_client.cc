@@ -25,7 +25,7 @@ uint16_t T(ClientMsg m) { return static_cast<uint16_t>(m); }
 
 const RoutingTable::Route* RoutingTable::Find(std::string_view key) const {
   auto it = std::upper_bound(routes.begin(), routes.end(), key,
-                             [](std::string_view k, const Route& r) { return k < r.range.start; });
+                             [](std::string_view k, const Route& r) { return k < r.range.keys.start; });
   if (it == routes.begin()) return nullptr;
   --it;
   return it->range.Contains(key) ? &*it : nullptr;
@@ -65,9 +65,9 @@ Result<RoutingTable> StaticRoutingSource::Fetch() {
     any = true;
     epoch = std::max(epoch, d.epoch);
     for (const ltc::RangeInfo& r : d.ranges) {
-      auto it = by_start.find(r.start);
+      auto it = by_start.find(r.keys.start);
       if (it == by_start.end() || it->second.first < d.epoch) {
-        by_start[r.start] = {d.epoch, RoutingTable::Route{r, addr}};
+        by_start[r.keys.start] = {d.epoch, RoutingTable::Route{r, addr}};
       }
     }
   }
@@ -78,7 +78,7 @@ Result<RoutingTable> StaticRoutingSource::Fetch() {
     // Drop a range overlapping the previous one (a stale LTC's claim).
     if (!t.routes.empty()) {
       const ltc::RangeInfo& prev = t.routes.back().range;
-      if (prev.end.empty() || prev.end > er.second.range.start) continue;
+      if (prev.keys.Overlaps(er.second.range.keys)) continue;
     }
     t.routes.push_back(er.second);
   }
@@ -426,7 +426,7 @@ Status NovaClient::Write(const std::vector<ltc::BatchEntry>& batch) {
         retry.push_back(std::move(e));
         continue;
       }
-      auto& part = parts[r->range.start];
+      auto& part = parts[r->range.keys.start];
       part.first = r->ltc_address;
       part.second.push_back(std::move(e));
     }

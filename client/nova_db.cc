@@ -40,7 +40,7 @@ class NovaSnapshot final : public leveldb::Snapshot {
   // The part whose range holds `key`, or null (no view of that range).
   const Part* Find(std::string_view key) const {
     auto it = std::upper_bound(parts.begin(), parts.end(), key,
-                               [](std::string_view k, const Part& p) { return k < p.range.start; });
+                               [](std::string_view k, const Part& p) { return k < p.range.keys.start; });
     if (it == parts.begin()) return nullptr;
     --it;
     return it->range.Contains(key) ? &*it : nullptr;
@@ -73,7 +73,7 @@ class LatestSource final : public PageSource {
   std::vector<std::string> RangeStarts() override {
     std::vector<std::string> starts{""};
     for (const auto& r : client_->routing().routes) {
-      if (!r.range.start.empty()) starts.push_back(r.range.start);
+      if (!r.range.keys.start.empty()) starts.push_back(r.range.keys.start);
     }
     return starts;
   }
@@ -122,7 +122,7 @@ class SnapshotSource final : public PageSource {
   std::vector<std::string> RangeStarts() override {
     std::vector<std::string> starts{""};
     for (const auto& p : parts_) {
-      if (!p.range.start.empty()) starts.push_back(p.range.start);
+      if (!p.range.keys.start.empty()) starts.push_back(p.range.keys.start);
     }
     return starts;
   }
@@ -256,8 +256,8 @@ class NovaDB final : public leveldb::DB {
       }
       *value = "epoch=" + std::to_string(t.epoch) + "\n";
       for (const auto& r : t.routes) {
-        *value += "range " + std::to_string(r.range.id) + " ['" + Printable(r.range.start) +
-                  "', '" + Printable(r.range.end) + "') -> " + r.ltc_address + "\n";
+        *value += "range " + std::to_string(r.range.id) + " ['" + Printable(r.range.keys.start) +
+                  "', '" + Printable(r.range.keys.end.value_or("")) + "') -> " + r.ltc_address + "\n";
       }
       return true;
     }
@@ -277,7 +277,7 @@ class NovaDB final : public leveldb::DB {
     ReleaseParts(snap);
     const RoutingTable t = client_->routing();
     for (const auto& route : t.routes) {
-      Result<NovaClient::Snapshot> s = client_->GetSnapshot(route.range.start);
+      Result<NovaClient::Snapshot> s = client_->GetSnapshot(route.range.keys.start);
       if (!s.ok()) {
         return s.status().Prepend("GetSnapshot of range " + std::to_string(route.range.id));
       }

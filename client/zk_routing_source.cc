@@ -8,11 +8,7 @@ RoutingTable ToRoutingTable(const coordinator::ClusterConfig& config) {
   for (const coordinator::RangeAssignment& r : config.ranges) {
     auto it = config.ltcs.find(r.ltc);
     if (r.ltc.empty() || it == config.ltcs.end() || it->second.empty()) continue;
-    ltc::RangeInfo info;
-    info.id = r.id;
-    info.start = r.start;
-    info.end = r.end.value_or("");  // "" = unbounded in the protocol
-    t.routes.push_back(RoutingTable::Route{std::move(info), it->second});
+    t.routes.push_back(RoutingTable::Route{ltc::RangeInfo{r.id, r.keys}, it->second});
   }
   return t;
 }

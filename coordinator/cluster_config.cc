@@ -62,16 +62,16 @@ Status ReadRange(const json& r, size_t index, RangeAssignment* out) {
     start_bytes = HexDecode(start->get_ref<const std::string&>());
   }
   if (!start_bytes.ok()) return Status::Corruption(where + ".start: want a hex string");
-  out->start = std::move(start_bytes.value());
+  out->keys.start = std::move(start_bytes.value());
   auto end = r.find(kEndField);
   if (end == r.end()) return Status::Corruption(where + ".end: missing (null = unbounded)");
   if (end->is_null()) {
-    out->end.reset();
+    out->keys.end.reset();
   } else {
     Result<std::string> bytes = Status::Corruption("not a string");
     if (end->is_string()) bytes = HexDecode(end->get_ref<const std::string&>());
     if (!bytes.ok()) return Status::Corruption(where + ".end: want a hex string or null");
-    out->end = std::move(bytes.value());
+    out->keys.end = std::move(bytes.value());
   }
   auto ltc = r.find(kLtcField);
   if (ltc != r.end() && !ltc->is_null()) {
@@ -131,17 +131,13 @@ Status ValidateMemberId(std::string_view id) {
   return Status::OK();
 }
 
-bool RangeAssignment::Contains(std::string_view key) const {
-  return key >= std::string_view(start) && (!end.has_value() || key < std::string_view(*end));
-}
-
 Status ClusterConfig::Validate() const {
   if (cluster.empty()) return Status::InvalidArgument("cluster name is empty");
   if (ranges.empty()) return Status::InvalidArgument("no ranges");
   NOVA_RETURN_NOT_OK(ValidateMembers(ltcs, "ltcs: "));
   NOVA_RETURN_NOT_OK(ValidateMembers(logcs, "logcs: "));
   NOVA_RETURN_NOT_OK(ValidateMembers(stocs, "stocs: "));
-  if (!ranges.front().start.empty()) {
+  if (!ranges.front().keys.start.empty()) {
     return Status::InvalidArgument("ranges[0] must start at the empty key");
   }
   std::set<uint32_t> ids;
@@ -151,14 +147,14 @@ Status ClusterConfig::Validate() const {
         "range " + std::to_string(r.id) + " (ranges[" + std::to_string(i) + "])";
     if (!ids.insert(r.id).second) return Status::InvalidArgument(where + ": duplicate id");
     const bool last = i + 1 == ranges.size();
-    if (last != !r.end.has_value()) {
+    if (last != r.keys.unbounded()) {
       return Status::InvalidArgument(where + (last ? ": the last range must be unbounded"
                                                    : ": only the last range may be unbounded"));
     }
-    if (r.end.has_value() && *r.end <= r.start) {
+    if (!r.keys.Valid()) {
       return Status::InvalidArgument(where + ": end must be greater than start");
     }
-    if (!last && ranges[i + 1].start != *r.end) {
+    if (!last && ranges[i + 1].keys.start != *r.keys.end) {
       return Status::InvalidArgument(where +
                                      ": end differs from the next range's start "
                                      "(ranges must tile the key space in order)");
@@ -179,8 +175,9 @@ std::string ClusterConfig::ToJson() const {
   for (const RangeAssignment& r : ranges) {
     json j;
     j[kIdField] = r.id;
-    j[kStartField] = HexEncode(r.start);
-    j[kEndField] = r.end.has_value() ? json(HexEncode(*r.end)) : json(nullptr);
+    j[kStartField] = HexEncode(r.keys.start);
+    // JSON spells the unbounded end null.
+    j[kEndField] = r.keys.end.has_value() ? json(HexEncode(*r.keys.end)) : json(nullptr);
     j[kLtcField] = r.ltc;
     rs.push_back(std::move(j));
   }
@@ -238,7 +235,7 @@ const RangeAssignment* ClusterConfig::RangeForKey(std::string_view key) const {
   // The last range whose start is <= key; ranges are sorted by start when valid.
   auto it = std::upper_bound(
       ranges.begin(), ranges.end(), key,
-      [](std::string_view k, const RangeAssignment& r) { return k < std::string_view(r.start); });
+      [](std::string_view k, const RangeAssignment& r) { return k < std::string_view(r.keys.start); });
   if (it == ranges.begin()) return nullptr;
   --it;
   return it->Contains(key) ? &*it : nullptr;
@@ -325,9 +322,9 @@ Result<ClusterConfig> MakeInitialConfig(const std::string& cluster,
   for (size_t i = 0; i <= split_points.size(); i++) {
     RangeAssignment r;
     r.id = static_cast<uint32_t>(i);
-    r.start = start;
+    r.keys.start = start;
     if (i < split_points.size()) {
-      r.end = split_points[i];
+      r.keys.end = split_points[i];
       start = split_points[i];
     }
     config.ranges.push_back(std::move(r));

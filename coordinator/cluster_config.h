@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/key_range.h"
 #include "common/status.h"
 
 namespace nova::coordinator {
@@ -35,15 +36,14 @@ bool ParseMemberKind(std::string_view name, MemberKind* kind);
 // [A-Za-z0-9._-], not "." or "..". InvalidArgument otherwise.
 Status ValidateMemberId(std::string_view id);
 
-// One range of the key space: keys k with start <= k < end (bytewise), or start <= k when
-// the range is the last one (its end is unbounded).
+// One range of the key space and its owner: keys k with keys.start <= k < keys.end
+// (bytewise); only the last range is unbounded.
 struct RangeAssignment {
   uint32_t id = 0;
-  std::string start;               // inclusive; the first range starts at ""
-  std::optional<std::string> end;  // exclusive; nullopt = +infinity (last range only)
-  std::string ltc;                 // id of the owning LTC; empty = not assigned yet
+  KeyRange keys;    // the first range starts at ""
+  std::string ltc;  // id of the owning LTC; empty = not assigned yet
 
-  bool Contains(std::string_view key) const;
+  bool Contains(std::string_view key) const { return keys.Contains(key); }
   bool operator==(const RangeAssignment& o) const = default;
 };
 
@@ -62,7 +62,7 @@ struct ClusterConfig {
   std::map<std::string, std::string> settings;
 
   // Returns OK if the document is consistent: a cluster name; at least one range; ids
-  // unique; ranges[0].start == ""; each range's end equals the next one's start and is
+  // unique; ranges[0].keys.start == ""; each range's end equals the next one's start and is
   // greater than its start; only the last range is unbounded; every range owner is a key
   // of `ltcs`; member ids valid. Otherwise InvalidArgument naming the first problem.
   Status Validate() const;

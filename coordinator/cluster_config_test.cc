@@ -43,8 +43,8 @@ TEST(ClusterConfigTest, ArbitraryBytesSurviveInBounds) {
   auto parsed = ClusterConfig::FromJson(c->ToJson());
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_EQ(parsed.value(), c.value());
-  EXPECT_EQ(parsed->ranges[1].start, points[0]);
-  EXPECT_EQ(*parsed->ranges[3 - 1].end, points[2]);
+  EXPECT_EQ(parsed->ranges[1].keys.start, points[0]);
+  EXPECT_EQ(*parsed->ranges[3 - 1].keys.end, points[2]);
 }
 
 TEST(ClusterConfigTest, EvenSplitPointsSpreadTheFirstByte) {
@@ -104,16 +104,16 @@ TEST(ClusterConfigTest, ValidationRejectsGapsOverlapsAndBadOwners) {
   ASSERT_TRUE(good.Validate().ok());
 
   ClusterConfig c = good;
-  c.ranges[1].start = "\x41";  // gap after range 0
+  c.ranges[1].keys.start = "\x41";  // gap after range 0
   EXPECT_EQ(c.Validate().code(), Status::Code::kInvalidArgument);
   c = good;
-  c.ranges[0].start = "a";  // does not start at ""
+  c.ranges[0].keys.start = "a";  // does not start at ""
   EXPECT_FALSE(c.Validate().ok());
   c = good;
-  c.ranges[3].end = "\xff";  // last range bounded
+  c.ranges[3].keys.end = "\xff";  // last range bounded
   EXPECT_FALSE(c.Validate().ok());
   c = good;
-  c.ranges[1].end.reset();  // unbounded in the middle
+  c.ranges[1].keys.end.reset();  // unbounded in the middle
   EXPECT_FALSE(c.Validate().ok());
   c = good;
   c.ranges[2].id = 0;  // duplicate id

@@ -151,7 +151,7 @@ TEST_F(ConfigStoreTest, CreateClusterAndCompareAndSet) {
   EXPECT_EQ(store->UpdateConfig(stale, version).code(), Status::Code::kAborted);
   // Invalid documents never reach ZooKeeper.
   ClusterConfig invalid = next;
-  invalid.ranges[1].start = "zz";
+  invalid.ranges[1].keys.start = "zz";
   EXPECT_EQ(store->UpdateConfig(invalid, ZkClient::kAnyVersion).code(),
             Status::Code::kInvalidArgument);
   EXPECT_EQ(store->ReadConfig()->epoch, 2u);

@@ -19,6 +19,7 @@ PACKAGES=(
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   gnuplot-nox           # benchmarks/plot_timeseries (nova_ycsb time series -> PNG)
+  python3-clang-14      # tests/check_class_size.py: libclang's Python bindings
   # scripts and tools used by tests (ip netns, ps)
   iproute2 procps netcat-openbsd python3
 )

@@ -332,8 +332,8 @@ TEST_F(CoordinatorITest, CreateClusterWithSplitPointsFile) {
   auto config = observer->ReadConfig();
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   ASSERT_EQ(config->ranges.size(), 3u);
-  EXPECT_EQ(config->ranges[1].start, "\x40");
-  EXPECT_EQ(config->ranges[2].start, std::string("\x80\x00\xff", 3));
+  EXPECT_EQ(config->ranges[1].keys.start, "\x40");
+  EXPECT_EQ(config->ranges[2].keys.start, std::string("\x80\x00\xff", 3));
   EXPECT_EQ(config->epoch, 1u);
   // The same cluster cannot be created twice.
   r = Admin("split", {"create-cluster", "--ranges=2"});

@@ -37,7 +37,8 @@ const char* ClientMsgName(uint16_t type) {
   return "unknown";
 }
 
-// Describe: u64 epoch, u32 ltc_id, varint32 n, n x (u32 id, bytes start, bytes end),
+// Describe: u64 epoch, u32 ltc_id, varint32 n, n x (u32 id, bytes start, bytes end; an
+// empty end is unbounded),
 // u32 max_key, u32 max_value, u32 max_batch_ops, u64 max_request, u32 max_scan_count.
 std::string EncodeDescribeResponse(const DescribeResponse& r) {
   wire::PayloadWriter w;
@@ -46,8 +47,8 @@ std::string EncodeDescribeResponse(const DescribeResponse& r) {
   w.PutVarint32(static_cast<uint32_t>(r.ranges.size()));
   for (const RangeInfo& ri : r.ranges) {
     w.PutU32(ri.id);
-    w.PutBytes(ri.start);
-    w.PutBytes(ri.end);
+    w.PutBytes(ri.keys.start);
+    w.PutBytes(ri.keys.end.value_or(""));  // the wire spells the unbounded end ""
   }
   w.PutU32(r.limits.max_key_bytes);
   w.PutU32(r.limits.max_value_bytes);
@@ -68,8 +69,10 @@ Status DecodeDescribeResponse(std::string_view in, DescribeResponse* r) {
   for (uint32_t i = 0; i < n && rd.status().ok(); ++i) {
     RangeInfo ri;
     rd.GetU32("range_id", &ri.id);
-    rd.GetString("range_start", &ri.start);
-    rd.GetString("range_end", &ri.end);
+    std::string end;
+    rd.GetString("range_start", &ri.keys.start);
+    rd.GetString("range_end", &end);
+    if (!end.empty()) ri.keys.end = std::move(end);
     r->ranges.push_back(std::move(ri));
   }
   rd.GetU32("max_key_bytes", &r->limits.max_key_bytes);

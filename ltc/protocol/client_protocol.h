@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/key_range.h"
 #include "common/status.h"
 #include "common/wire/message.h"
 
@@ -46,14 +47,12 @@ enum class ClientMsg : uint16_t {
 constexpr wire::TypeRange kClientTypes{0x0301, 0x0309};
 const char* ClientMsgName(uint16_t type);
 
-// One owned range: keys k with start <= k < end (end empty: no upper bound).
+// One owned range: its id and its keys.
 struct RangeInfo {
   uint32_t id = 0;
-  std::string start;
-  std::string end;
-  bool Contains(std::string_view key) const {
-    return key >= std::string_view(start) && (end.empty() || key < std::string_view(end));
-  }
+  KeyRange keys;
+  bool Contains(std::string_view key) const { return keys.Contains(key); }
+  bool operator==(const RangeInfo&) const = default;
 };
 
 // What an LTC enforces (its --ltc_max_* flags), reported by Describe so clients can check

@@ -14,15 +14,18 @@ TEST(ClientProtocolTest, DescribeRoundTrip) {
   DescribeResponse d;
   d.epoch = 7;
   d.ltc_id = 3;
-  d.ranges = {{0, "", "@"}, {1, "@", std::string("\x80", 1)}, {2, std::string("\x80", 1), ""}};
+  d.ranges = {{0, {"", "@"}},
+              {1, {"@", std::string("\x80", 1)}},
+              {2, {std::string("\x80", 1), std::nullopt}}};
   d.limits = {1, 2, 3, 4, 5};
   DescribeResponse out;
   ASSERT_TRUE(DecodeDescribeResponse(EncodeDescribeResponse(d), &out).ok());
   EXPECT_EQ(out.epoch, 7u);
   EXPECT_EQ(out.ltc_id, 3u);
   ASSERT_EQ(out.ranges.size(), 3u);
-  EXPECT_EQ(out.ranges[1].start, "@");
-  EXPECT_EQ(out.ranges[2].end, "");
+  EXPECT_EQ(out.ranges, d.ranges);
+  EXPECT_EQ(out.ranges[1].keys.start, "@");
+  EXPECT_TRUE(out.ranges[2].keys.unbounded());
   EXPECT_EQ(out.limits.max_request_bytes, 4u);
 }
 

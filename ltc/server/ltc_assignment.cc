@@ -25,12 +25,12 @@ Status LtcAssignment::Validate() const {
     if (!ids.insert(r.id).second) {
       return Status::InvalidArgument("range id " + std::to_string(r.id) + " appears twice");
     }
-    if (!r.end.empty() && r.start >= r.end) {
+    if (!r.keys.Valid()) {
       return Status::InvalidArgument("range " + std::to_string(r.id) + " is empty: start >= end");
     }
     if (i > 0) {
       const RangeInfo& p = ranges[i - 1];
-      if (p.end.empty() || p.end > r.start) {
+      if (p.keys.unbounded() || *p.keys.end > r.keys.start) {
         return Status::InvalidArgument("ranges " + std::to_string(p.id) + " and " +
                                        std::to_string(r.id) + " overlap or are out of order");
       }
@@ -74,8 +74,8 @@ Result<std::vector<RangeInfo>> EqualRanges(int n) {
   for (int i = 0; i < n; ++i) {
     RangeInfo r;
     r.id = static_cast<uint32_t>(i);
-    if (i > 0) r.start = std::string(1, static_cast<char>(kKeyBytes * i / n));
-    if (i + 1 < n) r.end = std::string(1, static_cast<char>(kKeyBytes * (i + 1) / n));
+    if (i > 0) r.keys.start = std::string(1, static_cast<char>(kKeyBytes * i / n));
+    if (i + 1 < n) r.keys.end = std::string(1, static_cast<char>(kKeyBytes * (i + 1) / n));
     out.push_back(std::move(r));
   }
   return out;
@@ -96,8 +96,8 @@ Result<std::vector<RangeInfo>> RangesFromBounds(const std::string& hex_list) {
   for (size_t i = 0; i <= bounds.size(); ++i) {
     RangeInfo r;
     r.id = static_cast<uint32_t>(i);
-    if (i > 0) r.start = bounds[i - 1];
-    if (i < bounds.size()) r.end = bounds[i];
+    if (i > 0) r.keys.start = bounds[i - 1];
+    if (i < bounds.size()) r.keys.end = bounds[i];
     out.push_back(std::move(r));
   }
   return out;

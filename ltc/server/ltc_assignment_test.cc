@@ -9,8 +9,8 @@ TEST(LtcAssignmentTest, SplitsAndParsing) {
   auto r = EqualRanges(4);
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r.value().size(), 4u);
-  EXPECT_EQ(r.value()[1].start, "@");
-  EXPECT_EQ(r.value()[3].end, "");
+  EXPECT_EQ(r.value()[1].keys.start, "@");
+  EXPECT_TRUE(r.value()[3].keys.unbounded());
   EXPECT_FALSE(EqualRanges(0).ok());
   auto b = RangesFromBounds("40,80");
   ASSERT_TRUE(b.ok());
@@ -26,7 +26,7 @@ TEST(LtcAssignmentTest, SplitsAndParsing) {
   EXPECT_EQ(st.value().at(2), "h:6");
   EXPECT_FALSE(ParseStocList("x@h:1").ok());
   LtcAssignment a;
-  a.ranges = {{0, "", "b"}, {1, "a", ""}};
+  a.ranges = {{0, {"", "b"}}, {1, {"a", std::nullopt}}};
   EXPECT_FALSE(a.Validate().ok());
 }
 

@@ -44,8 +44,7 @@ Result<std::string> LtcServer::Handle(ClientConn* conn, const ClientRequest& r) 
       out << "ltc " << t->ltc_id << " epoch " << t->epoch << " ranges " << t->ranges.size()
           << "\n";
       for (const HostedRange& h : t->ranges) {
-        out << "range " << h.info.id << " [" << HexEncode(h.info.start) << ", "
-            << (h.info.end.empty() ? std::string("end") : HexEncode(h.info.end)) << "): "
+        out << "range " << h.info.id << " " << h.info.keys.ToString() << ": "
             << h.slot->StateText();
         if (out.str().back() != '\n') out << "\n";
       }
@@ -139,7 +138,7 @@ Result<std::string> LtcServer::HandleScan(ClientConn* conn, const HostedRanges& 
     bool full = false;
     for (it->Seek(start); it->Valid(); it->Next()) {
       const leveldb::Slice k = it->key();
-      if (!info.end.empty() && k.compare(info.end) >= 0) break;
+      if (!info.keys.unbounded() && k.compare(*info.keys.end) >= 0) break;
       const leveldb::Slice v = q.keys_only ? leveldb::Slice() : it->value();
       resp.pairs.emplace_back(k.ToString(), v.ToString());
       bytes += k.size() + v.size();
@@ -155,20 +154,20 @@ Result<std::string> LtcServer::HandleScan(ClientConn* conn, const HostedRanges& 
       resp.next_start = resp.pairs.back().first + '\0';
       break;
     }
-    if (info.end.empty()) {
+    if (info.keys.unbounded()) {
       resp.end_of_keys = true;
       break;
     }
-    resp.next_start = info.end;
+    resp.next_start = *info.keys.end;
     if (q.snapshot != 0) break;
     // Go on into the next range if this LTC owns it too.
-    const HostedRange* next = t.Find(info.end);
-    if (next == nullptr || next->info.start != info.end) break;
+    const HostedRange* next = t.Find(*info.keys.end);
+    if (next == nullptr || next->info.keys.start != *info.keys.end) break;
     auto b = next->slot->TryGet();
     if (b == nullptr) break;  // still recovering: the client continues there later
     backend = b;
     info = next->info;
-    start = info.start;
+    start = info.keys.start;
   }
   return EncodeScanResponse(resp);
 }

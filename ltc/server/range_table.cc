@@ -21,7 +21,7 @@ const HostedRange* HostedRanges::Find(std::string_view key) const {
   // The last range starting at or before key; it holds key if key is below its end.
   auto it = std::upper_bound(ranges.begin(), ranges.end(), key,
                              [](std::string_view k, const HostedRange& h) {
-                               return k < h.info.start;
+                               return k < h.info.keys.start;
                              });
   if (it == ranges.begin()) return nullptr;
   --it;

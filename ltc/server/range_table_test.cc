@@ -193,7 +193,7 @@ TEST(RangeTableTest, ApplyOpensAddedKeepsKeptAndClosesRemovedRanges) {
 
   // Epoch 2: range 0 leaves, range 2 arrives, range 1 stays with wider bounds.
   LtcAssignment b = Assignment(2, {1, 2});
-  b.ranges[0].start = "\x30";
+  b.ranges[0].keys.start = "\x30";
   ASSERT_TRUE(table.Apply(b).ok());
   auto t = table.Current();
   EXPECT_EQ(t->epoch, 2u);
@@ -201,7 +201,7 @@ TEST(RangeTableTest, ApplyOpensAddedKeepsKeptAndClosesRemovedRanges) {
   // The added range was open before the table was published: no request ever waits.
   EXPECT_NE(SlotOf(table, 2)->TryGet(), nullptr);
   EXPECT_EQ(SlotOf(table, 1)->TryGet(), kept);
-  EXPECT_EQ(t->ranges[0].info.start, "\x30");
+  EXPECT_EQ(t->ranges[0].info.keys.start, "\x30");
   EXPECT_EQ(fakes.opened(1), 1);
   EXPECT_EQ(SlotOf(table, 0), nullptr);
   // The removed range closes only once the last holder lets go.
@@ -230,7 +230,7 @@ TEST(RangeTableTest, StaleOrInvalidAssignmentIsRefused) {
   s = table.Apply(Assignment(4, {1}));
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
   LtcAssignment overlapping = Assignment(6, {0, 1});
-  overlapping.ranges[1].start = "\x20";
+  overlapping.ranges[1].keys.start = "\x20";
   s = table.Apply(overlapping);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
   EXPECT_EQ(table.epoch(), 5u);

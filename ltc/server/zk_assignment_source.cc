@@ -17,14 +17,6 @@ std::optional<uint32_t> NumericId(const std::string& id) {
   return v;
 }
 
-RangeInfo ToRangeInfo(const coordinator::RangeAssignment& r) {
-  RangeInfo info;
-  info.id = r.id;
-  info.start = r.start;
-  info.end = r.end.value_or("");  // "" = unbounded in the protocol
-  return info;
-}
-
 }  // namespace
 
 LtcAssignment ToAssignment(const coordinator::ClusterConfig& config, uint32_t ltc_id) {
@@ -33,7 +25,7 @@ LtcAssignment ToAssignment(const coordinator::ClusterConfig& config, uint32_t lt
   a.ltc_id = ltc_id;
   const std::string me = std::to_string(ltc_id);
   for (const coordinator::RangeAssignment& r : config.ranges) {
-    if (r.ltc == me) a.ranges.push_back(ToRangeInfo(r));
+    if (r.ltc == me) a.ranges.push_back(RangeInfo{r.id, r.keys});
   }
   for (const auto& [id, address] : config.stocs) {
     auto n = NumericId(id);
