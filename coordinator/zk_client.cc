@@ -152,7 +152,7 @@ Status ZkClient::Start() {
   }
   zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
   {
-    MutexLock hl(&handle_mu_);
+    WriterMutexLock hl(&handle_mu_);
     NOVA_RETURN_NOT_OK(NewHandleLocked());
   }
   LOG(INFO) << "connecting to ZooKeeper at " << options_.servers;
@@ -184,7 +184,7 @@ void ZkClient::Shutdown() {
   }
   state_cv_.NotifyAll();
   if (session_thread_.joinable()) session_thread_.join();
-  MutexLock hl(&handle_mu_);  // the event thread never takes it (file comment, 1)
+  WriterMutexLock hl(&handle_mu_);  // the event thread never takes it (file comment, 1)
   if (handle_ != nullptr) {
     closing_handle_.store(handle_);
     zookeeper_close(handle_);  // joins the handle's threads: no event of it follows
@@ -299,7 +299,7 @@ void ZkClient::SessionThread() {
       l.Unlock();
       Status s;
       {
-        MutexLock hl(&handle_mu_);  // across zookeeper_close (file comment, 1 and 2)
+        WriterMutexLock hl(&handle_mu_);  // across zookeeper_close (file comment, 1 and 2)
         if (handle_ != nullptr) {
           closing_handle_.store(handle_);
           zookeeper_close(handle_);  // joins the handle's threads: no event of it follows
@@ -364,7 +364,7 @@ Status ZkClient::Run(const std::string& what, const std::function<int(zhandle_t*
   NOVA_RETURN_NOT_OK(AwaitConnection(deadline, what));
   auto call = std::make_shared<ZkCall>();
   {
-    MutexLock hl(&handle_mu_);
+    ReaderMutexLock hl(&handle_mu_);
     if (handle_ == nullptr) return Status::Unavailable(what + ": ZooKeeper client is closed");
     auto* holder = new Holder(call);
     const int rc = issue(handle_, holder);
@@ -480,7 +480,7 @@ Status ZkClient::ExpireSessionForTesting() {
   NOVA_RETURN_NOT_OK(AwaitConnection(Clock::now() + options_.op_timeout, "expire session"));
   clientid_t id;
   {
-    MutexLock hl(&handle_mu_);
+    ReaderMutexLock hl(&handle_mu_);
     if (handle_ == nullptr) return Status::Unavailable("expire session: client is closed");
     id = *zoo_client_id(handle_);
   }

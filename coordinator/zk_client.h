@@ -180,11 +180,10 @@ class ZkClient {
   const ZkClientOptions options_;
   std::vector<SessionFn> session_listeners_;
 
-  // Guards handle_ itself: held while issuing a call (an enqueue, microseconds) and while
-  // replacing or closing the handle. (A reader-writer lock would let calls be issued in
-  // parallel; common/mutex.h has none, and nothing here issues calls at a rate for which
-  // that matters.) Taken before mu_ (NewHandleLocked).
-  mutable Mutex handle_mu_ ACQUIRED_BEFORE(mu_);
+  // Guards handle_ itself: held shared while issuing a call (an enqueue, microseconds; calls
+  // from several threads are issued in parallel) and exclusively while replacing or
+  // closing the handle. Taken before mu_ (NewHandleLocked).
+  mutable SharedMutex handle_mu_ ACQUIRED_BEFORE(mu_);
   zhandle_t* handle_ GUARDED_BY(handle_mu_) = nullptr;
   // The handle being closed, readable by the event thread without handle_mu_ (which the
   // session thread holds while zookeeper_close() waits for that thread): its events are

@@ -5,6 +5,8 @@
 
 #include <glog/logging.h>
 
+#include "common/fault_point.h"
+
 namespace nova::logc {
 
 using internal::LogName;
@@ -251,7 +253,22 @@ void LogRegistry::FailReplicasAt(transport::PeerId peer, const Status& why) {
 }
 
 void LogRegistry::NoteIncarnation(const std::string& logc_id, uint64_t incarnation) {
-  if (!logcs_->NoteIncarnation(logc_id, incarnation)) return;
+  {
+    // Both steps under incarnation_mu_: a thread that finds the incarnation already known
+    // (it waits here) finds the replicas of the older one failed too. Without it the
+    // repairer could list the LogC between the steps, see the range fully replicated
+    // (counting the lost copy) and mark it in sync there; recovery would then trust that
+    // LogC's listing for logs it no longer holds.
+    MutexLock note(&incarnation_mu_);
+    if (!logcs_->NoteIncarnation(logc_id, incarnation)) return;
+    MAYBE_FAULT_VOID("logc_client.between_incarnation_steps");  // tests widen the window
+    FailReplicasOfOlderIncarnations(logc_id, incarnation);
+  }
+  on_replica_lost_();
+}
+
+void LogRegistry::FailReplicasOfOlderIncarnations(const std::string& logc_id,
+                                                  uint64_t incarnation) {
   // Every log registered when the new incarnation was noted is looked at (and possibly
   // more): no replica of the older incarnation is missed.
   for (auto& log : All()) {
@@ -267,7 +284,6 @@ void LogRegistry::NoteIncarnation(const std::string& logc_id, uint64_t incarnati
     }
     if (changed) log->cv.NotifyAll();
   }
-  on_replica_lost_();
 }
 
 Result<ListLogsResponse> LogRegistry::ListAt(const std::string& logc_id, uint32_t range,

@@ -9,8 +9,8 @@
 //  - listing a range's files at a LogC (kListLogs), which tells its incarnation.
 // It decides nothing about placement (LogcReplicaSet does) nor when to copy (LogRepairer).
 //
-// Thread safety: all methods are thread-safe. Lock order: mu_, then a log's mu, then
-// acks_mu_; LogcReplicaSet's mu_ is a leaf (Adopt takes it under mu_ and a log's mu; it is
+// Thread safety: all methods are thread-safe. Lock order: incarnation_mu_, then mu_, then a
+// log's mu, then acks_mu_; LogcReplicaSet's mu_ is a leaf (Adopt takes it under mu_ and a log's mu; it is
 // never held while taking ours). No lock of this class is held while calling the transport or the
 // `on_replica_lost` hook.
 #pragma once
@@ -94,13 +94,21 @@ class LogRegistry {
   // repairer).
   void FailReplicasAt(transport::PeerId peer, const Status& why) EXCLUDES(mu_);
   // A LogC answered with `incarnation`: if it is new, the replicas this client has there in
-  // an older incarnation fail (a restart lost them) and on_replica_lost runs.
-  void NoteIncarnation(const std::string& logc_id, uint64_t incarnation) EXCLUDES(mu_);
+  // an older incarnation fail (a restart lost them) and on_replica_lost runs. Returns only
+  // once they have failed, also when another thread noted the incarnation first: a caller
+  // that goes on to judge the range's replication (LogRepairer::MarkRange, after ListAt)
+  // never counts a copy the restart lost.
+  void NoteIncarnation(const std::string& logc_id, uint64_t incarnation)
+      EXCLUDES(incarnation_mu_, mu_);
   // Lists `range`'s files at a LogC (connecting first: *peer) and notes its incarnation.
   Result<ListLogsResponse> ListAt(const std::string& logc_id, uint32_t range,
-                                  transport::PeerId* peer) EXCLUDES(mu_);
+                                  transport::PeerId* peer) EXCLUDES(incarnation_mu_, mu_);
 
  private:
+  // NoteIncarnation's second step. REQUIRES: incarnation_mu_ held.
+  void FailReplicasOfOlderIncarnations(const std::string& logc_id, uint64_t incarnation)
+      REQUIRES(incarnation_mu_) EXCLUDES(mu_);
+
   struct AckRoute {
     std::weak_ptr<Log> log;
     std::shared_ptr<Replica> replica;
@@ -115,6 +123,10 @@ class LogRegistry {
   internal::LogClientMetrics* const m_;       // must outlive this
   const std::function<void()> on_replica_lost_;
 
+  // Held across both steps of NoteIncarnation (the replica set learns the incarnation, then
+  // the replicas of older ones fail), so that no thread sees the new incarnation as known
+  // while those replicas still count as live. Guards no member.
+  Mutex incarnation_mu_ ACQUIRED_BEFORE(mu_);
   mutable Mutex mu_;
   std::map<std::pair<uint32_t, uint64_t>, std::shared_ptr<Log>> logs_ GUARDED_BY(mu_);
   std::set<uint32_t> ranges_ GUARDED_BY(mu_);          // ranges logged or recovered here

@@ -7,8 +7,11 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "common/clock.h"
+#include "common/fault_point.h"
 #include "common/metrics.h"
 
 namespace nova::logc {
@@ -165,6 +168,37 @@ TEST_F(LogRegistryTest, ReplicasFailWhenTheirLogcGoesDownOrRestarts) {
   EXPECT_FALSE(log->replicas[2]->failed);
   EXPECT_TRUE(log->replicas[0]->failed);
   EXPECT_NE(log->replicas[0]->why.ToString().find("restarted"), std::string::npos);
+}
+
+// A thread that finds a LogC's new incarnation already known (another thread noted it) must
+// find the replicas the restart lost already failed: the repairer lists a LogC (noting its
+// incarnation) and then judges whether the range is fully replicated before marking it in
+// sync there. Between the two steps of the first thread's NoteIncarnation, a fault point
+// holds that thread for seconds; the second call must wait for it.
+TEST_F(LogRegistryTest, AnIncarnationNotedElsewhereIsKnownOnlyWithItsLostReplicasFailed) {
+  constexpr char kPoint[] = "logc_client.between_incarnation_steps";
+  auto log = Recovered(1, 10, {"a", "b", "c"});  // incarnation 7
+  registry_.Adopt(log);
+  ASSERT_TRUE(logcs_.NoteIncarnation("a", 7));
+  ASSERT_TRUE(FaultPoints::Arm(std::string(kPoint) + "=delay:2s:once").ok());
+  std::thread first([this] { registry_.NoteIncarnation("a", 8); });  // a restarted
+  const MonoTime deadline = MonoNow() + std::chrono::seconds(10);
+  while (FaultPoints::HitCount(kPoint) == 0 && MonoNow() < deadline) {
+    std::this_thread::yield();
+  }
+  const bool in_window = FaultPoints::HitCount(kPoint) == 1;
+  registry_.NoteIncarnation("a", 8);  // as ListAt does for the repairer
+  bool failed;
+  {
+    MutexLock lock(&log->mu);
+    failed = log->replicas[0]->failed;
+  }
+  first.join();
+  FaultPoints::Disarm(kPoint);
+  ASSERT_TRUE(in_window) << "the first NoteIncarnation never reached " << kPoint;
+  EXPECT_TRUE(failed) << "the incarnation was known while a's lost copy still counted";
+  EXPECT_EQ(Live(log.get()), 2);
+  EXPECT_EQ(lost_, 1);  // once: by the thread that noted the incarnation
 }
 
 }  // namespace

@@ -143,8 +143,9 @@ void RangeEngine::BackgroundWork() {
 
 // ---- Flushes --------------------------------------------------------------------------
 
-// What a FlushJob changes in the engine. Each method takes mu_ itself (the job holds no engine
-// lock when it calls them; MergeTarget runs under the Drange's lock, which comes first).
+// What a FlushJob changes in the engine. Each method that touches engine state takes mu_
+// itself (FlushForced reads an atomic and takes none); the job holds no engine lock when it
+// calls them, and MergeTarget runs under the Drange's lock, which comes first.
 class RangeEngine::FlushHost final : public FlushJob::Host {
  public:
   explicit FlushHost(RangeEngine* engine) : e_(engine) {}
