@@ -58,7 +58,7 @@ struct ClusterConnection {
 
 // A client for `where`, Init()ed (its routing fetched). `options` supplies timeouts and
 // pool sizes; its ltcs/routing_source are replaced by `where`'s. Returns the error of the
-// routing source (NotSupported for ZooKeeper today) or of Init (e.g. NetworkError when no
+// routing source (e.g. Unavailable naming ZooKeeper) or of Init (e.g. NetworkError when no
 // LTC answers), prefixed with where it was connecting to.
 Result<std::unique_ptr<ClusterConnection>> ConnectToCluster(const ClusterLocator& where,
                                                             ClientOptions options);

@@ -55,8 +55,8 @@ struct NovaDBOptions {
 
 // Opens the cluster named by `uri`:
 //   nova://ltc=host:port[,host:port...]      a static list of LTCs
-//   nova://zkhost:port[,zkhost:port...]/name a ZooKeeper-managed cluster: NotSupported
-//                                           until the coordinator's routing source exists
+//   nova://zkhost:port[,zkhost:port...]/name a ZooKeeper-managed cluster: routes by its
+//                                           configuration in ZooKeeper, following it
 // On success stores the DB in *dbptr (the caller deletes it) and returns OK; else *dbptr
 // is null and the status says why: InvalidArgument for a bad URI, a comparator other than
 // the bytewise one (the cluster orders keys bytewise) or error_if_exists (a cluster always

@@ -343,7 +343,7 @@ TEST_F(LtcServerITest, LimitsGiveClearErrors) {
   for (int i = 0; i < 20; ++i)
     fat.push_back({ltc::BatchOp::kPut, KeyIn(0, "f" + std::to_string(i)), std::string(60000, 'x')});
   s = c->Write(fat);
-  EXPECT_NE(s.message().find("--ltc_max_request_bytes"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("--ltc_max_request_mb"), std::string::npos) << s.ToString();
   // The client recovers from the closed connection.
   EXPECT_TRUE(c->Put(KeyIn(0, "after-limit"), "ok").ok());
   // Connections over --ltc_max_connections (3 on the leveldb LTC) are refused with a reason.
@@ -609,9 +609,9 @@ TEST_F(LtcServerITest, BadRequestsGetErrorsAndOthersKeepBeingServed) {
        kConnectionErrorType, 0, Status::Code::kCorruption, "a client sent a response"},
       {"payload length over --ltc_max_request_mb", over_limit,
        static_cast<uint16_t>(ClientMsg::kPut), 7, Status::Code::kInvalidArgument,
-       "--ltc_max_request_bytes"},
+       "--ltc_max_request_mb"},
       {"payload length 4 GiB", huge, static_cast<uint16_t>(ClientMsg::kPut), 7,
-       Status::Code::kInvalidArgument, "--ltc_max_request_bytes"},
+       Status::Code::kInvalidArgument, "--ltc_max_request_mb"},
   };
   for (const Damaged& d : damaged) {
     SCOPED_TRACE(std::string("(c) ") + d.what);

@@ -142,7 +142,7 @@ void ConnectionListener::ReadLoop(const std::shared_ptr<ClientConn>& conn) {
                       Status::InvalidArgument("request of " + std::to_string(in.refused_bytes()) +
                                               " bytes exceeds the limit of " +
                                               std::to_string(options_.max_request_bytes) +
-                                              " bytes (--ltc_max_request_bytes)"));
+                                              " bytes (--ltc_max_request_mb)"));
       break;
     }
     if (s.ok() && h.is_response()) s = Status::Corruption("a client sent a response");
