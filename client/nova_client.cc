@@ -104,8 +104,10 @@ struct NovaClient::Impl {
   std::unique_ptr<RoutingSource> own_source;
   RoutingSource* source = nullptr;
 
-  // Routing and connections. mu and retry_mu are leaves (never held together); no callback
-  // runs under either.
+  // Routing and connections. mu and retry_mu are never held together; mu comes before
+  // LtcConnection::mu_ (Connection() asks a connection whether it is healthy under mu), and
+  // LtcConnection never calls back into the client under its lock. No callback runs under
+  // either.
   mutable Mutex mu;
   RoutingTable table GUARDED_BY(mu);
   std::map<std::string, std::vector<std::shared_ptr<LtcConnection>>> pools GUARDED_BY(mu);

@@ -12,7 +12,8 @@
 // copy through the buffer.
 //
 // Every call is at most one recv() system call; no call allocates except Fill when the
-// buffer must grow (a frame longer than the buffer was asked for).
+// buffer must grow: when the room asked for (`min_room`) does not fit even after the
+// buffered bytes move to the front. The buffer never shrinks.
 //
 //   SocketReader in(fd, 64 << 10);
 //   for (;;) {

@@ -176,12 +176,14 @@ class RpcEndpoint : public transport::TransportHandler {
   std::vector<EndpointObserver*> observers_;
 
   mutable Mutex mu_;
-  CondVar cv_;  // signalled when a deadline is added and on Shutdown
+  CondVar cv_;  // signalled when a deadline is added and by the destructor
   uint64_t next_request_id_ GUARDED_BY(mu_) = 1;
   std::unordered_map<uint64_t, Pending> pending_ GUARDED_BY(mu_);
   DeadlineMap deadlines_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
-  std::thread timeout_thread_ GUARDED_BY(mu_);
+  // Started by the constructor and joined by the destructor, the only two places that touch
+  // it (so it needs no lock).
+  std::thread timeout_thread_;
 };
 
 }  // namespace nova::rpc
