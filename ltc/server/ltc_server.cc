@@ -101,6 +101,9 @@ void LtcServer::Shutdown() {
   if (shut_down_.exchange(true)) return;
   source_->Unwatch();
   stopping_ = true;
+  // Background openers quit now rather than after the applier is joined: one retrying a
+  // range that will not open must not make the stop wait for its next attempt.
+  ranges_.BeginStopOpening();
   {
     MutexLock l(&pending_mu_);
     pending_cv_.NotifyAll();

@@ -154,6 +154,12 @@ void RangeTable::Publish(std::shared_ptr<const HostedRanges> t) {
   table_ = std::move(t);
 }
 
+void RangeTable::BeginStopOpening() {
+  MutexLock l(&openers_mu_);
+  stopping_ = true;
+  stop_cv_.NotifyAll();
+}
+
 void RangeTable::StopOpening() {
   std::vector<std::thread> openers;
   {

@@ -88,6 +88,9 @@ class RangeTable {
   // Unavailable saying the range is being recovered.
   Result<std::shared_ptr<RangeBackend>> BackendOf(const HostedRange& h);
 
+  // Tells the background opens to stop (one waiting to retry quits at once; an open in
+  // progress finishes first) without waiting for them. Idempotent.
+  void BeginStopOpening() EXCLUDES(openers_mu_);
   // Stops the background opens and joins them (an open in progress finishes first; a
   // backend it made then stays in its slot). Idempotent.
   void StopOpening() EXCLUDES(openers_mu_);
