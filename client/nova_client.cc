@@ -24,8 +24,9 @@ uint16_t T(ClientMsg m) { return static_cast<uint16_t>(m); }
 }  // namespace
 
 const RoutingTable::Route* RoutingTable::Find(std::string_view key) const {
-  auto it = std::upper_bound(routes.begin(), routes.end(), key,
-                             [](std::string_view k, const Route& r) { return k < r.range.keys.start; });
+  auto it =
+      std::upper_bound(routes.begin(), routes.end(), key,
+                       [](std::string_view k, const Route& r) { return k < r.range.keys.start; });
   if (it == routes.begin()) return nullptr;
   --it;
   return it->range.Contains(key) ? &*it : nullptr;
@@ -78,7 +79,8 @@ Result<RoutingTable> StaticRoutingSource::Fetch() {
     // Drop a range overlapping the previous one (a stale LTC's claim).
     if (!t.routes.empty()) {
       const ltc::RangeInfo& prev = t.routes.back().range;
-      if (prev.keys.Overlaps(er.second.range.keys)) continue;
+      const std::string& next_start = er.second.range.keys.start;
+      if (prev.keys.unbounded() || *prev.keys.end > next_start) continue;
     }
     t.routes.push_back(er.second);
   }
@@ -165,8 +167,7 @@ struct NovaClient::Impl {
   // A healthy connection to `address` (connecting if needed), chosen round-robin, and its
   // index in the pool. `index` >= 0 asks for that one.
   Result<std::shared_ptr<LtcConnection>> Connection(const std::string& address, int index,
-                                                    Deadline deadline, int* chosen)
-      EXCLUDES(mu) {
+                                                    Deadline deadline, int* chosen) EXCLUDES(mu) {
     const int n = std::max(1, options.connections_per_ltc);
     int i = 0;
     {

@@ -39,8 +39,9 @@ class NovaSnapshot final : public leveldb::Snapshot {
 
   // The part whose range holds `key`, or null (no view of that range).
   const Part* Find(std::string_view key) const {
-    auto it = std::upper_bound(parts.begin(), parts.end(), key,
-                               [](std::string_view k, const Part& p) { return k < p.range.keys.start; });
+    auto it =
+        std::upper_bound(parts.begin(), parts.end(), key,
+                         [](std::string_view k, const Part& p) { return k < p.range.keys.start; });
     if (it == parts.begin()) return nullptr;
     --it;
     return it->range.Contains(key) ? &*it : nullptr;
@@ -257,7 +258,8 @@ class NovaDB final : public leveldb::DB {
       *value = "epoch=" + std::to_string(t.epoch) + "\n";
       for (const auto& r : t.routes) {
         *value += "range " + std::to_string(r.range.id) + " ['" + Printable(r.range.keys.start) +
-                  "', '" + Printable(r.range.keys.end.value_or("")) + "') -> " + r.ltc_address + "\n";
+                  "', '" + Printable(r.range.keys.end.value_or("")) + "') -> " + r.ltc_address +
+                  "\n";
       }
       return true;
     }

@@ -233,9 +233,10 @@ Result<ClusterConfig> ClusterConfig::FromJson(std::string_view text) {
 
 const RangeAssignment* ClusterConfig::RangeForKey(std::string_view key) const {
   // The last range whose start is <= key; ranges are sorted by start when valid.
-  auto it = std::upper_bound(
-      ranges.begin(), ranges.end(), key,
-      [](std::string_view k, const RangeAssignment& r) { return k < std::string_view(r.keys.start); });
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), key,
+                             [](std::string_view k, const RangeAssignment& r) {
+                               return k < std::string_view(r.keys.start);
+                             });
   if (it == ranges.begin()) return nullptr;
   --it;
   return it->Contains(key) ? &*it : nullptr;

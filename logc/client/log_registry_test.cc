@@ -24,8 +24,8 @@ class LogRegistryTest : public ::testing::Test {
  protected:
   LogRegistryTest()
       : logcs_(Links(), std::chrono::milliseconds(100)),
-        registry_(&settings_, std::chrono::milliseconds(1000), /*endpoint=*/nullptr, &logcs_,
-                  &m_, [this] { ++lost_; }) {
+        registry_(&settings_, std::chrono::milliseconds(1000), /*endpoint=*/nullptr, &logcs_, &m_,
+                  [this] { ++lost_; }) {
     m_.replica_failures = metrics_.GetCounter("failures", "");
     logcs_.SetLogcs({{"a", "a:1"}, {"b", "b:1"}, {"c", "c:1"}});
   }
@@ -92,7 +92,8 @@ TEST_F(LogRegistryTest, KeepsLogsAndTheRangesTheyServe) {
     log->durable_end = 5;
   }
   EXPECT_EQ(registry_.WrittenMemtables(1), std::set<uint64_t>{10});
-  EXPECT_TRUE(registry_.WhileNoLogs([] { return Status::OK(); }).code() == Status::Code::kIllegalState);
+  EXPECT_TRUE(registry_.WhileNoLogs([] { return Status::OK(); }).code() ==
+              Status::Code::kIllegalState);
   auto removed = registry_.Remove(1, {10, 12});
   ASSERT_EQ(removed.size(), 1u);
   EXPECT_EQ(removed[0], log);
