@@ -56,13 +56,12 @@ LogClient::LogClient(LogClientOptions options, rpc::RpcEndpoint* endpoint,
   registry_ = std::make_unique<LogRegistry>(settings_.get(), options_.timeout, endpoint_,
                                             logcs_.get(), m_.get(),
                                             [this] { repairer_->Wake(); });
-  repairer_ = std::make_unique<LogRepairer>(&options_, settings_.get(), endpoint_, logcs_.get(),
-                                            registry_.get(), m_.get());
-  writer_ = std::make_unique<LogWriter>(&options_, settings_.get(), endpoint_, logcs_.get(),
-                                        registry_.get(), repairer_.get(), m_.get());
-  reader_ = std::make_unique<LogRecoveryReader>(&options_, settings_.get(), endpoint_,
-                                                logcs_.get(), registry_.get(), repairer_.get(),
-                                                m_.get());
+  internal::LogParts parts{&options_,       settings_.get(),      endpoint_, logcs_.get(),
+                           registry_.get(), /*repairer=*/nullptr, m_.get()};
+  repairer_ = std::make_unique<LogRepairer>(parts);
+  parts.repairer = repairer_.get();
+  writer_ = std::make_unique<LogWriter>(parts);
+  reader_ = std::make_unique<LogRecoveryReader>(parts);
 
   metrics->RegisterCallbackGauge(
       "log_client_underreplicated_logs",

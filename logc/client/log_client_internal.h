@@ -20,6 +20,17 @@
 #include "logc/client/log_mode.h"
 #include "logc/client/logc_protocol.h"
 
+namespace nova::rpc {
+class RpcEndpoint;
+}  // namespace nova::rpc
+
+namespace nova::logc {
+struct LogClientOptions;
+class LogcReplicaSet;
+class LogRegistry;
+class LogRepairer;
+}  // namespace nova::logc
+
 namespace nova::logc::internal {
 
 // Largest segment the client asks for (a LogC's default --logc max): bigger batches are
@@ -72,6 +83,19 @@ struct LogClientMetrics {
   std::atomic<uint64_t> underreplicated{0};
   std::atomic<uint64_t> unsynced_logcs{0};
   std::atomic<uint64_t> repair_passes{0};
+};
+
+// What the writer, the repairer and the recovery reader reach: the facade's options,
+// settings, endpoint, metrics and the parts beneath them. Every pointer is owned by the
+// LogClient and outlives the parts.
+struct LogParts {
+  const LogClientOptions* options = nullptr;
+  const LogSettings* settings = nullptr;
+  rpc::RpcEndpoint* endpoint = nullptr;
+  LogcReplicaSet* logcs = nullptr;
+  LogRegistry* registry = nullptr;
+  LogRepairer* repairer = nullptr;  // null in the repairer's own
+  LogClientMetrics* m = nullptr;
 };
 
 // A registered local buffer that the transport reads from (WRITE) or writes into (READ).

@@ -17,18 +17,7 @@ using internal::NewStaging;
 using internal::Replica;
 using internal::WaitOp;
 
-LogRecoveryReader::LogRecoveryReader(const LogClientOptions* options,
-                                     const internal::LogSettings* settings,
-                                     rpc::RpcEndpoint* endpoint, LogcReplicaSet* logcs,
-                                     LogRegistry* registry, LogRepairer* repairer,
-                                     internal::LogClientMetrics* m)
-    : options_(options),
-      settings_(settings),
-      endpoint_(endpoint),
-      logcs_(logcs),
-      registry_(registry),
-      repairer_(repairer),
-      m_(m) {}
+LogRecoveryReader::LogRecoveryReader(const internal::LogParts& parts) : parts_(parts) {}
 
 // ---- Recovery ---------------------------------------------------------------------
 
@@ -36,7 +25,7 @@ Status LogRecoveryReader::ReadSegment(const SegmentToRead& seg, std::string* out
                                       std::vector<size_t>* holders, uint64_t* length) {
   holders->clear();
   *length = 0;
-  const LogMode mode = settings_->mode.load();
+  const LogMode mode = parts_.settings->mode.load();
   const bool memory = mode == LogMode::kMemory;
   Status last = Status::Unavailable("no replica");
   std::string candidate;
@@ -52,7 +41,8 @@ Status LogRecoveryReader::ReadSegment(const SegmentToRead& seg, std::string* out
       while (true) {
         req.offset = candidate.size();
         req.length = UINT64_MAX;
-        auto reply = endpoint_->CallSync(src.peer, kReadLog, Encode(req), options_->timeout);
+        auto reply =
+            parts_.endpoint->CallSync(src.peer, kReadLog, Encode(req), parts_.options->timeout);
         if (!reply.ok()) {
           last = reply.status();
           break;
@@ -67,16 +57,16 @@ Status LogRecoveryReader::ReadSegment(const SegmentToRead& seg, std::string* out
       // One one-sided READ: what the LogC received of a persisted file, a memory file whole.
       const uint64_t n = f.persisted ? f.length : f.capacity;
       Status error;
-      auto st = n == 0 ? nullptr : NewStaging(endpoint_->transport(), n, &error);
+      auto st = n == 0 ? nullptr : NewStaging(parts_.endpoint->transport(), n, &error);
       if (n != 0 && st == nullptr) return error;
       last = n == 0 ? Status::OK()
                     : WaitOp(
                           st,
                           [&](transport::Completion done) {
-                            return endpoint_->transport()->Read(src.peer, f.addr, n, st->mr, 0,
-                                                                std::move(done));
+                            return parts_.endpoint->transport()->Read(src.peer, f.addr, n, st->mr,
+                                                                      0, std::move(done));
                           },
-                          options_->timeout);
+                          parts_.options->timeout);
       if (last.ok() && n != 0) candidate.assign(st->mem.get(), n);
     }
     if (!last.ok()) {
@@ -154,7 +144,7 @@ void LogRecoveryReader::AdoptRecovered(const SegmentToRead* const* segments, siz
       if (rep->segments.size() == n) log->replicas.push_back(rep);
     }
   }
-  registry_->Adopt(std::move(log));
+  parts_.registry->Adopt(std::move(log));
 }
 
 Status LogRecoveryReader::ReadAll(uint32_t range, int threads, bool new_range,
@@ -162,18 +152,19 @@ Status LogRecoveryReader::ReadAll(uint32_t range, int threads, bool new_range,
                                   std::vector<uint64_t>* missing) {
   logs->clear();
   missing->clear();
-  if (settings_->mode.load() == LogMode::kNone) {
+  if (parts_.settings->mode.load() == LogMode::kNone) {
     return Status::InvalidArgument("log mode none: there are no logs to read");
   }
-  const std::vector<std::string> ids = logcs_->ConfiguredIds();
-  std::set<uint64_t> expected = registry_->WrittenMemtables(range);  // memtables this client wrote
+  const std::vector<std::string> ids = parts_.logcs->ConfiguredIds();
+  std::set<uint64_t> expected =
+      parts_.registry->WrittenMemtables(range);  // memtables this client wrote
   // memtable -> segment -> sources
   std::map<uint64_t, std::map<uint32_t, SegmentToRead>> found;
   std::vector<std::string> unlisted;  // LogCs whose logs we could not list
   std::vector<std::string> unsynced;  // listed, but not in sync for the range
   for (const std::string& id : ids) {
     transport::PeerId peer = transport::kInvalidPeer;
-    auto listed = registry_->ListAt(id, range, &peer);
+    auto listed = parts_.registry->ListAt(id, range, &peer);
     if (!listed.ok()) {
       LOG(WARNING) << "listing logs of range " << range << " at LogC " << id << ": "
                    << listed.status().ToString();
@@ -182,7 +173,7 @@ Status LogRecoveryReader::ReadAll(uint32_t range, int threads, bool new_range,
     }
     const ListLogsResponse& list = listed.value();
     if (list.in_sync) {
-      logcs_->NoteInSync(id, list.incarnation, range);
+      parts_.logcs->NoteInSync(id, list.incarnation, range);
     } else {
       unsynced.push_back(id);
     }
@@ -199,24 +190,24 @@ Status LogRecoveryReader::ReadAll(uint32_t range, int threads, bool new_range,
   // its memory copies, or a new disk; it was never marked), may be the only one left of
   // those: with that many such LogCs, a log may be on none of the others, and recovering
   // without it would lose acknowledged writes. The caller retries (the range waits).
-  const bool forced = std::find(options_->force_recovery_ranges.begin(),
-                                options_->force_recovery_ranges.end(),
-                                range) != options_->force_recovery_ranges.end();
+  const bool forced = std::find(parts_.options->force_recovery_ranges.begin(),
+                                parts_.options->force_recovery_ranges.end(),
+                                range) != parts_.options->force_recovery_ranges.end();
   const size_t suspects = unlisted.size() + unsynced.size();
-  if (!new_range && static_cast<int>(suspects) >= settings_->InsyncTarget()) {
+  if (!new_range && static_cast<int>(suspects) >= parts_.settings->InsyncTarget()) {
     std::string who;
     for (const auto& u : unlisted) who += (who.empty() ? "" : ", ") + u;
     for (const auto& u : unsynced) {
       who += (who.empty() ? "" : ", ") + u + " (not in sync: restarted without its copies, or new)";
     }
-    const std::string why =
-        "range " + std::to_string(range) + ": " + std::to_string(suspects) +
-        " LogC(s) cannot vouch for their logs (" + who + "), and a write is acknowledged on " +
-        std::to_string(settings_->InsyncTarget()) + " of them: a log with acknowledged writes may be on " +
-        "those only";
+    const std::string why = "range " + std::to_string(range) + ": " + std::to_string(suspects) +
+                            " LogC(s) cannot vouch for their logs (" + who +
+                            "), and a write is acknowledged on " +
+                            std::to_string(parts_.settings->InsyncTarget()) +
+                            " of them: a log with acknowledged writes may be on " + "those only";
     if (!forced) {
-      m_->recovery_refusals->Increment();
-      registry_->Block(range);
+      parts_.m->recovery_refusals->Increment();
+      parts_.registry->Block(range);
       LOG_EVERY_N(WARNING, 10) << "recovery waits: " << why;
       return Status::Unavailable(why + "; waiting for them");
     }
@@ -227,13 +218,13 @@ Status LogRecoveryReader::ReadAll(uint32_t range, int threads, bool new_range,
     // The range's recovery goes on: from now on the repairer may mark it in sync (never
     // before: a refused range has logs this client does not know of, and marking a LogC
     // that lost them would make the next attempt go on without them).
-    registry_->Unblock(range);
+    parts_.registry->Unblock(range);
   }
   // Best source first: the one that received (or persisted) the most.
   std::vector<SegmentToRead*> work;
   for (auto& [memtable, segments] : found) {
     for (auto& [number, seg] : segments) {
-      const LogMode mode = settings_->mode.load();
+      const LogMode mode = parts_.settings->mode.load();
       std::stable_sort(seg.sources.begin(), seg.sources.end(), [&](const auto& a, const auto& b) {
         return HeldBytes(mode, a.info) > HeldBytes(mode, b.info);
       });
@@ -307,7 +298,7 @@ Status LogRecoveryReader::ReadAll(uint32_t range, int threads, bool new_range,
                << " LogC(s) it could not list: the logs only they held (any number, of up to "
                << "a memtable each) are lost";
   }
-  repairer_->Wake();  // re-replicate what was read at fewer than R replicas
+  parts_.repairer->Wake();  // re-replicate what was read at fewer than R replicas
   return Status::OK();
 }
 

@@ -30,9 +30,7 @@ namespace nova::logc {
 class LogRecoveryReader {
  public:
   // All pointers must outlive this.
-  LogRecoveryReader(const LogClientOptions* options, const internal::LogSettings* settings,
-                    rpc::RpcEndpoint* endpoint, LogcReplicaSet* logcs, LogRegistry* registry,
-                    LogRepairer* repairer, internal::LogClientMetrics* m);
+  explicit LogRecoveryReader(const internal::LogParts& parts);
   LogRecoveryReader(const LogRecoveryReader&) = delete;
   LogRecoveryReader& operator=(const LogRecoveryReader&) = delete;
 
@@ -55,13 +53,7 @@ class LogRecoveryReader {
                       const std::vector<uint64_t>& lengths);
 
   // Constant after construction; all must outlive this.
-  const LogClientOptions* const options_;
-  const internal::LogSettings* const settings_;
-  rpc::RpcEndpoint* const endpoint_;
-  LogcReplicaSet* const logcs_;
-  LogRegistry* const registry_;
-  LogRepairer* const repairer_;
-  internal::LogClientMetrics* const m_;
+  const internal::LogParts parts_;
 };
 
 }  // namespace nova::logc

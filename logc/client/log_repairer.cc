@@ -16,15 +16,7 @@ using internal::NewStaging;
 using internal::Replica;
 using internal::WaitOp;
 
-LogRepairer::LogRepairer(const LogClientOptions* options, const internal::LogSettings* settings,
-                         rpc::RpcEndpoint* endpoint, LogcReplicaSet* logcs, LogRegistry* registry,
-                         internal::LogClientMetrics* m)
-    : options_(options),
-      settings_(settings),
-      endpoint_(endpoint),
-      logcs_(logcs),
-      registry_(registry),
-      m_(m) {}
+LogRepairer::LogRepairer(const internal::LogParts& parts) : parts_(parts) {}
 
 LogRepairer::~LogRepairer() { CHECK(!thread_.joinable()) << "LogRepairer: Stop() not called"; }
 
@@ -53,29 +45,31 @@ void LogRepairer::MaybeRereplicate(const std::shared_ptr<Log>& log, int max_atte
     LogRegistry::ReapFailedLocked(log.get(), &reaped);
     for (auto& r : log->replicas) current.push_back(r->logc_id);
   }
-  registry_->Forget(reaped, true);
-  if (current.empty() || static_cast<int>(current.size()) >= settings_->replicas.load()) return;
+  parts_.registry->Forget(reaped, true);
+  if (current.empty() || static_cast<int>(current.size()) >= parts_.settings->replicas.load())
+    return;
   {
     MutexLock lock(&log->mu);
     if (log->capacity.empty()) return;  // nothing opened yet
   }
   int live = static_cast<int>(current.size());
   std::vector<std::string> tried = current;
-  for (int attempt = 0; live < settings_->replicas.load() && attempt < max_attempts; ++attempt) {
-    auto chosen = logcs_->ReserveLogc(&tried);
+  for (int attempt = 0; live < parts_.settings->replicas.load() && attempt < max_attempts;
+       ++attempt) {
+    auto chosen = parts_.logcs->ReserveLogc(&tried);
     if (!chosen) break;
     const std::string& id = *chosen;
     Status s = CopyTo(log, id);
-    if (!s.ok()) logcs_->ReleaseLogc(id);
+    if (!s.ok()) parts_.logcs->ReleaseLogc(id);
     if (s.ok()) {
       ++live;
-      m_->rereplications->Increment();
+      parts_.m->rereplications->Increment();
       LOG(INFO) << LogName(log->range, log->memtable) << " re-replicated to LogC " << id;
     } else if (s.code() == Status::Code::kAborted) {
       break;  // the log was deleted meanwhile
     } else {
-      m_->errors->Increment();
-      logcs_->MarkFailed(id);
+      parts_.m->errors->Increment();
+      parts_.logcs->MarkFailed(id);
       LOG_EVERY_N(WARNING, 50) << LogName(log->range, log->memtable)
                                << ": re-replication to LogC " << id
                                << " failed: " << s.ToString();
@@ -84,8 +78,8 @@ void LogRepairer::MaybeRereplicate(const std::shared_ptr<Log>& log, int max_atte
 }
 
 Status LogRepairer::EnsureInsync(const std::shared_ptr<Log>& log) {
-  const MonoTime deadline = MonoNow() + options_->timeout;
-  const int target = settings_->InsyncTarget();
+  const MonoTime deadline = MonoNow() + parts_.options->timeout;
+  const int target = parts_.settings->InsyncTarget();
   auto live_replicas = [&]() -> Result<int> {
     MutexLock lock(&log->mu);
     if (!log->dead.ok()) return log->dead;
@@ -104,19 +98,20 @@ Status LogRepairer::EnsureInsync(const std::shared_ptr<Log>& log) {
     if (live == 0) return Status::Unavailable("every replica of the log failed");
     if (MonoNow() >= deadline) {
       return Status::Unavailable(
-          std::to_string(live) + " of " + std::to_string(settings_->replicas.load()) +
+          std::to_string(live) + " of " + std::to_string(parts_.settings->replicas.load()) +
           " replicas live and no other LogC took a copy within the timeout; " +
-          std::to_string(target) + " must hold a write before it is acknowledged "
+          std::to_string(target) +
+          " must hold a write before it is acknowledged "
           "(--log_min_insync_replicas)");
     }
-    std::this_thread::sleep_for(options_->retry_interval);
+    std::this_thread::sleep_for(parts_.options->retry_interval);
   }
 }
 
 bool LogRepairer::RangeFullyReplicated(uint32_t range) {
-  std::vector<std::shared_ptr<Log>> logs = registry_->LogsOf(range);
+  std::vector<std::shared_ptr<Log>> logs = parts_.registry->LogsOf(range);
   // M, not R: every acknowledged write was on M replicas, and recovery counts against M.
-  const int target = settings_->InsyncTarget();
+  const int target = parts_.settings->InsyncTarget();
   for (auto& log : logs) {
     MutexLock lock(&log->mu);
     if (log->durable_end == 0 && !log->recovered) continue;  // nothing acknowledged
@@ -126,42 +121,43 @@ bool LogRepairer::RangeFullyReplicated(uint32_t range) {
 }
 
 bool LogRepairer::RangeMarkedAt(uint32_t range, const std::vector<std::string>& logcs) const {
-  return logcs_->MarkedAt(range, logcs);
+  return parts_.logcs->MarkedAt(range, logcs);
 }
 
 void LogRepairer::MarkRange(uint32_t range, const std::vector<std::string>& only) {
-  if (!registry_->Serves(range)) return;  // not open here (or its recovery was refused)
-  const std::vector<std::string> ids = logcs_->Unmarked(range, only);
+  if (!parts_.registry->Serves(range)) return;  // not open here (or its recovery was refused)
+  const std::vector<std::string> ids = parts_.logcs->Unmarked(range, only);
   for (const std::string& id : ids) {
     // Its incarnation first (a restart since this client last saw it drops the replicas it
     // held), then whether the range is fully replicated: in that order, a mark never
     // covers copies a restart lost.
     transport::PeerId peer;
-    auto listed = registry_->ListAt(id, range, &peer);
+    auto listed = parts_.registry->ListAt(id, range, &peer);
     if (!listed.ok()) {
-      logcs_->MarkFailed(id);  // a hung LogC must not stall every pass
+      parts_.logcs->MarkFailed(id);  // a hung LogC must not stall every pass
       continue;
     }
     const ListLogsResponse& list = listed.value();
     if (!list.in_sync) {
       if (!RangeFullyReplicated(range)) return;
-      MarkInSyncRequest req{range, list.incarnation, Persists(settings_->mode.load())};
-      auto marked = endpoint_->CallSync(peer, kMarkInSync, Encode(req), options_->timeout);
+      MarkInSyncRequest req{range, list.incarnation, Persists(parts_.settings->mode.load())};
+      auto marked =
+          parts_.endpoint->CallSync(peer, kMarkInSync, Encode(req), parts_.options->timeout);
       if (!marked.ok()) {
         LOG_EVERY_N(WARNING, 20) << "marking range " << range << " in sync at LogC " << id
                                  << ": " << marked.status().ToString();
-        logcs_->MarkFailed(id);
+        parts_.logcs->MarkFailed(id);
         continue;
       }
     }
-    logcs_->NoteInSync(id, list.incarnation, range);
+    parts_.logcs->NoteInSync(id, list.incarnation, range);
   }
 }
 
 void LogRepairer::RepairLoop() {
   MutexLock lock(&mu_);
   while (!stopping_) {
-    cv_.WaitFor(&lock, options_->repair_interval);
+    cv_.WaitFor(&lock, parts_.options->repair_interval);
     if (stopping_) break;
     lock.Unlock();
     RepairPass();
@@ -170,12 +166,12 @@ void LogRepairer::RepairLoop() {
 }
 
 void LogRepairer::RepairPass() {
-  if (settings_->mode.load() == LogMode::kNone) return;
+  if (parts_.settings->mode.load() == LogMode::kNone) return;
   std::vector<std::shared_ptr<Log>> logs;
   std::set<uint32_t> ranges;
-  logs = registry_->All();
-  ranges = registry_->Ranges();
-  const int r = settings_->replicas.load();
+  logs = parts_.registry->All();
+  ranges = parts_.registry->Ranges();
+  const int r = parts_.settings->replicas.load();
   uint64_t under = 0;
   for (auto& log : logs) {
     {
@@ -184,7 +180,7 @@ void LogRepairer::RepairPass() {
       if (log->LiveLocked() >= r) continue;
       // A log being written is between turns often: wait for one (appenders copy only
       // while fewer than M replicas are live, so with M < R this is what restores R).
-      if (!log->cv.WaitUntil(&lock, MonoNow() + options_->repair_interval,
+      if (!log->cv.WaitUntil(&lock, MonoNow() + parts_.options->repair_interval,
                              [&]() REQUIRES(log->mu) { return !log->turn || log->deleted; }) ||
           log->deleted) {
         ++under;
@@ -200,17 +196,17 @@ void LogRepairer::RepairPass() {
     if (log->LiveLocked() < r) ++under;
     log->cv.NotifyAll();
   }
-  m_->underreplicated = under;
+  parts_.m->underreplicated = under;
   for (uint32_t range : ranges) MarkRange(range);
-  const uint64_t unsynced = logcs_->CountUnsynced(ranges);
-  m_->unsynced_logcs = unsynced;
-  m_->repair_passes.fetch_add(1);
+  const uint64_t unsynced = parts_.logcs->CountUnsynced(ranges);
+  parts_.m->unsynced_logcs = unsynced;
+  parts_.m->repair_passes.fetch_add(1);
 }
 
 Status LogRepairer::CopyTo(const std::shared_ptr<Log>& log, const std::string& logc_id) {
-  auto peer = logcs_->PeerFor(logc_id);
+  auto peer = parts_.logcs->PeerFor(logc_id);
   if (!peer.ok()) return peer.status();
-  const bool persist = Persists(settings_->mode.load());
+  const bool persist = Persists(parts_.settings->mode.load());
   auto rep = std::make_shared<Replica>();
   rep->logc_id = logc_id;
   rep->peer = peer.value();
@@ -228,7 +224,7 @@ Status LogRepairer::CopyTo(const std::shared_ptr<Log>& log, const std::string& l
   Status result;
   for (size_t k = 0; k < capacity.size() && result.ok(); ++k) {
     const uint64_t length = k + 1 == capacity.size() ? written : capacity[k];
-    result = registry_->OpenAt(log, rep, static_cast<uint32_t>(k), capacity[k]);
+    result = parts_.registry->OpenAt(log, rep, static_cast<uint32_t>(k), capacity[k]);
     if (!result.ok()) break;
     uint64_t from;
     transport::RemoteAddr dst;
@@ -248,7 +244,7 @@ Status LogRepairer::CopyTo(const std::shared_ptr<Log>& log, const std::string& l
     if (from == length) continue;
     const uint64_t n = length - from;
     Status error;
-    auto st = NewStaging(endpoint_->transport(), n, &error);
+    auto st = NewStaging(parts_.endpoint->transport(), n, &error);
     if (st == nullptr) {
       result = error;
       break;
@@ -266,10 +262,10 @@ Status LogRepairer::CopyTo(const std::shared_ptr<Log>& log, const std::string& l
       read = WaitOp(
           st,
           [&](transport::Completion done) {
-            return endpoint_->transport()->Read(src->peer, from_addr, n, st->mr, 0,
-                                                std::move(done));
+            return parts_.endpoint->transport()->Read(src->peer, from_addr, n, st->mr, 0,
+                                                      std::move(done));
           },
-          options_->timeout);
+          parts_.options->timeout);
       if (read.ok()) break;
       LOG(WARNING) << "reading " << LogName(log->range, log->memtable) << " from LogC "
                    << src->logc_id << ": " << read.ToString();
@@ -283,16 +279,16 @@ Status LogRepairer::CopyTo(const std::shared_ptr<Log>& log, const std::string& l
     result = WaitOp(
         st,
         [&](transport::Completion done) {
-          return endpoint_->transport()->Write(
+          return parts_.endpoint->transport()->Write(
               rep->peer, st->mr, 0, n, dst,
               persist ? std::optional<uint32_t>(handle) : std::nullopt, std::move(done));
         },
-        options_->timeout);
+        parts_.options->timeout);
     if (!result.ok()) break;
     if (persist) {
       MutexLock lock(&log->mu);
       const bool acked =
-          log->cv.WaitUntil(&lock, MonoNow() + options_->timeout, [&]() REQUIRES(log->mu) {
+          log->cv.WaitUntil(&lock, MonoNow() + parts_.options->timeout, [&]() REQUIRES(log->mu) {
             return rep->segments[k].persisted >= length || !rep->segments[k].ack_error.ok();
           });
       if (!rep->segments[k].ack_error.ok()) {
@@ -311,7 +307,7 @@ Status LogRepairer::CopyTo(const std::shared_ptr<Log>& log, const std::string& l
       return Status::OK();
     }
   }
-  registry_->DropAckRoutes(*rep);
+  parts_.registry->DropAckRoutes(*rep);
   return result;
 }
 

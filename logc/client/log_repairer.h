@@ -41,9 +41,8 @@ class LogRepairer {
   using Log = internal::Log;
 
   // All pointers must outlive this.
-  LogRepairer(const LogClientOptions* options, const internal::LogSettings* settings,
-              rpc::RpcEndpoint* endpoint, LogcReplicaSet* logcs, LogRegistry* registry,
-              internal::LogClientMetrics* m);
+  // parts.repairer is not used (it would be this).
+  explicit LogRepairer(const internal::LogParts& parts);
   // REQUIRES: Stop() was called if Start() was.
   ~LogRepairer();
   LogRepairer(const LogRepairer&) = delete;
@@ -76,12 +75,7 @@ class LogRepairer {
   void RepairPass();
 
   // Constant after construction; all must outlive this.
-  const LogClientOptions* const options_;
-  const internal::LogSettings* const settings_;
-  rpc::RpcEndpoint* const endpoint_;
-  LogcReplicaSet* const logcs_;
-  LogRegistry* const registry_;
-  internal::LogClientMetrics* const m_;
+  const internal::LogParts parts_;
 
   Mutex mu_;
   CondVar cv_;  // Wake() and Stop()

@@ -20,16 +20,7 @@ using internal::NewStaging;
 using internal::Replica;
 using internal::Staging;
 
-LogWriter::LogWriter(const LogClientOptions* options, const internal::LogSettings* settings,
-                     rpc::RpcEndpoint* endpoint, LogcReplicaSet* logcs, LogRegistry* registry,
-                     LogRepairer* repairer, internal::LogClientMetrics* m)
-    : options_(options),
-      settings_(settings),
-      endpoint_(endpoint),
-      logcs_(logcs),
-      registry_(registry),
-      repairer_(repairer),
-      m_(m) {}
+LogWriter::LogWriter(const internal::LogParts& parts) : parts_(parts) {}
 
 // ---- Appends ----------------------------------------------------------------------
 
@@ -38,12 +29,12 @@ Status LogWriter::Append(uint32_t range, uint64_t memtable, std::string_view byt
   bool ignored;
   if (reached == nullptr) reached = &ignored;
   *reached = false;
-  if (settings_->mode.load() == LogMode::kNone) {
+  if (parts_.settings->mode.load() == LogMode::kNone) {
     return Status::InvalidArgument("log mode none: nothing is logged");
   }
   if (bytes.empty()) return Status::OK();
   const MonoTime start = MonoNow();
-  std::shared_ptr<Log> log = registry_->GetOrCreate(range, memtable);
+  std::shared_ptr<Log> log = parts_.registry->GetOrCreate(range, memtable);
   MutexLock lock(&log->mu);
   if (log->recovered && log->dead.ok()) {
     log->dead = Status::IllegalState(LogName(range, memtable) + " was recovered: no appends");
@@ -79,9 +70,9 @@ Status LogWriter::Append(uint32_t range, uint64_t memtable, std::string_view byt
   *reached = my_start < log->sent_end;
   if (!log->dead.ok()) return log->dead;
   lock.Unlock();
-  m_->appends->Increment();
-  m_->bytes->Increment(bytes.size());
-  m_->append_latency_us->Record(static_cast<uint64_t>(
+  parts_.m->appends->Increment();
+  parts_.m->bytes->Increment(bytes.size());
+  parts_.m->append_latency_us->Record(static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count()));
   return Status::OK();
 }
@@ -96,7 +87,7 @@ Status LogWriter::RunTurn(const std::shared_ptr<Log>& log, std::string_view batc
   }
   // Replicas lost while the log was idle: none of this batch is written while fewer than
   // min_insync_replicas replicas would get it.
-  if (opened) NOVA_RETURN_NOT_OK(repairer_->EnsureInsync(log));
+  if (opened) NOVA_RETURN_NOT_OK(parts_.repairer->EnsureInsync(log));
   uint64_t done = 0;
   while (done < batch.size()) {
     const uint64_t remaining = batch.size() - done;
@@ -109,9 +100,9 @@ Status LogWriter::RunTurn(const std::shared_ptr<Log>& log, std::string_view batc
     if (need_segment) {
       // A segment of its own size for a batch that would not fit an ordinary one.
       const uint64_t capacity =
-          std::min(std::max(options_->segment_bytes, remaining), kMaxSegmentBytes);
+          std::min(std::max(parts_.options->segment_bytes, remaining), kMaxSegmentBytes);
       NOVA_RETURN_NOT_OK(OpenSegment(log, capacity));
-      NOVA_RETURN_NOT_OK(repairer_->EnsureInsync(log));
+      NOVA_RETURN_NOT_OK(parts_.repairer->EnsureInsync(log));
     }
     size_t segment;
     uint64_t offset, n;
@@ -130,7 +121,7 @@ Status LogWriter::RunTurn(const std::shared_ptr<Log>& log, std::string_view batc
     done += n;
     // Replicas lost during the WRITE: the piece is copied to others (or the append waits
     // for them) before it counts as held by min_insync_replicas.
-    NOVA_RETURN_NOT_OK(repairer_->EnsureInsync(log));
+    NOVA_RETURN_NOT_OK(parts_.repairer->EnsureInsync(log));
   }
   if (first) {
     // Before the log's first acknowledgment, its LogCs are marked in sync for the range
@@ -140,7 +131,8 @@ Status LogWriter::RunTurn(const std::shared_ptr<Log>& log, std::string_view batc
       MutexLock lock(&log->mu);
       for (auto& r : log->replicas) holders.push_back(r->logc_id);
     }
-    if (!repairer_->RangeMarkedAt(log->range, holders)) repairer_->MarkRange(log->range, holders);
+    if (!parts_.repairer->RangeMarkedAt(log->range, holders))
+      parts_.repairer->MarkRange(log->range, holders);
   }
   return Status::OK();
 }
@@ -156,7 +148,7 @@ Status LogWriter::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity
     }
   }
   auto open_one = [&](const std::shared_ptr<Replica>& rep) -> Status {
-    Status s = registry_->OpenAt(log, rep, segment, capacity);
+    Status s = parts_.registry->OpenAt(log, rep, segment, capacity);
     if (s.ok()) {
       MutexLock lock(&log->mu);
       if (rep->segments.back().persisted != 0) {
@@ -170,14 +162,14 @@ Status LogWriter::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity
   if (segment == 0 && replicas.empty()) {
     // A new log: choose its replicas. With none reachable, try again until the timeout
     // (RunTurn then waits for min_insync_replicas of them).
-    const MonoTime deadline = MonoNow() + options_->timeout;
+    const MonoTime deadline = MonoNow() + parts_.options->timeout;
     while (true) {
       std::vector<std::string> tried;
-      while (static_cast<int>(opened.size()) < settings_->replicas.load()) {
-        auto chosen = logcs_->ReserveLogc(&tried);
+      while (static_cast<int>(opened.size()) < parts_.settings->replicas.load()) {
+        auto chosen = parts_.logcs->ReserveLogc(&tried);
         if (!chosen) break;
         const std::string& id = *chosen;
-        auto peer = logcs_->PeerFor(id);
+        auto peer = parts_.logcs->PeerFor(id);
         Status s = peer.status();
         auto rep = std::make_shared<Replica>();
         rep->logc_id = id;
@@ -186,17 +178,17 @@ Status LogWriter::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity
           s = open_one(rep);
         }
         if (!s.ok()) {
-          m_->errors->Increment();
-          logcs_->ReleaseLogc(id);
-          registry_->DropAckRoutes(*rep);
-          logcs_->MarkFailed(id);
+          parts_.m->errors->Increment();
+          parts_.logcs->ReleaseLogc(id);
+          parts_.registry->DropAckRoutes(*rep);
+          parts_.logcs->MarkFailed(id);
           LOG_EVERY_N(WARNING, 20) << LogName(log->range, log->memtable) << ": " << s.ToString();
           continue;
         }
         opened.push_back(rep);
       }
       if (!opened.empty() || MonoNow() >= deadline) break;
-      std::this_thread::sleep_for(options_->retry_interval);
+      std::this_thread::sleep_for(parts_.options->retry_interval);
     }
     if (opened.empty()) {
       return Status::Unavailable("no LogC could open " + LogName(log->range, log->memtable));
@@ -205,9 +197,9 @@ Status LogWriter::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity
     log->replicas = opened;
     log->capacity.push_back(capacity);
     log->written = 0;
-    LOG_IF(WARNING, static_cast<int>(opened.size()) < settings_->replicas.load())
+    LOG_IF(WARNING, static_cast<int>(opened.size()) < parts_.settings->replicas.load())
         << LogName(log->range, log->memtable) << " opened at " << opened.size() << " of "
-        << settings_->replicas.load() << " replicas";
+        << parts_.settings->replicas.load() << " replicas";
     return Status::OK();
   }
   // The next segment, at the log's replicas.
@@ -231,7 +223,7 @@ Status LogWriter::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity
       log->written = 0;
     }
   }
-  registry_->Forget(reaped, true);
+  parts_.registry->Forget(reaped, true);
   if (!any) {
     return Status::Unavailable("no replica could open segment " + std::to_string(segment) +
                                " of " + LogName(log->range, log->memtable));
@@ -241,12 +233,12 @@ Status LogWriter::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity
 
 Status LogWriter::WritePiece(const std::shared_ptr<Log>& log, size_t segment, uint64_t offset,
                              const char* data, uint64_t n) {
-  const bool persist = Persists(settings_->mode.load());
+  const bool persist = Persists(parts_.settings->mode.load());
   // The staging buffer is reused unless a timed-out op may still read it.
   std::shared_ptr<Staging> st = log->staging;
   if (st == nullptr || st->inflight.load() != 0 || st->size < n) {
     Status error;
-    st = NewStaging(endpoint_->transport(), std::max(n, uint64_t{4096}), &error);
+    st = NewStaging(parts_.endpoint->transport(), std::max(n, uint64_t{4096}), &error);
     if (st == nullptr) return error;
     log->staging = st;
   }
@@ -275,7 +267,7 @@ Status LogWriter::WritePiece(const std::shared_ptr<Log>& log, size_t segment, ui
   for (auto& t : targets) {
     st->inflight.fetch_add(1);
     std::weak_ptr<Log> weak = log;
-    Status s = endpoint_->transport()->Write(
+    Status s = parts_.endpoint->transport()->Write(
         t.rep->peer, st->mr, 0, n, t.addr,
         persist ? std::optional<uint32_t>(t.handle) : std::nullopt,
         [weak, rep = t.rep, seq = t.seq, st](const Status& done) {
@@ -310,7 +302,7 @@ Status LogWriter::WritePiece(const std::shared_ptr<Log>& log, size_t segment, ui
   bool any = false;
   {
     MutexLock lock(&log->mu);
-    const MonoTime deadline = MonoNow() + options_->timeout;
+    const MonoTime deadline = MonoNow() + parts_.options->timeout;
     log->cv.WaitUntil(&lock, deadline, [&] {
       return std::all_of(targets.begin(), targets.end(),
                          [&](const Target& t) { return settled(*t.rep); });
@@ -334,8 +326,8 @@ Status LogWriter::WritePiece(const std::shared_ptr<Log>& log, size_t segment, ui
     }
     LogRegistry::ReapFailedLocked(log.get(), &reaped);
   }
-  registry_->Forget(reaped, true);
-  m_->writes->Increment();
+  parts_.registry->Forget(reaped, true);
+  parts_.m->writes->Increment();
   if (!any) {
     return Status::Unavailable(
         "every replica failed" +

@@ -42,9 +42,7 @@ class LogWriter {
   using Log = internal::Log;
 
   // All pointers must outlive this.
-  LogWriter(const LogClientOptions* options, const internal::LogSettings* settings,
-            rpc::RpcEndpoint* endpoint, LogcReplicaSet* logcs, LogRegistry* registry,
-            LogRepairer* repairer, internal::LogClientMetrics* m);
+  explicit LogWriter(const internal::LogParts& parts);
   LogWriter(const LogWriter&) = delete;
   LogWriter& operator=(const LogWriter&) = delete;
 
@@ -63,13 +61,7 @@ class LogWriter {
                     const char* data, uint64_t n);
 
   // Constant after construction; all must outlive this.
-  const LogClientOptions* const options_;
-  const internal::LogSettings* const settings_;
-  rpc::RpcEndpoint* const endpoint_;
-  LogcReplicaSet* const logcs_;
-  LogRegistry* const registry_;
-  LogRepairer* const repairer_;
-  internal::LogClientMetrics* const m_;
+  const internal::LogParts parts_;
 };
 
 }  // namespace nova::logc
