@@ -43,6 +43,7 @@ const char* Status::CodeName(Code code) {
     case Code::kAlreadyExists: return "AlreadyExists";
     case Code::kIllegalState: return "IllegalState";
     case Code::kOutOfRange: return "OutOfRange";
+    case Code::kFenced: return "Fenced";
   }
   return "Unknown";
 }

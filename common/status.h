@@ -36,8 +36,9 @@ class [[nodiscard]] Status {
     kAlreadyExists = 13,
     kIllegalState = 14,
     kOutOfRange = 15,        // bounds check failed (offsets, lengths)
+    kFenced = 16,            // a newer owner of the range fenced this writer off (never to clients)
   };
-  static constexpr uint8_t kMaxCode = 15;
+  static constexpr uint8_t kMaxCode = 16;
 
   Status() = default;
   Status(Code code, std::string_view msg);
@@ -60,6 +61,7 @@ class [[nodiscard]] Status {
   static Status AlreadyExists(std::string_view m) { return Status(Code::kAlreadyExists, m); }
   static Status IllegalState(std::string_view m) { return Status(Code::kIllegalState, m); }
   static Status OutOfRange(std::string_view m) { return Status(Code::kOutOfRange, m); }
+  static Status Fenced(std::string_view m) { return Status(Code::kFenced, m); }
   // An IOError built from errno: "<context>: <strerror(err)>".
   static Status FromErrno(std::string_view context, int err);
 
@@ -74,6 +76,7 @@ class [[nodiscard]] Status {
   bool IsResourceExhausted() const { return code_ == Code::kResourceExhausted; }
   bool IsPermissionDenied() const { return code_ == Code::kPermissionDenied; }
   bool IsOutOfRange() const { return code_ == Code::kOutOfRange; }
+  bool IsFenced() const { return code_ == Code::kFenced; }
   bool IsWrongRange() const { return code_ == Code::kWrongRange; }
   bool IsTimedOut() const { return code_ == Code::kTimedOut; }
 

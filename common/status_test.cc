@@ -44,6 +44,7 @@ TEST(StatusTest, FactoriesSetCodeAndMessage) {
       {Status::AlreadyExists("m"), Status::Code::kAlreadyExists, "AlreadyExists"},
       {Status::IllegalState("m"), Status::Code::kIllegalState, "IllegalState"},
       {Status::OutOfRange("m"), Status::Code::kOutOfRange, "OutOfRange"},
+      {Status::Fenced("m"), Status::Code::kFenced, "Fenced"},
   };
   static_assert(sizeof(cases) / sizeof(cases[0]) == Status::kMaxCode, "one case per code");
   std::set<std::string> names;
@@ -66,6 +67,7 @@ TEST(StatusTest, Predicates) {
   EXPECT_TRUE(Status::ResourceExhausted("").IsResourceExhausted());
   EXPECT_TRUE(Status::PermissionDenied("").IsPermissionDenied());
   EXPECT_TRUE(Status::OutOfRange("").IsOutOfRange());
+  EXPECT_TRUE(Status::Fenced("").IsFenced());
   EXPECT_TRUE(Status::WrongRange("").IsWrongRange());
   EXPECT_TRUE(Status::TimedOut("").IsTimedOut());
   EXPECT_FALSE(Status::NotFound("").IsCorruption());
