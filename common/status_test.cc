@@ -185,7 +185,7 @@ TEST(StatusTest, MalformedEncodingsAreRejected) {
   }
 
   const std::string bad[] = {
-      std::string("\x10\x00", 2),                  // code beyond kMaxCode
+      std::string{static_cast<char>(Status::kMaxCode + 1), '\0'},  // code beyond kMaxCode
       std::string("\xff\x00", 2),                  // code 255
       std::string("\x00\x01x", 3),                 // OK with a message: never encoded
       std::string("\x02\x80"),                     // truncated length varint

@@ -28,6 +28,7 @@ constexpr char kIdField[] = "id";
 constexpr char kStartField[] = "start";
 constexpr char kEndField[] = "end";
 constexpr char kLtcField[] = "ltc";
+constexpr char kOwnerEpochField[] = "owner_epoch";  // absent in older documents: 0
 constexpr char kLtcsField[] = "ltcs";
 constexpr char kLogcsField[] = "logcs";
 constexpr char kStocsField[] = "stocs";
@@ -77,6 +78,13 @@ Status ReadRange(const json& r, size_t index, RangeAssignment* out) {
   if (ltc != r.end() && !ltc->is_null()) {
     if (!ltc->is_string()) return Status::Corruption(where + ".ltc: want a string");
     out->ltc = ltc->get<std::string>();
+  }
+  auto owner_epoch = r.find(kOwnerEpochField);
+  if (owner_epoch != r.end()) {
+    if (!owner_epoch->is_number_unsigned()) {
+      return Status::Corruption(where + ".owner_epoch: want an unsigned integer");
+    }
+    out->owner_epoch = owner_epoch->get<uint64_t>();
   }
   return Status::OK();
 }
@@ -179,6 +187,7 @@ std::string ClusterConfig::ToJson() const {
     // JSON spells the unbounded end null.
     j[kEndField] = r.keys.end.has_value() ? json(HexEncode(*r.keys.end)) : json(nullptr);
     j[kLtcField] = r.ltc;
+    j[kOwnerEpochField] = r.owner_epoch;
     rs.push_back(std::move(j));
   }
   doc[kRangesField] = std::move(rs);

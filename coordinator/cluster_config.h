@@ -42,6 +42,17 @@ struct RangeAssignment {
   uint32_t id = 0;
   KeyRange keys;    // the first range starts at ""
   std::string ltc;  // id of the owning LTC; empty = not assigned yet
+  // Bumped by SetOwner whenever `ltc` changes (docs/coordinator.md, "Owner fencing"). The
+  // owner stamps it into the range's files; StoCs and LogCs refuse writes from an older
+  // one. 0: a range from a document written before owner epochs (not fenced).
+  uint64_t owner_epoch = 0;
+
+  // Gives the range to `owner` (may be ""), bumping owner_epoch if the owner changes.
+  void SetOwner(const std::string& owner) {
+    if (owner == ltc) return;
+    ltc = owner;
+    owner_epoch++;
+  }
 
   bool Contains(std::string_view key) const { return keys.Contains(key); }
   bool operator==(const RangeAssignment& o) const = default;

@@ -28,10 +28,40 @@ ClusterConfig FourRanges() {
 TEST(ClusterConfigTest, RoundTrip) {
   ClusterConfig c = FourRanges();
   c.epoch = 42;
+  c.ranges[1].owner_epoch = 7;
   auto parsed = ClusterConfig::FromJson(c.ToJson());
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_EQ(parsed.value(), c);
   EXPECT_EQ(parsed->settings.at("log_mode"), "memory");
+  EXPECT_EQ(parsed->ranges[1].owner_epoch, 7u);
+}
+
+TEST(ClusterConfigTest, OwnerEpochIsZeroInOlderDocumentsAndBumpsWithEveryNewOwner) {
+  ClusterConfig c = FourRanges();
+  std::string doc = c.ToJson();
+  // A document written before owner epochs: the field is absent.
+  size_t at;
+  while ((at = doc.find("\"owner_epoch\": 0,")) != std::string::npos) doc.erase(at, 17);
+  ASSERT_EQ(doc.find("owner_epoch"), std::string::npos) << doc;
+  auto parsed = ClusterConfig::FromJson(doc);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  for (const RangeAssignment& r : parsed->ranges) EXPECT_EQ(r.owner_epoch, 0u);
+  // Not a number: refused, not read as 0.
+  std::string bad = c.ToJson();
+  at = bad.find("\"owner_epoch\": 0");
+  ASSERT_NE(at, std::string::npos);
+  bad.replace(at, 16, "\"owner_epoch\": \"x\"");
+  EXPECT_TRUE(ClusterConfig::FromJson(bad).status().IsCorruption()) << bad;
+
+  RangeAssignment r;
+  r.SetOwner("ltc-1");
+  EXPECT_EQ(r.owner_epoch, 1u);
+  r.SetOwner("ltc-1");  // no change, no bump
+  EXPECT_EQ(r.owner_epoch, 1u);
+  r.SetOwner("ltc-2");
+  EXPECT_EQ(r.owner_epoch, 2u);
+  r.SetOwner("");
+  EXPECT_EQ(r.owner_epoch, 3u);
 }
 
 TEST(ClusterConfigTest, ArbitraryBytesSurviveInBounds) {

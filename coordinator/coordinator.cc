@@ -129,7 +129,11 @@ Status Coordinator::Step() {
     }
     return Status::OK();
   }
-  if (!was_leader) LOG(INFO) << "coordinator " << options_.id << " is the leader";
+  if (!was_leader) {
+    LOG(INFO) << "coordinator " << options_.id << " is the leader";
+    leading_since_ = MonoNow();
+    ltc_missing_since_.clear();
+  }
   return Lead();
 }
 
@@ -155,10 +159,9 @@ Status Coordinator::Lead() {
                                                                           : &live.stocs;
     for (const auto& [id, info] : members.value()) (*out)[id] = info.MainAddress();
   }
-  for (const std::string& ltc : LostLtcs(config.value(), live)) OnLtcLost(config.value(), ltc);
-
   AssignmentOptions ao;
   ao.min_ltcs = options_.min_ltcs;
+  TrackLostLtcs(config.value(), live, &ao);
   std::optional<ClusterConfig> next = PlanNextConfig(config.value(), live, ao);
   if (!next.has_value()) return Status::OK();
   next->epoch = config->epoch + 1;
@@ -176,16 +179,56 @@ Status Coordinator::Lead() {
   }
   LOG(INFO) << "published configuration epoch " << next->epoch << ": ranges by LTC" << summary
             << "; " << next->logcs.size() << " LogCs, " << next->stocs.size() << " StoCs";
+  for (const std::string& ltc : ao.failed) {
+    if (config->RangesOf(ltc).empty() || !next->RangesOf(ltc).empty()) continue;
+    std::string moved;
+    for (uint32_t id : config->RangesOf(ltc)) {
+      const RangeAssignment* r = nullptr;
+      for (const RangeAssignment& n : next->ranges) r = n.id == id ? &n : r;
+      moved += " " + std::to_string(id) + "->" + r->ltc;
+    }
+    auto mode = next->settings.find("log_mode");
+    const bool unlogged = mode == next->settings.end() || mode->second == "none";
+    LOG(WARNING) << "failover of LTC " << ltc << ": ranges moved (range->LTC):" << moved
+                 << (unlogged ? "; log_mode=none: the writes in its memtables are lost"
+                              : "; the new owners recover them from the MANIFEST and logs");
+  }
+  for (const std::string& ltc : ao.removed) {
+    if (config->ltcs.count(ltc) > 0 && next->ltcs.count(ltc) == 0) {
+      LOG(WARNING) << "LTC " << ltc << " left the configuration (gone for longer than "
+                   << options_.ltc_grace.count() << " ms)";
+    }
+  }
   MutexLock l(&mu_);
   published_epoch_ = next->epoch;
   return Status::OK();
 }
 
-void Coordinator::OnLtcLost(const ClusterConfig& config, const std::string& ltc) {
-  if (!reported_lost_.insert({ltc, config.epoch}).second) return;
-  LOG(WARNING) << "LTC " << ltc << " owns ranges [" << JoinIds(config.RangesOf(ltc))
-               << "] but is not registered; its ranges stay assigned to it (failover is not "
-                  "implemented yet) and are unavailable until it registers again";
+void Coordinator::TrackLostLtcs(const ClusterConfig& config, const LiveMembers& live,
+                                AssignmentOptions* ao) {
+  const MonoTime now = MonoNow();
+  for (auto it = ltc_missing_since_.begin(); it != ltc_missing_since_.end();) {
+    const bool back = live.ltcs.count(it->first) > 0 || config.ltcs.count(it->first) == 0;
+    it = back ? ltc_missing_since_.erase(it) : std::next(it);
+  }
+  const auto settle = options_.leader_settle.count() > 0 ? options_.leader_settle
+                                                         : options_.store.session_timeout;
+  const bool settled = now - leading_since_ >= settle;
+  for (const auto& [id, address] : config.ltcs) {
+    if (live.ltcs.count(id) > 0) continue;
+    const MonoTime since = ltc_missing_since_.emplace(id, now).first->second;
+    const bool owns = !config.RangesOf(id).empty();
+    if (owns && reported_lost_.insert({id, config.epoch}).second) {
+      LOG(WARNING) << "LTC " << id << " owns ranges [" << JoinIds(config.RangesOf(id))
+                   << "] but is not registered; "
+                   << (settled ? "failing them over" : "failing them over unless it registers")
+                   << " after " << options_.ltc_failover_delay.count() << " ms"
+                   << (settled ? "" : " and this leader's settling time");
+    }
+    if (!settled) continue;
+    if (owns && now - since >= options_.ltc_failover_delay) ao->failed.insert(id);
+    if (now - since >= options_.ltc_grace) ao->removed.insert(id);
+  }
 }
 
 }  // namespace nova::coordinator

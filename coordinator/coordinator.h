@@ -23,11 +23,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "common/status.h"
 #include "coordinator/config_store.h"
@@ -49,6 +51,16 @@ struct CoordinatorOptions {
   // Wait after a failed step (ZooKeeper unreachable, ...), doubling up to the max.
   std::chrono::milliseconds retry_min{100};
   std::chrono::milliseconds retry_max{5000};
+  // Failover (docs/coordinator.md): an LTC that owns ranges and whose ZooKeeper node has
+  // been gone this long (on top of the session timeout that removed the node) loses its
+  // ranges to the live LTCs (--coordinator_ltc_failover_delay_ms).
+  std::chrono::milliseconds ltc_failover_delay{0};
+  // An LTC gone this long leaves the configuration (--coordinator_ltc_grace_ms).
+  std::chrono::milliseconds ltc_grace{60000};
+  // A coordinator that has just become the leader waits this long before it fails over an
+  // LTC it has never seen registered: after a whole-cluster restart, or a leader change,
+  // LTCs may still be re-registering. Zero: the ZooKeeper session timeout.
+  std::chrono::milliseconds leader_settle{0};
 };
 
 class Coordinator {
@@ -81,11 +93,11 @@ class Coordinator {
   // One round: election, then (as leader) reconciliation.
   Status Step() EXCLUDES(mu_);
   Status Lead() EXCLUDES(mu_);
-  // TODO(failover): called by the leader for every LTC that owns ranges but is no longer
-  // registered. The failover issue reassigns its ranges across the live LTCs here (with
-  // PlanNextConfig's balance) once LTCs can recover ranges from MANIFEST + logs. Today it
-  // only logs, once per LTC and epoch.
-  void OnLtcLost(const ClusterConfig& config, const std::string& ltc);
+  // Called by the leader for every LTC that owns ranges but is not registered: notes since
+  // when, and whether its ranges move now (AssignmentOptions::failed) and whether it leaves
+  // the configuration (removed), per the failover delay and grace period.
+  void TrackLostLtcs(const ClusterConfig& config, const LiveMembers& live,
+                     AssignmentOptions* options);
   void Wake() EXCLUDES(mu_);
 
   // Constant after construction.
@@ -98,6 +110,8 @@ class Coordinator {
 
   // Coordinator thread only.
   std::set<std::pair<std::string, uint64_t>> reported_lost_;  // (ltc, epoch)
+  std::map<std::string, MonoTime> ltc_missing_since_;  // config LTCs not registered
+  MonoTime leading_since_{};                            // when this one became the leader
   bool reported_no_config_ = false;
   std::string last_error_;
 

@@ -23,6 +23,17 @@ DEFINE_int32(coordinator_recheck_interval_ms, 2000,
              "Re-check election and members this often without a ZooKeeper event, ms "
              "(a safety net; changes are normally seen through watches)");
 
+DEFINE_int32(coordinator_ltc_failover_delay_ms, 0,
+             "Failover: an LTC whose ZooKeeper node has been gone this long (the node goes "
+             "--zk_session_timeout_ms after the LTC dies) loses its ranges to the live LTCs, "
+             "least loaded first; they recover them from the MANIFEST and the logs. ms, >= 0");
+DEFINE_int32(coordinator_ltc_grace_ms, 60000,
+             "An LTC gone this long leaves the configuration; if it comes back later it "
+             "registers as a new, empty member. ms, > 0");
+DEFINE_int32(coordinator_leader_settle_ms, 0,
+             "A coordinator that just became the leader fails over no LTC before this long "
+             "(LTCs may be re-registering after a restart). 0: --zk_session_timeout_ms");
+
 int main(int argc, char** argv) {
   nova::InitDaemon(&argc, &argv,
                    "nova_coordinator --zk=host:port[,...] --cluster=NAME [flags]: joins the "
@@ -41,7 +52,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "nova_coordinator: --coordinator_recheck_interval_ms must be > 0\n");
     return nova::kBadFlagsExitCode;
   }
+  if (FLAGS_coordinator_ltc_failover_delay_ms < 0 || FLAGS_coordinator_ltc_grace_ms <= 0 ||
+      FLAGS_coordinator_leader_settle_ms < 0) {
+    std::fprintf(stderr,
+                 "nova_coordinator: --coordinator_ltc_failover_delay_ms and "
+                 "--coordinator_leader_settle_ms must be >= 0, --coordinator_ltc_grace_ms > 0\n");
+    return nova::kBadFlagsExitCode;
+  }
   nova::coordinator::CoordinatorOptions options;
+  options.ltc_failover_delay = std::chrono::milliseconds(FLAGS_coordinator_ltc_failover_delay_ms);
+  options.ltc_grace = std::chrono::milliseconds(FLAGS_coordinator_ltc_grace_ms);
+  options.leader_settle = std::chrono::milliseconds(FLAGS_coordinator_leader_settle_ms);
   options.store = store.value();
   options.id =
       FLAGS_coordinator_id.empty() ? "coord-" + std::to_string(::getpid()) : FLAGS_coordinator_id;

@@ -57,8 +57,60 @@ TEST(RangeAssignerTest, LostLtcKeepsItsRanges) {
   ASSERT_TRUE(next.has_value());
   LiveMembers only_one = Ltcs(1);
   EXPECT_EQ(LostLtcs(*next, only_one), (std::vector<std::string>{"ltc-2"}));
-  // Failover is a later issue: nothing moves, nobody is removed.
+  // Until the coordinator names it failed (its failover delay), nothing moves.
   EXPECT_FALSE(PlanNextConfig(*next, only_one, {}).has_value());
+}
+
+TEST(RangeAssignerTest, FirstOwnersGetOwnerEpochOne) {
+  auto next = PlanNextConfig(Initial(4), Ltcs(2), {});
+  ASSERT_TRUE(next.has_value());
+  for (const RangeAssignment& r : next->ranges) EXPECT_EQ(r.owner_epoch, 1u) << r.id;
+}
+
+TEST(RangeAssignerTest, FailedLtcsRangesScatterOverTheLiveOnesWithNewOwnerEpochs) {
+  AssignmentOptions o;
+  o.min_ltcs = 3;  // holds back the first spread only, never failover
+  auto next = PlanNextConfig(Initial(9), Ltcs(3), o);
+  ASSERT_TRUE(next.has_value());
+  ASSERT_EQ(next->RangesOf("ltc-2"), (std::vector<uint32_t>{3, 4, 5}));
+  LiveMembers two = Ltcs(3);
+  two.ltcs.erase("ltc-2");
+  o.failed = {"ltc-2"};
+  auto after = PlanNextConfig(*next, two, o);
+  ASSERT_TRUE(after.has_value());
+  ASSERT_TRUE(after->Validate().ok()) << after->Validate().ToString();
+  EXPECT_TRUE(after->RangesOf("ltc-2").empty());
+  // Least loaded first, one range at a time: 3 -> ltc-1, 4 -> ltc-3, 5 -> ltc-1.
+  EXPECT_EQ(after->RangesOf("ltc-1"), (std::vector<uint32_t>{0, 1, 2, 3, 5}));
+  EXPECT_EQ(after->RangesOf("ltc-3"), (std::vector<uint32_t>{4, 6, 7, 8}));
+  for (const RangeAssignment& r : after->ranges) {
+    EXPECT_EQ(r.owner_epoch, r.id >= 3 && r.id <= 5 ? 2u : 1u) << r.id;
+  }
+  // The failed LTC stays a member until it is named removed.
+  EXPECT_EQ(after->ltcs.count("ltc-2"), 1u);
+  EXPECT_FALSE(PlanNextConfig(*after, two, o).has_value());
+  o.removed = {"ltc-2"};
+  auto removed = PlanNextConfig(*after, two, o);
+  ASSERT_TRUE(removed.has_value());
+  EXPECT_EQ(removed->ltcs.count("ltc-2"), 0u);
+  EXPECT_EQ(removed->ranges, after->ranges);
+  // Back later: a new, empty member.
+  auto back = PlanNextConfig(*removed, Ltcs(3), {});
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->ltcs.count("ltc-2"), 1u);
+  EXPECT_TRUE(back->RangesOf("ltc-2").empty());
+}
+
+TEST(RangeAssignerTest, FailedLtcThatIsLiveAgainOrAloneKeepsItsRanges) {
+  auto next = PlanNextConfig(Initial(4), Ltcs(2), {});
+  ASSERT_TRUE(next.has_value());
+  AssignmentOptions o;
+  o.failed = {"ltc-2"};
+  o.removed = {"ltc-2"};
+  // Registered again before the failover ran: nothing moves.
+  EXPECT_FALSE(PlanNextConfig(*next, Ltcs(2), o).has_value());
+  // No live LTC to take them: the ranges stay, and so does their owner.
+  EXPECT_FALSE(PlanNextConfig(*next, LiveMembers(), o).has_value());
 }
 
 TEST(RangeAssignerTest, UnassignedRangesGoToTheLeastLoaded) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include <leveldb/comparator.h>
 
@@ -54,6 +55,13 @@ struct EngineOptions {
   // each job is offered to the offloader first and run here only if that fails
   // (ltc/engine/compaction_offloader.h). Must outlive the engine.
   CompactionOffloader* compaction_offloader = nullptr;
+
+  // Owner fencing (docs/coordinator.md, "Owner fencing"): called once when a StoC or LogC
+  // answers Fenced (a newer owner of the range took it over). Writes have stopped by then
+  // (they fail with the Fenced status) and nothing more is written, deleted or flushed.
+  // Called on an engine thread, possibly under the engine's locks: it must not block or
+  // call into the engine (the LTC server hands it to another thread). Null: none.
+  std::function<void()> on_fenced;
 
   // The lookup index (paper 4.4.1.1): key -> where its newest version is, so a Get reads one
   // memtable or Level-0 table instead of all of them. Off: Gets search every memtable and

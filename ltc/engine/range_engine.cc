@@ -254,6 +254,12 @@ Status RangeEngine::Write(const std::vector<WriteOp>& ops) {
     }
   }
   FinishWrite(first, ops.size());
+  if (logged.IsFenced()) {
+    // A newer owner has the range: the record was refused, and nothing more is logged.
+    MutexLock lock(&mu_);
+    StopIfFencedLocked(logged);
+    return logged;
+  }
   if (!logged.ok()) {
     counters_.log_failures.fetch_add(1, std::memory_order_relaxed);
     // The memtable's log is dead (no replica left): retire the memtable so the next writes
@@ -590,12 +596,25 @@ std::vector<lsm::SequenceNumber> RangeEngine::LiveSnapshots() const {
   return std::vector<lsm::SequenceNumber>(snapshots_.begin(), snapshots_.end());
 }
 
+void RangeEngine::StopIfFencedLocked(const Status& s) {
+  if (!s.IsFenced() || life_.bg_error.IsFenced()) return;
+  LOG(WARNING) << "range " << options_.range_id
+               << ": fenced by a newer owner; writes stop and nothing more is written: "
+               << s.ToString();
+  life_.bg_error = s;
+  write_gate_.blocked = true;
+  cv_.NotifyAll();
+  if (options_.on_fenced) options_.on_fenced();
+}
+
 Status RangeEngine::LogAndApplyLocked(VersionEdit* edit) {
   if (options_.log != nullptr) AddLogBookkeepingLocked(edit);
   bool fatal = false;
   Status s = versions_.LogAndApply(*edit, &fatal);
   if (!s.ok()) {
-    if (fatal) {
+    if (fatal && s.IsFenced()) {
+      StopIfFencedLocked(s);
+    } else if (fatal) {
       // Nothing may be appended or deleted any more (the edit's tables may be referenced
       // after a restart).
       LOG(ERROR) << "range " << options_.range_id << ": writes stop: " << s.ToString();

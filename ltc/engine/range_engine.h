@@ -309,6 +309,9 @@ class RangeEngine {
   // Records the edit in the MANIFEST and installs the new version (versions_); after a
   // failure that leaves the MANIFEST unknown, stops the range. REQUIRES: mu_ held.
   Status LogAndApplyLocked(VersionEdit* edit) REQUIRES(mu_);
+  // If `s` is Fenced (a newer owner took the range over): writes stop for good with it as
+  // the background error, background work ends, and options_.on_fenced runs (once).
+  void StopIfFencedLocked(const Status& s) REQUIRES(mu_);
   // Deletes tables the store has but the current version does not reference, and moves
   // the next file number past every listed table. REQUIRES: mu_ held, at Open.
   void CollectOrphansLocked() REQUIRES(mu_);

@@ -78,6 +78,7 @@ void RangeEngine::BackgroundWork() {
     Status s = FlushOne(imm);
     mu_.Lock();
     bg_.flushing_ids.erase(imm.mem->id());
+    StopIfFencedLocked(s);
     if (s.ok()) {
       bg_.flush_backoff = Backoff(kBackgroundRetry);
     } else if (life_.bg_error.ok()) {
@@ -110,6 +111,7 @@ void RangeEngine::BackgroundWork() {
       Status s = RunCompaction(pick->level, pick->inputs, pick->next);
       lock.Lock();
       picker_.Finish(*pick);
+      StopIfFencedLocked(s);
       if (s.ok()) {
         bg_.compaction_backoff = Backoff(kBackgroundRetry);
       } else if (life_.bg_error.ok()) {

@@ -46,6 +46,12 @@ Status VersionSet::LogAndApply(const VersionEdit& edit, bool* fatal) {
     // its append slot is gone); only repeated failure gives the edit up.
     appended = ctx_->store->AppendManifest(record);
     if (appended.ok()) break;
+    if (appended.IsFenced()) {
+      // A newer owner has the range: no retry, no new MANIFEST, no deletes. The edit may
+      // not have been applied anywhere; the range stops here.
+      *fatal = true;
+      return appended.Prepend("MANIFEST append");
+    }
     LOG(WARNING) << "range " << options_.range_id << ": MANIFEST append failed (attempt "
                  << attempt + 1 << "): " << appended.ToString();
   }

@@ -50,8 +50,9 @@ class VersionSet {
   // roll-over is logged and retried after the next edit). On failure nothing is installed
   // and the error names the MANIFEST append: *fatal false if a new MANIFEST without the
   // edit was written (its new tables are deleted), true if that failed too (whether the
-  // edit is in the MANIFEST is unknown: the caller must write nothing more). Corruption
-  // if the edit contradicts the state (a bug).
+  // edit is in the MANIFEST is unknown: the caller must write nothing more). Fenced (and
+  // *fatal true) at once, without a retry, a new MANIFEST or a delete, when a StoC says a
+  // newer owner has the range. Corruption if the edit contradicts the state (a bug).
   Status LogAndApply(const VersionEdit& edit, bool* fatal);
 
   // Takes the next table number; a number is never handed out twice by one VersionSet. It

@@ -28,6 +28,9 @@ struct LtcAssignment {
   uint32_t ltc_id = 0;
   // The ranges this LTC owns, [start, end) each, disjoint, ascending by start.
   std::vector<RangeInfo> ranges;
+  // Owner epoch of each range above (coordinator's RangeAssignment::owner_epoch); a range
+  // missing here is at 0 (not fenced: static assignments, older configurations).
+  std::map<uint32_t, uint64_t> owner_epochs;
   // Every StoC of the cluster: id -> exchange-transport address.
   std::map<uint32_t, std::string> stocs;
   // Every LogC of the cluster: id -> exchange-transport address (docs/durability.md).
@@ -37,6 +40,11 @@ struct LtcAssignment {
 
   // InvalidArgument if ranges overlap, are out of order, have start >= end, or repeat an id.
   Status Validate() const;
+  // owner_epochs[range], or 0.
+  uint64_t OwnerEpochOf(uint32_t range) const {
+    auto it = owner_epochs.find(range);
+    return it == owner_epochs.end() ? 0 : it->second;
+  }
 };
 
 // Called with each new assignment. May block (the server opens engines in it).

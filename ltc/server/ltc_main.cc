@@ -40,6 +40,10 @@ DEFINE_int32(ranges, 1, "omega: the key space is split into this many equal rang
 DEFINE_string(range_bounds, "", "Comma-separated hex split points, e.g. 40,80,c0 (4 ranges)");
 DEFINE_string(ltc_ranges, "all", "Ids of the ranges this LTC owns (comma-separated, or all)");
 DEFINE_uint64(ltc_epoch, 1, "Configuration epoch of the static assignment");
+DEFINE_uint64(ltc_owner_epoch, 0,
+              "Owner epoch of every range of the static assignment (owner fencing, "
+              "docs/coordinator.md): StoCs and LogCs refuse writes from an LTC that opened the "
+              "range at an older one. 0: not fenced. With --zk the configuration sets it");
 DEFINE_string(stoc, "", "StoCs: id@host:port,... (required with --engine=nova, unless --zk)");
 DEFINE_int32(ltc_transport_port, 0, "Port of the exchange transport to StoCs (0: any)");
 DEFINE_int32(ltc_client_threads, 4, "Workers serving client requests");
@@ -163,6 +167,9 @@ int main(int argc, char** argv) {
   auto mine = nova::ltc::SelectRanges(all.value(), FLAGS_ltc_ranges);
   if (!mine.ok()) return BadFlags("--ltc_ranges: " + mine.status().ToString());
   a.ranges = mine.value();
+  if (FLAGS_ltc_owner_epoch != 0) {
+    for (const nova::ltc::RangeInfo& r : a.ranges) a.owner_epochs[r.id] = FLAGS_ltc_owner_epoch;
+  }
   auto stocs = nova::ltc::ParseStocList(FLAGS_stoc);
   if (!stocs.ok()) return BadFlags(stocs.status().ToString());
   a.stocs = stocs.value();

@@ -33,7 +33,17 @@ ConnectionListenerOptions ListenerOptionsOf(const LtcServerOptions& o) {
 LtcServer::LtcServer(LtcServerOptions options, AssignmentSource* source, BackendFactory factory,
                      MetricsRegistry* metrics)
     : options_(std::move(options)), source_(source), metrics_(metrics),
-      ranges_(std::move(factory), RangeTableOptionsOf(options_)),
+      ranges_(std::move(factory),
+              [this] {
+                RangeTableOptions r = RangeTableOptionsOf(options_);
+                r.on_fenced = [this](uint32_t range, uint64_t owner_epoch) {
+                  // Under a backend's locks maybe: the applier thread closes the range.
+                  MutexLock l(&pending_mu_);
+                  fenced_.emplace_back(range, owner_epoch);
+                  pending_cv_.NotifyAll();
+                };
+                return r;
+              }()),
       listener_(ListenerOptionsOf(options_),
                 [this](const std::shared_ptr<ClientConn>& conn, uint16_t type,
                        uint64_t request_id, std::string payload) {
@@ -72,9 +82,17 @@ void LtcServer::ApplyLoop() {
   auto delay = kFirstRetry;
   MutexLock l(&pending_mu_);
   while (!stopping_) {
+    if (!fenced_.empty()) {
+      std::vector<std::pair<uint32_t, uint64_t>> fenced;
+      fenced.swap(fenced_);
+      l.Unlock();
+      for (const auto& [range, owner_epoch] : fenced) ranges_.Fence(range, owner_epoch);
+      l.Lock();
+      continue;
+    }
     if (!pending_) {
       pending_cv_.Wait(&l, [&]() REQUIRES(pending_mu_) {
-        return pending_.has_value() || stopping_.load();
+        return pending_.has_value() || !fenced_.empty() || stopping_.load();
       });
       continue;
     }
@@ -91,7 +109,7 @@ void LtcServer::ApplyLoop() {
                << delay.count() << " ms): " << s.ToString();
     // Woken early by a newer assignment or shutdown.
     pending_cv_.WaitUntil(&l, MonoNow() + delay, [&]() REQUIRES(pending_mu_) {
-      return stopping_.load() || (pending_ && pending_->epoch != a.epoch);
+      return stopping_.load() || !fenced_.empty() || (pending_ && pending_->epoch != a.epoch);
     });
     delay = std::min(delay * 2, kMaxRetry);
   }
@@ -134,6 +152,11 @@ void LtcServer::Serve(const std::shared_ptr<ClientConn>& conn, uint16_t type,
     conn->SendError(type, request_id, s);
   } else {
     Result<std::string> resp = Handle(conn.get(), r);
+    if (resp.status().IsFenced()) {
+      // A newer owner has the range (never shown to clients as such): the client re-reads
+      // the configuration and goes there.
+      resp = FormatWrongRange(ranges_.epoch(), resp.status().message());
+    }
     if (resp.ok()) {
       conn->Send(wire::EncodeMessage(type, request_id, resp.value(), wire::kFlagResponse));
     } else {

@@ -133,6 +133,8 @@ class LtcServer {
   Mutex pending_mu_;
   CondVar pending_cv_;  // a newer assignment arrived, or we stop
   std::optional<LtcAssignment> pending_ GUARDED_BY(pending_mu_);  // newest not yet applied
+  // Ranges fenced by a newer owner (RangeTableOptions::on_fenced), for the applier to drop.
+  std::vector<std::pair<uint32_t, uint64_t>> fenced_ GUARDED_BY(pending_mu_);
 };
 
 }  // namespace nova::ltc

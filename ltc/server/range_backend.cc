@@ -86,6 +86,40 @@ class LevelDbBackend final : public RangeBackend {
   std::unique_ptr<leveldb::DB> db_;
 };
 
+// Carries a range's "fenced by a newer owner" from the engine (EngineOptions::on_fenced) to
+// the listener the range table sets after the open, whichever comes first.
+class FenceNotice {
+ public:
+  void Fire() EXCLUDES(mu_) {
+    std::function<void()> listener;
+    {
+      MutexLock l(&mu_);
+      if (fired_) return;
+      fired_ = true;
+      listener = listener_;
+    }
+    if (listener) listener();
+  }
+  void SetListener(std::function<void()> listener) EXCLUDES(mu_) {
+    bool fired;
+    {
+      MutexLock l(&mu_);
+      listener_ = listener;
+      fired = fired_;
+    }
+    if (fired && listener) listener();
+  }
+  bool fired() const EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    return fired_;
+  }
+
+ private:
+  mutable Mutex mu_;
+  bool fired_ GUARDED_BY(mu_) = false;
+  std::function<void()> listener_ GUARDED_BY(mu_);
+};
+
 // One range of the Nova engine: its table store, engine and metrics. Members are destroyed
 // in reverse order: metrics before the engine, the engine before its store.
 class NovaBackend final : public RangeBackend {
@@ -93,7 +127,11 @@ class NovaBackend final : public RangeBackend {
   NovaBackend() = default;
   ~NovaBackend() override {
     metrics_.reset();
-    if (engine_ != nullptr) {
+    if (engine_ != nullptr && fence_->fired()) {
+      // A newer owner has the range: nothing more is written (its memtables are in the
+      // logs the new owner recovered, or, with log_mode=none, lost: docs/coordinator.md).
+      LOG(WARNING) << "closing a fenced range without flushing it";
+    } else if (engine_ != nullptr) {
       // Flush the memtables: without logs they live only here, and with logs the range's
       // next owner (or this LTC after a restart) then has nothing to replay.
       Status s = engine_->FlushAll();
@@ -127,6 +165,9 @@ class NovaBackend final : public RangeBackend {
   void ReleaseSnapshot(Snapshot snapshot) override {
     engine_->ReleaseSnapshot(static_cast<const EngineSnapshot*>(snapshot));
   }
+  void SetFenceListener(std::function<void()> listener) override {
+    fence_->SetListener(std::move(listener));
+  }
   std::string StatsText() override {
     const EngineStats st = engine_->GetStats();
     std::ostringstream out;
@@ -140,6 +181,8 @@ class NovaBackend final : public RangeBackend {
     return out.str();
   }
 
+  // Shared with the engine's on_fenced callback.
+  std::shared_ptr<FenceNotice> fence_ = std::make_shared<FenceNotice>();
   std::unique_ptr<stoc::StocTableStore> store_;
   std::unique_ptr<LogcMemtableLog> log_;  // null with log mode none
   std::unique_ptr<RangeEngine> engine_;
@@ -293,6 +336,7 @@ struct NovaBackends::Impl {
     NOVA_RETURN_NOT_OK_PREPEND(b->store_->Init(), "range " + std::to_string(range.id));
     EngineOptions eo = options.engine;
     eo.range_id = range.id;
+    eo.on_fenced = [fence = b->fence_] { fence->Fire(); };
     eo.compaction_offloader = offloader_ptr;
     if (logged) {
       b->log_ = std::make_unique<LogcMemtableLog>(log_client.get(), range.id);

@@ -50,6 +50,10 @@ class RangeBackend {
   virtual void ReleaseSnapshot(Snapshot snapshot) = 0;
   // One or more lines for `nova_cli stats`.
   virtual std::string StatsText() = 0;
+  // Owner fencing: `listener` runs once, on any thread, when a StoC or LogC tells this
+  // backend that a newer owner has the range (at once if that happened already). It must
+  // not block or call into the backend. Backends that are never fenced ignore it.
+  virtual void SetFenceListener(std::function<void()> listener) { (void)listener; }
 };
 
 // Opens the backend of `range` (recovering what it held). `assignment` is the one that

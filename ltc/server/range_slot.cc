@@ -34,6 +34,12 @@ Result<std::shared_ptr<RangeBackend>> RangeSlot::Wait(std::chrono::milliseconds 
   return Status::Unavailable(why);
 }
 
+std::shared_ptr<RangeBackend> RangeSlot::Take() {
+  abandoned_ = true;
+  MutexLock l(&mu_);
+  return std::move(backend_);
+}
+
 std::shared_ptr<RangeBackend> RangeSlot::TryGet() const {
   MutexLock l(&mu_);
   return backend_;

@@ -41,6 +41,9 @@ class RangeSlot {
   // range has been recovering and why the last attempt failed.
   Result<std::shared_ptr<RangeBackend>> Wait(std::chrono::milliseconds timeout) const
       EXCLUDES(mu_);
+  // Abandons the slot and takes its backend out of it (null if none): requests see the
+  // range as being recovered from now on.
+  std::shared_ptr<RangeBackend> Take() EXCLUDES(mu_);
   // The backend if open, else null.
   std::shared_ptr<RangeBackend> TryGet() const EXCLUDES(mu_);
   // The backend's stats, or "range N is being recovered (for T ms)..." (for nova_cli stats).
@@ -48,6 +51,13 @@ class RangeSlot {
   // The range left this LTC's assignment: a background open stops trying.
   void Abandon() { abandoned_ = true; }
   bool abandoned() const { return abandoned_.load(); }
+  // A newer owner fenced the range: requests are refused (RangeTable::BackendOf) from now
+  // on, before the table drops the range. A background open stops trying too.
+  void MarkFenced() {
+    fenced_ = true;
+    abandoned_ = true;
+  }
+  bool fenced() const { return fenced_.load(); }
   uint32_t range_id() const { return range_id_; }
 
  private:
@@ -61,6 +71,7 @@ class RangeSlot {
   Status last_error_ GUARDED_BY(mu_);
 
   std::atomic<bool> abandoned_{false};
+  std::atomic<bool> fenced_{false};
 };
 
 }  // namespace nova::ltc

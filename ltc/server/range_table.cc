@@ -46,7 +46,7 @@ Status RangeTable::Init(const LtcAssignment& a) {
   for (const RangeInfo& r : a.ranges) {
     auto slot = OpenRange(r, a, OpenMode::kInBackground);
     if (!slot.ok()) return slot.status();
-    t->ranges.push_back(HostedRange{r, std::move(slot.value())});
+    t->ranges.push_back(HostedRange{r, std::move(slot.value()), a.OwnerEpochOf(r.id)});
   }
   Publish(std::move(t));
   return Status::OK();
@@ -60,21 +60,45 @@ Status RangeTable::Apply(const LtcAssignment& a) {
     return Status::InvalidArgument("assignment epoch " + std::to_string(a.epoch) +
                                    " is not newer than " + std::to_string(old->epoch));
   }
-  std::map<uint32_t, std::shared_ptr<RangeSlot>> kept;
-  for (const HostedRange& h : old->ranges) kept[h.info.id] = h.slot;
+  std::map<uint32_t, const HostedRange*> kept;
+  for (const HostedRange& h : old->ranges) kept[h.info.id] = &h;
   auto t = std::make_shared<HostedRanges>();
   t->epoch = a.epoch;
   t->ltc_id = a.ltc_id;
   for (const RangeInfo& r : a.ranges) {
-    auto it = kept.find(r.id);
-    if (it != kept.end()) {
-      t->ranges.push_back(HostedRange{r, it->second});
+    const uint64_t owner_epoch = a.OwnerEpochOf(r.id);
+    if (FencedLocked(r.id, owner_epoch)) {
+      // A newer owner has it, whatever this (older) assignment says: answer WrongRange.
+      LOG(WARNING) << "epoch " << a.epoch << ": range " << r.id << " at owner epoch "
+                   << owner_epoch << " was fenced by a newer owner; not serving it";
       continue;
     }
+    auto it = kept.find(r.id);
+    if (it != kept.end() && it->second->owner_epoch == owner_epoch &&
+        !it->second->slot->fenced()) {
+      t->ranges.push_back(HostedRange{r, it->second->slot, owner_epoch});
+      continue;
+    }
+    if (it != kept.end()) {
+      // The range had another owner since this LTC opened it: what that owner wrote is in
+      // the MANIFEST and logs, not in this backend. The old backend closes first (flushing
+      // what it holds unless it was fenced), then the range is recovered afresh.
+      LOG(INFO) << "epoch " << a.epoch << ": range " << r.id << " comes back at owner epoch "
+                << owner_epoch << " (was " << it->second->owner_epoch << "); reopening it";
+      NOVA_RETURN_NOT_OK(CloseAndWait(*it->second));
+    }
     auto slot = OpenRange(r, a, OpenMode::kNow);
+    if (!slot.ok() && slot.status().IsFenced()) {
+      // Someone newer fenced the range before this assignment reached us.
+      fenced_[r.id] = std::max(fenced_[r.id], owner_epoch);
+      LOG(WARNING) << "epoch " << a.epoch << ": range " << r.id
+                   << " not opened: " << slot.status().ToString();
+      continue;
+    }
     if (!slot.ok()) return slot.status().Prepend("opening range " + std::to_string(r.id));
-    LOG(INFO) << "epoch " << a.epoch << ": opened range " << r.id;
-    t->ranges.push_back(HostedRange{r, std::move(slot.value())});
+    LOG(INFO) << "epoch " << a.epoch << ": opened range " << r.id << " at owner epoch "
+              << owner_epoch;
+    t->ranges.push_back(HostedRange{r, std::move(slot.value()), owner_epoch});
   }
   Publish(t);
   for (const HostedRange& h : old->ranges) {
@@ -92,7 +116,9 @@ Result<std::shared_ptr<RangeSlot>> RangeTable::OpenRange(const RangeInfo& r,
   if (mode == OpenMode::kNow) {
     auto b = factory_(r, a);
     if (!b.ok()) return b.status();
-    return RangeSlot::Ready(r.id, std::shared_ptr<RangeBackend>(std::move(b.value())));
+    auto slot = std::make_shared<RangeSlot>(r.id);
+    Install(slot, a.OwnerEpochOf(r.id), std::shared_ptr<RangeBackend>(std::move(b.value())));
+    return slot;
   }
   auto slot = std::make_shared<RangeSlot>(r.id);
   MutexLock l(&openers_mu_);
@@ -112,7 +138,7 @@ void RangeTable::OpenUntilDone(const RangeInfo& r, const LtcAssignment& a,
       return;
     }
     if (b.ok()) {
-      slot->Set(std::shared_ptr<RangeBackend>(std::move(b.value())));
+      Install(slot, a.OwnerEpochOf(r.id), std::shared_ptr<RangeBackend>(std::move(b.value())));
       LOG(INFO)
           << "range " << r.id << " open after "
           << std::chrono::duration_cast<std::chrono::milliseconds>(MonoNow() - start).count()
@@ -120,12 +146,82 @@ void RangeTable::OpenUntilDone(const RangeInfo& r, const LtcAssignment& a,
       return;
     }
     slot->SetError(b.status());
+    if (b.status().IsFenced()) {
+      // A newer owner has the range: stop trying, refuse its requests, and let the table's
+      // owner drop it.
+      LOG(WARNING) << "range " << r.id << " not opened: " << b.status().ToString();
+      slot->MarkFenced();
+      if (options_.on_fenced) options_.on_fenced(r.id, a.OwnerEpochOf(r.id));
+      return;
+    }
     const std::chrono::milliseconds delay = backoff.Next();
     LOG(ERROR) << "opening range " << r.id << " failed (retried in " << delay.count()
                << " ms): " << b.status().ToString();
     MutexLock l(&openers_mu_);
     stop_cv_.WaitUntil(&l, MonoNow() + delay, [&] { return stopping_.load(); });
   }
+}
+
+void RangeTable::Install(const std::shared_ptr<RangeSlot>& slot, uint64_t owner_epoch,
+                         std::shared_ptr<RangeBackend> backend) {
+  // The listener holds the slot weakly: a backend outliving its slot must not keep it.
+  std::weak_ptr<RangeSlot> weak = slot;
+  auto on_fenced = options_.on_fenced;
+  const uint32_t range = slot->range_id();
+  backend->SetFenceListener([weak, on_fenced, range, owner_epoch] {
+    if (auto s = weak.lock()) s->MarkFenced();
+    if (on_fenced) on_fenced(range, owner_epoch);
+  });
+  slot->Set(std::move(backend));
+}
+
+bool RangeTable::FencedLocked(uint32_t range, uint64_t owner_epoch) const {
+  auto it = fenced_.find(range);
+  return it != fenced_.end() && owner_epoch <= it->second;
+}
+
+void RangeTable::Fence(uint32_t range, uint64_t owner_epoch) {
+  MutexLock l(&apply_mu_);
+  fenced_[range] = std::max(fenced_[range], owner_epoch);
+  std::shared_ptr<const HostedRanges> old = Current();
+  auto t = std::make_shared<HostedRanges>();
+  t->epoch = old->epoch;
+  t->ltc_id = old->ltc_id;
+  const HostedRange* dropped = nullptr;
+  for (const HostedRange& h : old->ranges) {
+    if (h.info.id == range && h.owner_epoch <= owner_epoch) {
+      dropped = &h;
+    } else {
+      t->ranges.push_back(h);
+    }
+  }
+  if (dropped == nullptr) return;
+  dropped->slot->MarkFenced();
+  Publish(t);
+  CloseRange(*dropped);
+  LOG(WARNING) << "range " << range << " (owner epoch " << owner_epoch
+               << ") was fenced by a newer owner: closed, requests answered WrongRange";
+}
+
+std::optional<uint64_t> RangeTable::FencedAt(uint32_t range) const {
+  MutexLock l(&apply_mu_);
+  auto it = fenced_.find(range);
+  if (it == fenced_.end()) return std::nullopt;
+  return it->second;
+}
+
+Status RangeTable::CloseAndWait(const HostedRange& h) {
+  std::weak_ptr<RangeBackend> backend = h.slot->Take();
+  // Requests still holding it finish soon (each is bounded by the client's timeout).
+  const MonoTime deadline = MonoNow() + std::chrono::seconds(30);
+  while (!backend.expired()) {
+    if (MonoNow() > deadline) {
+      return Status::Unavailable("range " + std::to_string(h.info.id) +
+                                 ": requests still hold its old backend after 30 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // poll with a deadline
+  }
+  return Status::OK();
 }
 
 void RangeTable::CloseRange(const HostedRange& h) {
@@ -135,6 +231,10 @@ void RangeTable::CloseRange(const HostedRange& h) {
 }
 
 Result<std::shared_ptr<RangeBackend>> RangeTable::BackendOf(const HostedRange& h) {
+  if (h.slot->fenced()) {
+    return Status::Fenced("range " + std::to_string(h.info.id) +
+                          " was taken over by a newer owner");
+  }
   if (auto b = h.slot->TryGet()) return b;
   // Wait for the range only while most workers stay free for other ranges.
   const int waiting = waiting_for_recovery_.fetch_add(1) + 1;

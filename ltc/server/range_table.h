@@ -14,7 +14,15 @@
 //   2. CloseRange: a range that left the assignment is abandoned (a background open stops)
 //      and its backend closes, flushing its memtables, once the last request or table
 //      holding it lets go.
-// A range whose id stays in a new assignment keeps its slot and backend, with the new bounds.
+// A range whose id stays in a new assignment keeps its slot and backend, with the new bounds,
+// unless its owner epoch changed (the range was elsewhere meanwhile: it is closed and opened
+// again, recovering what the other owner wrote).
+//
+// Owner fencing (docs/coordinator.md): a backend told by a StoC or LogC that a newer owner
+// has its range marks its slot fenced (requests are refused at once) and calls
+// options.on_fenced; the owner of the table then calls Fence(), which drops the range
+// without flushing anything. A fenced range is not opened again (Init, Apply) until an
+// assignment gives it with a newer owner epoch than the one it was fenced at.
 //
 // Lifecycle: constructor cannot fail; Init() once; Apply() any number of times; then
 // StopOpening() and Clear() (the destructor does both).
@@ -24,7 +32,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -42,6 +53,7 @@ namespace nova::ltc {
 struct HostedRange {
   RangeInfo info;
   std::shared_ptr<RangeSlot> slot;
+  uint64_t owner_epoch = 0;  // the assignment's owner epoch the range was opened at
 };
 
 // The ranges hosted at one epoch. Immutable once published.
@@ -59,6 +71,10 @@ struct RangeTableOptions {
   // At most this many requests wait for recovering ranges at once; others are answered at
   // once, so most workers stay free for the ranges that are open.
   int max_waiting_for_recovery = 2;
+  // A hosted range was fenced by a newer owner (see above): called on any thread, possibly
+  // under a backend's locks; must not block. Null: Fence() is never called for it, and the
+  // range stays in the table refusing requests until the next assignment drops it.
+  std::function<void(uint32_t range, uint64_t owner_epoch)> on_fenced;
 };
 
 class RangeTable {
@@ -79,13 +95,22 @@ class RangeTable {
   // the ranges this call opened are closed again).
   Status Apply(const LtcAssignment& a) EXCLUDES(apply_mu_);
 
+  // Drops range `range` opened at `owner_epoch` from the published table (if it is still
+  // there at that owner epoch) and closes it; its backend flushes nothing (it stopped when
+  // fenced). Remembers the fence: later assignments do not reopen the range unless they give
+  // it with a newer owner epoch. Call from a thread that holds no backend (not from
+  // on_fenced).
+  void Fence(uint32_t range, uint64_t owner_epoch) EXCLUDES(apply_mu_);
+  // The owner epoch range `range` was last fenced at, or nullopt.
+  std::optional<uint64_t> FencedAt(uint32_t range) const EXCLUDES(apply_mu_);
+
   // The published table (never null; empty with epoch 0 before Init).
   std::shared_ptr<const HostedRanges> Current() const EXCLUDES(table_mu_);
   uint64_t epoch() const { return Current()->epoch; }
 
   // `h`'s backend once it is open: at once if it is, else after waiting up to
   // recovery_wait (if fewer than max_waiting_for_recovery requests wait already), else
-  // Unavailable saying the range is being recovered.
+  // Unavailable saying the range is being recovered. Fenced if a newer owner fenced it.
   Result<std::shared_ptr<RangeBackend>> BackendOf(const HostedRange& h);
 
   // Tells the background opens to stop (one waiting to retry quits at once; an open in
@@ -103,18 +128,31 @@ class RangeTable {
   // factory's error) or being opened on its own thread (kInBackground).
   Result<std::shared_ptr<RangeSlot>> OpenRange(const RangeInfo& r, const LtcAssignment& a,
                                                OpenMode mode) REQUIRES(apply_mu_);
-  // The body of a background open: tries until the range opens, is abandoned, or we stop.
+  // The body of a background open: tries until the range opens, is abandoned or fenced,
+  // or we stop.
   void OpenUntilDone(const RangeInfo& r, const LtcAssignment& a,
                      const std::shared_ptr<RangeSlot>& slot) EXCLUDES(openers_mu_);
+  // Hands `backend` to `slot`, with a fence listener marking the slot and calling
+  // options_.on_fenced.
+  void Install(const std::shared_ptr<RangeSlot>& slot, uint64_t owner_epoch,
+               std::shared_ptr<RangeBackend> backend);
+  // Fenced by a newer owner (recorded with Fence) at or after `owner_epoch`.
+  bool FencedLocked(uint32_t range, uint64_t owner_epoch) const REQUIRES(apply_mu_);
   // The one place a range leaves: `h` is no longer in the published table.
   void CloseRange(const HostedRange& h) REQUIRES(apply_mu_);
+  // Closes `h`'s backend now (it flushes unless fenced) and waits until no request holds
+  // it; Unavailable if requests still do after 30 s. `h` may still be published: its
+  // requests are told the range is being recovered meanwhile.
+  Status CloseAndWait(const HostedRange& h) REQUIRES(apply_mu_);
   void Publish(std::shared_ptr<const HostedRanges> t) EXCLUDES(table_mu_);
 
   // Constant after construction.
   const BackendFactory factory_;
   const RangeTableOptions options_;
 
-  Mutex apply_mu_ ACQUIRED_BEFORE(table_mu_, openers_mu_);  // one assignment change at a time
+  // One assignment change at a time.
+  mutable Mutex apply_mu_ ACQUIRED_BEFORE(table_mu_, openers_mu_);
+  std::map<uint32_t, uint64_t> fenced_ GUARDED_BY(apply_mu_);  // range -> owner epoch fenced
 
   mutable Mutex table_mu_;
   std::shared_ptr<const HostedRanges> table_ GUARDED_BY(table_mu_);

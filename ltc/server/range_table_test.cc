@@ -2,15 +2,20 @@
 // (retried until it opens); Apply opens added ranges before publishing, keeps the backend of
 // a kept range, closes removed ranges once no one holds them, refuses stale or invalid
 // assignments, and leaves the old table in force when an open fails; a range closed while
-// it is still opening is never served.
+// it is still opening is never served. Owner fencing: a fenced range refuses requests, is
+// dropped by Fence and not reopened until a newer owner epoch; a kept range whose owner
+// epoch changed is closed (before) and reopened; an open refused as Fenced is skipped.
 #include "ltc/server/range_table.h"
 
 #include <gtest/gtest.h>
 
 #include <leveldb/iterator.h>
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
+#include <thread>
 
 #include "common/mutex.h"
 #include "tests/util/test_util.h"
@@ -38,6 +43,10 @@ class FakeBackends {
     Snapshot GetSnapshot() override { return this; }
     void ReleaseSnapshot(Snapshot) override {}
     std::string StatsText() override { return "fake range " + std::to_string(id_) + "\n"; }
+    void SetFenceListener(std::function<void()> listener) override {
+      MutexLock l(&owner_->mu_);
+      owner_->listeners_[id_] = std::move(listener);
+    }
     uint32_t id() const { return id_; }
 
    private:
@@ -47,7 +56,7 @@ class FakeBackends {
 
   BackendFactory factory() {
     return [this](const RangeInfo& r,
-                  const LtcAssignment&) -> Result<std::unique_ptr<RangeBackend>> {
+                  const LtcAssignment& a) -> Result<std::unique_ptr<RangeBackend>> {
       MutexLock l(&mu_);
       ++attempts_[r.id];
       gate_cv_.Wait(&l, [&]() REQUIRES(mu_) { return gated_.count(r.id) == 0; });
@@ -55,11 +64,31 @@ class FakeBackends {
         --failures_left_[r.id];
         return Status::IOError("injected open failure of range " + std::to_string(r.id));
       }
+      if (fenced_at_.count(r.id) > 0 && a.OwnerEpochOf(r.id) <= fenced_at_[r.id]) {
+        return Status::Fenced("range " + std::to_string(r.id) + " is fenced at a newer epoch");
+      }
+      // Opening at a newer owner epoch fences every older backend of the range (as a
+      // StoC would): the test fires their listeners with FireFence.
       ++opened_[r.id];
       return std::unique_ptr<RangeBackend>(new Backend(this, r.id));
     };
   }
 
+  // Opens of `id` at owner epochs up to `epoch` are refused as Fenced.
+  void FenceOpensUpTo(uint32_t id, uint64_t epoch) {
+    MutexLock l(&mu_);
+    fenced_at_[id] = epoch;
+  }
+  // Tells the newest backend of `id` that it was fenced (as its engine would).
+  void FireFence(uint32_t id) {
+    std::function<void()> listener;
+    {
+      MutexLock l(&mu_);
+      listener = listeners_[id];
+    }
+    ASSERT_TRUE(listener) << "range " << id << " has no fence listener";
+    listener();
+  }
   void FailOpens(uint32_t id, int times) {
     MutexLock l(&mu_);
     failures_left_[id] = times;
@@ -100,17 +129,45 @@ class FakeBackends {
   std::map<uint32_t, int> attempts_ GUARDED_BY(mu_);
   std::map<uint32_t, int> opened_ GUARDED_BY(mu_);
   std::map<uint32_t, int> closed_ GUARDED_BY(mu_);
+  std::map<uint32_t, uint64_t> fenced_at_ GUARDED_BY(mu_);
+  std::map<uint32_t, std::function<void()>> listeners_ GUARDED_BY(mu_);
 };
 
-LtcAssignment Assignment(uint64_t epoch, const std::vector<uint32_t>& ids) {
+LtcAssignment Assignment(uint64_t epoch, const std::vector<uint32_t>& ids,
+                         uint64_t owner_epoch = 0) {
   auto all = EqualRanges(4);
   EXPECT_TRUE(all.ok());
   LtcAssignment a;
   a.epoch = epoch;
   a.ltc_id = 7;
-  for (uint32_t id : ids) a.ranges.push_back(all.value()[id]);
+  for (uint32_t id : ids) {
+    a.ranges.push_back(all.value()[id]);
+    if (owner_epoch != 0) a.owner_epochs[id] = owner_epoch;
+  }
   return a;
 }
+
+// The on_fenced calls a table made.
+struct FenceCalls {
+  Mutex mu;
+  std::vector<std::pair<uint32_t, uint64_t>> calls GUARDED_BY(mu);
+  size_t size() {
+    MutexLock l(&mu);
+    return calls.size();
+  }
+  std::pair<uint32_t, uint64_t> at(size_t i) {
+    MutexLock l(&mu);
+    return calls.at(i);
+  }
+  RangeTableOptions Options() {
+    RangeTableOptions o;
+    o.on_fenced = [this](uint32_t range, uint64_t owner_epoch) {
+      MutexLock l(&mu);
+      calls.emplace_back(range, owner_epoch);
+    };
+    return o;
+  }
+};
 
 std::shared_ptr<RangeSlot> SlotOf(const RangeTable& t, uint32_t id) {
   for (const HostedRange& h : t.Current()->ranges) {
@@ -288,6 +345,89 @@ TEST(RangeTableTest, WaitsForARecoveringRangeAreBounded) {
   EXPECT_LT(MonoNow() - start, 30s);
   fakes.Release(0);
   table.StopOpening();  // joins the opener
+}
+
+TEST(RangeTableTest, FencedRangeIsRefusedDroppedAndReopenedOnlyAtANewerOwnerEpoch) {
+  FakeBackends fakes;
+  FenceCalls fences;
+  RangeTable table(fakes.factory(), fences.Options());
+  ASSERT_TRUE(table.Init(Assignment(1, {0, 1}, /*owner_epoch=*/4)).ok());
+  ASSERT_TRUE(test::WaitFor([&] { return AllOpen(table); }));
+  EXPECT_EQ(table.Current()->ranges[0].owner_epoch, 4u);
+  {
+    const HostedRange h = table.Current()->ranges[0];
+    // The engine learns a newer owner has range 0: its requests are refused at once, and
+    // the table's owner is told which range at which owner epoch.
+    fakes.FireFence(0);
+    auto b = table.BackendOf(h);
+    ASSERT_FALSE(b.ok());
+    EXPECT_TRUE(b.status().IsFenced()) << b.status().ToString();
+  }
+  ASSERT_EQ(fences.size(), 1u);
+  EXPECT_EQ(fences.at(0), std::make_pair(0u, uint64_t{4}));
+  EXPECT_TRUE(table.BackendOf(table.Current()->ranges[1]).ok());
+
+  // Fence drops it (the configuration may still say this LTC owns it) and it closes.
+  table.Fence(0, 4);
+  EXPECT_EQ(SlotOf(table, 0), nullptr);
+  EXPECT_NE(SlotOf(table, 1), nullptr);
+  EXPECT_EQ(table.FencedAt(0), std::optional<uint64_t>(4));
+  ASSERT_TRUE(test::WaitFor([&] { return fakes.closed(0) == 1; }));
+
+  // An assignment still giving it at owner epoch 4 does not reopen it ...
+  ASSERT_TRUE(table.Apply(Assignment(2, {0, 1}, 4)).ok());
+  EXPECT_EQ(SlotOf(table, 0), nullptr);
+  EXPECT_EQ(fakes.attempts(0), 1);
+  // ... one giving it back at a newer owner epoch does.
+  ASSERT_TRUE(table.Apply(Assignment(3, {0, 1}, 6)).ok());
+  ASSERT_NE(SlotOf(table, 0), nullptr);
+  EXPECT_NE(SlotOf(table, 0)->TryGet(), nullptr);
+  EXPECT_EQ(fakes.opened(0), 2);
+  // Range 1's owner epoch changed too (4 -> 6): it was closed and reopened.
+  EXPECT_EQ(fakes.opened(1), 2);
+  EXPECT_EQ(fakes.closed(1), 1);
+}
+
+TEST(RangeTableTest, KeptRangeWhoseOwnerEpochChangedIsClosedBeforeItReopens) {
+  FakeBackends fakes;
+  RangeTable table(fakes.factory(), RangeTableOptions());
+  ASSERT_TRUE(table.Init(Assignment(1, {0}, 1)).ok());
+  ASSERT_TRUE(test::WaitFor([&] { return AllOpen(table); }));
+  ASSERT_TRUE(test::WaitFor([&] { return fakes.opened(0) == 1; }));
+  // The range went to another LTC and back (owner epochs 2 and 3) while this one missed it:
+  // its old backend must be closed (flushed) before the range is recovered again, or its
+  // flush would race the new open. The open happens in Apply, so by then it has closed.
+  fakes.Gate(0);
+  std::thread apply([&] { EXPECT_TRUE(table.Apply(Assignment(2, {0}, 3)).ok()); });
+  ASSERT_TRUE(test::WaitFor([&] { return fakes.attempts(0) == 2; }));
+  EXPECT_EQ(fakes.closed(0), 1) << "the old backend closed before the reopen started";
+  fakes.Release(0);
+  apply.join();
+  EXPECT_EQ(fakes.opened(0), 2);
+  EXPECT_EQ(table.Current()->ranges.at(0).owner_epoch, 3u);
+}
+
+TEST(RangeTableTest, OpenRefusedAsFencedIsSkippedNotRetried) {
+  FakeBackends fakes;
+  FenceCalls fences;
+  fakes.FenceOpensUpTo(1, 5);
+  fakes.FenceOpensUpTo(2, 5);
+  RangeTable table(fakes.factory(), fences.Options());
+  // In the background (Init): the open stops, the slot refuses requests, the owner is told.
+  ASSERT_TRUE(table.Init(Assignment(1, {0, 1}, 5)).ok());
+  ASSERT_TRUE(test::WaitFor([&] { return fences.size() == 1; }));
+  EXPECT_EQ(fences.at(0), std::make_pair(1u, uint64_t{5}));
+  auto b = table.BackendOf(table.Current()->ranges[1]);
+  EXPECT_TRUE(b.status().IsFenced()) << b.status().ToString();
+  EXPECT_EQ(fakes.attempts(1), 1);
+  table.Fence(1, 5);
+  EXPECT_EQ(SlotOf(table, 1), nullptr);
+  // Now (Apply): the other ranges are installed, the fenced one is left out.
+  ASSERT_TRUE(table.Apply(Assignment(2, {0, 2}, 5)).ok());
+  EXPECT_NE(SlotOf(table, 0), nullptr);
+  EXPECT_EQ(SlotOf(table, 2), nullptr);
+  EXPECT_EQ(table.FencedAt(2), std::optional<uint64_t>(5));
+  EXPECT_EQ(table.epoch(), 2u);
 }
 
 }  // namespace

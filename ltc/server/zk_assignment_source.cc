@@ -25,7 +25,9 @@ LtcAssignment ToAssignment(const coordinator::ClusterConfig& config, uint32_t lt
   a.ltc_id = ltc_id;
   const std::string me = std::to_string(ltc_id);
   for (const coordinator::RangeAssignment& r : config.ranges) {
-    if (r.ltc == me) a.ranges.push_back(RangeInfo{r.id, r.keys});
+    if (r.ltc != me) continue;
+    a.ranges.push_back(RangeInfo{r.id, r.keys});
+    if (r.owner_epoch != 0) a.owner_epochs[r.id] = r.owner_epoch;
   }
   for (const auto& [id, address] : config.stocs) {
     auto n = NumericId(id);
