@@ -58,7 +58,8 @@
 //      one is read where no older owner can append any more, and every new MANIFEST an
 //      older owner tries to complete fails (Fenced) at a fenced StoC. Discovery retries the
 //      StoCs that did not confirm and never chooses, reopens or places a MANIFEST replica at
-//      one that still has not (invariant 5 repairs around it). Every file the store opens
+//      one that still has not (invariant 5 repairs around it; for invariant 3 it counts as
+//      unreachable). Every file the store opens
 //      or deletes carries the epoch too, so a StoC that missed the fence is fenced by the
 //      new owner's first open there.
 //  F2. MANIFEST numbers of epoch e lie in [e << kManifestEpochShift, (e + 1) << ...): the

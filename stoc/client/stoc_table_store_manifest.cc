@@ -120,10 +120,14 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
   // new MANIFEST replica.
   std::vector<uint32_t> avoid = unfenced_;
   for (uint32_t id : stocs_) {
+    // F1: the replicas at a StoC that has not confirmed the fence are not read, so for
+    // invariant 3 it counts as unreachable.
     auto list = client_->List(id);
+    if (!list.ok() || Contains(unfenced_, id)) {
+      unreachable += (num_unreachable++ ? ", " : "") + std::to_string(id);
+    }
     if (!list.ok()) {
       LOG(WARNING) << range << ": cannot list StoC " << id << ": " << list.status().ToString();
-      unreachable += (num_unreachable++ ? ", " : "") + std::to_string(id);
       avoid.push_back(id);
       MarkSuspect(id, list.status());
       continue;
@@ -148,8 +152,8 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
   if (num_unreachable >= options_.manifest_replicas) {  // invariant 3
     return Status::Unavailable(range + ": cannot tell which MANIFEST is current while StoCs " +
                                unreachable +
-                               " are unreachable (they may hold every replica of "
-                               "the newest)");
+                               " are unreachable or have not confirmed the fence (they "
+                               "may hold every replica of the newest)");
   }
   if (!found.empty()) {
     manifest_.next_number = std::max(manifest_.next_number, found.rbegin()->first + 1);

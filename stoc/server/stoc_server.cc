@@ -181,7 +181,7 @@ void StocServer::HandleRequest(transport::PeerId peer, uint16_t type, std::strin
     case kReserveSlot: return HandleReserveSlot(peer, payload, &responder);
     case kRead: return HandleRead(peer, payload, std::move(responder));
     case kClose: return HandleClose(payload, &responder);
-    case kDelete: return HandleDelete(payload, &responder);
+    case kDelete: return HandleDelete(peer, payload, &responder);
     case kList: return HandleList(&responder);
     case kStats: return HandleStats(&responder);
     case kStatFile: return HandleStatFile(payload, &responder);
@@ -349,23 +349,25 @@ void StocServer::HandleRead(transport::PeerId peer, std::string_view payload, rp
 void StocServer::HandleClose(std::string_view payload, rpc::Responder* r) {
   CloseRequest req;
   NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), m_.errors);
+  // First: the slot of a file deleted meanwhile (orphaned) is released here too.
+  if (req.slot_id != 0) ReleaseSlot(req.slot_id);
   auto entry = catalog_->Get(req.file_id);
   if (!entry)
     NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file " + std::to_string(req.file_id)),
                         m_.errors);
-  if (req.slot_id != 0) ReleaseSlot(req.slot_id);
   if (entry->kind == FileKind::kMemory)
     NOVA_REPLY_IF_ERROR(r, memory_->SetLength(req.file_id, req.length), m_.errors);
   r->Reply(Encode(LoadOnlyResponse{CurrentLoad()}));
 }
 
-void StocServer::HandleDelete(std::string_view payload, rpc::Responder* r) {
+void StocServer::HandleDelete(transport::PeerId peer, std::string_view payload,
+                              rpc::Responder* r) {
   NameRequest req;
   NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), m_.errors);
   NOVA_REPLY_IF_ERROR(r, AdmitWriter(req.name, req.owner_epoch).status(), m_.errors);
   auto entry = catalog_->Lookup(req.name);
   if (!entry) NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file named " + req.name), m_.errors);
-  OrphanSlotsOf(entry->file_id);
+  OrphanSlotsOf(entry->file_id, peer);
   NOVA_REPLY_IF_ERROR(r, catalog_->RemoveFile(entry->file_id), m_.errors);
   Status s = entry->kind == FileKind::kDisk ? disk_->Delete(entry->file_id)
                                             : memory_->Delete(entry->file_id);
@@ -529,7 +531,10 @@ void StocServer::ReleaseSlotsWhere(const std::function<bool(const Slot&)>& pred)
   }
 }
 
-void StocServer::OrphanSlotsOf(uint64_t file_id) {
+void StocServer::OrphanSlotsOf(uint64_t file_id, transport::PeerId deleter) {
+  ReleaseSlotsWhere([&](const Slot& slot) {
+    return slot.file_id == file_id && slot.owner == deleter;
+  });
   MutexLock lock(&slots_mu_);
   for (auto& [id, slot] : slots_) {
     if (slot.file_id == file_id) slot.orphaned = true;

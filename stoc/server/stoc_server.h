@@ -93,7 +93,8 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
     transport::PeerId owner = transport::kInvalidPeer;
     bool busy = false;      // an append from it is queued or being written
     bool released = false;  // free it once not busy
-    // Its file was deleted (by anyone: a newer owner deletes an older owner's MANIFEST).
+    // Its file was deleted by another client (a newer owner deletes an older owner's
+    // MANIFEST).
     // Appends into it are refused, but the buffer stays the holder's until it releases the
     // slot or goes down: a holder still WRITing into freed memory would corrupt whichever
     // slot reused it.
@@ -124,7 +125,7 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
   void HandleReserveSlot(transport::PeerId peer, std::string_view payload, rpc::Responder* r);
   void HandleRead(transport::PeerId peer, std::string_view payload, rpc::Responder r);
   void HandleClose(std::string_view payload, rpc::Responder* r);
-  void HandleDelete(std::string_view payload, rpc::Responder* r);
+  void HandleDelete(transport::PeerId peer, std::string_view payload, rpc::Responder* r);
   void HandleList(rpc::Responder* r);
   void HandleStats(rpc::Responder* r);
   void HandleStatFile(std::string_view payload, rpc::Responder* r);
@@ -148,8 +149,9 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
   // Frees the matching slots now, or (if an append from one is in flight) once it is written.
   void ReleaseSlotsWhere(const std::function<bool(const Slot&)>& pred) EXCLUDES(slots_mu_);
   void FreeSlotLocked(Slot* slot) REQUIRES(slots_mu_);
-  // Marks the slots of a deleted file orphaned (see Slot).
-  void OrphanSlotsOf(uint64_t file_id) EXCLUDES(slots_mu_);
+  // Marks the slots of a deleted file that other clients than `deleter` hold orphaned (see
+  // Slot); the deleter's own go as before.
+  void OrphanSlotsOf(uint64_t file_id, transport::PeerId deleter) EXCLUDES(slots_mu_);
   // Takes slots_mu_ and the file's queue mu, one at a time.
   void DrainAppends(uint64_t file_id) EXCLUDES(slots_mu_);
   void SendAck(transport::PeerId peer, const AppendAck& ack);

@@ -414,5 +414,39 @@ TEST_F(StocServerTest, FenceAnswersOnlyOnceQueuedAppendsAreWritten) {
   EXPECT_TRUE(client_->Append(f.value().get(), src_, 0, 300).status().IsFenced());
 }
 
+// A newer owner (another client) deletes a file an older owner still appends to (its old
+// MANIFEST): the older owner's slot is not freed under it (its WRITEs could land in a slot
+// reused by someone else) and its next append is refused with Fenced.
+TEST_F(StocServerTest, DeletingAnotherClientsFileOrphansItsSlot) {
+  const std::string name = "r5-manifest-000001";
+  auto old_file = client_->Open(1, name, FileKind::kDisk, AtEpoch(1));
+  ASSERT_TRUE(old_file.ok());
+  rpc::RpcEndpoint endpoint;
+  transport::TransportOptions o;
+  o.node_name = "newer-owner";
+  o.cluster_secret = kSecret;
+  auto t = transport::NewTransport(o, &endpoint);
+  ASSERT_TRUE(t.ok());
+  endpoint.Attach(t.value().get());
+  StocClient newer(&endpoint);
+  ASSERT_TRUE(t.value()->Init().ok());
+  ASSERT_TRUE(t.value()->Start().ok());
+  ASSERT_TRUE(newer.AddStoc(1, server_->address()).ok());
+  ASSERT_TRUE(newer.FenceRange(1, 5, 2).ok());
+  ASSERT_TRUE(newer.Delete(1, name, 2).ok());
+  const uint64_t used = client_->Stats(1)->file_buffer_bytes_used;
+  // A new file takes a slot of its own: the orphaned one is still reserved.
+  auto other = newer.Open(1, "r5-manifest-000002", FileKind::kDisk, AtEpoch(2));
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other.value()->slot.addr, old_file.value()->slot.addr);
+  Fill(100, 5);
+  auto h = client_->Append(old_file.value().get(), src_, 0, 100);
+  EXPECT_TRUE(h.status().IsFenced()) << h.status().ToString();
+  // The holder's Close frees it (and says the file is gone).
+  EXPECT_TRUE(client_->Close(old_file.value().get()).IsNotFound());
+  EXPECT_LT(client_->Stats(1)->file_buffer_bytes_used, used + other.value()->slot.bytes);
+  t.value()->Shutdown();
+}
+
 }  // namespace
 }  // namespace nova::stoc
