@@ -138,10 +138,10 @@ Result<BlockHandle> StocClient::AppendDisk(StocFile* file, transport::PeerId pee
                                            uint64_t src_offset, uint64_t length) {
   if (file->slot.slot_id == 0 || length > file->slot.bytes) {
     ReserveSlotResponse resp;
-    NOVA_RETURN_NOT_OK(Rpc(file->stoc_id, kReserveSlot,
-                           Encode(ReserveSlotRequest{file->file_id, length, file->slot.slot_id,
-                                                     file->owner_epoch}),
-                           &resp));
+    NOVA_RETURN_NOT_OK(Rpc(
+        file->stoc_id, kReserveSlot,
+        Encode(ReserveSlotRequest{file->file_id, length, file->slot.slot_id, file->owner_epoch}),
+        &resp));
     file->slot = resp.slot;
   }
   auto waiter = std::make_shared<AckWaiter>();

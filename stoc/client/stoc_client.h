@@ -104,8 +104,7 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   Status Close(StocFile* file) EXCLUDES(mu_);
   // Deletes a file; with owner_epoch > 0 the StoC refuses (Fenced) if the file's range is
   // fenced at a newer epoch.
-  Status Delete(uint32_t stoc_id, const std::string& name, uint64_t owner_epoch = 0)
-      EXCLUDES(mu_);
+  Status Delete(uint32_t stoc_id, const std::string& name, uint64_t owner_epoch = 0) EXCLUDES(mu_);
   // Fences range `range_id` at StoC `stoc_id` at `owner_epoch` (> 0): from the answer on the
   // StoC refuses every write of the range by an older epoch, and has written every append it
   // accepted from one. OK also if the StoC was already fenced at exactly this epoch;

@@ -36,12 +36,12 @@ enum MessageType : uint16_t {  // DO NOT CHANGE: on the wire (wire::kStocTypes)
   kDelete = 0x0106,
   kList = 0x0107,
   kStats = 0x0108,
-  kStatFile = 0x0109,     // a file's kind, length, (memory) regions and (disk) blocks
+  kStatFile = 0x0109,  // a file's kind, length, (memory) regions and (disk) blocks
   // Raises a range's owner epoch (FenceRequest, answered LoadOnlyResponse once durable and
   // once the appends the StoC accepted from older epochs are acknowledged); Fenced if the
   // StoC already knows a newer epoch for the range.
   kFenceRange = 0x010A,
-  kAppendAck = 0x0110,    // StoC -> client notification: a persistent append is durable
+  kAppendAck = 0x0110,  // StoC -> client notification: a persistent append is durable
   // An offloaded compaction job (common/lsm/compaction_job.h encodes it; the response is
   // EncodeWithLoad(load, result)). Served by the compaction pool when the daemon has a
   // compaction service; NotSupported otherwise.

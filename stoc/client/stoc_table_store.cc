@@ -169,9 +169,8 @@ Status StocTableStore::ProbeFence(uint32_t stoc_id, const Status& failure) {
 Result<std::vector<uint32_t>> StocTableStore::FenceStocs(const std::vector<uint32_t>& stocs) {
   std::vector<std::function<Status()>> jobs;
   for (uint32_t id : stocs) {
-    jobs.push_back([this, id] {
-      return client_->FenceRange(id, options_.range_id, options_.owner_epoch);
-    });
+    jobs.push_back(
+        [this, id] { return client_->FenceRange(id, options_.range_id, options_.owner_epoch); });
   }
   const std::vector<Status> results = RunAll(jobs);
   std::vector<uint32_t> unconfirmed;
@@ -181,8 +180,8 @@ Result<std::vector<uint32_t>> StocTableStore::FenceStocs(const std::vector<uint3
     }
     if (!results[k].ok()) {
       LOG(WARNING) << "range " << options_.range_id << ": StoC " << stocs[k]
-                   << " did not confirm the fence of owner epoch " << options_.owner_epoch
-                   << ": " << results[k].ToString();
+                   << " did not confirm the fence of owner epoch " << options_.owner_epoch << ": "
+                   << results[k].ToString();
       unconfirmed.push_back(stocs[k]);
     }
   }

@@ -98,8 +98,9 @@
 //   auto manifest = store.ReadManifest();  // recovery: the range's MANIFEST bytes, or ""
 //
 // Lifecycle: the constructor cannot fail; Init() validates the options, prepares the
-// read buffers and (owner_epoch > 0) fences the range. Thread safety: thread-safe. Table operations run concurrently; MANIFEST
-// operations serialize on manifest_mu_. Lock order: manifest_mu_ before rng_mu_.
+// read buffers and (owner_epoch > 0) fences the range. Thread safety: thread-safe. Table
+// operations run concurrently; MANIFEST operations serialize on manifest_mu_. Lock order:
+// manifest_mu_ before rng_mu_.
 #pragma once
 
 #include <atomic>
@@ -276,8 +277,9 @@ class StocTableStore final : public lsm::TableStore {
   // After a write to `stoc_id` failed with `failure` (not Fenced): asks that StoC whether a
   // newer owner fenced the range (a kFenceRange at this store's own epoch, which changes
   // nothing when the StoC knows it already). Returns Fenced (the store becomes fenced) if
-  // so, else `failure` (at once for a timeout or an unreachable StoC). A newer owner's delete of a file this store appends to (its old
-  // MANIFEST) frees the append slot, and the append then fails without saying why.
+  // so, else `failure` (at once for a timeout or an unreachable StoC). A write can fail for
+  // a newer owner without saying so: e.g. its delete of the old MANIFEST this store appends
+  // to, sent through the same StoC client (one process), frees the append slot.
   Status ProbeFence(uint32_t stoc_id, const Status& failure);
   // Fences the range at each StoC of `stocs` in parallel (F1); returns those that did not
   // confirm, or Fenced (the store becomes fenced) if one knows a newer owner.

@@ -107,8 +107,7 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
       }
     }
     // F2: this owner's numbers start at its band.
-    manifest_.next_number =
-        std::max(manifest_.next_number, epoch << kManifestEpochShift);
+    manifest_.next_number = std::max(manifest_.next_number, epoch << kManifestEpochShift);
   }
   // Every replica of every MANIFEST of the range: number -> (StoC, file id).
   std::map<uint64_t, std::vector<std::pair<uint32_t, uint64_t>>> found;
@@ -136,10 +135,10 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
       const ParsedFileName p = ParseStocFileName(f.name);
       if (p.type != StocFileType::kManifest || p.range_id != options_.range_id) continue;
       if (epoch != 0 && (p.number >> kManifestEpochShift) > epoch) {  // F2
-        return NoteFenced(Status::Fenced(
-            range + ": StoC " + std::to_string(id) + " holds " + f.name +
-            ", a MANIFEST of owner epoch " + std::to_string(p.number >> kManifestEpochShift) +
-            ", newer than this store's " + std::to_string(epoch)));
+        return NoteFenced(Status::Fenced(range + ": StoC " + std::to_string(id) + " holds " +
+                                         f.name + ", a MANIFEST of owner epoch " +
+                                         std::to_string(p.number >> kManifestEpochShift) +
+                                         ", newer than this store's " + std::to_string(epoch)));
       }
       if (Contains(unfenced_, id)) {
         // Not trusted (F1), but its number is never reused (invariant 1).

@@ -247,9 +247,9 @@ void StocServer::HandleOpen(transport::PeerId peer, std::string_view payload, rp
   if (entry->kind == FileKind::kDisk && req.for_append) {
     auto file = disk_->Get(entry->file_id);
     NOVA_REPLY_IF_ERROR(r, file->health(), m_.errors);
-    auto slot = ReserveSlot(peer, entry->file_id,
-                            req.slot_bytes ? req.slot_bytes : kDefaultSlotBytes,
-                            std::move(fence.value()), req.owner_epoch);
+    auto slot =
+        ReserveSlot(peer, entry->file_id, req.slot_bytes ? req.slot_bytes : kDefaultSlotBytes,
+                    std::move(fence.value()), req.owner_epoch);
     NOVA_REPLY_IF_ERROR(r, slot.status(), m_.errors);
     resp.slot = slot.value();
   }
@@ -277,8 +277,7 @@ void StocServer::HandleReserveSlot(transport::PeerId peer, std::string_view payl
   auto fence = AdmitWriter(entry->name, req.owner_epoch);
   NOVA_REPLY_IF_ERROR(r, fence.status(), m_.errors);
   if (req.release_slot_id != 0) ReleaseSlot(req.release_slot_id);
-  auto slot =
-      ReserveSlot(peer, req.file_id, req.bytes, std::move(fence.value()), req.owner_epoch);
+  auto slot = ReserveSlot(peer, req.file_id, req.bytes, std::move(fence.value()), req.owner_epoch);
   NOVA_REPLY_IF_ERROR(r, slot.status(), m_.errors);
   r->Reply(Encode(ReserveSlotResponse{CurrentLoad(), slot.value()}));
 }
@@ -360,8 +359,7 @@ void StocServer::HandleClose(std::string_view payload, rpc::Responder* r) {
   r->Reply(Encode(LoadOnlyResponse{CurrentLoad()}));
 }
 
-void StocServer::HandleDelete(transport::PeerId peer, std::string_view payload,
-                              rpc::Responder* r) {
+void StocServer::HandleDelete(transport::PeerId peer, std::string_view payload, rpc::Responder* r) {
   NameRequest req;
   NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), m_.errors);
   NOVA_REPLY_IF_ERROR(r, AdmitWriter(req.name, req.owner_epoch).status(), m_.errors);
@@ -458,8 +456,8 @@ Result<std::shared_ptr<StocServer::RangeFence>> StocServer::AdmitRange(uint32_t 
     // The catalog orders concurrent raises: it refuses one that went back meanwhile.
     Status persisted = catalog_->SetFence(range_id, epoch);
     if (persisted.IsInvalidArgument()) return stale(catalog_->Fences()[range_id]);
-    NOVA_RETURN_NOT_OK_PREPEND(persisted, "recording the fence of range " +
-                                              std::to_string(range_id));
+    NOVA_RETURN_NOT_OK_PREPEND(persisted,
+                               "recording the fence of range " + std::to_string(range_id));
   }
   MutexLock lock(&fence->mu);
   if (epoch < fence->epoch) return stale(fence->epoch);
@@ -532,9 +530,8 @@ void StocServer::ReleaseSlotsWhere(const std::function<bool(const Slot&)>& pred)
 }
 
 void StocServer::OrphanSlotsOf(uint64_t file_id, transport::PeerId deleter) {
-  ReleaseSlotsWhere([&](const Slot& slot) {
-    return slot.file_id == file_id && slot.owner == deleter;
-  });
+  ReleaseSlotsWhere(
+      [&](const Slot& slot) { return slot.file_id == file_id && slot.owner == deleter; });
   MutexLock lock(&slots_mu_);
   for (auto& [id, slot] : slots_) {
     if (slot.file_id == file_id) slot.orphaned = true;
@@ -599,10 +596,10 @@ bool StocServer::OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t l
       RangeFence* f = it->second.fence.get();
       MutexLock fence_lock(&f->mu);
       if (it->second.owner_epoch < f->epoch) {
-        refused.status = Status::Fenced(
-            "StoC " + std::to_string(options_.stoc_id) + ": append at owner epoch " +
-            std::to_string(it->second.owner_epoch) + " to a range fenced at owner epoch " +
-            std::to_string(f->epoch));
+        refused.status =
+            Status::Fenced("StoC " + std::to_string(options_.stoc_id) + ": append at owner epoch " +
+                           std::to_string(it->second.owner_epoch) +
+                           " to a range fenced at owner epoch " + std::to_string(f->epoch));
       } else {
         ++f->inflight[it->second.owner_epoch];
       }

@@ -380,9 +380,8 @@ TEST_F(StocServerTest, FenceSurvivesARestart) {
   ASSERT_TRUE(client_->FenceRange(1, 5, 4).ok());
   ASSERT_TRUE(client_->FenceRange(1, 8, 1).ok());
   RestartServer();
-  EXPECT_TRUE(client_->Open(1, "r5-manifest-000001", FileKind::kDisk, AtEpoch(3))
-                  .status()
-                  .IsFenced());
+  EXPECT_TRUE(
+      client_->Open(1, "r5-manifest-000001", FileKind::kDisk, AtEpoch(3)).status().IsFenced());
   EXPECT_TRUE(client_->FenceRange(1, 5, 3).IsFenced());
   EXPECT_TRUE(client_->Open(1, "r5-manifest-000001", FileKind::kDisk, AtEpoch(4)).ok());
   EXPECT_TRUE(client_->Open(1, "r8-manifest-000001", FileKind::kDisk).status().IsFenced());
