@@ -16,6 +16,8 @@ namespace {
 
 // DO NOT CHANGE: on the wire. Bumped when a field is added.
 constexpr uint8_t kJobVersion = 2;
+// Version 3 adds owner_epoch; sent only for a job with one (see the header).
+constexpr uint8_t kJobVersionWithEpoch = 3;
 // Requests of version 1 carry no placement byte (their executors placed by power-of-d).
 constexpr uint8_t kJobVersionWithoutPlacement = 1;
 // DO NOT CHANGE: on the wire (the placement byte of a version 2 request).
@@ -70,7 +72,7 @@ class ReservedNumberSink final : public CompactionOutputSink {
 
 std::string EncodeCompactionJob(const CompactionJob& job) {
   wire::PayloadWriter w;
-  w.PutU8(kJobVersion);
+  w.PutU8(job.owner_epoch != 0 ? kJobVersionWithEpoch : kJobVersion);
   w.PutVarint32(job.range_id);
   w.PutVarint32(job.drange);
   w.PutU8(static_cast<uint8_t>(job.output_level));
@@ -100,6 +102,7 @@ std::string EncodeCompactionJob(const CompactionJob& job) {
   }
   w.PutU8(job.placement == PlacementPolicy::kRandom ? kWirePlacementRandom
                                                           : kWirePlacementPowerOfD);
+  if (job.owner_epoch != 0) w.PutVarint64(job.owner_epoch);
   return w.Finish();
 }
 
@@ -114,7 +117,8 @@ Status DecodeCompactionJob(std::string_view in, CompactionJob* out) {
   uint8_t version = 0, level = 0, bottommost = 0;
   uint32_t n = 0;
   if (!r.GetU8("version", &version)) return bad("truncated");
-  if (version != kJobVersion && version != kJobVersionWithoutPlacement) {
+  if (version != kJobVersion && version != kJobVersionWithoutPlacement &&
+      version != kJobVersionWithEpoch) {
     return bad("unknown version " + std::to_string(version));
   }
   if (!r.GetVarint32("range_id", &job.range_id) || !r.GetVarint32("drange", &job.drange) ||
@@ -191,6 +195,10 @@ Status DecodeCompactionJob(std::string_view in, CompactionJob* out) {
     } else {
       return bad("unknown placement " + std::to_string(placement));
     }
+  }
+  if (version >= kJobVersionWithEpoch &&
+      (!r.GetVarint64("owner_epoch", &job.owner_epoch) || job.owner_epoch == 0)) {
+    return bad("malformed owner epoch");
   }
   Status s = r.Finish();
   if (!s.ok()) return Status::InvalidArgument("compaction job: " + s.message());

@@ -11,7 +11,7 @@
 //
 // Encoding (payload of stoc::kCompact, after common/wire's PayloadWriter; DO NOT CHANGE:
 // on the wire; new fields go at the end behind a version bump):
-//   request  := version u8 (=2) | range_id varint32 | drange varint32 | output_level u8
+//   request  := version u8 (2 or 3) | range_id varint32 | drange varint32 | output_level u8
 //               | comparator bytes | inputs varint32 | (level u8 | TableMeta bytes)*
 //               | snapshots varint32 | seq varint64* | smallest_snapshot varint64
 //               | bottommost u8 | max_output_bytes varint64 | split_keys varint32 | bytes*
@@ -19,8 +19,11 @@
 //               | fragment_replicas varint32 | numbers varint32 | varint64*
 //               | stocs varint32 | (id varint32 | address bytes)*
 //               | placement u8 (version 2 on: 0 random, 1 power-of-d)
+//               | owner_epoch varint64 (version 3 on)
 //   A version 1 request (no placement byte) is still accepted and places by power-of-d,
-//   as every executor did before version 2.
+//   as every executor did before version 2. A job whose owner_epoch is 0 is encoded as
+//   version 2 (so executors older than version 3 still run legacy ranges' jobs); one with
+//   an owner epoch as version 3, which only an executor that knows it accepts.
 //   response := version u8 (=1) | executed_by varint32 | outputs varint32 | TableMeta bytes*
 //               | input_entries, output_entries, dropped_entries, dropped_deletions varint64
 // TableMeta bytes are EncodeTableMeta (version_edit.h), as in the MANIFEST.
@@ -86,6 +89,10 @@ struct CompactionJob {
   std::vector<std::pair<uint32_t, std::string>> stocs;
   // How the executor chooses StoCs for the outputs' fragments: the LTC's --ltc_placement.
   PlacementPolicy placement = PlacementPolicy::kPowerOfD;
+  // The range's owner epoch of the LTC that sent the job (StocTableStoreOptions::
+  // owner_epoch): the executor writes and deletes the outputs as that owner, so a StoC
+  // refuses them (Fenced) once a newer owner fenced the range. 0: legacy, not fenced.
+  uint64_t owner_epoch = 0;
 
   bool operator==(const CompactionJob&) const = default;
 };

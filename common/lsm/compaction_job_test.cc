@@ -97,8 +97,25 @@ TEST(CompactionJobTest, UnknownPlacementOrVersionIsInvalidArgument) {
   EXPECT_TRUE(s.code() == Status::Code::kInvalidArgument) << s.ToString();
   EXPECT_NE(s.message().find("placement"), std::string::npos) << s.ToString();
   bad = EncodeCompactionJob(SampleJob());
-  bad[0] = 3;
+  bad[0] = 4;
   s = DecodeCompactionJob(bad, &out);
+  EXPECT_TRUE(s.code() == Status::Code::kInvalidArgument) << s.ToString();
+}
+
+TEST(CompactionJobTest, OwnerEpochRoundTripsAsVersionThree) {
+  CompactionJob job = SampleJob();
+  job.owner_epoch = 7;
+  const std::string v3 = EncodeCompactionJob(job);
+  EXPECT_EQ(v3[0], 3);
+  CompactionJob back;
+  ASSERT_TRUE(DecodeCompactionJob(v3, &back).ok());
+  EXPECT_EQ(back, job);
+  // Without an epoch the job stays version 2, which executors before owner fencing accept.
+  EXPECT_EQ(EncodeCompactionJob(SampleJob())[0], 2);
+  // Version 3 without its epoch is malformed.
+  std::string truncated = EncodeCompactionJob(SampleJob());
+  truncated[0] = 3;
+  Status s = DecodeCompactionJob(truncated, &back);
   EXPECT_TRUE(s.code() == Status::Code::kInvalidArgument) << s.ToString();
 }
 

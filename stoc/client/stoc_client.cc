@@ -71,6 +71,7 @@ Result<std::unique_ptr<StocFile>> StocClient::Open(uint32_t stoc_id, const std::
   req.create = options.create;
   req.for_append = options.for_append;
   req.slot_bytes = options.slot_bytes;
+  req.owner_epoch = options.owner_epoch;
   OpenResponse resp;
   NOVA_RETURN_NOT_OK(Rpc(stoc_id, kOpen, Encode(req), &resp));
   auto f = std::make_unique<StocFile>();
@@ -81,6 +82,7 @@ Result<std::unique_ptr<StocFile>> StocClient::Open(uint32_t stoc_id, const std::
   f->length = resp.file.length;
   f->regions = resp.file.regions;
   f->slot = resp.slot;
+  f->owner_epoch = options.owner_epoch;
   if (kind == FileKind::kMemory) {
     MutexLock lock(&mu_);
     regions_[{stoc_id, f->file_id}] = f->regions;
@@ -136,9 +138,10 @@ Result<BlockHandle> StocClient::AppendDisk(StocFile* file, transport::PeerId pee
                                            uint64_t src_offset, uint64_t length) {
   if (file->slot.slot_id == 0 || length > file->slot.bytes) {
     ReserveSlotResponse resp;
-    NOVA_RETURN_NOT_OK(Rpc(file->stoc_id, kReserveSlot,
-                           Encode(ReserveSlotRequest{file->file_id, length, file->slot.slot_id}),
-                           &resp));
+    NOVA_RETURN_NOT_OK(Rpc(
+        file->stoc_id, kReserveSlot,
+        Encode(ReserveSlotRequest{file->file_id, length, file->slot.slot_id, file->owner_epoch}),
+        &resp));
     file->slot = resp.slot;
   }
   auto waiter = std::make_shared<AckWaiter>();
@@ -285,9 +288,15 @@ Status StocClient::Close(StocFile* file) {
   return s;
 }
 
-Status StocClient::Delete(uint32_t stoc_id, const std::string& name) {
+Status StocClient::Delete(uint32_t stoc_id, const std::string& name, uint64_t owner_epoch) {
   LoadOnlyResponse resp;
-  return Rpc(stoc_id, kDelete, Encode(NameRequest{name}), &resp);
+  return Rpc(stoc_id, kDelete, Encode(NameRequest{name, owner_epoch}), &resp);
+}
+
+Status StocClient::FenceRange(uint32_t stoc_id, uint32_t range_id, uint64_t owner_epoch) {
+  if (owner_epoch == 0) return Status::InvalidArgument("a fence needs an owner epoch above 0");
+  LoadOnlyResponse resp;
+  return Rpc(stoc_id, kFenceRange, Encode(FenceRequest{range_id, owner_epoch}), &resp);
 }
 
 Result<std::vector<FileState>> StocClient::List(uint32_t stoc_id) {

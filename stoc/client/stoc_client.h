@@ -57,6 +57,7 @@ struct StocFile {
   uint64_t length = 0;               // memory: next append offset; disk: bytes in the file
   std::vector<RegionInfo> regions;   // memory files
   SlotInfo slot;                     // disk files opened for append
+  uint64_t owner_epoch = 0;          // OpenOptions::owner_epoch, sent with slot reservations
   // Set when an append's outcome is unknown (timeout): the handle must be reopened.
   bool broken = false;
 };
@@ -65,6 +66,10 @@ struct OpenOptions {
   bool create = true;         // create if missing (else NotFound)
   bool for_append = true;     // disk files: reserve an append slot
   uint64_t slot_bytes = 0;    // disk: largest block expected (0 = the StoC's default, 1 MiB)
+  // The writer's owner epoch of the file's range (0 = legacy, never fenced off). The StoC
+  // refuses the open, and later appends through it, with Status::Fenced once the range is
+  // fenced at a newer epoch (stoc_protocol.h).
+  uint64_t owner_epoch = 0;
 };
 
 struct StocClientOptions {
@@ -97,7 +102,14 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
       EXCLUDES(mu_);
   // Releases the append slot; for memory files records the appended length for readers.
   Status Close(StocFile* file) EXCLUDES(mu_);
-  Status Delete(uint32_t stoc_id, const std::string& name) EXCLUDES(mu_);
+  // Deletes a file; with owner_epoch > 0 the StoC refuses (Fenced) if the file's range is
+  // fenced at a newer epoch.
+  Status Delete(uint32_t stoc_id, const std::string& name, uint64_t owner_epoch = 0) EXCLUDES(mu_);
+  // Fences range `range_id` at StoC `stoc_id` at `owner_epoch` (> 0): from the answer on the
+  // StoC refuses every write of the range by an older epoch, and has written every append it
+  // accepted from one. OK also if the StoC was already fenced at exactly this epoch;
+  // Fenced if it knows a newer one; otherwise the StoC's or the transport's error.
+  Status FenceRange(uint32_t stoc_id, uint32_t range_id, uint64_t owner_epoch) EXCLUDES(mu_);
   Result<std::vector<FileState>> List(uint32_t stoc_id) EXCLUDES(mu_);
   Result<StatsResponse> Stats(uint32_t stoc_id) EXCLUDES(mu_);
   Result<FileState> StatFile(uint32_t stoc_id, uint64_t file_id) EXCLUDES(mu_);

@@ -105,6 +105,16 @@ bool Get(PayloadReader* r, FileState* f) {
   return true;
 }
 
+// The trailing owner epoch of a request: written only when not 0, read only when bytes
+// remain (a legacy request ends before it). DO NOT CHANGE: on the wire.
+void PutEpoch(PayloadWriter* w, uint64_t epoch) {
+  if (epoch != 0) w->PutU64(epoch);
+}
+bool GetEpoch(PayloadReader* r, uint64_t* epoch) {
+  *epoch = 0;
+  return r->remaining() == 0 || r->GetU64("owner_epoch", epoch);
+}
+
 Status Finish(const PayloadReader& r, bool ok, const char* what) {
   if (!ok) {
     Status s = r.status();
@@ -122,13 +132,15 @@ std::string Encode(const OpenRequest& m) {
   w.PutU8(m.create ? 1 : 0);
   w.PutU8(m.for_append ? 1 : 0);
   w.PutU64(m.slot_bytes);
+  PutEpoch(&w, m.owner_epoch);
   return w.Finish();
 }
 Status Decode(std::string_view in, OpenRequest* m) {
   PayloadReader r(in);
   uint8_t create, append;
   bool ok = r.GetString("name", &m->name) && GetKind(&r, &m->kind) && r.GetU8("create", &create) &&
-            r.GetU8("for_append", &append) && r.GetU64("slot_bytes", &m->slot_bytes);
+            r.GetU8("for_append", &append) && r.GetU64("slot_bytes", &m->slot_bytes) &&
+            GetEpoch(&r, &m->owner_epoch);
   m->create = ok && create != 0;
   m->for_append = ok && append != 0;
   return Finish(r, ok, "open request");
@@ -176,12 +188,13 @@ std::string Encode(const ReserveSlotRequest& m) {
   w.PutU64(m.file_id);
   w.PutU64(m.bytes);
   w.PutU32(m.release_slot_id);
+  PutEpoch(&w, m.owner_epoch);
   return w.Finish();
 }
 Status Decode(std::string_view in, ReserveSlotRequest* m) {
   PayloadReader r(in);
   bool ok = r.GetU64("file_id", &m->file_id) && r.GetU64("bytes", &m->bytes) &&
-            r.GetU32("release_slot_id", &m->release_slot_id);
+            r.GetU32("release_slot_id", &m->release_slot_id) && GetEpoch(&r, &m->owner_epoch);
   return Finish(r, ok, "reserve-slot request");
 }
 
@@ -231,12 +244,25 @@ Status Decode(std::string_view in, CloseRequest* m) {
 std::string Encode(const NameRequest& m) {
   PayloadWriter w;
   w.PutBytes(m.name);
+  PutEpoch(&w, m.owner_epoch);
   return w.Finish();
 }
 Status Decode(std::string_view in, NameRequest* m) {
   PayloadReader r(in);
-  bool ok = r.GetString("name", &m->name);
+  bool ok = r.GetString("name", &m->name) && GetEpoch(&r, &m->owner_epoch);
   return Finish(r, ok, "name request");
+}
+
+std::string Encode(const FenceRequest& m) {
+  PayloadWriter w;
+  w.PutU32(m.range_id);
+  w.PutU64(m.owner_epoch);
+  return w.Finish();
+}
+Status Decode(std::string_view in, FenceRequest* m) {
+  PayloadReader r(in);
+  bool ok = r.GetU32("range_id", &m->range_id) && r.GetU64("owner_epoch", &m->owner_epoch);
+  return Finish(r, ok, "fence request");
 }
 
 std::string Encode(const FileIdRequest& m) {

@@ -8,6 +8,13 @@
 //
 // Encodings are PayloadWriter/PayloadReader sequences (common/wire/message.h), in the field
 // order of the structs. DO NOT CHANGE field order or type numbers: on the wire.
+//
+// Owner fencing (docs/stoc.md "Owner fencing"): requests that change a range's files carry
+// the writer's owner epoch as a trailing field, sent only when it is not 0, so a legacy
+// request (and a legacy StoC's decoder, which rejects extra bytes) sees the old encoding.
+// A request without it is epoch 0. The StoC refuses with Status::Fenced a writer whose
+// epoch is below the newest kFenceRange of the file's range (range id parsed from the name,
+// stoc/client/file_names.h; files whose names do not parse are never fenced).
 #pragma once
 
 #include <cstdint>
@@ -29,8 +36,12 @@ enum MessageType : uint16_t {  // DO NOT CHANGE: on the wire (wire::kStocTypes)
   kDelete = 0x0106,
   kList = 0x0107,
   kStats = 0x0108,
-  kStatFile = 0x0109,     // a file's kind, length, (memory) regions and (disk) blocks
-  kAppendAck = 0x0110,    // StoC -> client notification: a persistent append is durable
+  kStatFile = 0x0109,  // a file's kind, length, (memory) regions and (disk) blocks
+  // Raises a range's owner epoch (FenceRequest, answered LoadOnlyResponse once durable and
+  // once the appends the StoC accepted from older epochs are acknowledged); Fenced if the
+  // StoC already knows a newer epoch for the range.
+  kFenceRange = 0x010A,
+  kAppendAck = 0x0110,  // StoC -> client notification: a persistent append is durable
   // An offloaded compaction job (common/lsm/compaction_job.h encodes it; the response is
   // EncodeWithLoad(load, result)). Served by the compaction pool when the daemon has a
   // compaction service; NotSupported otherwise.
@@ -65,6 +76,9 @@ struct OpenRequest {
   bool create = true;        // create if missing; else NotFound
   bool for_append = true;    // disk: reserve a slot; memory: nothing extra
   uint64_t slot_bytes = 0;   // disk: slot size wanted (largest block expected)
+  // Trailing, only when not 0: the writer's owner epoch of the file's range (0 = legacy).
+  // Stamped on the append slot this open reserves.
+  uint64_t owner_epoch = 0;
 };
 
 // Encoding (DO NOT CHANGE: on the wire): file_id u64 | kind u8 | name bytes | length u64
@@ -100,6 +114,7 @@ struct ReserveSlotRequest {
   uint64_t file_id = 0;
   uint64_t bytes = 0;
   uint32_t release_slot_id = 0;  // the slot it replaces (0 = none)
+  uint64_t owner_epoch = 0;      // trailing, only when not 0 (see OpenRequest)
 };
 struct ReserveSlotResponse {
   LoadStats load;
@@ -122,6 +137,12 @@ struct CloseRequest {
 
 struct NameRequest {  // kDelete
   std::string name;
+  uint64_t owner_epoch = 0;  // trailing, only when not 0 (see OpenRequest)
+};
+
+struct FenceRequest {  // kFenceRange
+  uint32_t range_id = 0;
+  uint64_t owner_epoch = 0;  // > 0
 };
 struct FileIdRequest {  // kStatFile
   uint64_t file_id = 0;
@@ -179,6 +200,8 @@ std::string Encode(const CloseRequest& m);
 Status Decode(std::string_view in, CloseRequest* m);
 std::string Encode(const NameRequest& m);
 Status Decode(std::string_view in, NameRequest* m);
+std::string Encode(const FenceRequest& m);
+Status Decode(std::string_view in, FenceRequest* m);
 std::string Encode(const FileIdRequest& m);
 Status Decode(std::string_view in, FileIdRequest* m);
 std::string Encode(const LoadOnlyResponse& m);

@@ -94,6 +94,10 @@ Status StocTableStore::Init() {
   NOVA_RETURN_NOT_OK(check(options_.fragment_replicas, "fragment replicas"));
   NOVA_RETURN_NOT_OK(check(options_.manifest_replicas, "MANIFEST replicas"));
   if (options_.io_threads < 1) return Status::InvalidArgument(what + ": io threads must be >= 1");
+  if (options_.owner_epoch > kMaxOwnerEpoch) {
+    return Status::InvalidArgument(what + ": owner epoch " + std::to_string(options_.owner_epoch) +
+                                   " exceeds " + std::to_string(kMaxOwnerEpoch));
+  }
   read_buffers_ = options_.read_buffers;
   if (read_buffers_ == nullptr) {
     transport::SlabOptions slab;
@@ -107,7 +111,81 @@ Status StocTableStore::Init() {
   }
   io_pool_ = std::make_unique<ThreadPool>("ltc-store-io", static_cast<size_t>(options_.io_threads),
                                           kMaxQueuedIo);
+  if (options_.owner_epoch == 0 || !options_.fence_on_init) return Status::OK();
+  // F1: before any MANIFEST is read.
+  auto unconfirmed = FenceStocs(stocs_);
+  if (!unconfirmed.ok()) return unconfirmed.status().Prepend(what);
+  MutexLock lock(&manifest_mu_);
+  unfenced_ = std::move(unconfirmed.value());
+  if (unfenced_.size() >= static_cast<size_t>(options_.manifest_replicas)) {
+    std::string ids;
+    for (uint32_t id : unfenced_) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+    return Status::Unavailable(
+        what + ": fencing owner epoch " + std::to_string(options_.owner_epoch) + " needs " +
+        std::to_string(stocs_.size() - options_.manifest_replicas + 1) + " of " +
+        std::to_string(stocs_.size()) + " StoCs, but StoCs " + ids +
+        " did not confirm (they could hold every replica of a MANIFEST an older owner still "
+        "appends to)");
+  }
   return Status::OK();
+}
+
+// ---- Owner fencing --------------------------------------------------------------------
+
+Status StocTableStore::FencedError() const {
+  return Status::Fenced("range " + std::to_string(options_.range_id) + ": owner epoch " +
+                        std::to_string(options_.owner_epoch) +
+                        " was fenced off by a newer owner; this store writes nothing more");
+}
+
+Status StocTableStore::NoteFenced(const Status& s) {
+  if (s.IsFenced() && !fenced_.exchange(true, std::memory_order_acq_rel)) {
+    LOG(WARNING) << "range " << options_.range_id << ": owner epoch " << options_.owner_epoch
+                 << " is fenced off (" << s.ToString() << "): no more writes, repairs or deletes";
+  }
+  return s;
+}
+
+Status StocTableStore::FirstError(const std::vector<Status>& results) {
+  for (const Status& s : results) {
+    if (s.IsFenced()) return s;
+  }
+  for (const Status& s : results) {
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+Status StocTableStore::ProbeFence(uint32_t stoc_id, const Status& failure) {
+  if (options_.owner_epoch == 0 || failure.ok() || failure.IsFenced()) return failure;
+  if (fenced()) return FencedError();
+  // A StoC that cannot be reached cannot have answered Fenced either: no second wait.
+  if (failure.IsTimedOut() || failure.IsNetworkError() || failure.IsUnavailable()) return failure;
+  Status probe = client_->FenceRange(stoc_id, options_.range_id, options_.owner_epoch);
+  if (probe.IsFenced()) return NoteFenced(probe).Prepend("after " + failure.ToString());
+  return failure;
+}
+
+Result<std::vector<uint32_t>> StocTableStore::FenceStocs(const std::vector<uint32_t>& stocs) {
+  std::vector<std::function<Status()>> jobs;
+  for (uint32_t id : stocs) {
+    jobs.push_back(
+        [this, id] { return client_->FenceRange(id, options_.range_id, options_.owner_epoch); });
+  }
+  const std::vector<Status> results = RunAll(jobs);
+  std::vector<uint32_t> unconfirmed;
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (results[k].IsFenced()) {
+      return NoteFenced(results[k]).Prepend("fencing StoC " + std::to_string(stocs[k]));
+    }
+    if (!results[k].ok()) {
+      LOG(WARNING) << "range " << options_.range_id << ": StoC " << stocs[k]
+                   << " did not confirm the fence of owner epoch " << options_.owner_epoch << ": "
+                   << results[k].ToString();
+      unconfirmed.push_back(stocs[k]);
+    }
+  }
+  return unconfirmed;
 }
 
 // ---- Helpers --------------------------------------------------------------------------
@@ -174,7 +252,8 @@ void StocTableStore::MarkSuspect(uint32_t stoc_id, const Status& why) {
 }
 
 Status StocTableStore::DeleteFile(uint32_t stoc_id, const std::string& name) {
-  Status s = client_->Delete(stoc_id, name);
+  if (fenced()) return FencedError();
+  Status s = NoteFenced(client_->Delete(stoc_id, name, options_.owner_epoch));
   if (s.IsNotFound()) return Status::OK();
   return s.Prepend("deleting " + name + " at StoC " + std::to_string(stoc_id));
 }
@@ -186,9 +265,10 @@ Result<lsm::FragmentLocation> StocTableStore::AppendInBlocks(StocFile* file,
   const uint64_t chunk = std::max<uint64_t>(1, options_.max_append_bytes);
   lsm::FragmentLocation whole;
   for (uint64_t done = 0, i = 0; done < length; ++i) {
+    if (fenced()) return FencedError();
     const uint64_t n = std::min(chunk, length - done);
     auto h = client_->Append(file, src, offset + done, n);
-    if (!h.ok()) return h.status();
+    if (!h.ok()) return NoteFenced(h.status());
     if (i == 0) {
       whole = lsm::FragmentLocation{h->stoc_id, h->file_id, h->offset, 0};
     } else {
@@ -214,13 +294,16 @@ Result<lsm::FragmentLocation> StocTableStore::AppendInBlocks(StocFile* file,
 Result<std::unique_ptr<StocFile>> StocTableStore::CreateFile(uint32_t stoc_id,
                                                                    const std::string& name,
                                                                    uint64_t slot_bytes) {
+  if (fenced()) return FencedError();
   OpenOptions o;
   o.create = true;
   o.for_append = true;
   o.slot_bytes = slot_bytes;
+  o.owner_epoch = options_.owner_epoch;
   auto file = client_->Open(stoc_id, name, FileKind::kDisk, o);
   if (!file.ok()) {
-    return file.status().Prepend("creating " + name + " at StoC " + std::to_string(stoc_id));
+    return NoteFenced(file.status())
+        .Prepend("creating " + name + " at StoC " + std::to_string(stoc_id));
   }
   if (file.value()->length == 0) return file;
   // Its blocks would sit before ours and its name would be deleted with our table.
@@ -230,7 +313,8 @@ Result<std::unique_ptr<StocFile>> StocTableStore::CreateFile(uint32_t stoc_id,
   NOVA_RETURN_NOT_OK(DeleteFile(stoc_id, name));
   file = client_->Open(stoc_id, name, FileKind::kDisk, o);
   if (!file.ok()) {
-    return file.status().Prepend("creating " + name + " at StoC " + std::to_string(stoc_id));
+    return NoteFenced(file.status())
+        .Prepend("creating " + name + " at StoC " + std::to_string(stoc_id));
   }
   return file;
 }
@@ -312,6 +396,7 @@ Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table,
                                   lsm::TableMeta* meta) {
   const std::string what =
       "writing table " + std::to_string(number) + " of range " + std::to_string(options_.range_id);
+  if (fenced()) return FencedError().Prepend(what);
   const lsm::TableLayout& layout = table.layout;
   NOVA_RETURN_NOT_OK_PREPEND(layout.Validate(), what);
   if (table.contents.size() != layout.file_size) {
@@ -398,8 +483,13 @@ Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table,
       return Status::OK();
     });
   }
-  const std::vector<Status> results = RunAll(jobs);
-
+  std::vector<Status> results = RunAll(jobs);
+  for (size_t k = 0; k < files.size(); ++k) results[k] = ProbeFence(files[k].stoc_id, results[k]);
+  const Status fenced_off = FirstError(results);
+  if (fenced_off.IsFenced()) {
+    // F3: no cleanup. Its deletes could remove a newer owner's files of the same names.
+    return fenced_off.Prepend(what);
+  }
   for (size_t k = 0; k < files.size(); ++k) {
     if (!results[k].ok()) MarkSuspect(files[k].stoc_id, results[k]);
   }
@@ -475,6 +565,7 @@ Status StocTableStore::DeleteTable(const lsm::TableMeta& meta) {
     for (uint32_t r = 0; r < meta.fragments[i].size(); ++r) {
       const std::string name = TableFragmentFileName({options_.range_id, meta.number, i, r});
       Status s = DeleteFile(meta.fragments[i][r].stoc_id, name);
+      if (s.IsFenced()) return s;
       if (!s.ok() && first.ok()) first = s;
     }
   }
@@ -533,6 +624,7 @@ Result<std::vector<uint64_t>> StocTableStore::ListTables() {
 Status StocTableStore::DeleteTableFiles(uint64_t number) {
   const std::string what = "range " + std::to_string(options_.range_id) +
                            ": deleting the files of table " + std::to_string(number);
+  if (fenced()) return FencedError().Prepend(what);
   const std::vector<Status> results = VisitTableFiles(
       [&](uint32_t id, const std::string& name, const ParsedFileName& p) -> Status {
         if (p.number != number) return Status::OK();
@@ -540,10 +632,7 @@ Status StocTableStore::DeleteTableFiles(uint64_t number) {
         table_files_collected_.fetch_add(1, std::memory_order_relaxed);
         return Status::OK();
       });
-  for (const Status& s : results) {
-    if (!s.ok()) return s.Prepend(what);
-  }
-  return Status::OK();
+  return FirstError(results).Prepend(what);
 }
 
 StocTableStoreStats StocTableStore::GetStats() const {

@@ -49,6 +49,37 @@
 //     a roll-over still holds the older one, and the StoCs of the newer one may have lost
 //     their disks; opening from it would drop every edit since. Unless force_recovery.
 //
+// Owner fencing (options.owner_epoch > 0; docs/stoc.md "Owner fencing"). The store is the
+// range's writer at that epoch; a newer owner's store fences it off:
+//  F1. Init() fences the range at every StoC (StocClient::FenceRange) before any MANIFEST
+//      is read, and fails Unavailable, naming the StoCs that did not confirm, unless fewer
+//      than manifest_replicas did not (at least N - M + 1 of N StoCs confirmed). Then every
+//      MANIFEST complete on its M replicas has a replica at a fenced StoC, so the current
+//      one is read where no older owner can append any more, and every new MANIFEST an
+//      older owner tries to complete fails (Fenced) at a fenced StoC. Discovery retries the
+//      StoCs that did not confirm and never chooses, reopens or places a MANIFEST replica at
+//      one that still has not (invariant 5 repairs around it; for invariant 3 it counts as
+//      unreachable). Every file the store opens
+//      or deletes carries the epoch too, so a StoC that missed the fence is fenced by the
+//      new owner's first open there.
+//  F2. MANIFEST numbers of epoch e lie in [e << kManifestEpochShift, (e + 1) << ...): the
+//      first discovery moves a MANIFEST numbered below that band into it (a repair, as in
+//      invariant 4), so the newest owner's MANIFEST outnumbers anything an older owner may
+//      leave at a StoC that missed the fence, and "highest number wins" stays right.
+//      A discovery that finds a MANIFEST numbered above its band has met a newer owner:
+//      Fenced.
+//  F3. Sticky: once any StoC answers Fenced (or F1 or F2 finds a newer owner), fenced()
+//      is true and every later WriteTable, DeleteTable, DeleteTableFiles, AppendManifest,
+//      RollManifest and ReadManifest returns Fenced without touching a StoC; the call that
+//      met it returns Fenced as is: no cleanup of what it wrote, no retry of a MANIFEST on
+//      other StoCs, no repair, no deletes (a fenced-off owner's deletes could hit the new
+//      owner's files of the same names). Reads (OpenTable, ReadFilter, ListTables) go on.
+//      Only Close, which releases a StoC append slot, is still sent. A write that fails
+//      otherwise (e.g. the newer owner deleted the old MANIFEST this store appends to) is
+//      followed by a probe (a kFenceRange at the store's own epoch) that turns it into
+//      Fenced when a newer owner is the cause.
+// owner_epoch 0 (legacy): no fence, no bands, nothing refused; as before fencing existed.
+//
 // Registered memory. Writes register the caller's bytes (the table's contents, a MANIFEST
 // record) for the duration of the call: no copy, and no pool sized for the largest table
 // times the concurrent flushes. Reads are small (a data block) and frequent, so they use
@@ -66,9 +97,10 @@
 //   NOVA_RETURN_NOT_OK(store.Init());
 //   auto manifest = store.ReadManifest();  // recovery: the range's MANIFEST bytes, or ""
 //
-// Lifecycle: the constructor cannot fail; Init() validates the options and prepares the
-// read buffers. Thread safety: thread-safe. Table operations run concurrently; MANIFEST
-// operations serialize on manifest_mu_. Lock order: manifest_mu_ before rng_mu_.
+// Lifecycle: the constructor cannot fail; Init() validates the options, prepares the
+// read buffers and (owner_epoch > 0) fences the range. Thread safety: thread-safe. Table
+// operations run concurrently; MANIFEST operations serialize on manifest_mu_. Lock order:
+// manifest_mu_ before rng_mu_.
 #pragma once
 
 #include <atomic>
@@ -97,6 +129,11 @@ namespace nova::stoc {
 // How long a StoC that failed a write is left out of placement: long enough for the
 // configuration to drop a dead StoC, short enough that a restarted one soon gets work.
 constexpr std::chrono::seconds kSuspectPeriod{10};
+// Owner fencing F2: MANIFEST numbers of owner epoch e start at e << kManifestEpochShift,
+// leaving each owner 2^32 numbers. DO NOT CHANGE: persisted (MANIFEST file names).
+constexpr int kManifestEpochShift = 32;
+// Largest owner epoch a store accepts, so that banded numbers stay below 2^63.
+constexpr uint64_t kMaxOwnerEpoch = (uint64_t{1} << 31) - 1;
 
 struct StocTableStoreOptions {
   uint32_t range_id = 0;
@@ -137,6 +174,13 @@ struct StocTableStoreOptions {
   // VersionEdit decoder, ltc::ValidateManifest): a replica it rejects is not chosen, as one
   // with damaged frames is not. Null: framing only.
   std::function<Status(std::string_view contents)> validate_manifest;
+  // The range's owner epoch (RangeAssignment::owner_epoch): this store writes as that owner
+  // and is fenced off by a newer one (see "Owner fencing" above). 0: legacy, not fenced.
+  uint64_t owner_epoch = 0;
+  // With owner_epoch > 0: Init fences the range (F1). Off only for a store that never
+  // touches the MANIFEST (a StoC's compaction service writing a job's outputs): its opens
+  // and deletes still carry the epoch and are refused once a newer owner fenced the range.
+  bool fence_on_init = true;
 };
 
 // What the store did (monotonic counters; a snapshot).
@@ -161,9 +205,12 @@ class StocTableStore final : public lsm::TableStore {
   StocTableStore& operator=(const StocTableStore&) = delete;
 
   // InvalidArgument for options that cannot work (no StoCs, fewer distinct StoCs than R or
-  // than the MANIFEST replicas, R or MANIFEST replicas < 1, io_threads < 1), or the error
-  // preparing the read buffers. REQUIRES: called once, before anything else.
-  Status Init();
+  // than the MANIFEST replicas, R or MANIFEST replicas < 1, io_threads < 1, owner_epoch >
+  // kMaxOwnerEpoch), or the error preparing the read buffers. With owner_epoch > 0 it then
+  // fences the range (F1): Fenced if a StoC knows a newer owner (fenced() is then true),
+  // Unavailable naming the StoCs that did not confirm if manifest_replicas or more did not.
+  // REQUIRES: called once, before anything else.
+  Status Init() EXCLUDES(manifest_mu_);
 
   // lsm::TableStore. See the file comment. WriteTable: InvalidArgument if the table needs more
   // distinct StoCs than there are (rho or R); otherwise the first StoC error, after
@@ -191,6 +238,8 @@ class StocTableStore final : public lsm::TableStore {
   StocTableStoreStats GetStats() const;
   // Number of the current MANIFEST (0: none yet). For tests and status pages.
   uint64_t manifest_number() const;
+  // True once a newer owner fenced this store off (F3): it writes nothing more, ever.
+  bool fenced() const { return fenced_.load(std::memory_order_acquire); }
 
  private:
   class Source;
@@ -217,8 +266,24 @@ class StocTableStore final : public lsm::TableStore {
       EXCLUDES(rng_mu_);
   // Leaves the StoC out of placement for a while (it failed a write).
   void MarkSuspect(uint32_t stoc_id, const Status& why) EXCLUDES(rng_mu_);
-  // Deletes a StoC file; NotFound counts as success.
+  // Deletes a StoC file; NotFound counts as success. Fenced (sent nothing) once fenced().
   Status DeleteFile(uint32_t stoc_id, const std::string& name);
+  // Owner fencing. The Fenced status of a fenced-off store.
+  Status FencedError() const;
+  // Returns `s`; if it is Fenced, the store becomes fenced (F3).
+  Status NoteFenced(const Status& s);
+  // The first Fenced status of `results`, else the first error; OK if all are OK.
+  static Status FirstError(const std::vector<Status>& results);
+  // After a write to `stoc_id` failed with `failure` (not Fenced): asks that StoC whether a
+  // newer owner fenced the range (a kFenceRange at this store's own epoch, which changes
+  // nothing when the StoC knows it already). Returns Fenced (the store becomes fenced) if
+  // so, else `failure` (at once for a timeout or an unreachable StoC). A write can fail for
+  // a newer owner without saying so: e.g. its delete of the old MANIFEST this store appends
+  // to, sent through the same StoC client (one process), frees the append slot.
+  Status ProbeFence(uint32_t stoc_id, const Status& failure);
+  // Fences the range at each StoC of `stocs` in parallel (F1); returns those that did not
+  // confirm, or Fenced (the store becomes fenced) if one knows a newer owner.
+  Result<std::vector<uint32_t>> FenceStocs(const std::vector<uint32_t>& stocs);
   // Opens (creating) a persistent file for appends, replacing a leftover of the same
   // name that already holds data (a crashed earlier attempt).
   Result<std::unique_ptr<StocFile>> CreateFile(uint32_t stoc_id, const std::string& name,
@@ -262,6 +327,7 @@ class StocTableStore final : public lsm::TableStore {
   transport::SlabAllocator* read_buffers_ = nullptr;            // set by Init
   std::unique_ptr<transport::SlabAllocator> own_read_buffers_;  // when options had none
   std::unique_ptr<ThreadPool> io_pool_;                         // set by Init
+  std::atomic<bool> fenced_{false};                             // F3: sticky
 
   Mutex rng_mu_ ACQUIRED_AFTER(manifest_mu_);
   std::mt19937_64 rng_ GUARDED_BY(rng_mu_);
@@ -280,6 +346,8 @@ class StocTableStore final : public lsm::TableStore {
     bool broken = false;   // invariant 2: repair before the next append
   };
   Manifest manifest_ GUARDED_BY(manifest_mu_);
+  // F1: StoCs that have not confirmed this store's fence (set by Init, retried by discovery).
+  std::vector<uint32_t> unfenced_ GUARDED_BY(manifest_mu_);
   // Counters.
   std::atomic<uint64_t> tables_written_{0}, tables_deleted_{0}, fragment_files_written_{0},
       bytes_written_{0}, read_failovers_{0}, manifest_appends_{0}, manifest_rolls_{0},

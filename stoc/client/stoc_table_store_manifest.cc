@@ -27,6 +27,10 @@ constexpr uint64_t kManifestSlotBytes = 64 << 10;
 // bounding how many StoC timeouts one call can wait for.
 constexpr int kManifestPlacements = 3;
 
+bool Contains(const std::vector<uint32_t>& ids, uint32_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
 std::vector<uint32_t> Distinct(std::vector<uint32_t> ids) {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
@@ -89,34 +93,66 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
     // Never a number a failed attempt may have left files under (invariant 1).
     manifest_.next_number = std::max(manifest_.next_number, manifest_.pointed.allocated + 1);
   }
+  const uint64_t epoch = options_.owner_epoch;
+  if (epoch != 0) {
+    if (!unfenced_.empty()) {  // F1: a StoC that missed the fence may have come back
+      auto still = FenceStocs(unfenced_);
+      if (!still.ok()) return still.status().Prepend(range);
+      unfenced_ = std::move(still.value());
+      if (unfenced_.size() >= static_cast<size_t>(options_.manifest_replicas)) {
+        std::string ids;
+        for (uint32_t id : unfenced_) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+        return Status::Unavailable(range + ": StoCs " + ids + " have not confirmed the fence " +
+                                   "of owner epoch " + std::to_string(epoch));
+      }
+    }
+    // F2: this owner's numbers start at its band.
+    manifest_.next_number = std::max(manifest_.next_number, epoch << kManifestEpochShift);
+  }
   // Every replica of every MANIFEST of the range: number -> (StoC, file id).
   std::map<uint64_t, std::vector<std::pair<uint32_t, uint64_t>>> found;
   std::string unreachable;
   int num_unreachable = 0;
   // StoCs that failed a list, a read or a reopen here: a repair must not place the new
   // MANIFEST on them (it would fail), and later placements leave them out for a while.
-  std::vector<uint32_t> avoid;
+  // F1: a StoC that has not confirmed the fence holds nothing this store trusts, and gets no
+  // new MANIFEST replica.
+  std::vector<uint32_t> avoid = unfenced_;
   for (uint32_t id : stocs_) {
+    // F1: the replicas at a StoC that has not confirmed the fence are not read, so for
+    // invariant 3 it counts as unreachable.
     auto list = client_->List(id);
+    if (!list.ok() || Contains(unfenced_, id)) {
+      unreachable += (num_unreachable++ ? ", " : "") + std::to_string(id);
+    }
     if (!list.ok()) {
       LOG(WARNING) << range << ": cannot list StoC " << id << ": " << list.status().ToString();
-      unreachable += (num_unreachable++ ? ", " : "") + std::to_string(id);
       avoid.push_back(id);
       MarkSuspect(id, list.status());
       continue;
     }
     for (const FileState& f : list.value()) {
       const ParsedFileName p = ParseStocFileName(f.name);
-      if (p.type == StocFileType::kManifest && p.range_id == options_.range_id) {
-        found[p.number].emplace_back(id, f.file_id);
+      if (p.type != StocFileType::kManifest || p.range_id != options_.range_id) continue;
+      if (epoch != 0 && (p.number >> kManifestEpochShift) > epoch) {  // F2
+        return NoteFenced(Status::Fenced(range + ": StoC " + std::to_string(id) + " holds " +
+                                         f.name + ", a MANIFEST of owner epoch " +
+                                         std::to_string(p.number >> kManifestEpochShift) +
+                                         ", newer than this store's " + std::to_string(epoch)));
       }
+      if (Contains(unfenced_, id)) {
+        // Not trusted (F1), but its number is never reused (invariant 1).
+        manifest_.next_number = std::max(manifest_.next_number, p.number + 1);
+        continue;
+      }
+      found[p.number].emplace_back(id, f.file_id);
     }
   }
   if (num_unreachable >= options_.manifest_replicas) {  // invariant 3
     return Status::Unavailable(range + ": cannot tell which MANIFEST is current while StoCs " +
                                unreachable +
-                               " are unreachable (they may hold every replica of "
-                               "the newest)");
+                               " are unreachable or have not confirmed the fence (they "
+                               "may hold every replica of the newest)");
   }
   if (!found.empty()) {
     manifest_.next_number = std::max(manifest_.next_number, found.rbegin()->first + 1);
@@ -203,13 +239,20 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
   if (chosen != 0) {
     const std::string name = ManifestFileName(options_.range_id, chosen);
     repair = healthy.size() < static_cast<size_t>(options_.manifest_replicas);
+    // F2: a MANIFEST of an older owner (or of none) moves into this owner's band.
+    const bool below_band = epoch != 0 && chosen < (epoch << kManifestEpochShift);
+    repair = repair || below_band;
     for (size_t i = 0; !repair && i < healthy.size(); ++i) {
       OpenOptions o;
       o.create = false;
       o.for_append = true;
       o.slot_bytes = kManifestSlotBytes;
+      o.owner_epoch = epoch;
       auto f = client_->Open(healthy[i].first, name, FileKind::kDisk, o);
       if (!f.ok()) {
+        if (NoteFenced(f.status()).IsFenced()) {
+          return f.status().Prepend(range + ": reopening " + name);
+        }
         LOG(WARNING) << range << ": reopening " << name << " at StoC " << healthy[i].first << ": "
                      << f.status().ToString();
         avoid.push_back(healthy[i].first);
@@ -221,8 +264,13 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
     }
     manifest_.contents = best;
     if (repair) {  // invariant 4
-      LOG(WARNING) << range << ": " << name << " is intact on " << healthy.size() << " of "
-                   << options_.manifest_replicas << " StoCs: rewriting it as a new MANIFEST";
+      if (below_band) {
+        LOG(INFO) << range << ": moving " << name << " into the MANIFEST numbers of owner epoch "
+                  << epoch;
+      } else {
+        LOG(WARNING) << range << ": " << name << " is intact on " << healthy.size() << " of "
+                     << options_.manifest_replicas << " StoCs: rewriting it as a new MANIFEST";
+      }
       for (auto& f : manifest_.files) client_->Close(f.get()).IgnoreError();
       manifest_.files.clear();
       // Its replicas go only once the new MANIFEST is complete (invariant 1).
@@ -244,6 +292,7 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
   manifest_.found = true;
   for (const auto& [id, name] : leftovers) {
     Status s = DeleteFile(id, name);
+    if (s.IsFenced()) return s.Prepend(range + ": removing an old MANIFEST");
     LOG_IF(WARNING, !s.ok()) << range << ": removing an old MANIFEST: " << s.ToString();
   }
   *contents = best;
@@ -283,6 +332,11 @@ Status StocTableStore::CreateManifestLocked(const std::string& first_block,
     std::vector<std::unique_ptr<StocFile>> files;
     std::vector<uint32_t> failed;
     last = WriteManifestReplicas(number, first_block, where, &files, &failed);
+    if (last.IsFenced()) {
+      // F3: not placed elsewhere, and the previous MANIFEST stays as it is.
+      manifest_.broken = true;
+      return last;
+    }
     if (last.ok() && manifest_.pointer != nullptr) {
       // Complete on every replica: from now on an older MANIFEST is stale (invariant 6).
       last = RecordPointerLocked(number, number);
@@ -328,10 +382,21 @@ Status StocTableStore::WriteManifestReplicas(uint64_t number, const std::string&
           CreateFile(where[i], name, std::max<uint64_t>(kManifestSlotBytes, first_block.size()));
       if (!f.ok()) return f.status();
       files[i] = std::move(f.value());
-      return client_->Append(files[i].get(), src.region(), 0, first_block.size()).status();
+      if (fenced()) return FencedError();
+      return NoteFenced(
+          client_->Append(files[i].get(), src.region(), 0, first_block.size()).status());
     });
   }
-  const std::vector<Status> results = RunAll(jobs);
+  std::vector<Status> results = RunAll(jobs);
+  for (size_t k = 0; k < results.size(); ++k) results[k] = ProbeFence(where[k], results[k]);
+  const Status fenced_off = FirstError(results);
+  if (fenced_off.IsFenced()) {
+    // F3: no cleanup (the deletes could hit a newer owner's MANIFEST of this number).
+    for (auto& f : files) {
+      if (f) client_->Close(f.get()).IgnoreError();
+    }
+    return fenced_off.Prepend("writing " + name);
+  }
   Status first;
   for (size_t k = 0; k < results.size(); ++k) {
     if (results[k].ok()) continue;
@@ -358,6 +423,7 @@ Status StocTableStore::AppendManifest(const std::string& record) {
   const std::string what = "range " + std::to_string(options_.range_id) + ": MANIFEST append";
   if (record.empty()) return Status::InvalidArgument(what + ": empty record");
   MutexLock lock(&manifest_mu_);
+  if (fenced()) return FencedError().Prepend(what);
   NOVA_RETURN_NOT_OK_PREPEND(EnsureManifestLocked(), what);
   if (manifest_.number != 0 && manifest_.broken) {  // invariant 2
     NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(manifest_.contents, {}),
@@ -374,10 +440,19 @@ Status StocTableStore::AppendManifest(const std::string& record) {
   std::vector<std::function<Status()>> jobs;
   for (auto& f : manifest_.files) {
     jobs.push_back([&, file = f.get()] {
-      return client_->Append(file, src.region(), 0, record.size()).status();
+      if (fenced()) return FencedError();
+      return NoteFenced(client_->Append(file, src.region(), 0, record.size()).status());
     });
   }
-  const std::vector<Status> results = RunAll(jobs);
+  std::vector<Status> results = RunAll(jobs);
+  for (size_t k = 0; k < results.size(); ++k) {
+    results[k] = ProbeFence(manifest_.files[k]->stoc_id, results[k]);
+  }
+  const Status fenced_off = FirstError(results);
+  if (fenced_off.IsFenced()) {
+    manifest_.broken = true;  // moot: a fenced store appends nothing more
+    return fenced_off.Prepend(what);
+  }
   for (size_t k = 0; k < results.size(); ++k) {
     if (!results[k].ok()) MarkSuspect(manifest_.files[k]->stoc_id, results[k]);
   }
@@ -395,6 +470,7 @@ Status StocTableStore::RollManifest(const std::string& snapshot_record) {
   const std::string what = "range " + std::to_string(options_.range_id) + ": MANIFEST roll-over";
   if (snapshot_record.empty()) return Status::InvalidArgument(what + ": empty snapshot");
   MutexLock lock(&manifest_mu_);
+  if (fenced()) return FencedError().Prepend(what);
   NOVA_RETURN_NOT_OK_PREPEND(EnsureManifestLocked(), what);
   NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(snapshot_record, {}), what);
   manifest_rolls_.fetch_add(1, std::memory_order_relaxed);
@@ -403,6 +479,7 @@ Status StocTableStore::RollManifest(const std::string& snapshot_record) {
 
 Result<std::string> StocTableStore::ReadManifest() {
   MutexLock lock(&manifest_mu_);
+  if (fenced()) return FencedError();
   CloseManifestLocked();
   std::string contents;
   NOVA_RETURN_NOT_OK(DiscoverManifestLocked(&contents));

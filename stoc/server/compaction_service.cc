@@ -101,6 +101,12 @@ Result<std::string> StocCompactionService::Execute(std::string_view request) {
   so.placement = job.placement;
   so.read_buffers = read_buffers_.get();
   so.io_threads = options_.io_threads_per_job;
+  // The outputs are written (and, when the job fails, deleted) as the sending owner: once a
+  // newer owner fenced the range the StoCs refuse them, so a fenced-off LTC's job can
+  // neither overwrite nor delete the newer owner's tables of the same numbers. The job never
+  // touches the MANIFEST, so the store does not fence the range first.
+  so.owner_epoch = job.owner_epoch;
+  so.fence_on_init = false;
   stoc::StocTableStore store(client_.get(), so);
   NOVA_RETURN_NOT_OK_PREPEND(store.Init(), "compaction service");
   lsm::CompactionJobResult result;

@@ -24,6 +24,7 @@ enum RecordType : uint8_t {
   kCreate = 1,
   kDelete = 2,
   kNextId = 3,
+  kFence = 4,
 };
 
 constexpr char kCatalogFileName[] = "CATALOG";
@@ -61,6 +62,13 @@ std::string CreatePayload(uint64_t file_id, FileKind kind, std::string_view name
 std::string IdPayload(uint64_t id) {
   std::string payload;
   PutFixed64(&payload, id);
+  return payload;
+}
+
+std::string FencePayload(uint32_t range_id, uint64_t epoch) {
+  std::string payload;
+  PutFixed32(&payload, range_id);
+  PutFixed64(&payload, epoch);
   return payload;
 }
 
@@ -270,6 +278,20 @@ Status FileCatalog::ApplyRecord(uint8_t type, std::string_view payload) {
       next_id_ = next;
       return Status::OK();
     }
+    case kFence: {
+      uint32_t range = 0;
+      uint64_t epoch = 0;
+      if (!GetFixed32(&payload, &range) || !GetFixed64(&payload, &epoch) || !payload.empty()) {
+        return Status::Corruption("malformed fence record");
+      }
+      auto it = fences_.find(range);
+      if (epoch == 0 || (it != fences_.end() && epoch < it->second)) {
+        return Status::Corruption("fence of range " + std::to_string(range) + " at epoch " +
+                                  std::to_string(epoch) + " goes back");
+      }
+      fences_[range] = epoch;
+      return Status::OK();
+    }
     default:
       return Status::Corruption("unknown record type " + std::to_string(type));
   }
@@ -293,7 +315,8 @@ Status FileCatalog::AppendRecord(uint8_t type, std::string_view payload) {
 }
 
 Status FileCatalog::MaybeRewrite() {
-  const uint64_t threshold = std::max<uint64_t>(options_.min_rewrite_records, 2 * by_id_.size());
+  const uint64_t live = by_id_.size() + fences_.size();
+  const uint64_t threshold = std::max<uint64_t>(options_.min_rewrite_records, 2 * live);
   if (log_records_ <= threshold) return Status::OK();
   Status s = Rewrite();
   if (!s.ok() && error_.ok()) {
@@ -307,6 +330,11 @@ Status FileCatalog::Rewrite() {
   std::string contents;
   for (const auto& [id, entry] : by_id_) {
     contents += EncodeRecord(kCreate, CreatePayload(id, entry.kind, entry.name));
+  }
+  // Fences are live state too: a rewrite that dropped one would let a fenced-off owner
+  // write again after the next restart.
+  for (const auto& [range, epoch] : fences_) {
+    contents += EncodeRecord(kFence, FencePayload(range, epoch));
   }
   contents += EncodeRecord(kNextId, IdPayload(next_id_));
 
@@ -329,7 +357,7 @@ Status FileCatalog::Rewrite() {
   ::close(fd_);
   fd_ = fd;
   log_size_ = contents.size();
-  log_records_ = by_id_.size() + 1;
+  log_records_ = by_id_.size() + fences_.size() + 1;
   s = SyncDir(dir_);
   if (!s.ok()) {
     // The rename may not be durable: after a crash the old log could come back, without
@@ -377,6 +405,28 @@ Status FileCatalog::RemoveFile(uint64_t file_id) {
   CHECK(applied.ok()) << "catalog rejected its own record: " << applied.ToString();
   MaybeRewrite().IgnoreError();  // as in AddFile
   return Status::OK();
+}
+
+Status FileCatalog::SetFence(uint32_t range_id, uint64_t epoch) {
+  MutexLock lock(&mu_);
+  auto it = fences_.find(range_id);
+  if (it != fences_.end() && it->second == epoch) return Status::OK();
+  if (epoch == 0 || (it != fences_.end() && epoch < it->second)) {
+    return Status::InvalidArgument("fence of range " + std::to_string(range_id) + " at epoch " +
+                                   std::to_string(epoch) + " would go back");
+  }
+  if (!error_.ok()) return error_;
+  const std::string payload = FencePayload(range_id, epoch);
+  NOVA_RETURN_NOT_OK(AppendRecord(kFence, payload));
+  Status applied = ApplyRecord(kFence, payload);
+  CHECK(applied.ok()) << "catalog rejected its own record: " << applied.ToString();
+  MaybeRewrite().IgnoreError();  // as in AddFile
+  return Status::OK();
+}
+
+std::map<uint32_t, uint64_t> FileCatalog::Fences() const {
+  MutexLock lock(&mu_);
+  return fences_;
 }
 
 std::optional<FileEntry> FileCatalog::Lookup(std::string_view name) const {

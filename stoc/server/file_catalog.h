@@ -17,6 +17,10 @@
 //   kCreate  (1) payload := file_id u64 | kind u8 | name (varint32 length + bytes)
 //   kDelete  (2) payload := file_id u64
 //   kNextId  (3) payload := next_id u64          written by a rewrite
+//   kFence   (4) payload := range_id u32 | owner_epoch u64
+//     a range's newest owner epoch (owner fencing, docs/stoc.md); a later record for the
+//     same range never goes down. A StoC binary older than this record type cannot open a
+//     catalog holding one (unknown record type): StoCs are not downgraded after fencing.
 //
 // Each mutation appends one record and fdatasyncs it before the call returns.
 //
@@ -33,7 +37,8 @@
 //     happened, so CATALOG is still complete).
 //
 // Rewrite (compaction): when the log holds more than max(min_rewrite_records, 2 * live)
-// records, the live entries (kCreate, ascending id) and a kNextId are written to
+// records (live: files and fenced ranges), the live entries (kCreate, ascending id), one
+// kFence per fenced range (ascending range) and a kNextId are written to
 // CATALOG.tmp, which is fdatasync'd, renamed over CATALOG, and the directory fsync'd.
 // Checked by Open and after every mutation.
 //
@@ -103,6 +108,13 @@ class FileCatalog {
   // All live files, ascending by id.
   std::vector<FileEntry> List() const EXCLUDES(mu_);
 
+  // Records `epoch` as range `range_id`'s newest owner epoch once the record is durable.
+  // OK without writing if the catalog already holds it; InvalidArgument if it is older
+  // than the one held (or 0); IOError as AddFile.
+  Status SetFence(uint32_t range_id, uint64_t epoch) EXCLUDES(mu_);
+  // Every fenced range's newest owner epoch.
+  std::map<uint32_t, uint64_t> Fences() const EXCLUDES(mu_);
+
   // The id the next AddFile will return.
   uint64_t next_file_id() const EXCLUDES(mu_);
   // Records currently in the log (for tests and metrics).
@@ -143,6 +155,7 @@ class FileCatalog {
   Status error_ GUARDED_BY(mu_);              // sticky: set when the log can no longer be trusted
   std::map<uint64_t, FileEntry> by_id_ GUARDED_BY(mu_);
   std::map<std::string, uint64_t, std::less<>> by_name_ GUARDED_BY(mu_);
+  std::map<uint32_t, uint64_t> fences_ GUARDED_BY(mu_);  // range -> newest owner epoch
 };
 
 }  // namespace nova::stoc

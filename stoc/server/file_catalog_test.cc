@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -483,6 +484,52 @@ TEST_F(FileCatalogTest, ConcurrentAddsGetDistinctIds) {
   ASSERT_NE(catalog, nullptr);
   EXPECT_EQ(static_cast<size_t>(kThreads * kPerThread / 2), catalog->List().size());
   EXPECT_EQ(static_cast<uint64_t>(kThreads * kPerThread + 1), catalog->next_file_id());
+}
+
+TEST_F(FileCatalogTest, FencesPersistNeverGoBackAndSurviveRewrites) {
+  FileCatalogOptions options;
+  options.min_rewrite_records = 8;
+  {
+    auto catalog = MustOpen(options);
+    ASSERT_NE(catalog, nullptr);
+    ASSERT_TRUE(catalog->SetFence(3, 2).ok());
+    ASSERT_TRUE(catalog->SetFence(3, 5).ok());
+    ASSERT_TRUE(catalog->SetFence(9, 1).ok());
+    const uint64_t records = catalog->log_records();
+    EXPECT_TRUE(catalog->SetFence(3, 5).ok());  // already held: nothing written
+    EXPECT_EQ(records, catalog->log_records());
+    EXPECT_EQ(catalog->SetFence(3, 4).code(), Status::Code::kInvalidArgument);
+    EXPECT_EQ(catalog->SetFence(4, 0).code(), Status::Code::kInvalidArgument);
+    // Churn until the log is rewritten (more than once): the fences are kept.
+    for (int i = 0; i < 20; ++i) {
+      const uint64_t id = MustAdd(catalog.get(), "churn");
+      ASSERT_TRUE(catalog->RemoveFile(id).ok());
+    }
+    EXPECT_LE(catalog->log_records(), options.min_rewrite_records);
+  }
+  auto catalog = MustOpen(options);
+  ASSERT_NE(catalog, nullptr);
+  EXPECT_EQ(catalog->Fences(), (std::map<uint32_t, uint64_t>{{3, 5}, {9, 1}}));
+}
+
+TEST_F(FileCatalogTest, FenceRecordFormatAndAFenceGoingBackIsCorruption) {
+  // kFence (4): range u32 | epoch u64. DO NOT CHANGE: persisted.
+  auto fence = [](uint32_t range, uint64_t epoch) {
+    std::string p;
+    PutFixed32(&p, range);
+    PutFixed64(&p, epoch);
+    return Record(4, p);
+  };
+  WriteCatalog(fence(7, 3) + fence(7, 4));
+  {
+    auto catalog = MustOpen();
+    ASSERT_NE(catalog, nullptr);
+    EXPECT_EQ(catalog->Fences(), (std::map<uint32_t, uint64_t>{{7, 4}}));
+  }
+  WriteCatalog(fence(7, 4) + fence(7, 3));
+  auto r = FileCatalog::Open(dir_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsCorruption()) << r.status().ToString();
 }
 
 }  // namespace

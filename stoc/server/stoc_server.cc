@@ -22,6 +22,8 @@ constexpr wire::TypeRange kControlLow{kOpen, kReserveSlot};
 constexpr wire::TypeRange kStorage{kRead, kRead};
 // kAppendAck (0x0110) is left free: it is the client side's notification.
 constexpr wire::TypeRange kControlHigh{kClose, kStatFile};
+// A fence may wait for a range's queued appends: on the control pool, like the others.
+constexpr wire::TypeRange kFence{kFenceRange, kFenceRange};
 // Only the daemon's own fault points: "stoc.storage" (each append drain) and
 // "stoc.read" (each read).
 constexpr char kStorageFault[] = "stoc.storage";
@@ -96,6 +98,15 @@ Status StocServer::Init() {
   }
   disk_ = std::make_unique<DiskFileStore>(options_.dir + "/data");
   NOVA_RETURN_NOT_OK(disk_->Recover(disk_files));
+  {
+    MutexLock lock(&fences_mu_);
+    for (const auto& [range, epoch] : catalog_->Fences()) {
+      auto fence = std::make_shared<RangeFence>();
+      MutexLock fence_lock(&fence->mu);
+      fence->epoch = epoch;
+      fences_[range] = std::move(fence);
+    }
+  }
   LOG(INFO) << "StoC " << options_.stoc_id << ": " << disk_files.size()
             << " persistent files recovered from " << options_.dir;
 
@@ -108,6 +119,7 @@ Status StocServer::Init() {
   endpoint_.RegisterService(kControlLow, this, &control_pool_);
   endpoint_.RegisterService(kStorage, this, &storage_pool_);
   endpoint_.RegisterService(kControlHigh, this, &control_pool_);
+  endpoint_.RegisterService(kFence, this, &control_pool_);
   endpoint_.AddObserver(this);
   NOVA_RETURN_NOT_OK(transport_->Init());
 
@@ -169,10 +181,11 @@ void StocServer::HandleRequest(transport::PeerId peer, uint16_t type, std::strin
     case kReserveSlot: return HandleReserveSlot(peer, payload, &responder);
     case kRead: return HandleRead(peer, payload, std::move(responder));
     case kClose: return HandleClose(payload, &responder);
-    case kDelete: return HandleDelete(payload, &responder);
+    case kDelete: return HandleDelete(peer, payload, &responder);
     case kList: return HandleList(&responder);
     case kStats: return HandleStats(&responder);
     case kStatFile: return HandleStatFile(payload, &responder);
+    case kFenceRange: return HandleFence(payload, &responder);
     default:
       m_.errors->Increment();
       responder.ReplyError(Status::NotSupported("unknown StoC request " + std::to_string(type)));
@@ -198,6 +211,9 @@ void StocServer::HandleOpen(transport::PeerId peer, std::string_view payload, rp
   OpenRequest req;
   NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), m_.errors);
   NOVA_REPLY_IF_ERROR(r, ValidateFileName(req.name), m_.errors);
+  // Before anything is created: a fenced-off owner leaves no trace (invariant 1).
+  auto fence = AdmitWriter(req.name, req.owner_epoch);
+  NOVA_REPLY_IF_ERROR(r, fence.status(), m_.errors);
   auto entry = catalog_->Lookup(req.name);
   if (!entry) {
     if (!req.create)
@@ -232,7 +248,8 @@ void StocServer::HandleOpen(transport::PeerId peer, std::string_view payload, rp
     auto file = disk_->Get(entry->file_id);
     NOVA_REPLY_IF_ERROR(r, file->health(), m_.errors);
     auto slot =
-        ReserveSlot(peer, entry->file_id, req.slot_bytes ? req.slot_bytes : kDefaultSlotBytes);
+        ReserveSlot(peer, entry->file_id, req.slot_bytes ? req.slot_bytes : kDefaultSlotBytes,
+                    std::move(fence.value()), req.owner_epoch);
     NOVA_REPLY_IF_ERROR(r, slot.status(), m_.errors);
     resp.slot = slot.value();
   }
@@ -252,12 +269,15 @@ void StocServer::HandleReserveSlot(transport::PeerId peer, std::string_view payl
                                    rpc::Responder* r) {
   ReserveSlotRequest req;
   NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), m_.errors);
-  if (disk_->Get(req.file_id) == nullptr) {
+  auto entry = catalog_->Get(req.file_id);
+  if (!entry || disk_->Get(req.file_id) == nullptr) {
     NOVA_REPLY_IF_ERROR(r, Status::NotFound("no disk file " + std::to_string(req.file_id)),
                         m_.errors);
   }
+  auto fence = AdmitWriter(entry->name, req.owner_epoch);
+  NOVA_REPLY_IF_ERROR(r, fence.status(), m_.errors);
   if (req.release_slot_id != 0) ReleaseSlot(req.release_slot_id);
-  auto slot = ReserveSlot(peer, req.file_id, req.bytes);
+  auto slot = ReserveSlot(peer, req.file_id, req.bytes, std::move(fence.value()), req.owner_epoch);
   NOVA_REPLY_IF_ERROR(r, slot.status(), m_.errors);
   r->Reply(Encode(ReserveSlotResponse{CurrentLoad(), slot.value()}));
 }
@@ -328,23 +348,24 @@ void StocServer::HandleRead(transport::PeerId peer, std::string_view payload, rp
 void StocServer::HandleClose(std::string_view payload, rpc::Responder* r) {
   CloseRequest req;
   NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), m_.errors);
+  // First: the slot of a file deleted meanwhile (orphaned) is released here too.
+  if (req.slot_id != 0) ReleaseSlot(req.slot_id);
   auto entry = catalog_->Get(req.file_id);
   if (!entry)
     NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file " + std::to_string(req.file_id)),
                         m_.errors);
-  if (req.slot_id != 0) ReleaseSlot(req.slot_id);
   if (entry->kind == FileKind::kMemory)
     NOVA_REPLY_IF_ERROR(r, memory_->SetLength(req.file_id, req.length), m_.errors);
   r->Reply(Encode(LoadOnlyResponse{CurrentLoad()}));
 }
 
-void StocServer::HandleDelete(std::string_view payload, rpc::Responder* r) {
+void StocServer::HandleDelete(transport::PeerId peer, std::string_view payload, rpc::Responder* r) {
   NameRequest req;
   NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), m_.errors);
+  NOVA_REPLY_IF_ERROR(r, AdmitWriter(req.name, req.owner_epoch).status(), m_.errors);
   auto entry = catalog_->Lookup(req.name);
   if (!entry) NOVA_REPLY_IF_ERROR(r, Status::NotFound("no StoC file named " + req.name), m_.errors);
-  const uint64_t file_id = entry->file_id;
-  ReleaseSlotsWhere([file_id](const Slot& slot) { return slot.file_id == file_id; });
+  OrphanSlotsOf(entry->file_id, peer);
   NOVA_REPLY_IF_ERROR(r, catalog_->RemoveFile(entry->file_id), m_.errors);
   Status s = entry->kind == FileKind::kDisk ? disk_->Delete(entry->file_id)
                                             : memory_->Delete(entry->file_id);
@@ -393,9 +414,77 @@ void StocServer::HandleStatFile(std::string_view payload, rpc::Responder* r) {
   r->Reply(Encode(StatFileResponse{CurrentLoad(), std::move(st.value())}));
 }
 
+void StocServer::HandleFence(std::string_view payload, rpc::Responder* r) {
+  FenceRequest req;
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), m_.errors);
+  if (req.owner_epoch == 0) {
+    NOVA_REPLY_IF_ERROR(r, Status::InvalidArgument("a fence needs an owner epoch above 0"),
+                        m_.errors);
+  }
+  NOVA_REPLY_IF_ERROR(r, AdmitRange(req.range_id, req.owner_epoch, "fence").status(), m_.errors);
+  r->Reply(Encode(LoadOnlyResponse{CurrentLoad()}));
+}
+
+// ---- Owner fencing -------------------------------------------------------------------
+
+std::shared_ptr<StocServer::RangeFence> StocServer::FenceOf(uint32_t range_id) {
+  MutexLock lock(&fences_mu_);
+  auto& fence = fences_[range_id];
+  if (!fence) fence = std::make_shared<RangeFence>();
+  return fence;
+}
+
+Result<std::shared_ptr<StocServer::RangeFence>> StocServer::AdmitRange(uint32_t range_id,
+                                                                       uint64_t epoch,
+                                                                       std::string_view what) {
+  auto fence = FenceOf(range_id);
+  auto stale = [&](uint64_t newest) {
+    return Status::Fenced("StoC " + std::to_string(options_.stoc_id) + ": " + std::string(what) +
+                          " at owner epoch " + std::to_string(epoch) + " of range " +
+                          std::to_string(range_id) + ", which owner epoch " +
+                          std::to_string(newest) + " has fenced");
+  };
+  uint64_t current;
+  {
+    MutexLock lock(&fence->mu);
+    current = fence->epoch;
+  }
+  if (epoch < current) return stale(current);
+  if (epoch > current) {
+    // Durable before it refuses anything (invariant 2). Outside fence->mu: an fdatasync
+    // there would stall every append admission (OnWriteWithImm holds slots_mu_ for it).
+    // The catalog orders concurrent raises: it refuses one that went back meanwhile.
+    Status persisted = catalog_->SetFence(range_id, epoch);
+    if (persisted.IsInvalidArgument()) return stale(catalog_->Fences()[range_id]);
+    NOVA_RETURN_NOT_OK_PREPEND(persisted,
+                               "recording the fence of range " + std::to_string(range_id));
+  }
+  MutexLock lock(&fence->mu);
+  if (epoch < fence->epoch) return stale(fence->epoch);
+  if (epoch > fence->epoch) {
+    LOG(INFO) << "StoC " << options_.stoc_id << ": range " << range_id << " fenced at owner epoch "
+              << epoch << " (was " << fence->epoch << ") by a " << what;
+    fence->epoch = epoch;
+  }
+  // The drain of invariant 2: appends admitted under an older epoch are written and
+  // acknowledged before the caller goes on (they were accepted before the fence).
+  fence->drained.Wait(&lock, [&]() REQUIRES(fence->mu) {
+    return fence->inflight.empty() || fence->inflight.begin()->first >= epoch;
+  });
+  return fence;
+}
+
+Result<std::shared_ptr<StocServer::RangeFence>> StocServer::AdmitWriter(const std::string& name,
+                                                                        uint64_t epoch) {
+  const ParsedFileName parsed = ParseStocFileName(name);
+  if (parsed.type == StocFileType::kUnknown) return std::shared_ptr<RangeFence>();
+  return AdmitRange(parsed.range_id, epoch, "write of " + name);
+}
+
 // ---- Slots and appends ---------------------------------------------------------------
 
-Result<SlotInfo> StocServer::ReserveSlot(transport::PeerId peer, uint64_t file_id, uint64_t bytes) {
+Result<SlotInfo> StocServer::ReserveSlot(transport::PeerId peer, uint64_t file_id, uint64_t bytes,
+                                         std::shared_ptr<RangeFence> fence, uint64_t owner_epoch) {
   bytes = std::max(bytes, kMinSlotBytes);
   if (bytes > options_.max_block_bytes) {
     return Status::InvalidArgument("slot of " + std::to_string(bytes) +
@@ -414,6 +503,8 @@ Result<SlotInfo> StocServer::ReserveSlot(transport::PeerId peer, uint64_t file_i
   slot.buffer = buf.value();
   slot.file_id = file_id;
   slot.owner = peer;
+  slot.fence = std::move(fence);
+  slot.owner_epoch = owner_epoch;
   auto remote = slot.buffer.remote();
   return SlotInfo{id, remote.addr, remote.rkey, slot.buffer.capacity};
 }
@@ -435,6 +526,15 @@ void StocServer::ReleaseSlotsWhere(const std::function<bool(const Slot&)>& pred)
     } else {
       FreeSlotLocked(&slot);
     }
+  }
+}
+
+void StocServer::OrphanSlotsOf(uint64_t file_id, transport::PeerId deleter) {
+  ReleaseSlotsWhere(
+      [&](const Slot& slot) { return slot.file_id == file_id && slot.owner == deleter; });
+  MutexLock lock(&slots_mu_);
+  for (auto& [id, slot] : slots_) {
+    if (slot.file_id == file_id) slot.orphaned = true;
   }
 }
 
@@ -464,22 +564,52 @@ bool StocServer::OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t l
   refused.slot_id = imm;
   uint64_t file_id = 0;
   const char* data = nullptr;
+  std::shared_ptr<RangeFence> fence;
+  uint64_t owner_epoch = 0;
   {
     MutexLock lock(&slots_mu_);
     auto it = slots_.find(imm);
     if (it == slots_.end() || it->second.owner != peer || it->second.released) {
       refused.status = Status::PermissionDenied("append into slot " + std::to_string(imm) +
                                                 " that this client does not hold");
+    } else if (it->second.orphaned) {
+      bool stale = false;
+      if (RangeFence* f = it->second.fence.get(); f != nullptr) {
+        MutexLock fence_lock(&f->mu);
+        stale = it->second.owner_epoch < f->epoch;
+      }
+      refused.status = stale ? Status::Fenced("StoC " + std::to_string(options_.stoc_id) +
+                                              ": append at owner epoch " +
+                                              std::to_string(it->second.owner_epoch) +
+                                              " to a file a newer owner deleted")
+                             : Status::NotFound("append into slot " + std::to_string(imm) +
+                                                " of a deleted StoC file");
     } else if (it->second.busy) {
       refused.status =
           Status::IllegalState("append into a slot whose previous append is not acknowledged");
     } else if (length > it->second.buffer.capacity || length > options_.max_block_bytes) {
       refused.status = Status::InvalidArgument("append of " + std::to_string(length) +
                                                " bytes exceeds its slot");
-    } else {
+    } else if (it->second.fence != nullptr) {
+      // Admitted under both locks, so a fence either waits for this append (invariant 2)
+      // or this append sees the fence (invariant 1).
+      RangeFence* f = it->second.fence.get();
+      MutexLock fence_lock(&f->mu);
+      if (it->second.owner_epoch < f->epoch) {
+        refused.status =
+            Status::Fenced("StoC " + std::to_string(options_.stoc_id) + ": append at owner epoch " +
+                           std::to_string(it->second.owner_epoch) +
+                           " to a range fenced at owner epoch " + std::to_string(f->epoch));
+      } else {
+        ++f->inflight[it->second.owner_epoch];
+      }
+    }
+    if (refused.status.ok()) {
       it->second.busy = true;
       file_id = it->second.file_id;
       data = it->second.buffer.data;
+      fence = it->second.fence;
+      owner_epoch = it->second.owner_epoch;
     }
   }
   if (data == nullptr) {
@@ -496,8 +626,8 @@ bool StocServer::OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t l
   bool schedule;
   {
     MutexLock lock(&queue->mu);
-    queue->pending.push_back(
-        PendingAppend{imm, peer, data, static_cast<uint32_t>(length), MonoNow()});
+    queue->pending.push_back(PendingAppend{imm, peer, data, static_cast<uint32_t>(length),
+                                           MonoNow(), std::move(fence), owner_epoch});
     schedule = !queue->scheduled;
     queue->scheduled = true;
   }
@@ -575,6 +705,14 @@ void StocServer::DrainAppends(uint64_t file_id) {
         m_.errors->Increment();
       }
       SendAck(batch[i].peer, ack);
+    }
+    // Acknowledged: a fence waiting for these appends may answer (invariant 2).
+    for (const PendingAppend& p : batch) {
+      if (p.fence == nullptr) continue;
+      MutexLock lock(&p.fence->mu);
+      auto it = p.fence->inflight.find(p.owner_epoch);
+      if (it != p.fence->inflight.end() && --it->second == 0) p.fence->inflight.erase(it);
+      p.fence->drained.NotifyAll();
     }
   }
 }

@@ -6,16 +6,29 @@
 // Lifecycle: StocServer(options, metrics) cannot fail; Init() opens the catalog, recovers
 // files and prepares memory; Start() opens the network; Shutdown() stops it.
 //
+// Owner fencing (docs/stoc.md "Owner fencing"): per range, the newest owner epoch a
+// kFenceRange (or an open or delete by a newer owner) raised, persisted in the catalog.
+// Invariants:
+//  1. An open, slot reservation or delete whose epoch is below its range's fence is refused
+//     (Fenced) and changes nothing; so is an append whose slot's epoch is below it when it
+//     arrives (OnWriteWithImm), before it is queued.
+//  2. A raise is durable (catalog) before the new epoch refuses anything, and is answered
+//     only once every append accepted under an older epoch is written and acknowledged (the
+//     "drain"): after the answer no older-epoch byte of the range becomes durable here.
+//
 // Thread safety: all public methods are thread-safe. Locks: slots_mu_ (slots and the
-// per-file queues), each file's AppendQueue::mu, and the catalog's and stores' own locks.
-// slots_mu_ and a queue's mu are never held together (were they, slots_mu_ would come
-// first); the catalog's and stores' locks are innermost (taken with either or none).
+// per-file queues), each file's AppendQueue::mu, fences_mu_ (the map of ranges), each
+// range's RangeFence::mu, and the catalog's and stores' own locks. Order: slots_mu_ before
+// a RangeFence::mu (OnWriteWithImm admits an append under both); slots_mu_ and a queue's
+// mu are never held together (were they, slots_mu_ would come first); fences_mu_ is taken
+// alone; the catalog's and stores' locks are innermost (taken with any or none).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -64,6 +77,14 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
       EXCLUDES(slots_mu_) override;
 
  private:
+  // Owner fencing of one range (invariants in the file comment).
+  struct RangeFence {
+    Mutex mu;
+    CondVar drained;                    // signalled when `inflight` goes down
+    uint64_t epoch GUARDED_BY(mu) = 0;  // newest owner epoch; 0: never fenced
+    // Appends admitted and not yet acknowledged, counted by their slot's owner epoch.
+    std::map<uint64_t, uint32_t> inflight GUARDED_BY(mu);
+  };
   // A slot of the file buffer reserved by one client for appends to one disk file.
   struct Slot {
     uint32_t id = 0;
@@ -72,6 +93,16 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
     transport::PeerId owner = transport::kInvalidPeer;
     bool busy = false;      // an append from it is queued or being written
     bool released = false;  // free it once not busy
+    // Its file was deleted by another client (a newer owner deletes an older owner's
+    // MANIFEST).
+    // Appends into it are refused, but the buffer stays the holder's until it releases the
+    // slot or goes down: a holder still WRITing into freed memory would corrupt whichever
+    // slot reused it.
+    bool orphaned = false;
+    // The file's range (null: its name names none, never fenced) and the owner epoch of
+    // the open or reservation that made the slot.
+    std::shared_ptr<RangeFence> fence;
+    uint64_t owner_epoch = 0;
   };
   struct PendingAppend {
     uint32_t slot_id;
@@ -79,6 +110,8 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
     const char* data;
     uint32_t size;
     MonoTime arrived;
+    std::shared_ptr<RangeFence> fence;  // the slot's, counted in its inflight until acked
+    uint64_t owner_epoch;
   };
   // Per disk file: appends waiting for a storage thread.
   struct AppendQueue {
@@ -92,17 +125,33 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
   void HandleReserveSlot(transport::PeerId peer, std::string_view payload, rpc::Responder* r);
   void HandleRead(transport::PeerId peer, std::string_view payload, rpc::Responder r);
   void HandleClose(std::string_view payload, rpc::Responder* r);
-  void HandleDelete(std::string_view payload, rpc::Responder* r);
+  void HandleDelete(transport::PeerId peer, std::string_view payload, rpc::Responder* r);
   void HandleList(rpc::Responder* r);
   void HandleStats(rpc::Responder* r);
   void HandleStatFile(std::string_view payload, rpc::Responder* r);
+  void HandleFence(std::string_view payload, rpc::Responder* r);
 
-  Result<SlotInfo> ReserveSlot(transport::PeerId peer, uint64_t file_id, uint64_t bytes)
+  // The range's fence state, made on first use. Never null.
+  std::shared_ptr<RangeFence> FenceOf(uint32_t range_id) EXCLUDES(fences_mu_);
+  // Admits a writer of range `range_id` at `epoch`: Fenced if the range's fence is newer;
+  // raises the fence if `epoch` is newer (durably: invariant 2); in both OK cases waits
+  // until no append of an older epoch is in flight. Returns the range's fence.
+  Result<std::shared_ptr<RangeFence>> AdmitRange(uint32_t range_id, uint64_t epoch,
+                                                 std::string_view what) EXCLUDES(fences_mu_);
+  // AdmitRange for the range a file name names; OK with null for a name that names none.
+  Result<std::shared_ptr<RangeFence>> AdmitWriter(const std::string& name, uint64_t epoch)
+      EXCLUDES(fences_mu_);
+
+  Result<SlotInfo> ReserveSlot(transport::PeerId peer, uint64_t file_id, uint64_t bytes,
+                               std::shared_ptr<RangeFence> fence, uint64_t owner_epoch)
       EXCLUDES(slots_mu_);
   void ReleaseSlot(uint32_t slot_id) EXCLUDES(slots_mu_);
   // Frees the matching slots now, or (if an append from one is in flight) once it is written.
   void ReleaseSlotsWhere(const std::function<bool(const Slot&)>& pred) EXCLUDES(slots_mu_);
   void FreeSlotLocked(Slot* slot) REQUIRES(slots_mu_);
+  // Marks the slots of a deleted file that other clients than `deleter` hold orphaned (see
+  // Slot); the deleter's own go as before.
+  void OrphanSlotsOf(uint64_t file_id, transport::PeerId deleter) EXCLUDES(slots_mu_);
   // Takes slots_mu_ and the file's queue mu, one at a time.
   void DrainAppends(uint64_t file_id) EXCLUDES(slots_mu_);
   void SendAck(transport::PeerId peer, const AppendAck& ack);
@@ -128,6 +177,10 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
   std::unordered_map<uint32_t, Slot> slots_ GUARDED_BY(slots_mu_);
   uint32_t next_slot_id_ GUARDED_BY(slots_mu_) = 1;
   std::unordered_map<uint64_t, std::shared_ptr<AppendQueue>> queues_ GUARDED_BY(slots_mu_);
+
+  Mutex fences_mu_;
+  // Loaded from the catalog by Init; entries are never removed.
+  std::unordered_map<uint32_t, std::shared_ptr<RangeFence>> fences_ GUARDED_BY(fences_mu_);
 
   // Load, for LoadStats.
   std::atomic<uint32_t> queue_depth_{0};

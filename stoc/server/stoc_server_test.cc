@@ -6,9 +6,11 @@
 
 #include <cstring>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "common/crc32c.h"
+#include "common/fault_point.h"
 #include "stoc/client/stoc_client.h"
 #include "tests/util/test_util.h"
 
@@ -287,6 +289,162 @@ TEST_F(StocServerTest, ConcurrentAppendersShareFsyncs) {
   EXPECT_LE(stats->fsyncs, stats->appends);
   std::fprintf(stderr, "%llu appends, %llu fsyncs\n", (unsigned long long)stats->appends,
                (unsigned long long)stats->fsyncs);
+}
+
+// ---- Owner fencing -------------------------------------------------------------------
+
+OpenOptions AtEpoch(uint64_t epoch) {
+  OpenOptions o;
+  o.owner_epoch = epoch;
+  return o;
+}
+
+std::set<std::string> Names(const Result<std::vector<FileState>>& list) {
+  std::set<std::string> out;
+  if (list.ok()) {
+    for (const auto& f : list.value()) out.insert(f.name);
+  }
+  return out;
+}
+
+TEST(StocProtocolTest, OwnerEpochIsATrailingFieldOnlyWhenSet) {
+  // Epoch 0 encodes exactly as before fencing, so a legacy StoC still decodes it.
+  OpenRequest legacy{"r1-t000001-f0-p0", FileKind::kDisk, true, true, 4096};
+  OpenRequest fenced = legacy;
+  fenced.owner_epoch = 9;
+  const std::string a = Encode(legacy), b = Encode(fenced);
+  EXPECT_EQ(b.size(), a.size() + 8);
+  EXPECT_EQ(b.substr(0, a.size()), a);
+  OpenRequest back;
+  ASSERT_TRUE(Decode(a, &back).ok());
+  EXPECT_EQ(back.owner_epoch, 0u);
+  ASSERT_TRUE(Decode(b, &back).ok());
+  EXPECT_EQ(back.owner_epoch, 9u);
+  EXPECT_FALSE(Decode(b + "x", &back).ok());  // still nothing beyond the epoch
+  NameRequest del{"r1-t000001-f0-p0", 4}, del_back;
+  ASSERT_TRUE(Decode(Encode(del), &del_back).ok());
+  EXPECT_EQ(del_back.owner_epoch, 4u);
+  ASSERT_TRUE(Decode(Encode(NameRequest{"x"}), &del_back).ok());
+  EXPECT_EQ(del_back.owner_epoch, 0u);
+  ReserveSlotRequest slot{3, 4096, 2, 5}, slot_back;
+  ASSERT_TRUE(Decode(Encode(slot), &slot_back).ok());
+  EXPECT_EQ(slot_back.owner_epoch, 5u);
+  FenceRequest fence{7, 1ull << 40}, fence_back;
+  ASSERT_TRUE(Decode(Encode(fence), &fence_back).ok());
+  EXPECT_EQ(fence_back.range_id, 7u);
+  EXPECT_EQ(fence_back.owner_epoch, 1ull << 40);
+}
+
+TEST_F(StocServerTest, FenceRefusesStaleWritersAndAdmitsNewerOnes) {
+  const std::string table = "r5-t000001-f0-p0";
+  auto old_file = client_->Open(1, table, FileKind::kDisk, AtEpoch(1));
+  ASSERT_TRUE(old_file.ok()) << old_file.status().ToString();
+  Fill(100, 1);
+  ASSERT_TRUE(client_->Append(old_file.value().get(), src_, 0, 100).ok());
+
+  ASSERT_TRUE(client_->FenceRange(1, 5, 2).ok());
+  // The old owner's append, open and delete are refused and change nothing.
+  auto h = client_->Append(old_file.value().get(), src_, 0, 100);
+  EXPECT_TRUE(h.status().IsFenced()) << h.status().ToString();
+  auto st = client_->StatFile(1, old_file.value()->file_id);
+  ASSERT_TRUE(st.ok());
+  ASSERT_EQ(st->blocks.size(), 1u);
+  EXPECT_EQ(st->blocks[0].second, 100u);
+  auto opened = client_->Open(1, "r5-t000002-f0-p0", FileKind::kDisk, AtEpoch(1));
+  EXPECT_TRUE(opened.status().IsFenced()) << opened.status().ToString();
+  EXPECT_TRUE(client_->Delete(1, table, 1).IsFenced());
+  EXPECT_TRUE(client_->Delete(1, table).IsFenced());  // a legacy writer is older than any
+  EXPECT_EQ(Names(client_->List(1)), (std::set<std::string>{table}));
+  // A stale fence is refused; the same one again is fine.
+  EXPECT_TRUE(client_->FenceRange(1, 5, 1).IsFenced());
+  EXPECT_TRUE(client_->FenceRange(1, 5, 2).ok());
+  EXPECT_EQ(client_->FenceRange(1, 5, 0).code(), Status::Code::kInvalidArgument);
+
+  // The new owner writes; other ranges and files without a range are not concerned.
+  auto new_file = client_->Open(1, table, FileKind::kDisk, AtEpoch(2));
+  ASSERT_TRUE(new_file.ok()) << new_file.status().ToString();
+  ASSERT_TRUE(client_->Append(new_file.value().get(), src_, 0, 100).ok());
+  auto other = client_->Open(1, "r6-t000001-f0-p0", FileKind::kDisk);
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(client_->Append(other.value().get(), src_, 0, 100).ok());
+  ASSERT_TRUE(client_->Open(1, "no-range", FileKind::kDisk, AtEpoch(1)).ok());
+
+  // An open by a still newer owner fences the range by itself: epoch 2 is refused next.
+  ASSERT_TRUE(client_->Open(1, "r5-t000003-f0-p0", FileKind::kDisk, AtEpoch(3)).ok());
+  EXPECT_TRUE(client_->Append(new_file.value().get(), src_, 0, 100).status().IsFenced());
+  EXPECT_TRUE(client_->FenceRange(1, 5, 2).IsFenced());
+  EXPECT_TRUE(client_->Delete(1, table, 3).ok());
+}
+
+TEST_F(StocServerTest, FenceSurvivesARestart) {
+  ASSERT_TRUE(client_->FenceRange(1, 5, 4).ok());
+  ASSERT_TRUE(client_->FenceRange(1, 8, 1).ok());
+  RestartServer();
+  EXPECT_TRUE(
+      client_->Open(1, "r5-manifest-000001", FileKind::kDisk, AtEpoch(3)).status().IsFenced());
+  EXPECT_TRUE(client_->FenceRange(1, 5, 3).IsFenced());
+  EXPECT_TRUE(client_->Open(1, "r5-manifest-000001", FileKind::kDisk, AtEpoch(4)).ok());
+  EXPECT_TRUE(client_->Open(1, "r8-manifest-000001", FileKind::kDisk).status().IsFenced());
+}
+
+TEST_F(StocServerTest, FenceAnswersOnlyOnceQueuedAppendsAreWritten) {
+  const std::string name = "r5-manifest-000001";
+  auto f = client_->Open(1, name, FileKind::kDisk, AtEpoch(1));
+  ASSERT_TRUE(f.ok());
+  // Hold the drain of the next append long enough that a fence not waiting for it would
+  // answer first.
+  ASSERT_TRUE(FaultPoints::Arm("stoc.storage=delay:1500ms:once").ok());
+  Fill(300, 3);
+  Result<BlockHandle> appended = Status::IllegalState("not run");
+  std::thread writer([&] { appended = client_->Append(f.value().get(), src_, 0, 300); });
+  ASSERT_TRUE(test::WaitFor([] { return FaultPoints::HitCount("stoc.storage") >= 1; },
+                            std::chrono::seconds(20)));
+  Status fenced = client_->FenceRange(1, 5, 2);
+  // Answered: the append the StoC had accepted is durable already.
+  auto st = client_->StatFile(1, f.value()->file_id);
+  writer.join();
+  FaultPoints::DisarmAll();
+  ASSERT_TRUE(fenced.ok()) << fenced.ToString();
+  ASSERT_TRUE(st.ok());
+  ASSERT_EQ(st->blocks.size(), 1u);
+  EXPECT_EQ(st->blocks[0].second, 300u);
+  ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+  // And the next one is refused.
+  EXPECT_TRUE(client_->Append(f.value().get(), src_, 0, 300).status().IsFenced());
+}
+
+// A newer owner (another client) deletes a file an older owner still appends to (its old
+// MANIFEST): the older owner's slot is not freed under it (its WRITEs could land in a slot
+// reused by someone else) and its next append is refused with Fenced.
+TEST_F(StocServerTest, DeletingAnotherClientsFileOrphansItsSlot) {
+  const std::string name = "r5-manifest-000001";
+  auto old_file = client_->Open(1, name, FileKind::kDisk, AtEpoch(1));
+  ASSERT_TRUE(old_file.ok());
+  rpc::RpcEndpoint endpoint;
+  transport::TransportOptions o;
+  o.node_name = "newer-owner";
+  o.cluster_secret = kSecret;
+  auto t = transport::NewTransport(o, &endpoint);
+  ASSERT_TRUE(t.ok());
+  endpoint.Attach(t.value().get());
+  StocClient newer(&endpoint);
+  ASSERT_TRUE(t.value()->Init().ok());
+  ASSERT_TRUE(t.value()->Start().ok());
+  ASSERT_TRUE(newer.AddStoc(1, server_->address()).ok());
+  ASSERT_TRUE(newer.FenceRange(1, 5, 2).ok());
+  ASSERT_TRUE(newer.Delete(1, name, 2).ok());
+  const uint64_t used = client_->Stats(1)->file_buffer_bytes_used;
+  // A new file takes a slot of its own: the orphaned one is still reserved.
+  auto other = newer.Open(1, "r5-manifest-000002", FileKind::kDisk, AtEpoch(2));
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other.value()->slot.addr, old_file.value()->slot.addr);
+  Fill(100, 5);
+  auto h = client_->Append(old_file.value().get(), src_, 0, 100);
+  EXPECT_TRUE(h.status().IsFenced()) << h.status().ToString();
+  // The holder's Close frees it (and says the file is gone).
+  EXPECT_TRUE(client_->Close(old_file.value().get()).IsNotFound());
+  EXPECT_LT(client_->Stats(1)->file_buffer_bytes_used, used + other.value()->slot.bytes);
+  t.value()->Shutdown();
 }
 
 }  // namespace
