@@ -379,7 +379,7 @@ TEST(PayloadTest, MalformedFieldsAreRejected) {
       {"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 1},  // eleven bytes
       {"\005abcd", 2},                                      // length beyond the end
       {"\xff\xff\xff\xff\x0f", 2},                          // 4 GiB length
-      {std::string("\x10\x00", 2), 3},                      // unknown status code
+      {std::string{static_cast<char>(Status::kMaxCode + 1), '\0'}, 3},  // unknown status code
       {"\001\003ab", 3},                                    // truncated message
   };
   for (const Case& c : cases) {

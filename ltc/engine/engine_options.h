@@ -62,6 +62,9 @@ struct EngineOptions {
   // Called on an engine thread, possibly under the engine's locks: it must not block or
   // call into the engine (the LTC server hands it to another thread). Null: none.
   std::function<void()> on_fenced;
+  // The owner epoch the range was opened at: stamped into offloaded compaction jobs, so
+  // StoCs refuse the outputs and deletes of a fenced owner's jobs. 0: not fenced.
+  uint64_t owner_epoch = 0;
 
   // The lookup index (paper 4.4.1.1): key -> where its newest version is, so a Get reads one
   // memtable or Level-0 table instead of all of them. Off: Gets search every memtable and

@@ -166,6 +166,8 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
   bool offloaded = false;
   if (options_.compaction_offloader != nullptr) {
     Status o = OffloadCompaction(level, inputs, next, mo, &outputs);
+    // A newer owner has the range: the job must not run here either.
+    if (o.IsFenced()) return o;
     offloaded = o.ok();
     if (!offloaded) {
       LOG(WARNING) << "range " << options_.range_id << ": running a Level-" << level

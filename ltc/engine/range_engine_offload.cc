@@ -23,6 +23,7 @@ Status RangeEngine::OffloadCompaction(int level, const std::vector<TableRef>& in
                                       std::vector<lsm::TableMeta>* outputs) {
   lsm::CompactionJob job;
   job.range_id = options_.range_id;
+  job.owner_epoch = options_.owner_epoch;
   job.drange = inputs.front()->meta().drange;
   job.output_level = level + 1;
   job.comparator = options_.comparator->Name();

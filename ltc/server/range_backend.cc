@@ -332,11 +332,14 @@ struct NovaBackends::Impl {
                                   range.id) != options.force_recovery_ranges.end();
     so.placement = options.placement;
     so.validate_manifest = ValidateManifest;
+    const uint64_t owner_epoch = a.OwnerEpochOf(range.id);
+    so.owner_epoch = owner_epoch;
     b->store_ = std::make_unique<stoc::StocTableStore>(client.get(), so);
     NOVA_RETURN_NOT_OK_PREPEND(b->store_->Init(), "range " + std::to_string(range.id));
     EngineOptions eo = options.engine;
     eo.range_id = range.id;
     eo.on_fenced = [fence = b->fence_] { fence->Fire(); };
+    eo.owner_epoch = owner_epoch;
     eo.compaction_offloader = offloader_ptr;
     if (logged) {
       b->log_ = std::make_unique<LogcMemtableLog>(log_client.get(), range.id);
