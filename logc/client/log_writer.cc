@@ -346,8 +346,12 @@ Status LogWriter::WritePiece(const std::shared_ptr<Log>& log, size_t segment, ui
   // A WRITE refused by a LogC may mean a newer owner fenced the range there (tcp: an
   // unknown rkey; verbs: the lane resets). The idempotent open, with this range's epoch,
   // tells: Fenced marks the range, and the turn stops here, neither acknowledged nor
-  // copied elsewhere. A persist acknowledgment reporting Fenced marked it already.
+  // copied elsewhere. A persist acknowledgment reporting Fenced marked it already. Legacy
+  // ranges (epoch 0) are not probed: an owner of an epoch fences them only in a cluster
+  // still being upgraded, and their next open or copy is refused Fenced anyway.
+  const bool probe = parts_.registry->EpochOf(log->range) != 0;
   for (const auto& rep : reaped) {
+    if (!probe) break;
     if (parts_.registry->IsFenced(log->range)) break;
     if (rep->why.IsFenced() || rep->why.IsTimedOut()) continue;  // a hung LogC: no probe
     Status probe = parts_.registry->Probe(log, *rep, static_cast<uint32_t>(segment), capacity);
