@@ -123,7 +123,10 @@ void LogClient::ForgetRange(uint32_t range) {
   }
   // Abandoned: the newer owner holds these logs now (it read them, and deletes them once
   // flushed); this client only lets go of them.
-  const Status why = registry_->FencedError(range);
+  AbandonLogs(range, registry_->FencedError(range));
+}
+
+void LogClient::AbandonLogs(uint32_t range, const Status& why) {
   for (auto& log : registry_->RemoveRange(range)) {
     std::vector<std::shared_ptr<Replica>> dropped;
     {
@@ -139,6 +142,13 @@ void LogClient::ForgetRange(uint32_t range) {
 }
 
 Status LogClient::FenceRange(uint32_t range, uint64_t owner_epoch) {
+  if (owner_epoch > registry_->EpochOf(range)) {
+    // Logs this client still holds of the range were written under an older epoch (its own
+    // earlier tenure): the fence makes their regions read-only, so they are let go here and
+    // read back by ReadAll like any other owner's.
+    AbandonLogs(range, Status::Aborted("range " + std::to_string(range) +
+                                       " changed owner epoch to " + std::to_string(owner_epoch)));
+  }
   return fencer_->FenceRange(range, owner_epoch);
 }
 

@@ -192,6 +192,10 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   // range waits); Fenced when a LogC holds a newer owner's fence for the range (this
   // client is stale: IsFenced(range) becomes true). OK in mode none. From the call on,
   // every open, delete and in-sync mark of the range by this client carries the epoch.
+  // Logs of the range this client still holds from an older epoch (its own earlier
+  // tenure) are let go (not deleted): ReadAll reads them back.
+  // REQUIRES: the range is not open here (no Append or ReadAll of it runs); every owner
+  // with an epoch > 0 calls it when it opens the range, a new one included.
   Status FenceRange(uint32_t range, uint64_t owner_epoch);
   // True once a LogC answered Fenced for `range` (an Append, open, copy, in-sync mark,
   // delete or FenceRange): a newer owner has it. Cleared only by FenceRange with a newer
@@ -220,6 +224,10 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   void OnPeerDown(transport::PeerId peer, const Status& why) override;
 
  private:
+  // Drops the range's logs from this client without deleting them at the LogCs (waiting
+  // appends fail with `why`) and stops serving the range.
+  void AbandonLogs(uint32_t range, const Status& why);
+
   // Constant after construction.
   const LogClientOptions options_;
   rpc::RpcEndpoint* const endpoint_;  // must outlive this

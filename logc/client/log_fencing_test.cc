@@ -269,6 +269,26 @@ TEST_P(LogFencingTest, FenceNeedsAllButMinInsyncMinusOneLogcs) {
   EXPECT_TRUE(c->client->FenceRange(kRange, 3).ok());
 }
 
+// The range comes back to the client that owned it before (A -> A at a newer epoch, after
+// a tenure it missed or a restart of the range): its older logs are read back, not kept
+// with the regions the fence made read-only, and it writes on.
+TEST_P(LogFencingTest, TheSameClientOwnsTheRangeAgain) {
+  StartServers(2);
+  auto a = StartLtc("ltc-a");
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(a->client->FenceRange(kRange, 1).ok());
+  for (uint32_t i = 0; i < 300; ++i) ASSERT_TRUE(a->client->Append(kRange, 10, Record(i)).ok());
+  a->client->ForgetRange(kRange);
+  ASSERT_TRUE(a->client->FenceRange(kRange, 3).ok());
+  auto read = ReadAll(a.get());
+  EXPECT_EQ(read[10], Seqs(0, 300));
+  for (uint32_t i = 0; i < 100; ++i) ASSERT_TRUE(a->client->Append(kRange, 11, Record(i)).ok());
+  EXPECT_FALSE(a->client->IsFenced(kRange));
+  const uint64_t files = FilesAtLogcs();
+  a->client->Delete(kRange, {10});
+  ASSERT_TRUE(test::WaitFor([&] { return FilesAtLogcs() < files; }));
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, LogFencingTest,
                          ::testing::Values(LogMode::kMemory, LogMode::kDisk),
                          [](const ::testing::TestParamInfo<LogMode>& info) {
