@@ -289,8 +289,7 @@ TEST_P(LogFencingTest, TheSameClientOwnsTheRangeAgain) {
   ASSERT_TRUE(test::WaitFor([&] { return FilesAtLogcs() < files; }));
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, LogFencingTest,
-                         ::testing::Values(LogMode::kMemory, LogMode::kDisk),
+INSTANTIATE_TEST_SUITE_P(Modes, LogFencingTest, ::testing::Values(LogMode::kMemory, LogMode::kDisk),
                          [](const ::testing::TestParamInfo<LogMode>& info) {
                            return info.param == LogMode::kMemory ? "Memory" : "Disk";
                          });

@@ -100,8 +100,8 @@ class LogRegistry {
   // ---- Replicas ----
   // Opens segment `segment` of `log` at the replica's LogC, under the range's owner epoch
   // (Fenced, and the range marked fenced, when a newer owner fenced it there); checks its
-  // capacity and (when persisted) that it is not still persisting. On success appends the replica's segment
-  // entry (and, persisted, its ack route). Aborted if the LogC restarted since the
+  // capacity and (when persisted) that it is not still persisting. On success appends the replica's
+  // segment entry (and, persisted, its ack route). Aborted if the LogC restarted since the
   // replica's earlier segments were opened. REQUIRES: no lock of `log` held.
   Status OpenAt(const std::shared_ptr<Log>& log, const std::shared_ptr<Replica>& rep,
                 uint32_t segment, uint64_t capacity) EXCLUDES(acks_mu_);

@@ -67,8 +67,7 @@ Status Decode(std::string_view in, OpenLogRequest* m) {
   PayloadReader r(in);
   bool ok = r.GetU32("range", &m->range) && r.GetU64("memtable", &m->memtable) &&
             r.GetU32("segment", &m->segment) && r.GetU64("capacity", &m->capacity) &&
-            GetBool(&r, "persist", &m->persist) &&
-            GetTrailing(&r, "owner_epoch", &m->owner_epoch);
+            GetBool(&r, "persist", &m->persist) && GetTrailing(&r, "owner_epoch", &m->owner_epoch);
   return Finish(r, ok, "open-log request");
 }
 
@@ -224,8 +223,7 @@ std::string Encode(const MarkInSyncRequest& m) {
 Status Decode(std::string_view in, MarkInSyncRequest* m) {
   PayloadReader r(in);
   bool ok = r.GetU32("range", &m->range) && r.GetU64("incarnation", &m->incarnation) &&
-            GetBool(&r, "persist", &m->persist) &&
-            GetTrailing(&r, "owner_epoch", &m->owner_epoch);
+            GetBool(&r, "persist", &m->persist) && GetTrailing(&r, "owner_epoch", &m->owner_epoch);
   return Finish(r, ok, "mark-in-sync request");
 }
 

@@ -230,9 +230,8 @@ TEST(LogcProtocolTest, RandomGarbageNeverCrashes) {
     MarkInSyncRequest k;
     // Only "no crash and no OK for junk that does not parse" can be asserted of garbage;
     // a status other than OK or Corruption would be a bug.
-    for (Status s : {Decode(in, &a), Decode(in, &b), Decode(in, &c), Decode(in, &d),
-                     Decode(in, &e), Decode(in, &f), Decode(in, &g), Decode(in, &h),
-                     Decode(in, &k)}) {
+    for (Status s : {Decode(in, &a), Decode(in, &b), Decode(in, &c), Decode(in, &d), Decode(in, &e),
+                     Decode(in, &f), Decode(in, &g), Decode(in, &h), Decode(in, &k)}) {
       EXPECT_TRUE(s.ok() || s.IsCorruption()) << s.ToString();
     }
   }

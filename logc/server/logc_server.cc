@@ -288,11 +288,8 @@ LogcStatsResponse LogcServer::GetStats() const {
 
 // ---- Files ------------------------------------------------------------------------
 
-Result<std::shared_ptr<LogcServer::LogFile>> LogcServer::NewFileLocked(const Key& key,
-                                                                       uint64_t capacity,
-                                                                       bool persist,
-                                                                       bool enforce_limit,
-                                                                       uint64_t epoch) {
+Result<std::shared_ptr<LogcServer::LogFile>> LogcServer::NewFileLocked(
+    const Key& key, uint64_t capacity, bool persist, bool enforce_limit, uint64_t epoch) {
   if (enforce_limit && memory_bytes_ + capacity > options_.memory_limit_bytes) {
     return Status::ResourceExhausted(
         "LogC memory limit reached: " + std::to_string(memory_bytes_) + " of " +
@@ -308,9 +305,9 @@ Result<std::shared_ptr<LogcServer::LogFile>> LogcServer::NewFileLocked(const Key
   f->mem = static_cast<char*>(mem);
   auto fence = fences_.find(std::get<0>(key));
   const bool fenced = fence != fences_.end() && epoch < fence->second;
-  auto mr = RegisterFreshLocked(f->mem, capacity,
-                                fenced ? transport::kRemoteRead
-                                       : transport::kRemoteRead | transport::kRemoteWrite);
+  auto mr = RegisterFreshLocked(
+      f->mem, capacity,
+      fenced ? transport::kRemoteRead : transport::kRemoteRead | transport::kRemoteWrite);
   if (!mr.ok()) return mr.status();  // ~LogFile unmaps
   {
     MutexLock file_lock(&f->mu);  // not shared yet: for the analysis
@@ -502,8 +499,8 @@ void LogcServer::HandleOpen(std::string_view payload, rpc::Responder* r) {
     auto it = files_.find(key);
     if (it != files_.end()) f = it->second;
     if (f == nullptr) {
-      auto created = NewFileLocked(key, req.capacity, req.persist, /*enforce_limit=*/true,
-                                   req.owner_epoch);
+      auto created =
+          NewFileLocked(key, req.capacity, req.persist, /*enforce_limit=*/true, req.owner_epoch);
       NOVA_REPLY_IF_ERROR(r, created.status(), errors_);
       f = created.value();
       if (!req.persist) {
@@ -585,16 +582,14 @@ void LogcServer::HandleMarkInSync(std::string_view payload, rpc::Responder* r) {
                         errors_);
   }
   if (req.persist && !options_.persist) {
-    NOVA_REPLY_IF_ERROR(r, Status::InvalidArgument("LogC started without --logc_persist"),
-                        errors_);
+    NOVA_REPLY_IF_ERROR(r, Status::InvalidArgument("LogC started without --logc_persist"), errors_);
   }
   // Serialized with opens (which also create files in the directory) and fences.
   MutexLock open_lock(&open_mu_);
   bool known;
   {
     MutexLock lock(&mu_);
-    NOVA_REPLY_IF_ERROR(r, CheckEpochLocked(req.range, req.owner_epoch, "in-sync mark"),
-                        errors_);
+    NOVA_REPLY_IF_ERROR(r, CheckEpochLocked(req.range, req.owner_epoch, "in-sync mark"), errors_);
     known = in_sync_.count(req.range) != 0;
   }
   if (req.persist) {
@@ -807,8 +802,8 @@ Status LogcServer::UnfenceLocked(LogFile* f, uint64_t epoch) {
   Status s = transport_->DeregisterMemory(old);
   LOG_IF(WARNING, !s.ok()) << "deregistering a fenced log region: " << s.ToString();
   MutexLock lock(&mu_);
-  auto mr = RegisterFreshLocked(f->mem, f->capacity,
-                                transport::kRemoteRead | transport::kRemoteWrite);
+  auto mr =
+      RegisterFreshLocked(f->mem, f->capacity, transport::kRemoteRead | transport::kRemoteWrite);
   if (!mr.ok()) return mr.status().Prepend("re-registering a log region taken over");
   MutexLock file_lock(&f->mu);
   f->mr = mr.value();

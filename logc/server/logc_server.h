@@ -94,8 +94,8 @@ class LogcServer : public rpc::RpcService, public rpc::EndpointObserver {
   // Fenced when `epoch` is older than `range`'s fence; `what` names the request.
   Status CheckEpochLocked(uint32_t range, uint64_t epoch, const char* what) const REQUIRES(mu_);
   // Registers `mem` under an rkey that no fenced region had (invariant 3).
-  Result<transport::MemoryRegion> RegisterFreshLocked(char* mem, uint64_t length,
-                                                      uint32_t access) REQUIRES(mu_);
+  Result<transport::MemoryRegion> RegisterFreshLocked(char* mem, uint64_t length, uint32_t access)
+      REQUIRES(mu_);
   // Writes <dir>/logs/r<range>.fence (temporary file, fsync, rename, directory fsync).
   Status WriteFenceFile(uint32_t range, uint64_t epoch) REQUIRES(open_mu_);
   // An opener of the range's newest epoch takes over a fenced file: writable again under a

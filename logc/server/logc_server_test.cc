@@ -123,8 +123,8 @@ class LogcServerTest : public ::testing::Test {
     if (!s.ok()) return s;
     return resp;
   }
-  Result<OpenLogResponse> OpenAt(uint32_t range, uint64_t memtable, uint64_t capacity,
-                                 bool persist, uint64_t epoch) {
+  Result<OpenLogResponse> OpenAt(uint32_t range, uint64_t memtable, uint64_t capacity, bool persist,
+                                 uint64_t epoch) {
     OpenLogRequest req{range, memtable, 0, capacity, persist};
     req.owner_epoch = epoch;
     OpenLogResponse resp;
@@ -565,9 +565,9 @@ TEST_F(LogcServerTest, PersistedFenceDrainsRefusesImmediatesAndSurvivesRestart) 
   auto taken = OpenAt(3, 7, 1 << 16, true, 2);
   ASSERT_TRUE(taken.ok()) << taken.status().ToString();
   EXPECT_EQ(taken->length, info.length);
-  ASSERT_TRUE(OneSided(true, transport::RemoteAddr{taken->addr.addr + info.length,
-                                                   taken->addr.rkey},
-                       10, taken->handle)
+  ASSERT_TRUE(OneSided(true,
+                       transport::RemoteAddr{taken->addr.addr + info.length, taken->addr.rkey}, 10,
+                       taken->handle)
                   .ok());
   ASSERT_TRUE(WaitPersisted(taken->handle, info.length + 10));
   // A newer fence after the restart is written over the old one.
