@@ -5,6 +5,7 @@
 #include <glog/logging.h>
 
 #include "logc/client/log_client_internal.h"
+#include "logc/client/log_fencer.h"
 #include "logc/client/log_recovery_reader.h"
 #include "logc/client/log_registry.h"
 #include "logc/client/log_repairer.h"
@@ -61,6 +62,7 @@ LogClient::LogClient(LogClientOptions options, rpc::RpcEndpoint* endpoint,
   repairer_ = std::make_unique<LogRepairer>(parts);
   parts.repairer = repairer_.get();
   writer_ = std::make_unique<LogWriter>(parts);
+  fencer_ = std::make_unique<LogFencer>(parts);
   reader_ = std::make_unique<LogRecoveryReader>(parts);
 
   metrics->RegisterCallbackGauge(
@@ -114,7 +116,43 @@ void LogClient::SetLogcs(std::map<std::string, std::string> logcs) {
   logcs_->SetLogcs(std::move(logcs));
 }
 
-void LogClient::ForgetRange(uint32_t range) { registry_->ForgetRange(range); }
+void LogClient::ForgetRange(uint32_t range) {
+  if (!registry_->IsFenced(range)) {
+    registry_->ForgetRange(range);
+    return;
+  }
+  // Abandoned: the newer owner holds these logs now (it read them, and deletes them once
+  // flushed); this client only lets go of them.
+  AbandonLogs(range, registry_->FencedError(range));
+}
+
+void LogClient::AbandonLogs(uint32_t range, const Status& why) {
+  for (auto& log : registry_->RemoveRange(range)) {
+    std::vector<std::shared_ptr<Replica>> dropped;
+    {
+      MutexLock lock(&log->mu);
+      if (log->dead.ok()) log->dead = why;
+      dropped = log->replicas;
+      log->replicas.clear();
+      log->deleted = true;
+      log->cv.NotifyAll();
+    }
+    registry_->Forget(dropped, false);
+  }
+}
+
+Status LogClient::FenceRange(uint32_t range, uint64_t owner_epoch) {
+  if (owner_epoch > registry_->EpochOf(range)) {
+    // Logs this client still holds of the range were written under an older epoch (its own
+    // earlier tenure): the fence makes their regions read-only, so they are let go here and
+    // read back by ReadAll like any other owner's.
+    AbandonLogs(range, Status::Aborted("range " + std::to_string(range) +
+                                       " changed owner epoch to " + std::to_string(owner_epoch)));
+  }
+  return fencer_->FenceRange(range, owner_epoch);
+}
+
+bool LogClient::IsFenced(uint32_t range) const { return registry_->IsFenced(range); }
 
 Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view bytes,
                          bool* reached) {
@@ -123,6 +161,11 @@ Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view byt
 
 Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
                           std::vector<RecoveredLog>* logs, std::vector<uint64_t>* missing) {
+  if (registry_->IsFenced(range)) {
+    logs->clear();
+    missing->clear();
+    return registry_->FencedError(range);
+  }
   return reader_->ReadAll(range, threads, new_range, logs, missing);
 }
 
@@ -163,6 +206,7 @@ void LogClient::HandleRequest(transport::PeerId peer, uint16_t type, std::string
 // ---- Delete -----------------------------------------------------------------------
 
 void LogClient::Delete(uint32_t range, std::vector<uint64_t> memtables) {
+  const bool fenced = registry_->IsFenced(range);
   std::vector<std::shared_ptr<Log>> logs = registry_->Remove(range, memtables);
   std::vector<std::string> logc_ids = logcs_->KnownIds();
   for (auto& log : logs) {
@@ -178,14 +222,20 @@ void LogClient::Delete(uint32_t range, std::vector<uint64_t> memtables) {
     }
     registry_->Forget(dropped, false);
   }
+  if (fenced) {
+    LOG(INFO) << "range " << range << " is fenced: its logs are not deleted (the newer owner's)";
+    return;
+  }
   auto task = [this, range, memtables = std::move(memtables), logc_ids] {
-    DeleteLogsRequest req{range, memtables};
+    DeleteLogsRequest req{range, memtables, registry_->EpochOf(range)};
     const std::string payload = Encode(req);
     for (const std::string& id : logc_ids) {
+      if (registry_->IsFenced(range)) return;  // a LogC said so meanwhile: delete no more
       auto peer = logcs_->PeerFor(id);
       Status s = peer.status();
       if (s.ok())
         s = endpoint_->CallSync(peer.value(), kDeleteLogs, payload, options_.timeout).status();
+      if (s.IsFenced()) registry_->MarkFenced(range, s);
       if (!s.ok()) {
         m_->errors->Increment();
         LOG(WARNING) << "deleting logs of range " << range << " at LogC " << id << ": "

@@ -16,13 +16,17 @@
 //    reachable, and then marks the range in sync at the LogCs (kMarkInSync), which is what
 //    lets a later recovery trust a LogC's listing (docs/durability.md "Recovery");
 //  - a LogC that restarted is recognized by its incarnation: replicas it held in an
-//    earlier incarnation are dropped, never written under stale offsets.
+//    earlier incarnation are dropped, never written under stale offsets;
+//  - owner fencing (docs/logc.md "Fencing"): a new owner of a range fences it at the LogCs
+//    (FenceRange) before it reads the range's logs; from then on the older owner's appends
+//    fail with Status::Fenced and it writes, copies and deletes nothing more of the range.
 //
-// Structure (docs/logc.md "Client structure"): LogClient is a facade over five parts, each
+// Structure (docs/logc.md "Client structure"): LogClient is a facade over six parts, each
 // with one job and its own header: LogcReplicaSet (which LogCs exist, their reachability,
 // the choice of LogCs for new replicas), LogRegistry (the logs held, their replicas'
-// bookkeeping and persist acknowledgments), LogWriter (appends with group commit),
-// LogRepairer (failover, re-replication, in-sync marks, the background pass) and
+// bookkeeping and persist acknowledgments, ranges' owner epochs and fenced marks),
+// LogWriter (appends with group commit), LogRepairer (failover, re-replication, in-sync
+// marks, the background pass), LogFencer (fencing a range for its new owner) and
 // LogRecoveryReader (recovery reads).
 //
 // Thread safety: all public methods are thread-safe. Lock order, across the parts:
@@ -92,6 +96,7 @@ class LogcReplicaSet;
 class LogRegistry;
 class LogRepairer;
 class LogWriter;
+class LogFencer;
 class LogRecoveryReader;
 
 class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
@@ -125,7 +130,10 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   // min_insync_replicas of them: memory = the WRITE completed there; disk, memory+disk =
   // the LogC reported the bytes fdatasync'd. Returns OK then; InvalidArgument in mode
   // none; Unavailable when fewer than min_insync_replicas replicas could be kept for
-  // `timeout` (or none is left); Aborted if the log was deleted while the append waited.
+  // `timeout` (or none is left); Aborted if the log was deleted while the append waited;
+  // Fenced once a LogC said a newer owner fenced the range (IsFenced(range) is then true,
+  // and every later Append of the range fails Fenced at once: the bytes are not
+  // acknowledged, and not retried on another LogC; the caller stops serving the range).
   // After a failure the log is dead for appends (every later Append fails at once) but is
   // still re-replicated in the background: it may hold acknowledged bytes.
   // *reached (if not null) is set false when the append failed and none of `bytes` was
@@ -135,7 +143,8 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
 
   // Deletes the logs of these memtables at every LogC this client knows (their replicas
   // included), in the background: returns at once; failures are logged and counted.
-  // Appends to them still waiting fail with Aborted.
+  // Appends to them still waiting fail with Aborted. In a fenced range the logs are only
+  // dropped here: nothing is deleted at the LogCs (the newer owner may need them).
   // REQUIRES: no later Append to these memtables (it would start a new log, which the
   // background delete may remove).
   void Delete(uint32_t range, std::vector<uint64_t> memtables);
@@ -158,7 +167,8 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   // sync for the range, so a log with acknowledged writes may be on none of those listed.
   // `new_range`: the range has never been opened (its MANIFEST was just created), so there
   // is nothing to miss. Ranges in force_recovery_ranges are never refused; what they may
-  // lose is logged.
+  // lose is logged. Fenced if the range is fenced here.
+  // A new owner (owner epoch > 0) calls FenceRange first and reads only if it succeeded.
   Status ReadAll(uint32_t range, int threads, bool new_range, std::vector<RecoveredLog>* logs,
                  std::vector<uint64_t>* missing);
   Status ReadAll(uint32_t range, int threads, std::vector<RecoveredLog>* logs,
@@ -167,8 +177,30 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   }
 
   // The range is closed here (it may open elsewhere): the repairer no longer marks it in
-  // sync at LogCs. Its logs stay until deleted.
+  // sync at LogCs. Its logs stay until deleted. A fenced range is abandoned: its logs are
+  // dropped here (waiting appends fail Fenced), not deleted anywhere, never repaired.
   void ForgetRange(uint32_t range);
+
+  // Fences `range` for its new owner, this client, of `owner_epoch` (> 0; 0 is legacy: OK,
+  // nothing done). Call it before ReadAll of the range. Sends kFenceLogs to every
+  // configured LogC (in parallel, each up to `timeout`); a LogC confirms once no owner of an
+  // older epoch can write or persist anything more there (docs/logc.md "Fencing").
+  // Returns OK when at least N - M + 1 of the N configured LogCs confirmed (M =
+  // min_insync_replicas; log_fencer.h says why: the old owner is then left fewer than M
+  // LogCs to acknowledge on, and every write it acknowledged is on a confirmed one);
+  // Unavailable naming the LogCs that did not confirm otherwise (the caller retries, the
+  // range waits); Fenced when a LogC holds a newer owner's fence for the range (this
+  // client is stale: IsFenced(range) becomes true). OK in mode none. From the call on,
+  // every open, delete and in-sync mark of the range by this client carries the epoch.
+  // Logs of the range this client still holds from an older epoch (its own earlier
+  // tenure) are let go (not deleted): ReadAll reads them back.
+  // REQUIRES: the range is not open here (no Append or ReadAll of it runs); every owner
+  // with an epoch > 0 calls it when it opens the range, a new one included.
+  Status FenceRange(uint32_t range, uint64_t owner_epoch);
+  // True once a LogC answered Fenced for `range` (an Append, open, copy, in-sync mark,
+  // delete or FenceRange): a newer owner has it. Cleared only by FenceRange with a newer
+  // epoch (the range came back to this client).
+  bool IsFenced(uint32_t range) const;
 
   struct Stats {
     uint64_t appends = 0;           // Append calls that wrote bytes
@@ -192,6 +224,10 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   void OnPeerDown(transport::PeerId peer, const Status& why) override;
 
  private:
+  // Drops the range's logs from this client without deleting them at the LogCs (waiting
+  // appends fail with `why`) and stops serving the range.
+  void AbandonLogs(uint32_t range, const Status& why);
+
   // Constant after construction.
   const LogClientOptions options_;
   rpc::RpcEndpoint* const endpoint_;  // must outlive this
@@ -208,6 +244,7 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   std::unique_ptr<LogRegistry> registry_;
   std::unique_ptr<LogRepairer> repairer_;
   std::unique_ptr<LogWriter> writer_;
+  std::unique_ptr<LogFencer> fencer_;
   std::unique_ptr<LogRecoveryReader> reader_;
 
   ThreadPool delete_pool_;  // background deletes; last member: drained first

@@ -117,6 +117,17 @@ void LogRegistry::ForgetRange(uint32_t range) {
   ranges_.erase(range);
 }
 
+std::vector<std::shared_ptr<LogRegistry::Log>> LogRegistry::RemoveRange(uint32_t range) {
+  MutexLock lock(&mu_);
+  std::vector<std::shared_ptr<Log>> logs;
+  for (auto it = logs_.lower_bound({range, 0}); it != logs_.end() && it->first.first == range;) {
+    logs.push_back(it->second);
+    it = logs_.erase(it);
+  }
+  ranges_.erase(range);
+  return logs;
+}
+
 void LogRegistry::Block(uint32_t range) {
   MutexLock lock(&mu_);
   blocked_ranges_.insert(range);
@@ -133,6 +144,65 @@ size_t LogRegistry::BlockedCount() const {
   return blocked_ranges_.size();
 }
 
+// ---- Owner epochs and fences ---------------------------------------------------------
+
+void LogRegistry::SetEpoch(uint32_t range, uint64_t epoch) {
+  MutexLock lock(&epochs_mu_);
+  RangeEpoch& e = epochs_[range];
+  if (epoch > e.epoch) {
+    e = RangeEpoch{epoch, false, Status::OK()};
+  } else {
+    e.epoch = epoch;  // an older one: the LogCs judge it (Fenced if they saw a newer)
+  }
+}
+
+uint64_t LogRegistry::EpochOf(uint32_t range) const {
+  MutexLock lock(&epochs_mu_);
+  auto it = epochs_.find(range);
+  return it == epochs_.end() ? 0 : it->second.epoch;
+}
+
+void LogRegistry::MarkFenced(uint32_t range, const Status& why) {
+  MutexLock lock(&epochs_mu_);
+  RangeEpoch& e = epochs_[range];
+  if (e.fenced) return;
+  e.fenced = true;
+  e.why = why;
+  LOG(WARNING) << "range " << range << " (owner epoch " << e.epoch
+               << ") was fenced by a newer owner: no more appends, repairs or deletes of it here ("
+               << why.ToString() << ")";
+}
+
+bool LogRegistry::IsFenced(uint32_t range) const {
+  MutexLock lock(&epochs_mu_);
+  auto it = epochs_.find(range);
+  return it != epochs_.end() && it->second.fenced;
+}
+
+Status LogRegistry::FencedError(uint32_t range) const {
+  MutexLock lock(&epochs_mu_);
+  auto it = epochs_.find(range);
+  const uint64_t epoch = it == epochs_.end() ? 0 : it->second.epoch;
+  const std::string why = it == epochs_.end() ? std::string() : it->second.why.message();
+  return Status::Fenced("range " + std::to_string(range) + " at owner epoch " +
+                        std::to_string(epoch) + " was fenced by a newer owner: " + why);
+}
+
+Status LogRegistry::Probe(const std::shared_ptr<Log>& log, const Replica& rep, uint32_t segment,
+                          uint64_t capacity) {
+  OpenLogRequest req;
+  req.range = log->range;
+  req.memtable = log->memtable;
+  req.segment = segment;
+  req.capacity = capacity;
+  req.persist = Persists(settings_->mode.load());
+  req.owner_epoch = EpochOf(log->range);
+  auto reply = endpoint_->CallSync(rep.peer, kOpenLog, Encode(req), timeout_);
+  if (reply.ok()) return Status::OK();
+  if (reply.status().IsFenced()) MarkFenced(log->range, reply.status());
+  return reply.status().Prepend("probing LogC " + rep.logc_id);
+}
+
 // ---- Replicas -------------------------------------------------------------------------
 
 Status LogRegistry::OpenAt(const std::shared_ptr<Log>& log, const std::shared_ptr<Replica>& rep,
@@ -143,8 +213,12 @@ Status LogRegistry::OpenAt(const std::shared_ptr<Log>& log, const std::shared_pt
   req.segment = segment;
   req.capacity = capacity;
   req.persist = Persists(settings_->mode.load());
+  req.owner_epoch = EpochOf(log->range);
   auto reply = endpoint_->CallSync(rep->peer, kOpenLog, Encode(req), timeout_);
-  if (!reply.ok()) return reply.status().Prepend("opening at LogC " + rep->logc_id);
+  if (!reply.ok()) {
+    if (reply.status().IsFenced()) MarkFenced(log->range, reply.status());
+    return reply.status().Prepend("opening at LogC " + rep->logc_id);
+  }
   OpenLogResponse resp;
   NOVA_RETURN_NOT_OK(Decode(reply.value(), &resp));
   NoteIncarnation(rep->logc_id, resp.incarnation);
@@ -231,6 +305,7 @@ void LogRegistry::HandlePersisted(transport::PeerId peer, const LogPersisted& m)
   Replica::Segment& seg = route.replica->segments[route.segment];
   if (!m.status.ok()) {
     seg.ack_error = m.status;
+    if (m.status.IsFenced()) MarkFenced(log->range, m.status);  // epochs_mu_ is a leaf
   } else {
     seg.persisted = std::max(seg.persisted, m.persisted_length);
   }

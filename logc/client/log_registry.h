@@ -6,11 +6,15 @@
 //    acknowledgments (kLogPersisted) to that replica's segment;
 //  - dropping failed replicas from a log, and failing the replicas a LogC lost: its
 //    connection went down, or it restarted (a new incarnation);
-//  - listing a range's files at a LogC (kListLogs), which tells its incarnation.
+//  - listing a range's files at a LogC (kListLogs), which tells its incarnation;
+//  - each range's owner epoch (carried by every open) and whether a LogC answered Fenced
+//    for it: a newer owner has the range, and this client writes and repairs nothing more
+//    of it (docs/logc.md "Fencing").
 // It decides nothing about placement (LogcReplicaSet does) nor when to copy (LogRepairer).
 //
 // Thread safety: all methods are thread-safe. Lock order: incarnation_mu_, then mu_, then a
-// log's mu, then acks_mu_; LogcReplicaSet's mu_ is a leaf (Adopt takes it under mu_ and a log's mu; it is
+// log's mu, then acks_mu_; epochs_mu_ is a leaf (any lock may be held when taking it);
+// LogcReplicaSet's mu_ is a leaf (Adopt takes it under mu_ and a log's mu; it is
 // never held while taking ours). No lock of this class is held while calling the transport or the
 // `on_replica_lost` hook.
 #pragma once
@@ -68,15 +72,36 @@ class LogRegistry {
   std::set<uint32_t> Ranges() const EXCLUDES(mu_);
   bool Serves(uint32_t range) const EXCLUDES(mu_);
   void ForgetRange(uint32_t range) EXCLUDES(mu_);
+  // Removes every log of `range` from the registry and returns them, and stops serving it.
+  std::vector<std::shared_ptr<Log>> RemoveRange(uint32_t range) EXCLUDES(mu_);
   // Recovery of `range` was refused (Block) or goes on (Unblock: it is served from now).
   void Block(uint32_t range) EXCLUDES(mu_);
   void Unblock(uint32_t range) EXCLUDES(mu_);
   size_t BlockedCount() const EXCLUDES(mu_);
 
+  // ---- Owner epochs and fences ----
+  // The owner epoch this client holds `range` under from now on (0: legacy, unfenced). A
+  // newer epoch than the range's earlier one clears its fenced mark (the range came back).
+  void SetEpoch(uint32_t range, uint64_t epoch) EXCLUDES(epochs_mu_);
+  uint64_t EpochOf(uint32_t range) const EXCLUDES(epochs_mu_);
+  // A LogC answered Fenced (`why`) for `range`: sticky until a newer SetEpoch.
+  void MarkFenced(uint32_t range, const Status& why) EXCLUDES(epochs_mu_);
+  bool IsFenced(uint32_t range) const EXCLUDES(epochs_mu_);
+  // What an operation on a fenced range returns: Status::Fenced naming the range, the
+  // epoch and the LogC's answer. REQUIRES: IsFenced(range).
+  Status FencedError(uint32_t range) const EXCLUDES(epochs_mu_);
+  // Re-sends the idempotent open of `segment` of `log` to the replica's LogC with the
+  // range's epoch after a WRITE there failed: Fenced (and the range marked fenced) when a
+  // newer owner fenced the range there; OK or another error otherwise (the replica's
+  // failure stands either way). REQUIRES: no lock of `log` held.
+  Status Probe(const std::shared_ptr<Log>& log, const Replica& rep, uint32_t segment,
+               uint64_t capacity) EXCLUDES(epochs_mu_);
+
   // ---- Replicas ----
-  // Opens segment `segment` of `log` at the replica's LogC; checks its capacity and (when
-  // persisted) that it is not still persisting. On success appends the replica's segment
-  // entry (and, persisted, its ack route). Aborted if the LogC restarted since the
+  // Opens segment `segment` of `log` at the replica's LogC, under the range's owner epoch
+  // (Fenced, and the range marked fenced, when a newer owner fenced it there); checks its
+  // capacity and (when persisted) that it is not still persisting. On success appends the replica's
+  // segment entry (and, persisted, its ack route). Aborted if the LogC restarted since the
   // replica's earlier segments were opened. REQUIRES: no lock of `log` held.
   Status OpenAt(const std::shared_ptr<Log>& log, const std::shared_ptr<Replica>& rep,
                 uint32_t segment, uint64_t capacity) EXCLUDES(acks_mu_);
@@ -88,7 +113,8 @@ class LogRegistry {
   void Forget(const std::vector<std::shared_ptr<Replica>>& reaped, bool failed)
       EXCLUDES(acks_mu_);
   void DropAckRoutes(const Replica& rep) EXCLUDES(acks_mu_);
-  // A kLogPersisted from `peer`: updates the segment it routes to.
+  // A kLogPersisted from `peer`: updates the segment it routes to (one reporting Fenced
+  // marks the log's range fenced).
   void HandlePersisted(transport::PeerId peer, const LogPersisted& m) EXCLUDES(acks_mu_);
   // The connection `peer` went down: the replicas there fail (the caller wakes the
   // repairer).
@@ -131,6 +157,14 @@ class LogRegistry {
   std::map<std::pair<uint32_t, uint64_t>, std::shared_ptr<Log>> logs_ GUARDED_BY(mu_);
   std::set<uint32_t> ranges_ GUARDED_BY(mu_);          // ranges logged or recovered here
   std::set<uint32_t> blocked_ranges_ GUARDED_BY(mu_);  // whose last ReadAll was refused
+
+  struct RangeEpoch {
+    uint64_t epoch = 0;
+    bool fenced = false;
+    Status why;  // the LogC's answer, when fenced
+  };
+  mutable Mutex epochs_mu_;
+  std::map<uint32_t, RangeEpoch> epochs_ GUARDED_BY(epochs_mu_);
 
   Mutex acks_mu_;
   // Where kLogPersisted of (LogC peer, handle) goes.

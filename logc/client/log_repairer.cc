@@ -46,6 +46,7 @@ void LogRepairer::MaybeRereplicate(const std::shared_ptr<Log>& log, int max_atte
     for (auto& r : log->replicas) current.push_back(r->logc_id);
   }
   parts_.registry->Forget(reaped, true);
+  if (parts_.registry->IsFenced(log->range)) return;  // a newer owner has it: no copies
   if (current.empty() || static_cast<int>(current.size()) >= parts_.settings->replicas.load())
     return;
   {
@@ -67,6 +68,8 @@ void LogRepairer::MaybeRereplicate(const std::shared_ptr<Log>& log, int max_atte
       LOG(INFO) << LogName(log->range, log->memtable) << " re-replicated to LogC " << id;
     } else if (s.code() == Status::Code::kAborted) {
       break;  // the log was deleted meanwhile
+    } else if (parts_.registry->IsFenced(log->range)) {
+      break;  // the LogC said a newer owner has the range: no other is tried
     } else {
       parts_.m->errors->Increment();
       parts_.logcs->MarkFailed(id);
@@ -81,6 +84,7 @@ Status LogRepairer::EnsureInsync(const std::shared_ptr<Log>& log) {
   const MonoTime deadline = MonoNow() + parts_.options->timeout;
   const int target = parts_.settings->InsyncTarget();
   auto live_replicas = [&]() -> Result<int> {
+    if (parts_.registry->IsFenced(log->range)) return parts_.registry->FencedError(log->range);
     MutexLock lock(&log->mu);
     if (!log->dead.ok()) return log->dead;
     return log->LiveLocked();
@@ -126,6 +130,7 @@ bool LogRepairer::RangeMarkedAt(uint32_t range, const std::vector<std::string>& 
 
 void LogRepairer::MarkRange(uint32_t range, const std::vector<std::string>& only) {
   if (!parts_.registry->Serves(range)) return;  // not open here (or its recovery was refused)
+  if (parts_.registry->IsFenced(range)) return;  // a newer owner has it
   const std::vector<std::string> ids = parts_.logcs->Unmarked(range, only);
   for (const std::string& id : ids) {
     // Its incarnation first (a restart since this client last saw it drops the replicas it
@@ -140,9 +145,14 @@ void LogRepairer::MarkRange(uint32_t range, const std::vector<std::string>& only
     const ListLogsResponse& list = listed.value();
     if (!list.in_sync) {
       if (!RangeFullyReplicated(range)) return;
-      MarkInSyncRequest req{range, list.incarnation, Persists(parts_.settings->mode.load())};
+      MarkInSyncRequest req{range, list.incarnation, Persists(parts_.settings->mode.load()),
+                            parts_.registry->EpochOf(range)};
       auto marked =
           parts_.endpoint->CallSync(peer, kMarkInSync, Encode(req), parts_.options->timeout);
+      if (!marked.ok() && marked.status().IsFenced()) {
+        parts_.registry->MarkFenced(range, marked.status());
+        return;
+      }
       if (!marked.ok()) {
         LOG_EVERY_N(WARNING, 20) << "marking range " << range << " in sync at LogC " << id
                                  << ": " << marked.status().ToString();
@@ -170,10 +180,13 @@ void LogRepairer::RepairPass() {
   std::vector<std::shared_ptr<Log>> logs;
   std::set<uint32_t> ranges;
   logs = parts_.registry->All();
-  ranges = parts_.registry->Ranges();
+  for (uint32_t range : parts_.registry->Ranges()) {
+    if (!parts_.registry->IsFenced(range)) ranges.insert(range);
+  }
   const int r = parts_.settings->replicas.load();
   uint64_t under = 0;
   for (auto& log : logs) {
+    if (parts_.registry->IsFenced(log->range)) continue;  // abandoned: a newer owner has it
     {
       MutexLock lock(&log->mu);
       if (log->capacity.empty() || (log->durable_end == 0 && !log->recovered)) continue;
@@ -197,7 +210,7 @@ void LogRepairer::RepairPass() {
     log->cv.NotifyAll();
   }
   parts_.m->underreplicated = under;
-  for (uint32_t range : ranges) MarkRange(range);
+  for (uint32_t range : ranges) MarkRange(range);  // skips fenced ranges
   const uint64_t unsynced = parts_.logcs->CountUnsynced(ranges);
   parts_.m->unsynced_logcs = unsynced;
   parts_.m->repair_passes.fetch_add(1);

@@ -32,6 +32,9 @@ Status LogWriter::Append(uint32_t range, uint64_t memtable, std::string_view byt
   if (parts_.settings->mode.load() == LogMode::kNone) {
     return Status::InvalidArgument("log mode none: nothing is logged");
   }
+  // A fenced range takes nothing more (not even into a log of its own that a newer owner
+  // never saw): the caller stops serving it.
+  if (parts_.registry->IsFenced(range)) return parts_.registry->FencedError(range);
   if (bytes.empty()) return Status::OK();
   const MonoTime start = MonoNow();
   std::shared_ptr<Log> log = parts_.registry->GetOrCreate(range, memtable);
@@ -61,7 +64,10 @@ Status LogWriter::Append(uint32_t range, uint64_t memtable, std::string_view byt
     if (s.ok()) {
       log->durable_end = batch_end;
     } else if (log->dead.ok()) {
-      log->dead = s.Prepend(LogName(range, memtable));
+      // However the failure surfaced (a WRITE, an open, a copy refused): if a LogC said the
+      // range is fenced, the batch is not acknowledged and the log dies Fenced.
+      log->dead = parts_.registry->IsFenced(range) ? parts_.registry->FencedError(range)
+                                                   : s.Prepend(LogName(range, memtable));
       LOG(ERROR) << log->dead.ToString();
     }
     if (log->staging && log->staging->size > kKeptStagingBytes) log->staging.reset();
@@ -181,6 +187,12 @@ Status LogWriter::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity
           parts_.m->errors->Increment();
           parts_.logcs->ReleaseLogc(id);
           parts_.registry->DropAckRoutes(*rep);
+          // Fenced: a newer owner has the range; no other LogC is tried.
+          if (parts_.registry->IsFenced(log->range)) {
+            for (auto& done : opened) parts_.logcs->ReleaseLogc(done->logc_id);
+            for (auto& done : opened) parts_.registry->DropAckRoutes(*done);
+            return parts_.registry->FencedError(log->range);
+          }
           parts_.logcs->MarkFailed(id);
           LOG_EVERY_N(WARNING, 20) << LogName(log->range, log->memtable) << ": " << s.ToString();
           continue;
@@ -224,6 +236,7 @@ Status LogWriter::OpenSegment(const std::shared_ptr<Log>& log, uint64_t capacity
     }
   }
   parts_.registry->Forget(reaped, true);
+  if (parts_.registry->IsFenced(log->range)) return parts_.registry->FencedError(log->range);
   if (!any) {
     return Status::Unavailable("no replica could open segment " + std::to_string(segment) +
                                " of " + LogName(log->range, log->memtable));
@@ -251,8 +264,10 @@ Status LogWriter::WritePiece(const std::shared_ptr<Log>& log, size_t segment, ui
     uint32_t handle;
   };
   std::vector<Target> targets;
+  uint64_t capacity;
   {
     MutexLock lock(&log->mu);
+    capacity = log->capacity[segment];
     for (auto& rep : log->replicas) {
       if (rep->failed || rep->segments.size() <= segment) continue;
       rep->op_seq++;
@@ -328,6 +343,22 @@ Status LogWriter::WritePiece(const std::shared_ptr<Log>& log, size_t segment, ui
   }
   parts_.registry->Forget(reaped, true);
   parts_.m->writes->Increment();
+  // A WRITE refused by a LogC may mean a newer owner fenced the range there (tcp: an
+  // unknown rkey; verbs: the lane resets). The idempotent open, with this range's epoch,
+  // tells: Fenced marks the range, and the turn stops here, neither acknowledged nor
+  // copied elsewhere. A persist acknowledgment reporting Fenced marked it already. Legacy
+  // ranges (epoch 0) are not probed: an owner of an epoch fences them only in a cluster
+  // still being upgraded, and their next open or copy is refused Fenced anyway.
+  const bool probe = parts_.registry->EpochOf(log->range) != 0;
+  for (const auto& rep : reaped) {
+    if (!probe) break;
+    if (parts_.registry->IsFenced(log->range)) break;
+    if (rep->why.IsFenced() || rep->why.IsTimedOut()) continue;  // a hung LogC: no probe
+    Status probe = parts_.registry->Probe(log, *rep, static_cast<uint32_t>(segment), capacity);
+    LOG_IF(INFO, !probe.ok() && !probe.IsFenced())
+        << LogName(log->range, log->memtable) << ": " << probe.ToString();
+  }
+  if (parts_.registry->IsFenced(log->range)) return parts_.registry->FencedError(log->range);
   if (!any) {
     return Status::Unavailable(
         "every replica failed" +

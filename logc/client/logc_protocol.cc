@@ -33,6 +33,16 @@ bool GetBool(PayloadReader* r, std::string_view field, bool* v) {
   return true;
 }
 
+// A trailing optional u64 (fields added after the first version): written only when not 0,
+// read only when bytes remain.
+void PutTrailing(PayloadWriter* w, uint64_t v) {
+  if (v != 0) w->PutU64(v);
+}
+bool GetTrailing(PayloadReader* r, std::string_view field, uint64_t* v) {
+  *v = 0;
+  return r->remaining() == 0 || r->GetU64(field, v);
+}
+
 Status Finish(const PayloadReader& r, bool ok, const char* what) {
   if (!ok) {
     Status s = r.status();
@@ -50,13 +60,14 @@ std::string Encode(const OpenLogRequest& m) {
   w.PutU32(m.segment);
   w.PutU64(m.capacity);
   w.PutU8(m.persist ? 1 : 0);
+  PutTrailing(&w, m.owner_epoch);
   return w.Finish();
 }
 Status Decode(std::string_view in, OpenLogRequest* m) {
   PayloadReader r(in);
   bool ok = r.GetU32("range", &m->range) && r.GetU64("memtable", &m->memtable) &&
             r.GetU32("segment", &m->segment) && r.GetU64("capacity", &m->capacity) &&
-            GetBool(&r, "persist", &m->persist);
+            GetBool(&r, "persist", &m->persist) && GetTrailing(&r, "owner_epoch", &m->owner_epoch);
   return Finish(r, ok, "open-log request");
 }
 
@@ -160,6 +171,7 @@ std::string Encode(const DeleteLogsRequest& m) {
   w.PutU32(m.range);
   w.PutVarint32(static_cast<uint32_t>(m.memtables.size()));
   for (uint64_t id : m.memtables) w.PutU64(id);
+  PutTrailing(&w, m.owner_epoch);
   return w.Finish();
 }
 Status Decode(std::string_view in, DeleteLogsRequest* m) {
@@ -170,6 +182,7 @@ Status Decode(std::string_view in, DeleteLogsRequest* m) {
   m->memtables.clear();
   if (ok) m->memtables.resize(n);
   for (uint32_t i = 0; ok && i < n; ++i) ok = r.GetU64("memtable", &m->memtables[i]);
+  ok = ok && GetTrailing(&r, "owner_epoch", &m->owner_epoch);
   return Finish(r, ok, "delete-logs request");
 }
 
@@ -204,13 +217,38 @@ std::string Encode(const MarkInSyncRequest& m) {
   w.PutU32(m.range);
   w.PutU64(m.incarnation);
   w.PutU8(m.persist ? 1 : 0);
+  PutTrailing(&w, m.owner_epoch);
   return w.Finish();
 }
 Status Decode(std::string_view in, MarkInSyncRequest* m) {
   PayloadReader r(in);
   bool ok = r.GetU32("range", &m->range) && r.GetU64("incarnation", &m->incarnation) &&
-            GetBool(&r, "persist", &m->persist);
+            GetBool(&r, "persist", &m->persist) && GetTrailing(&r, "owner_epoch", &m->owner_epoch);
   return Finish(r, ok, "mark-in-sync request");
+}
+
+std::string Encode(const FenceLogsRequest& m) {
+  PayloadWriter w;
+  w.PutU32(m.range);
+  w.PutU64(m.owner_epoch);
+  return w.Finish();
+}
+Status Decode(std::string_view in, FenceLogsRequest* m) {
+  PayloadReader r(in);
+  bool ok = r.GetU32("range", &m->range) && r.GetU64("owner_epoch", &m->owner_epoch);
+  return Finish(r, ok, "fence-logs request");
+}
+
+std::string Encode(const FenceLogsResponse& m) {
+  PayloadWriter w;
+  w.PutU32(m.files_fenced);
+  w.PutU64(m.incarnation);
+  return w.Finish();
+}
+Status Decode(std::string_view in, FenceLogsResponse* m) {
+  PayloadReader r(in);
+  bool ok = r.GetU32("files_fenced", &m->files_fenced) && r.GetU64("incarnation", &m->incarnation);
+  return Finish(r, ok, "fence-logs response");
 }
 
 std::string Encode(const LogcStatsResponse& m) {

@@ -8,6 +8,14 @@
 // Encodings are PayloadWriter/PayloadReader sequences (common/wire/message.h) in the field
 // order of the structs. DO NOT CHANGE field order or type numbers: on the wire. Decoders
 // return Corruption naming the field on malformed input and never read past the end.
+// Fields added later are trailing and optional: a decoder reads one only when bytes remain
+// (an older sender omits it: it reads as 0), and an encoder omits it while it is 0, so a
+// request of an unfenced range stays readable by an older LogC.
+//
+// Owner fencing (docs/logc.md "Fencing"): an owner epoch is the coordinator's count of a
+// range's owners; 0 is legacy (unfenced). A LogC keeps the newest epoch it has seen per range
+// (kFenceLogs, or an open carrying a newer one) and refuses, with Status::Fenced, opens,
+// deletes and in-sync marks carrying an older one, and appends to files opened under one.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +35,7 @@ enum MessageType : uint16_t {  // DO NOT CHANGE: on the wire (wire::kLogcTypes)
   kDeleteLogs = 0x0204,
   kLogcStats = 0x0205,
   kMarkInSync = 0x0206,    // the range's logs have R replicas: this LogC counts for recovery
+  kFenceLogs = 0x0207,     // a new owner fences off the older owners' files of a range
   kLogPersisted = 0x0210,  // LogC -> client notification: a file is durable up to a length
 };
 
@@ -38,6 +47,11 @@ struct OpenLogRequest {
   uint32_t segment = 0;
   uint64_t capacity = 0;  // bytes of the region (and the most the file can hold)
   bool persist = false;   // appends arrive with the handle as immediate and are fdatasync'd
+  // Trailing: the opener's owner epoch of the range (0: legacy). Refused (Fenced) when older
+  // than the LogC's newest for the range; a newer one fences the range first (as
+  // kFenceLogs). A file fenced earlier is handed to an opener of the newest epoch writable
+  // again, under a fresh rkey.
+  uint64_t owner_epoch = 0;
 };
 struct OpenLogResponse {
   uint32_t handle = 0;             // the immediate of appends to a persisted file
@@ -81,6 +95,25 @@ struct MarkInSyncRequest {
   uint32_t range = 0;
   uint64_t incarnation = 0;
   bool persist = false;
+  uint64_t owner_epoch = 0;  // trailing; as in OpenLogRequest (refused when stale)
+};
+
+// Fences `range` at this LogC for the owner of `owner_epoch` (> 0). Answered only once, for
+// every file of the range opened under an older epoch: its region is deregistered (WRITEs
+// in flight finish first, later ones fail), it is drained (persisted == received: no
+// acknowledgment can follow for bytes a reader of the listing would not see) and it is
+// registered again read-only under an rkey never used by a fenced region of this process.
+// Its immediates are refused from then on (kLogPersisted with Fenced). With --logc_persist
+// the fence is written to <dir>/logs/r<range>.fence and synced before the answer, and
+// survives restarts. Fenced when the LogC holds a newer epoch for the range; the same epoch
+// again is idempotent.
+struct FenceLogsRequest {
+  uint32_t range = 0;
+  uint64_t owner_epoch = 0;
+};
+struct FenceLogsResponse {
+  uint32_t files_fenced = 0;  // files this request fenced (0 when already fenced)
+  uint64_t incarnation = 0;   // as in OpenLogResponse
 };
 
 // Reads persisted bytes [offset, offset + length) of a file from the LogC's disk. The reply
@@ -101,6 +134,7 @@ struct ReadLogResponse {
 struct DeleteLogsRequest {
   uint32_t range = 0;
   std::vector<uint64_t> memtables;
+  uint64_t owner_epoch = 0;  // trailing; as in OpenLogRequest (refused when stale)
 };
 struct DeleteLogsResponse {
   uint32_t files_deleted = 0;
@@ -145,6 +179,10 @@ std::string Encode(const LogPersisted& m);
 Status Decode(std::string_view in, LogPersisted* m);
 std::string Encode(const MarkInSyncRequest& m);
 Status Decode(std::string_view in, MarkInSyncRequest* m);
+std::string Encode(const FenceLogsRequest& m);
+Status Decode(std::string_view in, FenceLogsRequest* m);
+std::string Encode(const FenceLogsResponse& m);
+Status Decode(std::string_view in, FenceLogsResponse* m);
 std::string Encode(const LogcStatsResponse& m);
 Status Decode(std::string_view in, LogcStatsResponse* m);
 

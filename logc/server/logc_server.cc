@@ -31,7 +31,13 @@ constexpr uint64_t kReadReplySlackBytes = 4096;
 // kLogPersisted (0x0210) is left free: it is the client side's notification.
 constexpr wire::TypeRange kControlLow{kOpenLog, kListLogs};
 constexpr wire::TypeRange kStorage{kReadLog, kReadLog};
-constexpr wire::TypeRange kControlHigh{kDeleteLogs, kMarkInSync};
+constexpr wire::TypeRange kControlHigh{kDeleteLogs, kFenceLogs};
+// Registrations tried for a region before giving up on finding an rkey no fenced region had
+// (random 32-bit rkeys: a second try is already rare).
+constexpr int kFreshRkeyAttempts = 16;
+// How long a fence waits for a fenced file's persisting to end (a hung disk): it then fails
+// and the client counts this LogC as not confirmed.
+constexpr auto kFenceDrainTimeout = std::chrono::seconds(10);
 
 // The daemon's fault point: each group persisted ("delay:<ms>" makes a slow disk, "error"
 // a failed write, which fences the file like a real one).
@@ -54,6 +60,29 @@ std::string InSyncMarkName(uint32_t range) { return "r" + std::to_string(range) 
 bool ParseInSyncMarkName(const std::string& name, uint32_t* range) {
   if (std::sscanf(name.c_str(), "r%" SCNu32 ".insync", range) != 1) return false;
   return InSyncMarkName(*range) == name;
+}
+
+// Disk file name of a range's fence; it holds the owner epoch in decimal and a newline.
+// DO NOT CHANGE: persisted.
+std::string FenceName(uint32_t range) { return "r" + std::to_string(range) + ".fence"; }
+
+bool ParseFenceName(const std::string& name, uint32_t* range) {
+  if (std::sscanf(name.c_str(), "r%" SCNu32 ".fence", range) != 1) return false;
+  return FenceName(*range) == name;
+}
+
+Status ReadFenceFile(const std::string& path, uint64_t* epoch) {
+  FILE* fp = std::fopen(path.c_str(), "re");
+  if (fp == nullptr) return Status::FromErrno("open " + path, errno);
+  char buf[32] = {};
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, fp);
+  std::fclose(fp);
+  char tail = 0;
+  if (n == 0 || std::sscanf(buf, "%" SCNu64 "%c", epoch, &tail) != 2 || tail != '\n' ||
+      std::to_string(*epoch) + "\n" != std::string(buf, n)) {
+    return Status::Corruption(path + ": not an owner epoch");
+  }
+  return Status::OK();
 }
 
 uint64_t NewIncarnation() {
@@ -128,11 +157,17 @@ struct LogcServer::LogFile {
   uint64_t capacity = 0;
   bool persist = false;
   char* mem = nullptr;  // mmap'd, capacity bytes
-  transport::MemoryRegion mr;
   int fd = -1;          // persisted files
   std::string path;     // persisted files
 
   mutable Mutex mu;
+  CondVar cv;  // `scheduled` became false
+  // The registered region: replaced (fresh rkey) when the file is fenced or taken over.
+  transport::MemoryRegion mr GUARDED_BY(mu);
+  // Owner epoch of the writer the file serves (0: legacy, or loaded from disk).
+  uint64_t epoch GUARDED_BY(mu) = 0;
+  // An owner of a newer epoch fenced the range: read-only, immediates refused.
+  bool fenced GUARDED_BY(mu) = false;
   // bytes [0, received) were written by the client (immediates)
   uint64_t received GUARDED_BY(mu) = 0;
   uint64_t persisted GUARDED_BY(mu) = 0;  // bytes [0, persisted) are fdatasync'd
@@ -179,7 +214,12 @@ LogcServer::~LogcServer() {
     by_handle_.clear();
   }
   for (auto& [key, f] : files) {
-    if (transport_) transport_->DeregisterMemory(f->mr).IgnoreError();
+    transport::MemoryRegion mr;
+    {
+      MutexLock lock(&f->mu);
+      mr = f->mr;
+    }
+    if (transport_) transport_->DeregisterMemory(mr).IgnoreError();
   }
 }
 
@@ -248,10 +288,8 @@ LogcStatsResponse LogcServer::GetStats() const {
 
 // ---- Files ------------------------------------------------------------------------
 
-Result<std::shared_ptr<LogcServer::LogFile>> LogcServer::NewFileLocked(const Key& key,
-                                                                       uint64_t capacity,
-                                                                       bool persist,
-                                                                       bool enforce_limit) {
+Result<std::shared_ptr<LogcServer::LogFile>> LogcServer::NewFileLocked(
+    const Key& key, uint64_t capacity, bool persist, bool enforce_limit, uint64_t epoch) {
   if (enforce_limit && memory_bytes_ + capacity > options_.memory_limit_bytes) {
     return Status::ResourceExhausted(
         "LogC memory limit reached: " + std::to_string(memory_bytes_) + " of " +
@@ -265,10 +303,18 @@ Result<std::shared_ptr<LogcServer::LogFile>> LogcServer::NewFileLocked(const Key
   f->capacity = capacity;
   f->persist = persist;
   f->mem = static_cast<char*>(mem);
-  auto mr =
-      transport_->RegisterMemory(mem, capacity, transport::kRemoteRead | transport::kRemoteWrite);
+  auto fence = fences_.find(std::get<0>(key));
+  const bool fenced = fence != fences_.end() && epoch < fence->second;
+  auto mr = RegisterFreshLocked(
+      f->mem, capacity,
+      fenced ? transport::kRemoteRead : transport::kRemoteRead | transport::kRemoteWrite);
   if (!mr.ok()) return mr.status();  // ~LogFile unmaps
-  f->mr = mr.value();
+  {
+    MutexLock file_lock(&f->mu);  // not shared yet: for the analysis
+    f->mr = mr.value();
+    f->epoch = epoch;
+    f->fenced = fenced;
+  }
   do {
     f->handle = next_handle_++;
   } while (f->handle == 0 || by_handle_.count(f->handle) != 0);
@@ -284,11 +330,21 @@ Status LogcServer::LoadPersistedFiles() {
   while (dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
   ::closedir(d);
   std::sort(names.begin(), names.end());
+  // Fences first: a file of a fenced range is loaded fenced.
+  for (const std::string& name : names) {
+    uint32_t range;
+    if (!ParseFenceName(name, &range)) continue;
+    uint64_t epoch;
+    NOVA_RETURN_NOT_OK(ReadFenceFile(dir + "/" + name, &epoch));
+    MutexLock lock(&mu_);
+    fences_[range] = epoch;
+  }
   size_t loaded = 0;
   for (const std::string& name : names) {
     if (name == "." || name == "..") continue;
     uint32_t range, segment;
     uint64_t memtable, capacity;
+    if (ParseFenceName(name, &range)) continue;
     if (ParseInSyncMarkName(name, &range)) {
       MutexLock lock(&mu_);
       in_sync_.insert(range);
@@ -312,8 +368,10 @@ Status LogcServer::LoadPersistedFiles() {
     {
       MutexLock lock(&mu_);
       // A restart must not lose logs to a lowered limit: load past it (new opens then fail).
+      // The file's epoch is not on disk: in a fenced range it loads fenced (an opener of
+      // the newest epoch takes it over).
       auto r = NewFileLocked(Key{range, memtable, segment}, region_bytes, true,
-                             /*enforce_limit=*/false);
+                             /*enforce_limit=*/false, /*epoch=*/0);
       if (!r.ok()) {
         ::close(fd);
         return r.status().Prepend(path);
@@ -324,6 +382,7 @@ Status LogcServer::LoadPersistedFiles() {
     f->path = path;
     Status s = PreadAll(fd, f->mem, size, 0);
     if (!s.ok()) {
+      MutexLock file_lock(&f->mu);  // not shared yet: for the analysis
       transport_->DeregisterMemory(f->mr).IgnoreError();
       return s.Prepend(path);
     }
@@ -342,12 +401,14 @@ Status LogcServer::LoadPersistedFiles() {
 }
 
 void LogcServer::DestroyFile(const std::shared_ptr<LogFile>& f) {
+  transport::MemoryRegion mr;
   {
     MutexLock lock(&f->mu);
     f->deleted = true;
+    mr = f->mr;
   }
   // Waits for peers' in-flight one-sided ops; later ones fail at the peer.
-  Status s = transport_->DeregisterMemory(f->mr);
+  Status s = transport_->DeregisterMemory(mr);
   LOG_IF(WARNING, !s.ok()) << "deregistering a log region: " << s.ToString();
   if (!f->path.empty() && ::unlink(f->path.c_str()) != 0 && errno != ENOENT) {
     errors_->Increment();
@@ -364,8 +425,8 @@ LogFileInfo LogcServer::InfoOf(const LogFile& f) const {
   i.handle = f.handle;
   i.capacity = f.capacity;
   i.persisted = f.persist;
-  i.addr = f.mr.Remote();
   MutexLock lock(&f.mu);
+  i.addr = f.mr.Remote();
   i.length = f.received;
   i.persisted_length = f.persisted;
   return i;
@@ -383,6 +444,7 @@ void LogcServer::HandleRequest(transport::PeerId peer, uint16_t type, std::strin
     case kDeleteLogs: return HandleDelete(payload, &responder);
     case kLogcStats: return responder.Reply(Encode(GetStats()));
     case kMarkInSync: return HandleMarkInSync(payload, &responder);
+    case kFenceLogs: return HandleFence(payload, &responder);
     default:
       errors_->Increment();
       responder.ReplyError(Status::NotSupported("unknown LogC request " + std::to_string(type)));
@@ -404,8 +466,20 @@ void LogcServer::HandleOpen(std::string_view payload, rpc::Responder* r) {
   }
   const Key key{req.range, req.memtable, req.segment};
   // One open at a time: the check for an existing file and the creation of its disk file
-  // must not interleave with another open of the same file.
+  // must not interleave with another open of the same file (nor with a fence).
   MutexLock open_lock(&open_mu_);
+  {
+    bool newer;
+    {
+      MutexLock lock(&mu_);
+      NOVA_REPLY_IF_ERROR(r, CheckEpochLocked(req.range, req.owner_epoch, "open"), errors_);
+      auto it = fences_.find(req.range);
+      newer = req.owner_epoch > (it == fences_.end() ? 0 : it->second);
+    }
+    // The first contact of a newer owner fences the range here, as kFenceLogs would: this
+    // LogC may have missed the new owner's fence.
+    if (newer) NOVA_REPLY_IF_ERROR(r, FenceLocked(req.range, req.owner_epoch, nullptr), errors_);
+  }
   auto reply = [&](const LogFile& f) {
     LogFileInfo i = InfoOf(f);
     OpenLogResponse resp;
@@ -419,12 +493,14 @@ void LogcServer::HandleOpen(std::string_view payload, rpc::Responder* r) {
     r->Reply(Encode(resp));
   };
   std::shared_ptr<LogFile> f;
+  bool existing = false;
   {
     MutexLock lock(&mu_);
     auto it = files_.find(key);
     if (it != files_.end()) f = it->second;
     if (f == nullptr) {
-      auto created = NewFileLocked(key, req.capacity, req.persist, /*enforce_limit=*/true);
+      auto created =
+          NewFileLocked(key, req.capacity, req.persist, /*enforce_limit=*/true, req.owner_epoch);
       NOVA_REPLY_IF_ERROR(r, created.status(), errors_);
       f = created.value();
       if (!req.persist) {
@@ -433,6 +509,7 @@ void LogcServer::HandleOpen(std::string_view payload, rpc::Responder* r) {
         return reply(*f);
       }
     } else {
+      existing = true;
       if (f->persist != req.persist) {
         NOVA_REPLY_IF_ERROR(
             r,
@@ -440,8 +517,19 @@ void LogcServer::HandleOpen(std::string_view payload, rpc::Responder* r) {
                                     (f->persist ? "persisted" : "in memory only")),
             errors_);
       }
-      return reply(*f);
     }
+  }
+  if (existing) {
+    // An existing file. Fenced, it is an older owner's (or loaded from disk in a fenced
+    // range): the check above made this opener the newest owner, who takes it over (a
+    // re-replication of a recovered log to a LogC holding a partial copy).
+    bool fenced;
+    {
+      MutexLock file_lock(&f->mu);
+      fenced = f->fenced;
+    }
+    if (fenced) NOVA_REPLY_IF_ERROR(r, UnfenceLocked(f.get(), req.owner_epoch), errors_);
+    return reply(*f);
   }
   // A new persisted file: create its disk file (and make the name durable) outside mu_,
   // which the xchg threads take for every immediate.
@@ -493,18 +581,18 @@ void LogcServer::HandleMarkInSync(std::string_view payload, rpc::Responder* r) {
                                              std::to_string(req.incarnation)),
                         errors_);
   }
+  if (req.persist && !options_.persist) {
+    NOVA_REPLY_IF_ERROR(r, Status::InvalidArgument("LogC started without --logc_persist"), errors_);
+  }
+  // Serialized with opens (which also create files in the directory) and fences.
+  MutexLock open_lock(&open_mu_);
+  bool known;
+  {
+    MutexLock lock(&mu_);
+    NOVA_REPLY_IF_ERROR(r, CheckEpochLocked(req.range, req.owner_epoch, "in-sync mark"), errors_);
+    known = in_sync_.count(req.range) != 0;
+  }
   if (req.persist) {
-    if (!options_.persist) {
-      NOVA_REPLY_IF_ERROR(r, Status::InvalidArgument("LogC started without --logc_persist"),
-                          errors_);
-    }
-    // Serialized with opens (which also create files in the directory).
-    MutexLock open_lock(&open_mu_);
-    bool known;
-    {
-      MutexLock lock(&mu_);
-      known = in_sync_.count(req.range) != 0;
-    }
     if (!known) {
       const std::string path = LogsDir() + "/" + InSyncMarkName(req.range);
       int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -565,9 +653,12 @@ void LogcServer::HandleRead(std::string_view payload, rpc::Responder* r) {
 void LogcServer::HandleDelete(std::string_view payload, rpc::Responder* r) {
   DeleteLogsRequest req;
   NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
+  // Serialized with fences (which replace a file's region).
+  MutexLock open_lock(&open_mu_);
   std::vector<std::shared_ptr<LogFile>> doomed;
   {
     MutexLock lock(&mu_);
+    NOVA_REPLY_IF_ERROR(r, CheckEpochLocked(req.range, req.owner_epoch, "delete"), errors_);
     for (uint64_t memtable : req.memtables) {
       auto it = files_.lower_bound(Key{req.range, memtable, 0});
       while (it != files_.end() && std::get<0>(it->first) == req.range &&
@@ -594,6 +685,135 @@ void LogcServer::HandleDelete(std::string_view payload, rpc::Responder* r) {
   r->Reply(Encode(DeleteLogsResponse{static_cast<uint32_t>(doomed.size())}));
 }
 
+// ---- Fencing -------------------------------------------------------------------------
+
+void LogcServer::HandleFence(std::string_view payload, rpc::Responder* r) {
+  FenceLogsRequest req;
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), errors_);
+  if (req.owner_epoch == 0) {
+    NOVA_REPLY_IF_ERROR(r, Status::InvalidArgument("fence at owner epoch 0 (legacy, unfenced)"),
+                        errors_);
+  }
+  MutexLock open_lock(&open_mu_);
+  FenceLogsResponse resp;
+  resp.incarnation = incarnation_;
+  NOVA_REPLY_IF_ERROR(r, FenceLocked(req.range, req.owner_epoch, &resp.files_fenced), errors_);
+  LOG(INFO) << "LogC " << options_.logc_id << ": range " << req.range << " fenced at owner epoch "
+            << req.owner_epoch << " (" << resp.files_fenced << " files of older owners)";
+  r->Reply(Encode(resp));
+}
+
+Status LogcServer::CheckEpochLocked(uint32_t range, uint64_t epoch, const char* what) const {
+  auto it = fences_.find(range);
+  if (it == fences_.end() || epoch >= it->second) return Status::OK();
+  return Status::Fenced(std::string(what) + " of range " + std::to_string(range) +
+                        " at owner epoch " + std::to_string(epoch) + ": LogC " + options_.logc_id +
+                        " holds the fence of epoch " + std::to_string(it->second));
+}
+
+Result<transport::MemoryRegion> LogcServer::RegisterFreshLocked(char* mem, uint64_t length,
+                                                                uint32_t access) {
+  for (int attempt = 0; attempt < kFreshRkeyAttempts; ++attempt) {
+    auto mr = transport_->RegisterMemory(mem, length, access);
+    if (!mr.ok()) return mr.status();
+    if (retired_rkeys_.count(mr.value().rkey) == 0) return mr;
+    transport_->DeregisterMemory(mr.value()).IgnoreError();
+  }
+  return Status::IOError("no rkey unused by fenced regions after " +
+                         std::to_string(kFreshRkeyAttempts) + " registrations");
+}
+
+Status LogcServer::WriteFenceFile(uint32_t range, uint64_t epoch) {
+  const std::string path = LogsDir() + "/" + FenceName(range);
+  const std::string tmp = path + ".tmp";
+  const std::string text = std::to_string(epoch) + "\n";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::FromErrno("creating " + tmp, errno);
+  Status s = PwriteAll(fd, text.data(), text.size(), 0);
+  if (s.ok() && ::fsync(fd) != 0) s = Status::FromErrno("fsync " + tmp, errno);
+  ::close(fd);
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    s = Status::FromErrno("rename " + tmp, errno);
+  }
+  if (s.ok()) s = SyncDir(LogsDir());
+  if (!s.ok()) ::unlink(tmp.c_str());
+  return s.Prepend("writing the fence of range " + std::to_string(range));
+}
+
+Status LogcServer::FenceLocked(uint32_t range, uint64_t epoch, uint32_t* fenced) {
+  if (fenced != nullptr) *fenced = 0;
+  std::vector<std::shared_ptr<LogFile>> files;
+  bool raised;
+  {
+    MutexLock lock(&mu_);
+    NOVA_RETURN_NOT_OK(CheckEpochLocked(range, epoch, "fence"));
+    uint64_t& newest = fences_[range];
+    raised = epoch > newest;
+    newest = epoch;
+    for (auto it = files_.lower_bound(Key{range, 0, 0});
+         it != files_.end() && std::get<0>(it->first) == range; ++it) {
+      files.push_back(it->second);
+    }
+  }
+  // Durable before the answer: a restart must not forget a fence it confirmed.
+  if (raised && options_.persist) NOVA_RETURN_NOT_OK(WriteFenceFile(range, epoch));
+  for (const auto& f : files) {
+    transport::MemoryRegion old;
+    {
+      MutexLock file_lock(&f->mu);
+      if (f->deleted || f->fenced || f->epoch >= epoch) continue;
+      f->fenced = true;  // invariant 1: before the deregistration
+      old = f->mr;
+    }
+    {
+      MutexLock lock(&mu_);
+      retired_rkeys_.insert(old.rkey);  // invariant 3: before it is free in the transport
+    }
+    // Waits for the peers' in-flight one-sided ops on it; later ones fail at the peer.
+    Status s = transport_->DeregisterMemory(old);
+    LOG_IF(WARNING, !s.ok()) << "deregistering a fenced log region: " << s.ToString();
+    {
+      // Invariant 2: what was received is persisted (or the file failed) before the answer.
+      MutexLock file_lock(&f->mu);
+      const bool drained = f->cv.WaitFor(&file_lock, kFenceDrainTimeout,
+                                         [&]() REQUIRES(f->mu) { return !f->scheduled; });
+      if (!drained) {
+        return Status::TimedOut(KeyName(f->range, f->memtable, f->segment) +
+                                " still persisting: fence not confirmed");
+      }
+    }
+    MutexLock lock(&mu_);
+    auto mr = RegisterFreshLocked(f->mem, f->capacity, transport::kRemoteRead);
+    if (!mr.ok()) return mr.status().Prepend("re-registering a fenced log region");
+    MutexLock file_lock(&f->mu);
+    f->mr = mr.value();
+    if (fenced != nullptr) ++*fenced;
+  }
+  return Status::OK();
+}
+
+Status LogcServer::UnfenceLocked(LogFile* f, uint64_t epoch) {
+  transport::MemoryRegion old;
+  {
+    MutexLock file_lock(&f->mu);
+    old = f->mr;
+  }
+  // Read-only: its rkey never gave write access, so it need not be retired.
+  Status s = transport_->DeregisterMemory(old);
+  LOG_IF(WARNING, !s.ok()) << "deregistering a fenced log region: " << s.ToString();
+  MutexLock lock(&mu_);
+  auto mr =
+      RegisterFreshLocked(f->mem, f->capacity, transport::kRemoteRead | transport::kRemoteWrite);
+  if (!mr.ok()) return mr.status().Prepend("re-registering a log region taken over");
+  MutexLock file_lock(&f->mu);
+  f->mr = mr.value();
+  f->epoch = epoch;
+  f->fenced = false;
+  LOG(INFO) << "LogC " << options_.logc_id << ": " << KeyName(f->range, f->memtable, f->segment)
+            << " taken over by owner epoch " << epoch;
+  return Status::OK();
+}
+
 // ---- Persisted appends --------------------------------------------------------------
 
 bool LogcServer::OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t length) {
@@ -611,6 +831,10 @@ bool LogcServer::OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t l
     MutexLock lock(&f->mu);
     if (!f->persist) {
       refused = Status::InvalidArgument("immediate for an in-memory log");
+    } else if (f->fenced) {
+      // Invariant 1: never received, so never persisted nor acknowledged.
+      refused = Status::Fenced(KeyName(f->range, f->memtable, f->segment) +
+                               " was fenced by a newer owner of the range");
     } else if (length > f->capacity - f->received) {
       refused = Status::OutOfRange("immediate says " + std::to_string(length) + " bytes after " +
                                    std::to_string(f->received) + " of a " +
@@ -641,6 +865,7 @@ bool LogcServer::OnWriteWithImm(transport::PeerId peer, uint32_t imm, uint64_t l
       LOG(WARNING) << "storage pool refused a log persist task: " << s.ToString();
       MutexLock lock(&f->mu);
       f->scheduled = false;
+      f->cv.NotifyAll();
     }
   }
   return true;
@@ -654,6 +879,7 @@ void LogcServer::PersistLoop(const std::shared_ptr<LogFile>& f) {
       MutexLock lock(&f->mu);
       if (f->deleted || !f->health.ok() || f->persisted >= f->received) {
         f->scheduled = false;
+        f->cv.NotifyAll();
         if (!f->health.ok() && !f->deleted) {
           endpoint_.Notify(f->writer, kLogPersisted,
                            Encode(LogPersisted{f->handle, f->persisted, f->health}))
@@ -696,6 +922,7 @@ void LogcServer::PersistLoop(const std::shared_ptr<LogFile>& f) {
     if (!s.ok()) {
       MutexLock lock(&f->mu);
       f->scheduled = false;
+      f->cv.NotifyAll();
       return;
     }
   }

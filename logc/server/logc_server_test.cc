@@ -7,8 +7,10 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <random>
+#include <set>
 
 #include "common/mutex.h"
 #include "tests/util/test_util.h"
@@ -118,6 +120,21 @@ class LogcServerTest : public ::testing::Test {
                                uint64_t capacity, bool persist) {
     OpenLogResponse resp;
     Status s = Call(kOpenLog, OpenLogRequest{range, memtable, segment, capacity, persist}, &resp);
+    if (!s.ok()) return s;
+    return resp;
+  }
+  Result<OpenLogResponse> OpenAt(uint32_t range, uint64_t memtable, uint64_t capacity, bool persist,
+                                 uint64_t epoch) {
+    OpenLogRequest req{range, memtable, 0, capacity, persist};
+    req.owner_epoch = epoch;
+    OpenLogResponse resp;
+    Status s = Call(kOpenLog, req, &resp);
+    if (!s.ok()) return s;
+    return resp;
+  }
+  Result<FenceLogsResponse> Fence(uint32_t range, uint64_t epoch) {
+    FenceLogsResponse resp;
+    Status s = Call(kFenceLogs, FenceLogsRequest{range, epoch}, &resp);
     if (!s.ok()) return s;
     return resp;
   }
@@ -414,6 +431,150 @@ TEST_F(LogcServerTest, FilesOutliveTheClientThatOpenedThem) {
   ASSERT_EQ(list.files.size(), 1u);
   EXPECT_EQ(list.files[0].persisted_length, 100u);
   t.value()->Shutdown();
+}
+
+// A fence makes the older owner's file read-only under a fresh rkey: its WRITEs fail, the
+// bytes it wrote before stay readable, and its opens, deletes, in-sync marks and fences are
+// refused Fenced. An opener of the newest epoch takes the file over, writable under yet
+// another rkey.
+TEST_F(LogcServerTest, FenceMakesOlderFilesReadOnlyUnderAFreshRkey) {
+  std::set<uint32_t> rkeys;
+  auto f = OpenAt(1, 5, 1 << 16, false, 1);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  rkeys.insert(f->addr.rkey);
+  Fill(5000, 9);
+  ASSERT_TRUE(OneSided(true, f->addr, 3000).ok());
+  auto other = OpenAt(2, 5, 4096, false, 1);  // another range: untouched
+  ASSERT_TRUE(other.ok());
+
+  auto fenced = Fence(1, 2);
+  ASSERT_TRUE(fenced.ok()) << fenced.status().ToString();
+  EXPECT_EQ(fenced->files_fenced, 1u);
+  Status w = OneSided(true, f->addr, 10);
+  EXPECT_TRUE(w.IsPermissionDenied()) << w.ToString();
+  EXPECT_TRUE(OneSided(true, other->addr, 10).ok());
+  auto list = List(1);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->files.size(), 1u);
+  const transport::RemoteAddr ro = list->files[0].addr;
+  EXPECT_EQ(ro.addr, f->addr.addr);
+  EXPECT_TRUE(rkeys.insert(ro.rkey).second) << "an rkey was reused";
+  ASSERT_TRUE(OneSided(false, ro, 3001).ok());
+  EXPECT_EQ(std::memcmp(back_.get(), buf_.get(), 3000), 0);
+  EXPECT_EQ(back_[3000], 0);
+  EXPECT_FALSE(OneSided(true, ro, 10).ok()) << "a fenced region took a WRITE";
+
+  // The older owner is refused everything that could change the range.
+  EXPECT_TRUE(OpenAt(1, 5, 1 << 16, false, 1).status().IsFenced());
+  EXPECT_TRUE(OpenAt(1, 6, 1 << 16, false, 0).status().IsFenced());  // legacy too
+  DeleteLogsResponse d;
+  DeleteLogsRequest del{1, {5}};
+  del.owner_epoch = 1;
+  EXPECT_TRUE(Call(kDeleteLogs, del, &d).IsFenced());
+  MarkInSyncRequest mark{1, 0, false};
+  mark.owner_epoch = 1;
+  EXPECT_TRUE(endpoint_.CallSync(peer_, kMarkInSync, Encode(mark), kTimeout).status().IsFenced());
+  EXPECT_TRUE(Fence(1, 1).status().IsFenced());
+  EXPECT_EQ(Fence(1, 0).status().code(), Status::Code::kInvalidArgument);
+  // The same fence again is idempotent; another range is not fenced past its own epoch (1,
+  // from its first open).
+  auto again = Fence(1, 2);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->files_fenced, 0u);
+  EXPECT_TRUE(OpenAt(2, 6, 4096, false, 1).ok());
+
+  // The new owner takes the file over (re-replicating a recovered log here).
+  auto taken = OpenAt(1, 5, 1 << 16, false, 2);
+  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  EXPECT_TRUE(rkeys.insert(taken->addr.rkey).second) << "an rkey was reused";
+  ASSERT_TRUE(OneSided(true, taken->addr, 3000).ok());
+  EXPECT_TRUE(OneSided(true, f->addr, 10).IsPermissionDenied());
+  // Its delete is accepted.
+  del.owner_epoch = 2;
+  ASSERT_TRUE(Call(kDeleteLogs, del, &d).ok());
+  EXPECT_EQ(d.files_deleted, 1u);
+  // The LogC persists (--logc_persist): the fence is on disk.
+  std::ifstream fence_file(dir_ + "/logs/r1.fence");
+  std::string text((std::istreambuf_iterator<char>(fence_file)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "2\n");
+}
+
+// A newer owner's first open fences the range at a LogC that missed its kFenceLogs.
+TEST_F(LogcServerTest, ANewerOpenFencesTheRange) {
+  auto f = OpenAt(1, 5, 4096, false, 1);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(OpenAt(1, 9, 4096, false, 3).ok());
+  EXPECT_TRUE(OneSided(true, f->addr, 10).IsPermissionDenied());
+  EXPECT_TRUE(OpenAt(1, 5, 4096, false, 2).status().IsFenced());
+  EXPECT_TRUE(Fence(1, 2).status().IsFenced());
+}
+
+// Disk mode: the fence drains the file (persisted == received) before it answers, refuses
+// the older owner's immediates without advancing `received`, and survives a restart.
+TEST_F(LogcServerTest, PersistedFenceDrainsRefusesImmediatesAndSurvivesRestart) {
+  auto f = OpenAt(3, 7, 1 << 16, true, 1);
+  auto g = OpenAt(4, 1, 1 << 16, true, 0);  // another range's file, to carry an immediate
+  ASSERT_TRUE(f.ok() && g.ok());
+  Fill(1 << 16, 4);
+  // Appends in flight when the fence comes: the fence answers only once they are on disk.
+  std::vector<std::promise<Status>> writes(20);
+  uint64_t sent = 0;
+  for (auto& w : writes) {
+    ASSERT_TRUE(transport_
+                    ->Write(peer_, src_, sent, 1000,
+                            transport::RemoteAddr{f->addr.addr + sent, f->addr.rkey}, f->handle,
+                            [&w](const Status& s) { w.set_value(s); })
+                    .ok());
+    sent += 1000;
+  }
+  auto fenced = Fence(3, 2);
+  ASSERT_TRUE(fenced.ok()) << fenced.status().ToString();
+  uint64_t completed = 0;
+  for (auto& w : writes) completed += w.get_future().get().ok() ? 1000 : 0;
+  auto list = List(3);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->files.size(), 1u);
+  const LogFileInfo info = list->files[0];
+  EXPECT_EQ(info.persisted_length, info.length) << "the fence answered before the drain";
+  EXPECT_LE(info.length, completed);
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/logs/r3.fence"));
+
+  // An immediate for the fenced file (carried by a WRITE into another file) is refused
+  // Fenced and not received.
+  ASSERT_TRUE(OneSided(true, g->addr, 100, f->handle).ok());
+  ASSERT_TRUE(test::WaitFor([&] {
+    LogPersisted p;
+    return persisted_.Last(f->handle, &p) && p.status.IsFenced();
+  }));
+  EXPECT_EQ(List(3)->files[0].length, info.length);
+  EXPECT_FALSE(OneSided(true, info.addr, 10, f->handle).ok());
+
+  RestartServer();
+  auto after = List(3);
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->files.size(), 1u);
+  EXPECT_EQ(after->files[0].persisted_length, info.persisted_length);
+  EXPECT_FALSE(OneSided(true, after->files[0].addr, 10).ok()) << "reloaded writable";
+  ASSERT_TRUE(OneSided(false, after->files[0].addr, info.length).ok());
+  EXPECT_EQ(std::memcmp(back_.get(), buf_.get(), info.length), 0);
+  EXPECT_TRUE(OpenAt(3, 7, 1 << 16, true, 1).status().IsFenced());
+  EXPECT_TRUE(Fence(3, 1).status().IsFenced());
+  auto same = Fence(3, 2);
+  ASSERT_TRUE(same.ok());
+  // The new owner takes the reloaded file over and appends after it.
+  auto taken = OpenAt(3, 7, 1 << 16, true, 2);
+  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  EXPECT_EQ(taken->length, info.length);
+  ASSERT_TRUE(OneSided(true,
+                       transport::RemoteAddr{taken->addr.addr + info.length, taken->addr.rkey}, 10,
+                       taken->handle)
+                  .ok());
+  ASSERT_TRUE(WaitPersisted(taken->handle, info.length + 10));
+  // A newer fence after the restart is written over the old one.
+  ASSERT_TRUE(Fence(3, 5).ok());
+  RestartServer();
+  EXPECT_TRUE(OpenAt(3, 8, 4096, true, 4).status().IsFenced());
+  EXPECT_TRUE(OpenAt(3, 8, 4096, true, 5).ok());
 }
 
 }  // namespace
