@@ -13,6 +13,9 @@ void LogcMemtableLog::Drop(const std::vector<uint64_t>& memtables) {
 }
 
 Status LogcMemtableLog::ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) {
+  // Before anything is read: afterwards no older owner can complete an acknowledged append,
+  // so every write it acknowledged is in what is read below.
+  NOVA_RETURN_NOT_OK(client_->FenceRange(range_id_, owner_epoch_));
   std::vector<logc::LogClient::RecoveredLog> read;
   std::vector<uint64_t> missing;
   NOVA_RETURN_NOT_OK(client_->ReadAll(range_id_, threads, new_range, &read, &missing));

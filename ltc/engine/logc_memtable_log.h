@@ -14,9 +14,10 @@ namespace nova::ltc {
 
 class LogcMemtableLog final : public MemtableLog {
  public:
-  // `client` must outlive this.
-  LogcMemtableLog(logc::LogClient* client, uint32_t range_id)
-      : client_(client), range_id_(range_id) {}
+  // `client` must outlive this. `owner_epoch` (0: not fenced) is the range's owner epoch:
+  // ReadAll fences the range at the LogCs with it first (docs/logc.md, "Fencing").
+  LogcMemtableLog(logc::LogClient* client, uint32_t range_id, uint64_t owner_epoch = 0)
+      : client_(client), range_id_(range_id), owner_epoch_(owner_epoch) {}
   // The range closes here: the client stops vouching for it (LogClient::ForgetRange).
   ~LogcMemtableLog() override { client_->ForgetRange(range_id_); }
 
@@ -25,12 +26,15 @@ class LogcMemtableLog final : public MemtableLog {
   void Drop(const std::vector<uint64_t>& memtables) override;
   // Unavailable if a log is listed by a LogC but could be read from no replica, or if too
   // many LogCs cannot vouch for their listing (LogClient::ReadAll): recovery must not go
-  // on without a log that may exist (the range's open is retried).
+  // on without a log that may exist (the range's open is retried). With an owner epoch,
+  // the range is fenced at the LogCs first (LogClient::FenceRange): Unavailable if too few
+  // LogCs confirmed, Fenced if a newer owner has it.
   Status ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) override;
 
  private:
   logc::LogClient* const client_;
   const uint32_t range_id_;
+  const uint64_t owner_epoch_;
 };
 
 }  // namespace nova::ltc

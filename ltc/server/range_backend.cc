@@ -342,7 +342,7 @@ struct NovaBackends::Impl {
     eo.owner_epoch = owner_epoch;
     eo.compaction_offloader = offloader_ptr;
     if (logged) {
-      b->log_ = std::make_unique<LogcMemtableLog>(log_client.get(), range.id);
+      b->log_ = std::make_unique<LogcMemtableLog>(log_client.get(), range.id, owner_epoch);
       eo.log = b->log_.get();
       eo.recovery_threads = options.recovery_threads;
     }
