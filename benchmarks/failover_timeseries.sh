@@ -84,11 +84,21 @@ while [[ -z "$config_ms" && $(date +%s) -lt $deadline ]]; do
 done
 wait "$ycsb_pid" || { echo "nova_ycsb failed:"; tail -20 "$out/run.err"; exit 1; }
 echo "configuration without ltc-1's ranges after: ${config_ms:-never} ms (epoch $epoch_before -> $(epoch_of))"
-# The first whole second after the kill with operations again, and the gap before it.
+# Seconds after the kill below half the mean rate of the seconds before it, and the first
+# one back above half.
 kill_s=$(( (kill_ns - start_ns) / 1000000000 ))
-awk -F, -v k="$kill_s" 'NR > 1 && $1 > k && $2 > 0 && !done { print "first second with operations after the kill: " $1 " (kill in second " k ")"; done = 1 }
-     NR > 1 && $1 > k && $2 == 0 { zero++ } END { print "seconds without a completed operation: " zero + 0 }' \
-  "$out/timeseries.csv"
+awk -F, -v k="$kill_s" '
+  NR > 1 && $1 + 0 <= k && $1 + 0 > 2 { sum += $2; n++ }
+  NR > 1 && $1 + 0 > k + 1 {
+    half = n > 0 ? sum / n / 2 : 0
+    if ($2 < half) low++
+    else if (low > 0 && !back) { back = $1 + 0 }
+  }
+  END {
+    mean = 0; if (n > 0) mean = sum / n
+    when = "never"; if (back) when = back
+    printf "mean before the kill: %.0f ops/s; seconds below half of it after the kill: %d; back above half in second %s\n", mean, low, when
+  }' "$out/timeseries.csv"
 grep -E '^\[(OVERALL|VERIFY|READ|UPDATE)\]' "$out/run.txt" | grep -E 'Throughput|Operations|Return=' || true
 if grep -qE '^\[VERIFY\], Return=(UNEXPECTED_STATE|ERROR)' "$out/run.txt"; then
   echo "verification errors: see $out/run.txt" >&2

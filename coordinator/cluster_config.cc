@@ -33,6 +33,8 @@ constexpr char kLtcsField[] = "ltcs";
 constexpr char kLogcsField[] = "logcs";
 constexpr char kStocsField[] = "stocs";
 constexpr char kSettingsField[] = "settings";
+constexpr char kDrainingField[] = "draining";
+constexpr char kLtcIncarnationsField[] = "ltc_incarnations";
 
 // Reads an object of string -> string. Absent fields are empty maps (so older documents
 // without a later-added section still parse).
@@ -195,6 +197,8 @@ std::string ClusterConfig::ToJson() const {
   doc[kLogcsField] = logcs;
   doc[kStocsField] = stocs;
   doc[kSettingsField] = settings;
+  doc[kDrainingField] = draining;
+  doc[kLtcIncarnationsField] = ltc_incarnations;
   // Replace invalid UTF-8 in names/settings rather than throwing (dump's default).
   return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
@@ -236,6 +240,14 @@ Result<ClusterConfig> ClusterConfig::FromJson(std::string_view text) {
   NOVA_RETURN_NOT_OK(ReadStringMap(doc, kLogcsField, &config.logcs));
   NOVA_RETURN_NOT_OK(ReadStringMap(doc, kStocsField, &config.stocs));
   NOVA_RETURN_NOT_OK(ReadStringMap(doc, kSettingsField, &config.settings));
+  NOVA_RETURN_NOT_OK(ReadStringMap(doc, kLtcIncarnationsField, &config.ltc_incarnations));
+  if (auto d = doc.find(kDrainingField); d != doc.end()) {
+    if (!d->is_array()) return Status::Corruption("draining: want an array of LTC ids");
+    for (const json& id : *d) {
+      if (!id.is_string()) return Status::Corruption("draining: want an array of LTC ids");
+      config.draining.insert(id.get<std::string>());
+    }
+  }
   NOVA_RETURN_NOT_OK(config.Validate());
   return config;
 }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,6 +48,9 @@ struct RangeAssignment {
   // one. 0: a range from a document written before owner epochs (not fenced).
   uint64_t owner_epoch = 0;
 
+  // A new incarnation of the same owner (the LTC restarted): its files must be told apart
+  // from the previous process's, which may still run (paused) and must be fenced off.
+  void BumpOwnerEpoch() { owner_epoch++; }
   // Gives the range to `owner` (may be ""), bumping owner_epoch if the owner changes.
   void SetOwner(const std::string& owner) {
     if (owner == ltc) return;
@@ -71,6 +75,15 @@ struct ClusterConfig {
   std::map<std::string, std::string> stocs;
   // Cluster-wide settings (e.g. "log_mode" -> "memory"); later issues add keys here.
   std::map<std::string, std::string> settings;
+  // LTCs being drained or removed (nova_admin drain-ltc / remove-ltc): no range is given to
+  // them (assignment, failover, rebalance). An id leaves the set when it leaves `ltcs`, or
+  // by nova_admin undrain-ltc. JSON "draining" (an array; absent in older documents).
+  std::set<std::string> draining;
+  // The process incarnation of each LTC (a random id each nova_ltc publishes when it
+  // registers): a new one bumps the owner epochs of that LTC's ranges, and an LTC serves no
+  // range until the configuration names its incarnation (docs/coordinator.md). JSON
+  // "ltc_incarnations" (absent in older documents: nothing is gated).
+  std::map<std::string, std::string> ltc_incarnations;
 
   // Returns OK if the document is consistent: a cluster name; at least one range; ids
   // unique; ranges[0].keys.start == ""; each range's end equals the next one's start and is

@@ -124,13 +124,17 @@ Status Coordinator::Step() {
     leader_id_ = leader;
   }
   if (!leads.value()) {
+    leading_ = false;
     if (was_leader || previous_leader != leader) {
       LOG(INFO) << "coordinator " << options_.id << " follows leader " << leader;
     }
     return Status::OK();
   }
-  if (!was_leader) {
-    LOG(INFO) << "coordinator " << options_.id << " is the leader";
+  if (!was_leader) LOG(INFO) << "coordinator " << options_.id << " is the leader";
+  if (!leading_) {
+    // A real change of leader (not a failed step, which also clears is_leader_): the
+    // failover clocks start over, after the settling time.
+    leading_ = true;
     leading_since_ = MonoNow();
     ltc_missing_since_.clear();
   }
@@ -157,7 +161,13 @@ Status Coordinator::Lead() {
     std::map<std::string, std::string>* out = kind == MemberKind::kLtc    ? &live.ltcs
                                               : kind == MemberKind::kLogc ? &live.logcs
                                                                           : &live.stocs;
-    for (const auto& [id, info] : members.value()) (*out)[id] = info.MainAddress();
+    for (const auto& [id, info] : members.value()) {
+      (*out)[id] = info.MainAddress();
+      auto incarnation = info.addresses.find("incarnation");
+      if (kind == MemberKind::kLtc && incarnation != info.addresses.end()) {
+        live.ltc_incarnations[id] = incarnation->second;
+      }
+    }
   }
   AssignmentOptions ao;
   ao.min_ltcs = options_.min_ltcs;

@@ -57,9 +57,9 @@ struct CoordinatorOptions {
   std::chrono::milliseconds ltc_failover_delay{0};
   // An LTC gone this long leaves the configuration (--coordinator_ltc_grace_ms).
   std::chrono::milliseconds ltc_grace{60000};
-  // A coordinator that has just become the leader waits this long before it fails over an
-  // LTC it has never seen registered: after a whole-cluster restart, or a leader change,
-  // LTCs may still be re-registering. Zero: the ZooKeeper session timeout.
+  // A coordinator that has just become the leader fails over no LTC before this long: after
+  // a whole-cluster restart, or a leader change, LTCs may still be re-registering. Zero: the
+  // coordinator's ZooKeeper session timeout (run LTCs with one no longer than it).
   std::chrono::milliseconds leader_settle{0};
 };
 
@@ -112,6 +112,7 @@ class Coordinator {
   std::set<std::pair<std::string, uint64_t>> reported_lost_;  // (ltc, epoch)
   std::map<std::string, MonoTime> ltc_missing_since_;  // config LTCs not registered
   MonoTime leading_since_{};                            // when this one became the leader
+  bool leading_ = false;  // the election said so at the last check (errors do not clear it)
   bool reported_no_config_ = false;
   std::string last_error_;
 

@@ -21,6 +21,22 @@ std::optional<ClusterConfig> PlanNextConfig(const ClusterConfig& current, const 
   MergeMembers(live.logcs, &next.logcs);
   MergeMembers(live.stocs, &next.stocs);
 
+  for (const auto& [id, incarnation] : live.ltc_incarnations) {
+    if (incarnation.empty() || live.ltcs.count(id) == 0) continue;
+    auto known = next.ltc_incarnations.find(id);
+    if (known != next.ltc_incarnations.end() && known->second == incarnation) continue;
+    next.ltc_incarnations[id] = incarnation;
+    for (RangeAssignment& r : next.ranges) {
+      if (r.ltc == id) r.BumpOwnerEpoch();
+    }
+  }
+  // Draining LTCs take no ranges, and leave the set when they leave the configuration.
+  for (auto it = next.draining.begin(); it != next.draining.end();) {
+    it = next.ltcs.count(*it) == 0 ? next.draining.erase(it) : std::next(it);
+  }
+  LiveMembers takers = live;
+  for (const std::string& id : next.draining) takers.ltcs.erase(id);
+
   std::vector<size_t> unassigned;
   for (size_t i = 0; i < next.ranges.size(); i++) {
     const std::string& owner = next.ranges[i].ltc;
@@ -30,14 +46,14 @@ std::optional<ClusterConfig> PlanNextConfig(const ClusterConfig& current, const 
       unassigned.push_back(i);
     }
   }
-  const size_t n_ltcs = live.ltcs.size();
+  const size_t n_ltcs = takers.ltcs.size();
   const bool all_unassigned =
       std::all_of(next.ranges.begin(), next.ranges.end(),
                   [](const RangeAssignment& r) { return r.ltc.empty(); });
   // min_ltcs holds back the first spread only: failover goes to whoever is live.
   if (!unassigned.empty() && n_ltcs > 0 && (!all_unassigned || n_ltcs >= options.min_ltcs)) {
     std::vector<std::string> ids;
-    for (const auto& [id, address] : live.ltcs) ids.push_back(id);
+    for (const auto& [id, address] : takers.ltcs) ids.push_back(id);
     if (all_unassigned) {
       // Contiguous blocks: LTC k gets omega ranges, plus one for the first (R % L).
       const size_t omega = next.ranges.size() / n_ltcs;
@@ -68,8 +84,114 @@ std::optional<ClusterConfig> PlanNextConfig(const ClusterConfig& current, const 
   for (const std::string& id : options.removed) {
     if (live.ltcs.count(id) == 0 && next.RangesOf(id).empty()) next.ltcs.erase(id);
   }
+  for (auto it = next.ltc_incarnations.begin(); it != next.ltc_incarnations.end();) {
+    it = next.ltcs.count(it->first) == 0 ? next.ltc_incarnations.erase(it) : std::next(it);
+  }
   if (next == current) return std::nullopt;
   return next;
+}
+
+namespace {
+
+Status CheckLogged(const ClusterConfig& c) {
+  auto mode = c.settings.find("log_mode");
+  if (mode == c.settings.end() || mode->second == "none") {
+    return Status::InvalidArgument(
+        "moving a range needs logged memtables (the cluster's log_mode is " +
+        std::string(mode == c.settings.end() ? "unset, i.e. none" : "none") +
+        "): its new owner recovers it from the MANIFEST and the logs, and without logs the "
+        "old owner's memtables would be lost");
+  }
+  return Status::OK();
+}
+
+// Ranges owned per live, not draining LTC (zero for those owning none).
+std::map<std::string, std::vector<size_t>> TakerLoads(const ClusterConfig& c,
+                                                      const LiveMembers& live) {
+  std::map<std::string, std::vector<size_t>> loads;
+  for (const auto& [id, address] : live.ltcs) {
+    if (c.ltcs.count(id) > 0 && c.draining.count(id) == 0) loads[id];
+  }
+  for (size_t i = 0; i < c.ranges.size(); ++i) {
+    auto it = loads.find(c.ranges[i].ltc);
+    if (it != loads.end()) it->second.push_back(i);
+  }
+  return loads;
+}
+
+void Move(MovePlan* plan, size_t index, const std::string& to) {
+  RangeAssignment& r = plan->next.ranges[index];
+  plan->moves.push_back(RangeMove{r.id, r.ltc, to});
+  r.SetOwner(to);
+}
+
+}  // namespace
+
+Result<MovePlan> PlanMigration(const ClusterConfig& current, const LiveMembers& live,
+                               uint32_t range, const std::string& to) {
+  MovePlan plan{current, {}};
+  auto r = std::find_if(plan.next.ranges.begin(), plan.next.ranges.end(),
+                        [&](const RangeAssignment& a) { return a.id == range; });
+  if (r == plan.next.ranges.end()) {
+    return Status::NotFound("no range " + std::to_string(range) + " in cluster " + current.cluster);
+  }
+  if (current.ltcs.count(to) == 0 || live.ltcs.count(to) == 0) {
+    return Status::InvalidArgument("LTC " + to + " is not a live member of the cluster " +
+                                   "(nova_admin status lists them)");
+  }
+  if (current.draining.count(to) > 0) {
+    return Status::InvalidArgument("LTC " + to + " is draining (nova_admin undrain-ltc first)");
+  }
+  if (r->ltc == to) return plan;  // already there
+  NOVA_RETURN_NOT_OK(CheckLogged(current));
+  Move(&plan, static_cast<size_t>(r - plan.next.ranges.begin()), to);
+  return plan;
+}
+
+Result<MovePlan> PlanDrain(const ClusterConfig& current, const LiveMembers& live,
+                           const std::string& ltc) {
+  if (current.ltcs.count(ltc) == 0) {
+    return Status::InvalidArgument("LTC " + ltc + " is not in the configuration");
+  }
+  MovePlan plan{current, {}};
+  plan.next.draining.insert(ltc);
+  const std::vector<uint32_t> owned = current.RangesOf(ltc);
+  if (owned.empty()) return plan;
+  NOVA_RETURN_NOT_OK(CheckLogged(current));
+  auto loads = TakerLoads(plan.next, live);
+  if (loads.empty()) {
+    return Status::InvalidArgument("no other live LTC can take the ranges of LTC " + ltc);
+  }
+  for (size_t i = 0; i < plan.next.ranges.size(); ++i) {
+    if (plan.next.ranges[i].ltc != ltc) continue;
+    auto best = std::min_element(loads.begin(), loads.end(), [](const auto& a, const auto& b) {
+      return a.second.size() < b.second.size();
+    });
+    best->second.push_back(i);
+    Move(&plan, i, best->first);
+  }
+  return plan;
+}
+
+Result<MovePlan> PlanRebalance(const ClusterConfig& current, const LiveMembers& live) {
+  MovePlan plan{current, {}};
+  auto loads = TakerLoads(plan.next, live);
+  if (loads.size() < 2) return plan;
+  while (true) {
+    auto most = std::max_element(loads.begin(), loads.end(), [](const auto& a, const auto& b) {
+      return a.second.size() < b.second.size();
+    });
+    auto least = std::min_element(loads.begin(), loads.end(), [](const auto& a, const auto& b) {
+      return a.second.size() < b.second.size();
+    });
+    if (most->second.size() < least->second.size() + 2) break;
+    NOVA_RETURN_NOT_OK(CheckLogged(current));
+    const size_t index = most->second.back();
+    most->second.pop_back();
+    least->second.push_back(index);
+    Move(&plan, index, least->first);
+  }
+  return plan;
 }
 
 std::vector<std::string> LostLtcs(const ClusterConfig& config, const LiveMembers& live) {

@@ -17,6 +17,10 @@
 //  4. LTCs the caller names in `removed` (gone for longer than the grace period) that are
 //     not live and own nothing leave the configuration; one that comes back later registers
 //     as a new, empty member. Other members stay.
+//  5. A live LTC registered with an incarnation the configuration does not name yet (it
+//     restarted, maybe while its previous process still runs, paused): the configuration
+//     records it and bumps the owner epoch of each range the LTC owns, so the previous
+//     process is fenced off. An LTC leaving `ltcs` leaves `ltc_incarnations` too.
 //  Every owner change bumps the range's owner_epoch (RangeAssignment::SetOwner).
 //
 // Thread safety: stateless functions.
@@ -35,6 +39,8 @@ namespace nova::coordinator {
 // Live members by kind: id -> main address.
 struct LiveMembers {
   std::map<std::string, std::string> ltcs;
+  // The incarnation each live LTC registered with (absent: an LTC that publishes none).
+  std::map<std::string, std::string> ltc_incarnations;
   std::map<std::string, std::string> logcs;
   std::map<std::string, std::string> stocs;
 };
@@ -54,8 +60,43 @@ struct AssignmentOptions {
 std::optional<ClusterConfig> PlanNextConfig(const ClusterConfig& current, const LiveMembers& live,
                                             const AssignmentOptions& options);
 
-// LTCs of `config` that own ranges but are not in `live` (for failover, later: today the
-// coordinator only reports them).
+// LTCs of `config` that own ranges but are not in `live`.
 std::vector<std::string> LostLtcs(const ClusterConfig& config, const LiveMembers& live);
+
+// ---- Scaling (nova_admin; docs/coordinator.md, "Moving ranges") ----------------------
+//
+// A move gives a range to another LTC with its owner epoch bumped: the new owner fences the
+// range at the StoCs and LogCs and recovers it from the MANIFEST and the logs, while the old
+// owner, on the same new configuration, closes it (its writes from then on are refused).
+// That loses nothing only when the memtables are logged: every planner below refuses with
+// InvalidArgument when the cluster's log_mode is none (or unset).
+
+struct RangeMove {
+  uint32_t range = 0;
+  std::string from;
+  std::string to;
+};
+
+// The next configuration and the moves it makes (same epoch as `current`: the caller bumps
+// it when it publishes). No moves: nothing to do (already there / already balanced).
+struct MovePlan {
+  ClusterConfig next;
+  std::vector<RangeMove> moves;
+};
+
+// Moves range `range` to live LTC `to`. NotFound for an unknown range; InvalidArgument if
+// `to` is not a live LTC of the configuration or is draining, or the log mode is none.
+Result<MovePlan> PlanMigration(const ClusterConfig& current, const LiveMembers& live,
+                               uint32_t range, const std::string& to);
+// Marks `ltc` draining and moves each of its ranges to the live, not draining LTC owning
+// the fewest. InvalidArgument if `ltc` is not in the configuration, no other LTC can take
+// its ranges, or the log mode is none.
+Result<MovePlan> PlanDrain(const ClusterConfig& current, const LiveMembers& live,
+                           const std::string& ltc);
+// Evens out the ranges over the live, not draining LTCs: while the most loaded owns two or
+// more than the least loaded, its highest-numbered range moves to the least loaded (ties:
+// smallest id). Ranges of LTCs that are not live are left to failover. InvalidArgument if
+// the log mode is none and a move is needed.
+Result<MovePlan> PlanRebalance(const ClusterConfig& current, const LiveMembers& live);
 
 }  // namespace nova::coordinator

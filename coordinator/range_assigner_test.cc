@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace nova::coordinator {
 namespace {
 
@@ -136,6 +138,126 @@ TEST(RangeAssignerTest, MembersJoinAndAddressesUpdate) {
   EXPECT_EQ(after->stocs.at("stoc-1"), "127.0.0.1:8001");
   EXPECT_EQ(after->logcs.at("logc-1"), "127.0.0.1:8101");
   EXPECT_EQ(after->ranges, next->ranges);
+}
+
+ClusterConfig Logged(ClusterConfig c) {
+  c.settings["log_mode"] = "memory";
+  return c;
+}
+
+TEST(RangeAssignerTest, MigrationMovesOneRangeWithANewOwnerEpoch) {
+  auto start = PlanNextConfig(Logged(Initial(4)), Ltcs(2), {});
+  ASSERT_TRUE(start.has_value());
+  auto plan = PlanMigration(*start, Ltcs(2), 1, "ltc-2");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->moves.size(), 1u);
+  EXPECT_EQ(plan->moves[0].range, 1u);
+  EXPECT_EQ(plan->moves[0].from, "ltc-1");
+  EXPECT_EQ(plan->moves[0].to, "ltc-2");
+  EXPECT_EQ(plan->next.RangesOf("ltc-2"), (std::vector<uint32_t>{1, 2, 3}));
+  EXPECT_EQ(plan->next.ranges[1].owner_epoch, 2u);
+  EXPECT_TRUE(plan->next.Validate().ok());
+  // Again: already there, nothing to do (safe to re-run).
+  auto again = PlanMigration(plan->next, Ltcs(2), 1, "ltc-2");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->moves.empty());
+  // Refusals, each with its reason.
+  EXPECT_TRUE(PlanMigration(*start, Ltcs(2), 9, "ltc-2").status().IsNotFound());
+  EXPECT_TRUE(PlanMigration(*start, Ltcs(2), 1, "ltc-7").status().IsInvalidArgument());
+  EXPECT_TRUE(PlanMigration(*start, Ltcs(1), 1, "ltc-2").status().IsInvalidArgument())
+      << "ltc-2 is not live";
+  ClusterConfig unlogged = *start;
+  unlogged.settings.erase("log_mode");
+  Status s = PlanMigration(unlogged, Ltcs(2), 1, "ltc-2").status();
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("log_mode"), std::string::npos) << s.ToString();
+}
+
+TEST(RangeAssignerTest, DrainMovesEveryRangeAwayAndKeepsTheLtcOutOfAssignments) {
+  auto start = PlanNextConfig(Logged(Initial(6)), Ltcs(3), {});
+  ASSERT_TRUE(start.has_value());
+  auto plan = PlanDrain(*start, Ltcs(3), "ltc-1");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->moves.size(), 2u);
+  EXPECT_TRUE(plan->next.RangesOf("ltc-1").empty());
+  EXPECT_EQ(plan->next.RangesOf("ltc-2").size(), 3u);
+  EXPECT_EQ(plan->next.RangesOf("ltc-3").size(), 3u);
+  EXPECT_EQ(plan->next.draining, (std::set<std::string>{"ltc-1"}));
+  // The draining LTC gets nothing from a failover or a rebalance.
+  LiveMembers two = Ltcs(3);
+  two.ltcs.erase("ltc-3");
+  AssignmentOptions o;
+  o.failed = {"ltc-3"};
+  auto after = PlanNextConfig(plan->next, two, o);
+  ASSERT_TRUE(after.has_value());
+  EXPECT_TRUE(after->RangesOf("ltc-1").empty());
+  EXPECT_EQ(after->RangesOf("ltc-2").size(), 6u);
+  auto rebalance = PlanRebalance(*after, two);
+  ASSERT_TRUE(rebalance.ok());
+  EXPECT_TRUE(rebalance->moves.empty());
+  // Draining the last LTC that could take ranges is refused.
+  EXPECT_TRUE(PlanDrain(*after, two, "ltc-2").status().IsInvalidArgument());
+  // While it runs, it stays listed and draining; once it is gone from the configuration
+  // (removed, and no longer registered) it leaves the draining set too.
+  ClusterConfig gone = *after;
+  gone.ltcs.erase("ltc-1");
+  auto relisted = PlanNextConfig(gone, two, {});
+  ASSERT_TRUE(relisted.has_value());
+  EXPECT_EQ(relisted->ltcs.count("ltc-1"), 1u);
+  EXPECT_EQ(relisted->draining.count("ltc-1"), 1u);
+  LiveMembers only_two = two;
+  only_two.ltcs.erase("ltc-1");
+  auto cleaned = PlanNextConfig(gone, only_two, {});
+  ASSERT_TRUE(cleaned.has_value());
+  EXPECT_TRUE(cleaned->draining.empty());
+}
+
+TEST(RangeAssignerTest, RebalanceEvensOutOverLiveLtcs) {
+  auto start = PlanNextConfig(Logged(Initial(7)), Ltcs(2), {});
+  ASSERT_TRUE(start.has_value());
+  // A third LTC joins: it becomes a member owning nothing.
+  auto joined = PlanNextConfig(*start, Ltcs(3), {});
+  ASSERT_TRUE(joined.has_value());
+  EXPECT_TRUE(joined->RangesOf("ltc-3").empty());
+  auto plan = PlanRebalance(*joined, Ltcs(3));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->moves.size(), 2u);
+  for (const char* id : {"ltc-1", "ltc-2", "ltc-3"}) {
+    const size_t n = plan->next.RangesOf(id).size();
+    EXPECT_TRUE(n == 2 || n == 3) << id << " owns " << n;
+  }
+  for (const RangeMove& m : plan->moves) EXPECT_EQ(m.to, "ltc-3");
+  auto again = PlanRebalance(plan->next, Ltcs(3));
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->moves.empty());
+}
+
+TEST(RangeAssignerTest, ANewIncarnationBumpsTheOwnerEpochsOfItsRanges) {
+  LiveMembers live = Ltcs(2);
+  live.ltc_incarnations = {{"ltc-1", "a1"}, {"ltc-2", "b1"}};
+  auto first = PlanNextConfig(Initial(4), live, {});
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->ltc_incarnations, live.ltc_incarnations);
+  for (const RangeAssignment& r : first->ranges) EXPECT_EQ(r.owner_epoch, 1u) << r.id;
+  EXPECT_FALSE(PlanNextConfig(*first, live, {}).has_value()) << "nothing new";
+  // ltc-2 restarted (its previous process may still run): its ranges get new owner epochs.
+  live.ltc_incarnations["ltc-2"] = "b2";
+  auto next = PlanNextConfig(*first, live, {});
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->ltc_incarnations.at("ltc-2"), "b2");
+  for (const RangeAssignment& r : next->ranges) {
+    EXPECT_EQ(r.owner_epoch, r.ltc == "ltc-2" ? 2u : 1u) << r.id;
+  }
+  // It leaves the configuration: its incarnation goes too.
+  live.ltcs.erase("ltc-2");
+  live.ltc_incarnations.erase("ltc-2");
+  AssignmentOptions o;
+  o.failed = o.removed = {"ltc-2"};
+  auto gone = PlanNextConfig(*next, live, o);
+  ASSERT_TRUE(gone.has_value());
+  // (Failed over and removed in one step: it owns nothing once its ranges moved.)
+  EXPECT_EQ(gone->ltc_incarnations.count("ltc-2"), 0u);
+  EXPECT_EQ(gone->ltcs.count("ltc-2"), 0u);
 }
 
 }  // namespace

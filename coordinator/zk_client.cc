@@ -228,6 +228,7 @@ void ZkClient::GlobalWatcher(zhandle_t* zh, int type, int state, const char* pat
     {
       MutexLock l(&self->mu_);
       if (state == ZOO_CONNECTED_STATE && id != nullptr) self->session_id_ = id->client_id;
+      if (state == ZOO_CONNECTED_STATE) self->negotiated_timeout_ms_ = zoo_recv_timeout(zh);
     }
     self->OnSessionEvent(state);
   }
@@ -241,7 +242,15 @@ void ZkClient::OnSessionEvent(int state) {
     state_ = state;
     if (state == ZOO_CONNECTED_STATE) {
       LOG(INFO) << "connected to ZooKeeper at " << options_.servers << " (session "
-                << SessionHex(session_id_) << ")";
+                << SessionHex(session_id_) << ", timeout " << negotiated_timeout_ms_ << " ms)";
+      // The server bounds session timeouts by its minSessionTimeout / maxSessionTimeout
+      // (by default 2 and 20 tickTimes): failure detection follows the negotiated one.
+      LOG_IF(WARNING, negotiated_timeout_ms_ > 0 &&
+                          negotiated_timeout_ms_ != options_.session_timeout.count())
+          << "ZooKeeper gave this session a " << negotiated_timeout_ms_
+          << " ms timeout instead of the " << options_.session_timeout.count()
+          << " ms asked for (--zk_session_timeout_ms); the server's min/maxSessionTimeout "
+             "(tickTime) bound it";
     } else if (state == ZOO_EXPIRED_SESSION_STATE) {
       expired_ = true;
       LOG(WARNING) << "ZooKeeper session " << SessionHex(session_id_)

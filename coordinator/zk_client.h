@@ -197,6 +197,7 @@ class ZkClient {
   bool expired_ GUARDED_BY(mu_) = false;  // the session expired; the session thread replaces it
   bool shutdown_ GUARDED_BY(mu_) = false;
   int64_t session_id_ GUARDED_BY(mu_) = 0;
+  int negotiated_timeout_ms_ GUARDED_BY(mu_) = 0;  // the session timeout the server granted
   int64_t announced_session_ GUARDED_BY(mu_) = 0;  // last session the listeners were told about
   Clock::time_point disconnected_since_ GUARDED_BY(mu_) = Clock::now();
   std::chrono::seconds next_report_ GUARDED_BY(mu_){1};  // "still unreachable" log after this

@@ -9,6 +9,8 @@
 #   deploy/local_cluster.sh status  --dir DIR
 #   deploy/local_cluster.sh kill    --dir DIR ID      # kill -9 one component: ltc-0, logc-1, ...
 #   deploy/local_cluster.sh restart --dir DIR ID      # start it again: same id, data and port
+#   deploy/local_cluster.sh add     --dir DIR ltc     # start one more LTC, then rebalance
+#   deploy/local_cluster.sh remove  --dir DIR ltc-N   # move its ranges away, drop it, stop it
 #
 # start prints one line `NOVA_ZK=host:port NOVA_CLUSTER=name` once every range is served,
 # and writes it to DIR/cluster.env. Any other --flag=value is passed to every component and
@@ -35,7 +37,7 @@ die() {
   fi
   exit 1
 }
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 cmd=${1:-}
 [[ -n "$cmd" ]] || usage
@@ -313,6 +315,38 @@ case "$cmd" in
     launch "$id"
     if [[ "$id" != zookeeper && "$id" != coordinator ]]; then wait_listen "$id" >/dev/null; fi
     echo "restarted $id (pid $(pid_of "$id"))" >&2
+    ;;
+  add)
+    [[ "$id" == ltc ]] || die "add: only 'ltc' can be added (e.g. local_cluster.sh add --dir D ltc)"
+    [[ -f "$dir/cluster.env" && -f "$dir/cmd/ltc-0" ]] || die "no cluster with an LTC in $dir"
+    source "$dir/cluster.env"
+    n=0
+    while [[ -f "$dir/cmd/ltc-$n" ]]; do n=$((n + 1)); done
+    new="ltc-$n"
+    mkdir -p "$dir/data/$new"
+    # ltc-0's command line with the new id, data directory and any free port.
+    sed -e "s|^--ltc_id=0\$|--ltc_id=$n|" -e "s|^--ltc_dir=.*/ltc-0\$|--ltc_dir=$dir/data/$new|" \
+      -e "s|^--listen_port=.*|--listen_port=0|" "$dir/cmd/ltc-0" > "$dir/cmd/$new"
+    launch "$new"
+    pin_port "$new" "$(wait_listen "$new")"
+    echo "started $new; rebalancing" >&2
+    "$bin/nova_admin" rebalance "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" >&2
+    ;;
+  remove)
+    [[ "$id" =~ ^ltc-[0-9]+$ ]] || die "remove: which LTC? (e.g. local_cluster.sh remove --dir D ltc-1)"
+    [[ -f "$dir/cmd/$id" ]] || die "no component $id in $dir"
+    source "$dir/cluster.env"
+    "$bin/nova_admin" remove-ltc "--ltc=${id#ltc-}" "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" >&2 ||
+      die "$id still owns ranges (nova_admin remove-ltc failed); it keeps running"
+    p=$(pid_of "$id")
+    if [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null; then
+      kill -TERM "$p"
+      deadline=$((SECONDS + 30))
+      while kill -0 "$p" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+      kill -0 "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null || true
+    fi
+    rm -f "$dir/pids/$id.pid" "$dir/cmd/$id"
+    echo "removed $id" >&2
     ;;
   *) usage ;;
 esac

@@ -1,15 +1,20 @@
-// Failover of a dead LTC's ranges to the live LTCs (issue 15, paper 4.4.5), with real
-// processes: a ZooKeeper server, nova_admin create-cluster (2 ranges split at 0x80,
-// log_mode=memory, 2 log replicas), nova_coordinator, 2 StoCs, 2 LogCs and 2 LTCs with a
-// 2 s ZooKeeper session. Range 0 is on LTC 1, range 1 on LTC 2.
+// Ranges moving between LTCs (issue 15), with real processes: a ZooKeeper server,
+// nova_admin create-cluster (4 ranges split at 0x40, 0x80, 0xc0, log_mode=memory, 2 log
+// replicas), nova_coordinator, 2 StoCs, 2 LogCs and 2 LTCs with a 2 s ZooKeeper session.
+// Ranges 0-1 are on LTC 1, 2-3 on LTC 2. The write workload (tests/util/write_checker.h: 4
+// writers, puts, deletes and batches) writes keys of ranges 1 and 3.
 //
-// Under a write workload (tests/util/write_checker.h: 4 writers, puts, deletes and batches
-// in both ranges) LTC 2 is killed with SIGKILL. Its ZooKeeper node goes after the session
-// timeout; the coordinator gives range 1 to LTC 1 with a bumped owner epoch; LTC 1 recovers
-// it from the MANIFEST and the LogCs' logs. The test measures the time from the kill to the
-// first write served in range 1 again, checks that every acknowledged write is there (0
-// verification errors), that the dead LTC leaves the configuration after the grace period,
-// and that when it is started again it registers as a new member owning nothing.
+// Failover (paper 4.4.5): LTC 2 is killed with SIGKILL under the workload. Its ZooKeeper
+// node goes after the session timeout; the coordinator gives ranges 2 and 3 to LTC 1 with
+// bumped owner epochs; LTC 1 recovers them from the MANIFEST and the LogCs' logs. The test
+// measures the time from the kill to the first write served in range 3 again, checks that
+// every acknowledged write is there (0 verification errors), that the dead LTC leaves the
+// configuration after the grace period, and that when it is started again it registers as
+// a new member owning nothing.
+//
+// Moves (nova_admin): under the workload, ranges 1 and 3 migrate back and forth 20 times,
+// LTC 1 is drained, a third LTC joins and `rebalance` spreads the ranges, LTC 1 is undrained
+// and rebalanced again; every command exits 0 and every acknowledged write is there.
 //
 // Skipped when ZooKeeper is not installed (deploy/install_deps.sh installs it).
 #include <gtest/gtest.h>
@@ -111,10 +116,10 @@ class FailoverITest : public ::testing::Test {
     ASSERT_TRUE(store_->WaitConnected(kWait));
     ASSERT_TRUE(WaitForConfig(
         [](const coordinator::ClusterConfig& c) {
-          return c.RangesOf("1") == std::vector<uint32_t>{0} &&
-                 c.RangesOf("2") == std::vector<uint32_t>{1};
+          return c.RangesOf("1") == std::vector<uint32_t>{0, 1} &&
+                 c.RangesOf("2") == std::vector<uint32_t>{2, 3};
         },
-        "range 0 on LTC 1 and range 1 on LTC 2"));
+        "ranges 0-1 on LTC 1 and 2-3 on LTC 2"));
     routing_ = std::make_unique<client::ZkRoutingSource>(store_.get(), kWait);
     client_ = NewClient(20s);
     ASSERT_NE(client_, nullptr);
@@ -152,7 +157,7 @@ class FailoverITest : public ::testing::Test {
   void CreateCluster() {
     cluster_ = "failover";
     const std::string split_points = dir_ + "/split_points";
-    std::ofstream(split_points) << "80\n";
+    std::ofstream(split_points) << "40\n80\nc0\n";
     const std::string err_path = dir_ + "/admin.err";
     test::ChildProcessOptions o;
     o.stderr_path = err_path;
@@ -189,6 +194,23 @@ class FailoverITest : public ::testing::Test {
     return ok;
   }
 
+  // Runs nova_admin `args...` on this cluster; returns its exit code (-1 if it could not run)
+  // and appends its output to *out.
+  int Admin(const std::vector<std::string>& args, std::string* out) {
+    std::vector<std::string> argv = {test::BinDir() + "/nova_admin"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.push_back("--zk=" + zk_->address());
+    argv.push_back("--cluster=" + cluster_);
+    argv.push_back("--timeout_s=60");
+    test::ChildProcessOptions o;
+    o.stderr_path = dir_ + "/admin.err";
+    test::ChildProcess admin;
+    if (!admin.Start(argv, o)) return -1;
+    std::string line;
+    while (admin.ReadLine(&line, kWait)) *out += line + "\n";
+    return admin.Wait(kWait);
+  }
+
   std::unique_ptr<client::NovaClient> NewClient(std::chrono::milliseconds timeout) {
     client::ClientOptions o;
     o.routing_source = routing_.get();
@@ -206,7 +228,7 @@ class FailoverITest : public ::testing::Test {
   std::vector<std::unique_ptr<test::ExternalDaemon>> stocs_;
   std::vector<std::unique_ptr<test::ExternalDaemon>> logcs_;
   std::unique_ptr<test::ChildProcess> coordinator_;
-  std::unique_ptr<test::ExternalDaemon> ltcs_[2];
+  std::unique_ptr<test::ExternalDaemon> ltcs_[3];
   std::unique_ptr<coordinator::ConfigStore> store_;
   std::unique_ptr<client::ZkRoutingSource> routing_;
   std::unique_ptr<client::NovaClient> client_;
@@ -228,14 +250,15 @@ TEST_F(FailoverITest, KilledLtcsRangeIsServedByTheOtherWithEveryAcknowledgedWrit
   ltcs_[1]->Kill();
   ASSERT_TRUE(WaitForConfig(
       [](const coordinator::ClusterConfig& c) {
-        return c.RangesOf("1") == std::vector<uint32_t>{0, 1} && c.ranges[1].owner_epoch == 2;
+        return c.RangesOf("1") == std::vector<uint32_t>{0, 1, 2, 3} &&
+               c.ranges[2].owner_epoch == 2 && c.ranges[3].owner_epoch == 2;
       },
-      "range 1 failed over to LTC 1 at owner epoch 2"));
+      "ranges 2 and 3 failed over to LTC 1 at owner epoch 2"));
   const MonoTime reassigned = MonoNow();
-  // Served again: a write to range 1 succeeds (the client follows the configuration).
+  // Served again: a write to range 3 succeeds (the client follows the configuration).
   const std::string probe = std::string(1, static_cast<char>(0xe0)) + "failover-probe";
   ASSERT_TRUE(test::WaitFor([&] { return client_->Put(probe, "x").ok(); }, kWait))
-      << "range 1 is not served after the failover; LTC 1's log:\n"
+      << "range 3 is not served after the failover; LTC 1's log:\n"
       << FileTail(ltcs_[0]->log_path());
   const MonoTime served = MonoNow();
   auto ms = [](MonoTime a, MonoTime b) {
@@ -265,11 +288,82 @@ TEST_F(FailoverITest, KilledLtcsRangeIsServedByTheOtherWithEveryAcknowledgedWrit
   ASSERT_TRUE(WaitForConfig(
       [](const coordinator::ClusterConfig& c) {
         return c.ltcs.count("2") == 1 && c.RangesOf("2").empty() &&
-               c.RangesOf("1") == std::vector<uint32_t>{0, 1};
+               c.RangesOf("1") == std::vector<uint32_t>{0, 1, 2, 3};
       },
       "LTC 2 back as an empty member"));
   checked = w.Verify(client_.get(), "after LTC 2 came back");
   ASSERT_TRUE(checked.ok()) << checked.status().ToString();
+}
+
+TEST_F(FailoverITest, RangesMoveBackAndForthDrainAndRebalanceUnderLoad) {
+  const uint64_t seed = test::TestSeed("FailoverITest.Moves");
+  std::unique_ptr<client::NovaClient> writers = NewClient(10s);
+  ASSERT_NE(writers, nullptr);
+  test::Workload w(seed, /*threads=*/4, /*keys_per_thread=*/200);
+  w.Start(writers.get(), /*round=*/0);
+  ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= 500; }, kWait));
+
+  // Ranges 1 and 3 (the workload's) change sides 20 times in all.
+  std::string out;
+  for (int i = 0; i < 20; ++i) {
+    const uint32_t range = i % 2 == 0 ? 1 : 3;
+    const int round = i / 2;  // 0: 1 -> 2, 3 -> 1; 1: back; ...
+    const std::string to = (range == 1) == (round % 2 == 0) ? "2" : "1";
+    const uint64_t acked = w.acknowledged();
+    ASSERT_EQ(Admin({"migrate-range", "--range=" + std::to_string(range), "--to=" + to}, &out), 0)
+        << out << FileTail(dir_ + "/admin.err");
+    // The workload goes on between moves.
+    ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= acked + 100; }, kWait))
+        << "no progress after moving range " << range << " to LTC " << to;
+  }
+  std::printf("%s", out.c_str());
+  // Re-running a finished move changes nothing.
+  out.clear();
+  ASSERT_EQ(Admin({"migrate-range", "--range=1", "--to=1"}, &out), 0) << out;
+  EXPECT_NE(out.find("no range to move"), std::string::npos) << out;
+
+  // Drain LTC 1: everything on LTC 2.
+  out.clear();
+  ASSERT_EQ(Admin({"drain-ltc", "--ltc=1"}, &out), 0) << out << FileTail(dir_ + "/admin.err");
+  auto c = store_->ReadConfig();
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->RangesOf("1").empty()) << c->ToJson();
+  EXPECT_EQ(c->draining.count("1"), 1u);
+
+  // A third LTC joins; rebalance gives it half (LTC 1 is draining).
+  ltcs_[2] = std::make_unique<test::ExternalDaemon>(LtcOptions(3));
+  ASSERT_TRUE(ltcs_[2]->Start().ok());
+  ASSERT_TRUE(WaitForConfig(
+      [](const coordinator::ClusterConfig& cfg) { return cfg.ltcs.count("3") == 1; },
+      "LTC 3 in the configuration"));
+  out.clear();
+  ASSERT_EQ(Admin({"rebalance", "--dry-run"}, &out), 0) << out;
+  EXPECT_NE(out.find("dry run"), std::string::npos) << out;
+  out.clear();
+  ASSERT_EQ(Admin({"rebalance"}, &out), 0) << out << FileTail(dir_ + "/admin.err");
+  c = store_->ReadConfig();
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->RangesOf("2").size(), 2u) << c->ToJson();
+  EXPECT_EQ(c->RangesOf("3").size(), 2u) << c->ToJson();
+
+  // LTC 1 back in, rebalanced again: 2/1/1 in some order.
+  out.clear();
+  ASSERT_EQ(Admin({"undrain-ltc", "--ltc=1"}, &out), 0) << out;
+  out.clear();
+  ASSERT_EQ(Admin({"rebalance"}, &out), 0) << out << FileTail(dir_ + "/admin.err");
+  c = store_->ReadConfig();
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->RangesOf("1").empty()) << c->ToJson();
+
+  const uint64_t acked = w.acknowledged();
+  ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= acked + 200; }, kWait));
+  w.Stop();
+  std::printf("workload: %llu acknowledged, %llu failed\n",
+              static_cast<unsigned long long>(w.acknowledged()),
+              static_cast<unsigned long long>(w.failed()));
+  auto checked = w.Verify(client_.get(), "after the moves");
+  ASSERT_TRUE(checked.ok()) << checked.status().ToString();
+  EXPECT_GT(checked.value(), 0);
 }
 
 }  // namespace

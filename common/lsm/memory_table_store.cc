@@ -64,6 +64,7 @@ Status MemoryTableStore::WriteTable(uint64_t number, const BuiltTable& table,
     filter.push_back(FragmentLocation{kMemoryStoreStocId, number, 0, stored.filter.size()});
   }
   MutexLock lock(&mu_);
+  if (fenced_) return Status::Fenced("writing " + TableName(number) + ": fenced");
   if (TakeFault(&fail_writes_)) {
     return Status::IOError("writing " + TableName(number) + ": injected fault");
   }
@@ -123,6 +124,7 @@ Result<std::string> MemoryTableStore::ReadFilter(const TableMeta& meta) {
 
 Status MemoryTableStore::DeleteTable(const TableMeta& meta) {
   MutexLock lock(&mu_);
+  if (fenced_) return Status::Fenced("deleting " + TableName(meta.number) + ": fenced");
   if (tables_.erase(meta.number) == 0) {
     return Status::NotFound("deleting " + TableName(meta.number) + ": not stored");
   }
@@ -141,6 +143,7 @@ Result<std::vector<uint64_t>> MemoryTableStore::ListTables() {
 
 Status MemoryTableStore::DeleteTableFiles(uint64_t number) {
   MutexLock lock(&mu_);
+  if (fenced_) return Status::Fenced("deleting the files of " + TableName(number) + ": fenced");
   if (TakeFault(&fail_gc_calls_)) {
     return Status::IOError("deleting the files of " + TableName(number) + ": injected fault");
   }
@@ -150,6 +153,7 @@ Status MemoryTableStore::DeleteTableFiles(uint64_t number) {
 
 Status MemoryTableStore::AppendManifest(const std::string& record) {
   MutexLock lock(&mu_);
+  if (fenced_) return Status::Fenced("MANIFEST append: fenced");
   if (TakeFault(&fail_manifest_writes_)) return Status::IOError("MANIFEST append: injected fault");
   manifest_ += record;
   ++manifest_appends_;
@@ -158,6 +162,7 @@ Status MemoryTableStore::AppendManifest(const std::string& record) {
 
 Status MemoryTableStore::RollManifest(const std::string& snapshot_record) {
   MutexLock lock(&mu_);
+  if (fenced_) return Status::Fenced("MANIFEST roll: fenced");
   if (TakeFault(&fail_manifest_writes_)) return Status::IOError("MANIFEST roll: injected fault");
   manifest_ = snapshot_record;
   ++manifest_rolls_;
@@ -167,6 +172,11 @@ Status MemoryTableStore::RollManifest(const std::string& snapshot_record) {
 Result<std::string> MemoryTableStore::ReadManifest() {
   MutexLock lock(&mu_);
   return manifest_;
+}
+
+void MemoryTableStore::Fence() {
+  MutexLock lock(&mu_);
+  fenced_ = true;
 }
 
 void MemoryTableStore::FailNextWrites(int n) {

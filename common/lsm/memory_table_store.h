@@ -62,6 +62,9 @@ class MemoryTableStore final : public TableStore {
   void FailNextManifestWrites(int n);  // AppendManifest, RollManifest
   void FailNextReads(int n);           // FragmentSource::ReadFragment, ReadFilter
   void FailNextGcCalls(int n);         // ListTables, DeleteTableFiles
+  // From now on every write, MANIFEST write and delete fails with Fenced and changes nothing
+  // (as a StoC answers an owner a newer one fenced off).
+  void Fence();
 
   // Counters (successful calls only).
   uint64_t tables_written() const;
@@ -95,6 +98,7 @@ class MemoryTableStore final : public TableStore {
   mutable Mutex mu_;
   std::map<uint64_t, StoredTable> tables_ GUARDED_BY(mu_);  // by table number
   std::string manifest_ GUARDED_BY(mu_);
+  bool fenced_ GUARDED_BY(mu_) = false;
   int fail_writes_ GUARDED_BY(mu_) = 0;
   int fail_manifest_writes_ GUARDED_BY(mu_) = 0;
   int fail_reads_ GUARDED_BY(mu_) = 0;

@@ -96,6 +96,9 @@ namespace {
 // Memtable ids a recovery skips (see Open): far more than a range can create between two
 // MANIFEST edits (each flush writes one), few enough that u64 ids never run out.
 constexpr uint64_t kRecoveryMemtableIdGap = 1ull << 32;
+// Sequences an owner skips when it opens a range at an owner epoch (see Open): more than any
+// owner assigns between its last MANIFEST edit and being fenced; 2^24 owner changes fit.
+constexpr lsm::SequenceNumber kOwnerSequenceGap = 1ull << 32;
 }  // namespace
 
 Status RangeEngine::Open() {
@@ -120,7 +123,14 @@ Status RangeEngine::Open() {
     if (!new_range) ids_.next += kRecoveryMemtableIdGap;
   }
   const uint64_t first_new_id = ids_.next;
-  seq_.Reset(std::max<lsm::SequenceNumber>(versions_.state().last_sequence(), replayed));
+  lsm::SequenceNumber last = std::max<lsm::SequenceNumber>(versions_.state().last_sequence(), replayed);
+  if (options_.owner_epoch > 0 && !new_range) {
+    // A new owner's sequences start far above anything an older owner may have assigned to
+    // writes it was refused (a copy of one may survive on a LogC that missed the fence): such
+    // a record, replayed by some later recovery, must never shadow this owner's writes.
+    last += kOwnerSequenceGap;
+  }
+  seq_.Reset(last);
   const std::shared_ptr<const DrangeLayout> layout =
       versions_.state().dranges() ? RestoreLayout(*versions_.state().dranges())
                                   : std::make_unique<DrangeLayout>(options_.comparator, 0);
@@ -247,7 +257,9 @@ Status RangeEngine::Write(const std::vector<WriteOp>& ops) {
   // record that reached no log (too few LogCs to send it to) is not applied: nobody may
   // read a write that a crash would lose and that was never acknowledged. Its sequence
   // numbers stay unused.
-  if (logged.ok() || reached) {
+  // Not when a newer owner refused it: this owner's memtables are going away, and readers
+  // that still hold it must not see a write that was refused.
+  if (logged.ok() || (reached && !logged.IsFenced())) {
     for (size_t i = 0; i < ops.size(); ++i) {
       mems[i]->Add(first + i, ops[i].type, ops[i].key, ops[i].value);
       if (options_.lookup_index) index_.Update(ops[i].key, mems[i]->id(), first + i);
@@ -625,6 +637,7 @@ Status RangeEngine::LogAndApplyLocked(VersionEdit* edit) {
   }
   if (options_.log != nullptr) DropLogsLocked(*edit);
   RebuildRangeIndexLocked();  // Level 0 may have changed
+  StopIfFencedLocked(versions_.fenced());  // a roll-over after the edit was refused
   write_gate_.l0_bytes.store(versions_.current()->LevelBytes(0), std::memory_order_relaxed);
   return Status::OK();
 }

@@ -4,6 +4,7 @@
 // such failures leave behind.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -102,6 +103,64 @@ TEST(RangeEngineFailureTest, UnrecoverableManifestStopsWritesAndOpenCollectsTheO
   Load(engine.get(), 200, 50);
   ASSERT_TRUE(engine->FlushAll().ok());
   ExpectLoaded(engine.get(), 200, 50);
+}
+
+// Owner fencing (docs/coordinator.md): once the store says a newer owner has the range, the
+// engine stops at the first refused write: on_fenced runs once, writes fail with Fenced, and
+// nothing more is written, rolled or deleted (no retry, no closing flush).
+TEST(RangeEngineFailureTest, FencedStoreStopsTheRangeAtTheFirstRefusedWrite) {
+  lsm::MemoryTableStore store;
+  EngineOptions o = SmallOptions();
+  std::atomic<int> fenced_calls{0};
+  o.on_fenced = [&] { fenced_calls.fetch_add(1); };
+  o.owner_epoch = 3;
+  auto engine = std::make_unique<RangeEngine>(o, &store);
+  ASSERT_TRUE(engine->Open().ok());
+  Load(engine.get(), 0, 50);
+  ASSERT_TRUE(engine->FlushAll().ok());
+  Load(engine.get(), 50, 50);
+  const uint64_t appends = store.manifest_appends();
+  const uint64_t rolls = store.manifest_rolls();
+  const size_t tables = store.live_tables();
+  const uint64_t written = store.tables_written();
+  store.Fence();
+  Status s = engine->FlushAll();
+  EXPECT_TRUE(s.IsFenced()) << s.ToString();
+  EXPECT_EQ(fenced_calls.load(), 1);
+  s = engine->Put("more", "x");
+  EXPECT_TRUE(s.IsFenced()) << s.ToString();
+  EXPECT_TRUE(engine->FlushAll().IsFenced());
+  EXPECT_EQ(fenced_calls.load(), 1) << "on_fenced runs once";
+  EXPECT_EQ(store.manifest_appends(), appends);
+  EXPECT_EQ(store.manifest_rolls(), rolls);
+  EXPECT_EQ(store.live_tables(), tables);
+  EXPECT_EQ(store.tables_deleted(), 0u);
+  EXPECT_EQ(store.tables_written(), written);
+  EXPECT_EQ(engine->GetStats().flush_failures, 0u) << "a fence is not a failure to retry";
+  // Reads of what it held go on (the server stops answering for the range).
+  ExpectLoaded(engine.get(), 0, 100);
+  engine.reset();  // no closing flush reaches the store either
+  EXPECT_EQ(store.manifest_appends(), appends);
+}
+
+TEST(RangeEngineFailureTest, NewOwnerSequencesStartFarAboveTheOldOnes) {
+  lsm::MemoryTableStore store;
+  auto engine = std::make_unique<RangeEngine>(SmallOptions(), &store);
+  ASSERT_TRUE(engine->Open().ok());
+  Load(engine.get(), 0, 50);
+  ASSERT_TRUE(engine->FlushAll().ok());
+  const uint64_t before = engine->GetStats().last_sequence;
+  engine.reset();
+  EngineOptions o = SmallOptions();
+  o.owner_epoch = 2;
+  engine = std::make_unique<RangeEngine>(o, &store);
+  ASSERT_TRUE(engine->Open().ok());
+  EXPECT_GE(engine->GetStats().last_sequence, before + (1ull << 32));
+  ExpectLoaded(engine.get(), 0, 50);
+  ASSERT_TRUE(engine->Put("key0", "newer").ok());
+  std::string v;
+  ASSERT_TRUE(engine->Get("key0", &v).ok());
+  EXPECT_EQ(v, "newer");
 }
 
 }  // namespace

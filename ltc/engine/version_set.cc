@@ -50,6 +50,7 @@ Status VersionSet::LogAndApply(const VersionEdit& edit, bool* fatal) {
       // A newer owner has the range: no retry, no new MANIFEST, no deletes. The edit may
       // not have been applied anywhere; the range stops here.
       *fatal = true;
+      fenced_ = appended;
       return appended.Prepend("MANIFEST append");
     }
     LOG(WARNING) << "range " << options_.range_id << ": MANIFEST append failed (attempt "
@@ -61,6 +62,12 @@ Status VersionSet::LogAndApply(const VersionEdit& edit, bool* fatal) {
     // settles the question: Open reads only the newest MANIFEST.
     const std::string snapshot = SnapshotRecord();
     const Status rolled = ctx_->store->RollManifest(snapshot);
+    if (rolled.IsFenced()) {
+      *fatal = true;
+      fenced_ = rolled;
+      return rolled.Prepend("MANIFEST append failed (" + appended.ToString() +
+                            "), and a new MANIFEST");
+    }
     if (!rolled.ok()) {
       LOG(ERROR) << "range " << options_.range_id << ": MANIFEST append failed ("
                  << appended.ToString() << ") and a new MANIFEST could not be written ("
@@ -87,7 +94,9 @@ Status VersionSet::LogAndApply(const VersionEdit& edit, bool* fatal) {
     // Start a new MANIFEST with the whole state; the old one is retired by the store.
     const std::string snapshot = SnapshotRecord();
     Status s = ctx_->store->RollManifest(snapshot);
-    if (s.ok()) {
+    if (s.IsFenced()) {
+      fenced_ = s;  // the edit is in the MANIFEST; the caller stops the range
+    } else if (s.ok()) {
       manifest_bytes_ = snapshot.size();
     } else {
       LOG(WARNING) << "range " << options_.range_id

@@ -67,6 +67,9 @@ class VersionSet {
   const ManifestState& state() const { return state_; }
   // Edits given up after their MANIFEST append failed (a new MANIFEST settled them).
   uint64_t manifest_failures() const { return manifest_failures_; }
+  // Fenced once a StoC refused this owner's MANIFEST write (also a roll-over after an edit
+  // that was applied): the range must stop. OK otherwise.
+  const Status& fenced() const { return fenced_; }
 
  private:
   // `base` with `edit` applied; tables the edit deletes are marked obsolete.
@@ -82,6 +85,7 @@ class VersionSet {
   std::shared_ptr<Version> current_;
   uint64_t manifest_bytes_ = 0;  // of the current MANIFEST, bounding it across reopens too
   uint64_t manifest_failures_ = 0;
+  Status fenced_;
 };
 
 }  // namespace nova::ltc

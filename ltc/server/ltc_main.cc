@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -284,12 +285,21 @@ int main(int argc, char** argv) {
     return BadFlags("--engine must be nova or leveldb, got '" + FLAGS_engine + "'");
   }
 
+  // This process's incarnation (docs/coordinator.md, "Owner fencing"): ranges are served
+  // only once the configuration names it, with owner epochs newer than any earlier
+  // process with this id used.
+  const std::string incarnation = [] {
+    std::random_device rd;
+    char buf[40];
+    std::snprintf(buf, sizeof(buf), "%08x%08x-%d", rd(), rd(), static_cast<int>(::getpid()));
+    return std::string(buf);
+  }();
   nova::ltc::StaticAssignmentSource static_source(a);
   std::unique_ptr<nova::ltc::ZkAssignmentSource> zk_source;
   nova::ltc::AssignmentSource* source = &static_source;
   if (zk) {
     zk_source = std::make_unique<nova::ltc::ZkAssignmentSource>(
-        config_store.get(), FLAGS_ltc_id, kFirstConfigWait);
+        config_store.get(), FLAGS_ltc_id, kFirstConfigWait, incarnation);
     source = zk_source.get();
   }
   nova::ltc::LtcServer server(so, source, factory, &metrics);
@@ -309,6 +319,7 @@ int main(int argc, char** argv) {
     // Registered once it serves: the coordinator then assigns it ranges.
     nova::coordinator::MemberInfo info;
     info.addresses["client"] = server.address();
+    info.addresses["incarnation"] = incarnation;
     if (http.value()) info.addresses["metrics"] = nova::MetricsAddress(http.value().get());
     s = config_store->Register(nova::coordinator::MemberKind::kLtc, std::to_string(FLAGS_ltc_id),
                                info);

@@ -50,14 +50,14 @@ class RangeSlot {
   std::string StateText() const EXCLUDES(mu_);
   // The range left this LTC's assignment: a background open stops trying.
   void Abandon() { abandoned_ = true; }
-  bool abandoned() const { return abandoned_.load(); }
+  bool abandoned() const { return abandoned_.load() || fenced_->load(); }
   // A newer owner fenced the range: requests are refused (RangeTable::BackendOf) from now
   // on, before the table drops the range. A background open stops trying too.
-  void MarkFenced() {
-    fenced_ = true;
-    abandoned_ = true;
-  }
-  bool fenced() const { return fenced_.load(); }
+  void MarkFenced() { fenced_->store(true); }
+  bool fenced() const { return fenced_->load(); }
+  // The flag MarkFenced sets, for a fence listener: it must not hold the slot itself (the
+  // slot may be the last holder of the backend whose engine thread runs the listener).
+  std::shared_ptr<std::atomic<bool>> fenced_flag() const { return fenced_; }
   uint32_t range_id() const { return range_id_; }
 
  private:
@@ -71,7 +71,7 @@ class RangeSlot {
   Status last_error_ GUARDED_BY(mu_);
 
   std::atomic<bool> abandoned_{false};
-  std::atomic<bool> fenced_{false};
+  const std::shared_ptr<std::atomic<bool>> fenced_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 }  // namespace nova::ltc

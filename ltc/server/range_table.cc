@@ -14,8 +14,46 @@ namespace {
 // A background open that fails is retried after 100 ms, doubling up to 5 s: a StoC or
 // LogC that is briefly down is retried soon, one that stays down is not hammered.
 constexpr RetryPolicy kOpenRetry{std::chrono::milliseconds(100), std::chrono::seconds(5)};
+// How long an open waits for the range's previous backend to finish closing (requests
+// holding it end within their deadline; its closing flush is bounded by the StoC timeout).
+constexpr std::chrono::seconds kCloseWait{60};
 
 }  // namespace
+
+class RangeTable::BackendTracker {
+ public:
+  // Owns `b` until its last holder lets go; counted as alive until its destructor returns.
+  std::shared_ptr<RangeBackend> Track(uint32_t range, std::unique_ptr<RangeBackend> b,
+                                      const std::shared_ptr<BackendTracker>& self)
+      EXCLUDES(mu_) {
+    {
+      MutexLock l(&mu_);
+      ++alive_[range];
+    }
+    return std::shared_ptr<RangeBackend>(b.release(), [self, range](RangeBackend* p) {
+      delete p;
+      MutexLock l(&self->mu_);
+      if (--self->alive_[range] == 0) self->alive_.erase(range);
+      self->closed_cv_.NotifyAll();
+    });
+  }
+  // OK once no backend of `range` is alive; Unavailable after `wait`.
+  Status WaitClosed(uint32_t range, std::chrono::milliseconds wait) EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    const bool closed = closed_cv_.WaitUntil(&l, MonoNow() + wait, [&]() REQUIRES(mu_) {
+      return alive_.count(range) == 0;
+    });
+    if (closed) return Status::OK();
+    return Status::Unavailable("range " + std::to_string(range) +
+                               ": its previous backend is still closing (requests hold it, or "
+                               "its flush is slow)");
+  }
+
+ private:
+  Mutex mu_;
+  CondVar closed_cv_;
+  std::map<uint32_t, int> alive_ GUARDED_BY(mu_);
+};
 
 const HostedRange* HostedRanges::Find(std::string_view key) const {
   // The last range starting at or before key; it holds key if key is below its end.
@@ -30,7 +68,15 @@ const HostedRange* HostedRanges::Find(std::string_view key) const {
 
 RangeTable::RangeTable(BackendFactory factory, RangeTableOptions options)
     : factory_(std::move(factory)), options_(options),
-      table_(std::make_shared<HostedRanges>()) {}
+      table_(std::make_shared<HostedRanges>()), tracker_(std::make_shared<BackendTracker>()) {}
+
+Result<std::shared_ptr<RangeBackend>> RangeTable::MakeBackend(const RangeInfo& r,
+                                                             const LtcAssignment& a) {
+  NOVA_RETURN_NOT_OK(tracker_->WaitClosed(r.id, kCloseWait));
+  auto b = factory_(r, a);
+  if (!b.ok()) return b.status();
+  return tracker_->Track(r.id, std::move(b.value()), tracker_);
+}
 
 RangeTable::~RangeTable() {
   StopOpening();
@@ -65,6 +111,46 @@ Status RangeTable::Apply(const LtcAssignment& a) {
   auto t = std::make_shared<HostedRanges>();
   t->epoch = a.epoch;
   t->ltc_id = a.ltc_id;
+  // The ranges to open, opened in parallel below (a failover hands over many at once, and
+  // each one's recovery reads its logs).
+  std::map<uint32_t, Result<std::shared_ptr<RangeSlot>>> opened;
+  for (const RangeInfo& r : a.ranges) {
+    const uint64_t owner_epoch = a.OwnerEpochOf(r.id);
+    if (FencedLocked(r.id, owner_epoch)) continue;
+    auto it = kept.find(r.id);
+    if (it != kept.end() && it->second->owner_epoch == owner_epoch &&
+        !it->second->slot->fenced()) {
+      continue;
+    }
+    if (it != kept.end()) {
+      // The range had another owner since this LTC opened it: what that owner wrote is in
+      // the MANIFEST and logs, not in this backend. The old backend is taken out of its slot
+      // now; it closes (flushing what it holds unless it was fenced) once the requests
+      // holding it end, and the reopen waits for that (MakeBackend).
+      LOG(INFO) << "epoch " << a.epoch << ": range " << r.id << " comes back at owner epoch "
+                << owner_epoch << " (was " << it->second->owner_epoch << "); reopening it";
+      it->second->slot->Take();
+    }
+    opened.emplace(r.id, Status::Unavailable("not opened"));
+  }
+  {
+    std::vector<std::thread> threads;
+    for (auto& [id, result] : opened) {
+      const RangeInfo* r = nullptr;
+      for (const RangeInfo& x : a.ranges) r = x.id == id ? &x : r;
+      threads.emplace_back([this, r, &a, result = &result] {
+        auto b = MakeBackend(*r, a);
+        if (!b.ok()) {
+          *result = b.status();
+          return;
+        }
+        auto slot = std::make_shared<RangeSlot>(r->id);
+        Install(slot, a.OwnerEpochOf(r->id), std::move(b.value()));
+        *result = std::move(slot);
+      });
+    }
+    for (auto& th : threads) th.join();
+  }
   for (const RangeInfo& r : a.ranges) {
     const uint64_t owner_epoch = a.OwnerEpochOf(r.id);
     if (FencedLocked(r.id, owner_epoch)) {
@@ -73,21 +159,12 @@ Status RangeTable::Apply(const LtcAssignment& a) {
                    << owner_epoch << " was fenced by a newer owner; not serving it";
       continue;
     }
-    auto it = kept.find(r.id);
-    if (it != kept.end() && it->second->owner_epoch == owner_epoch &&
-        !it->second->slot->fenced()) {
-      t->ranges.push_back(HostedRange{r, it->second->slot, owner_epoch});
+    auto open = opened.find(r.id);
+    if (open == opened.end()) {
+      t->ranges.push_back(HostedRange{r, kept.at(r.id)->slot, owner_epoch});
       continue;
     }
-    if (it != kept.end()) {
-      // The range had another owner since this LTC opened it: what that owner wrote is in
-      // the MANIFEST and logs, not in this backend. The old backend closes first (flushing
-      // what it holds unless it was fenced), then the range is recovered afresh.
-      LOG(INFO) << "epoch " << a.epoch << ": range " << r.id << " comes back at owner epoch "
-                << owner_epoch << " (was " << it->second->owner_epoch << "); reopening it";
-      NOVA_RETURN_NOT_OK(CloseAndWait(*it->second));
-    }
-    auto slot = OpenRange(r, a, OpenMode::kNow);
+    auto& slot = open->second;
     if (!slot.ok() && slot.status().IsFenced()) {
       // Someone newer fenced the range before this assignment reached us.
       fenced_[r.id] = std::max(fenced_[r.id], owner_epoch);
@@ -114,10 +191,10 @@ Status RangeTable::Apply(const LtcAssignment& a) {
 Result<std::shared_ptr<RangeSlot>> RangeTable::OpenRange(const RangeInfo& r,
                                                          const LtcAssignment& a, OpenMode mode) {
   if (mode == OpenMode::kNow) {
-    auto b = factory_(r, a);
+    auto b = MakeBackend(r, a);
     if (!b.ok()) return b.status();
     auto slot = std::make_shared<RangeSlot>(r.id);
-    Install(slot, a.OwnerEpochOf(r.id), std::shared_ptr<RangeBackend>(std::move(b.value())));
+    Install(slot, a.OwnerEpochOf(r.id), std::move(b.value()));
     return slot;
   }
   auto slot = std::make_shared<RangeSlot>(r.id);
@@ -131,14 +208,14 @@ void RangeTable::OpenUntilDone(const RangeInfo& r, const LtcAssignment& a,
   Backoff backoff(kOpenRetry);
   const MonoTime start = MonoNow();
   while (!stopping_ && !slot->abandoned()) {
-    auto b = factory_(r, a);
+    auto b = MakeBackend(r, a);
     if (b.ok() && slot->abandoned()) {
       // Closed while it opened: close it again (as a closed range does).
       LOG(INFO) << "range " << r.id << " opened after it left the assignment; closing it";
       return;
     }
     if (b.ok()) {
-      Install(slot, a.OwnerEpochOf(r.id), std::shared_ptr<RangeBackend>(std::move(b.value())));
+      Install(slot, a.OwnerEpochOf(r.id), std::move(b.value()));
       LOG(INFO)
           << "range " << r.id << " open after "
           << std::chrono::duration_cast<std::chrono::milliseconds>(MonoNow() - start).count()
@@ -164,12 +241,13 @@ void RangeTable::OpenUntilDone(const RangeInfo& r, const LtcAssignment& a,
 
 void RangeTable::Install(const std::shared_ptr<RangeSlot>& slot, uint64_t owner_epoch,
                          std::shared_ptr<RangeBackend> backend) {
-  // The listener holds the slot weakly: a backend outliving its slot must not keep it.
-  std::weak_ptr<RangeSlot> weak = slot;
+  // The listener holds the slot's flag, never the slot: it runs on the backend's engine
+  // thread, which must not end up destroying the backend.
+  std::shared_ptr<std::atomic<bool>> fenced = slot->fenced_flag();
   auto on_fenced = options_.on_fenced;
   const uint32_t range = slot->range_id();
-  backend->SetFenceListener([weak, on_fenced, range, owner_epoch] {
-    if (auto s = weak.lock()) s->MarkFenced();
+  backend->SetFenceListener([fenced, on_fenced, range, owner_epoch] {
+    fenced->store(true);
     if (on_fenced) on_fenced(range, owner_epoch);
   });
   slot->Set(std::move(backend));
@@ -208,20 +286,6 @@ std::optional<uint64_t> RangeTable::FencedAt(uint32_t range) const {
   auto it = fenced_.find(range);
   if (it == fenced_.end()) return std::nullopt;
   return it->second;
-}
-
-Status RangeTable::CloseAndWait(const HostedRange& h) {
-  std::weak_ptr<RangeBackend> backend = h.slot->Take();
-  // Requests still holding it finish soon (each is bounded by the client's timeout).
-  const MonoTime deadline = MonoNow() + std::chrono::seconds(30);
-  while (!backend.expired()) {
-    if (MonoNow() > deadline) {
-      return Status::Unavailable("range " + std::to_string(h.info.id) +
-                                 ": requests still hold its old backend after 30 s");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // poll with a deadline
-  }
-  return Status::OK();
 }
 
 void RangeTable::CloseRange(const HostedRange& h) {

@@ -140,10 +140,10 @@ class RangeTable {
   bool FencedLocked(uint32_t range, uint64_t owner_epoch) const REQUIRES(apply_mu_);
   // The one place a range leaves: `h` is no longer in the published table.
   void CloseRange(const HostedRange& h) REQUIRES(apply_mu_);
-  // Closes `h`'s backend now (it flushes unless fenced) and waits until no request holds
-  // it; Unavailable if requests still do after 30 s. `h` may still be published: its
-  // requests are told the range is being recovered meanwhile.
-  Status CloseAndWait(const HostedRange& h) REQUIRES(apply_mu_);
+  // The factory's backend for `r`, once every earlier backend of `r` has been destroyed
+  // (BackendTracker): two backends of one range never run at once, so a closing flush
+  // never races the next open. Unavailable if an old one lives on for kCloseWait.
+  Result<std::shared_ptr<RangeBackend>> MakeBackend(const RangeInfo& r, const LtcAssignment& a);
   void Publish(std::shared_ptr<const HostedRanges> t) EXCLUDES(table_mu_);
 
   // Constant after construction.
@@ -163,6 +163,11 @@ class RangeTable {
   std::atomic<bool> stopping_{false};
 
   std::atomic<int> waiting_for_recovery_{0};  // requests in BackendOf's wait
+
+  // Backends alive per range (counted until their destructor returns). Shared with the
+  // backends' deleters, which may run after the table is gone.
+  class BackendTracker;
+  const std::shared_ptr<BackendTracker> tracker_;
 };
 
 }  // namespace nova::ltc

@@ -70,6 +70,7 @@ class FakeBackends {
       // Opening at a newer owner epoch fences every older backend of the range (as a
       // StoC would): the test fires their listeners with FireFence.
       ++opened_[r.id];
+      closed_at_open_[r.id].push_back(closed_[r.id]);
       return std::unique_ptr<RangeBackend>(new Backend(this, r.id));
     };
   }
@@ -115,6 +116,11 @@ class FakeBackends {
     MutexLock l(&mu_);
     return closed_[id];
   }
+  // For each successful open of `id`, how many of its backends had closed by then.
+  std::vector<int> closed_at_open(uint32_t id) {
+    MutexLock l(&mu_);
+    return closed_at_open_[id];
+  }
 
  private:
   void Closed(uint32_t id) {
@@ -130,6 +136,7 @@ class FakeBackends {
   std::map<uint32_t, int> opened_ GUARDED_BY(mu_);
   std::map<uint32_t, int> closed_ GUARDED_BY(mu_);
   std::map<uint32_t, uint64_t> fenced_at_ GUARDED_BY(mu_);
+  std::map<uint32_t, std::vector<int>> closed_at_open_ GUARDED_BY(mu_);
   std::map<uint32_t, std::function<void()>> listeners_ GUARDED_BY(mu_);
 };
 
@@ -394,16 +401,21 @@ TEST(RangeTableTest, KeptRangeWhoseOwnerEpochChangedIsClosedBeforeItReopens) {
   ASSERT_TRUE(table.Init(Assignment(1, {0}, 1)).ok());
   ASSERT_TRUE(test::WaitFor([&] { return AllOpen(table); }));
   ASSERT_TRUE(test::WaitFor([&] { return fakes.opened(0) == 1; }));
-  // The range went to another LTC and back (owner epochs 2 and 3) while this one missed it:
-  // its old backend must be closed (flushed) before the range is recovered again, or its
-  // flush would race the new open. The open happens in Apply, so by then it has closed.
-  fakes.Gate(0);
-  std::thread apply([&] { EXPECT_TRUE(table.Apply(Assignment(2, {0}, 3)).ok()); });
-  ASSERT_TRUE(test::WaitFor([&] { return fakes.attempts(0) == 2; }));
-  EXPECT_EQ(fakes.closed(0), 1) << "the old backend closed before the reopen started";
-  fakes.Release(0);
+  // A request still holds the old backend when the range comes back at another owner epoch
+  // (it was elsewhere meanwhile): the reopen must wait until that backend has closed
+  // (flushed), or its flush would race the new open.
+  std::shared_ptr<RangeBackend> held = SlotOf(table, 0)->TryGet();
+  ASSERT_NE(held, nullptr);
+  Status applied;
+  std::thread apply([&] { applied = table.Apply(Assignment(2, {0}, 3)); });
+  // The request ends; only then may the second open run.
+  ASSERT_TRUE(test::WaitFor([&] { return SlotOf(table, 0)->TryGet() == nullptr; }));
+  held.reset();
   apply.join();
+  ASSERT_TRUE(applied.ok()) << applied.ToString();
   EXPECT_EQ(fakes.opened(0), 2);
+  EXPECT_EQ(fakes.closed_at_open(0), (std::vector<int>{0, 1}))
+      << "the second open ran before the first backend closed";
   EXPECT_EQ(table.Current()->ranges.at(0).owner_epoch, 3u);
 }
 

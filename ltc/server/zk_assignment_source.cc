@@ -19,12 +19,17 @@ std::optional<uint32_t> NumericId(const std::string& id) {
 
 }  // namespace
 
-LtcAssignment ToAssignment(const coordinator::ClusterConfig& config, uint32_t ltc_id) {
+LtcAssignment ToAssignment(const coordinator::ClusterConfig& config, uint32_t ltc_id,
+                           const std::string& incarnation) {
   LtcAssignment a;
   a.epoch = config.epoch;
   a.ltc_id = ltc_id;
   const std::string me = std::to_string(ltc_id);
+  auto known = config.ltc_incarnations.find(me);
+  const bool mine = incarnation.empty() ||
+                    (known != config.ltc_incarnations.end() && known->second == incarnation);
   for (const coordinator::RangeAssignment& r : config.ranges) {
+    if (!mine) break;
     if (r.ltc != me) continue;
     a.ranges.push_back(RangeInfo{r.id, r.keys});
     if (r.owner_epoch != 0) a.owner_epochs[r.id] = r.owner_epoch;
@@ -46,9 +51,11 @@ LtcAssignment ToAssignment(const coordinator::ClusterConfig& config, uint32_t lt
 // ---- ZkAssignmentSource ----------------------------------------------------------------
 
 ZkAssignmentSource::ZkAssignmentSource(coordinator::ConfigStore* store, uint32_t ltc_id,
-                                       std::chrono::milliseconds first_config_wait)
+                                       std::chrono::milliseconds first_config_wait,
+                                       std::string incarnation)
     : store_(store), first_config_wait_(first_config_wait), state_(std::make_shared<State>()) {
   state_->ltc_id = ltc_id;
+  state_->incarnation = std::move(incarnation);
   std::shared_ptr<State> state = state_;
   store_->WatchConfig([state](const coordinator::ClusterConfig& c) { OnConfig(state.get(), c); });
 }
@@ -71,7 +78,7 @@ Result<LtcAssignment> ZkAssignmentSource::Current() {
   }
   MutexLock lock(&state_->mu);
   state_->delivered_epoch = std::max(state_->delivered_epoch, config->epoch);
-  return ToAssignment(*config, state_->ltc_id);
+  return ToAssignment(*config, state_->ltc_id, state_->incarnation);
 }
 
 void ZkAssignmentSource::Watch(AssignmentListener listener) {
@@ -93,7 +100,7 @@ void ZkAssignmentSource::OnConfig(State* state, const coordinator::ClusterConfig
   MutexLock lock(&state->mu);
   if (!state->listener || config.epoch <= state->delivered_epoch) return;
   state->delivered_epoch = config.epoch;
-  state->listener(ToAssignment(config, state->ltc_id));
+  state->listener(ToAssignment(config, state->ltc_id, state->incarnation));
 }
 
 }  // namespace nova::ltc

@@ -24,8 +24,12 @@
 
 namespace nova::ltc {
 
-// This LTC's part of `config`: its ranges (owner == ltc_id), the StoCs, the epoch.
-LtcAssignment ToAssignment(const coordinator::ClusterConfig& config, uint32_t ltc_id);
+// This LTC's part of `config`: its ranges (owner == ltc_id), the StoCs, the epoch. With an
+// `incarnation` (this process's, as registered), no range until the configuration names
+// it (ClusterConfig::ltc_incarnations): until then the owner epochs may still be those of
+// a previous process with this id.
+LtcAssignment ToAssignment(const coordinator::ClusterConfig& config, uint32_t ltc_id,
+                           const std::string& incarnation = "");
 
 class ZkAssignmentSource final : public AssignmentSource {
  public:
@@ -33,7 +37,7 @@ class ZkAssignmentSource final : public AssignmentSource {
   // a first configuration; without one it returns an empty assignment (epoch 0) and the
   // configuration reaches the listener once ZooKeeper has it.
   ZkAssignmentSource(coordinator::ConfigStore* store, uint32_t ltc_id,
-                     std::chrono::milliseconds first_config_wait);
+                     std::chrono::milliseconds first_config_wait, std::string incarnation = "");
   ~ZkAssignmentSource() override;
 
   Result<LtcAssignment> Current() override EXCLUDES(state_->mu);
@@ -44,7 +48,8 @@ class ZkAssignmentSource final : public AssignmentSource {
   // Shared with the store's config callback, which the store keeps until its Shutdown()
   // (it cannot be removed): it must stay valid even after this source is gone.
   struct State {
-    uint32_t ltc_id = 0;  // constant after construction
+    uint32_t ltc_id = 0;      // constant after construction
+    std::string incarnation;  // constant after construction
     Mutex mu;             // held while the listener runs, so Unwatch waits for it
     AssignmentListener listener GUARDED_BY(mu);
     // Newest epoch Current() returned or the listener got.

@@ -1,0 +1,459 @@
+// nova_admin: operator commands against a cluster's state in ZooKeeper
+// (docs/coordinator.md, "Commands"). Exit status: 0 success, 1 the command failed
+// (ZooKeeper unreachable, cluster exists or missing, ...), 2 unusable command line.
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "client/nova_client.h"
+#include "client/zk_routing_source.h"
+#include "common/clock.h"
+#include "common/daemon/daemon_init.h"
+#include "coordinator/cluster_config.h"
+#include "coordinator/config_store.h"
+#include "coordinator/range_assigner.h"
+#include "coordinator/zk_flags.h"
+
+DEFINE_int32(ranges, 0,
+             "create-cluster: number of ranges the key space is split into. Without "
+             "--split-points the split points are single bytes spread evenly (1..256)");
+DEFINE_string(split_points, "",
+              "create-cluster: file of split points, one hex-encoded key per line, in "
+              "increasing order ('#' comments and blank lines ignored); N points make N+1 "
+              "ranges. Also accepted as --split-points");
+DEFINE_string(setting, "",
+              "create-cluster: a cluster-wide setting key=value (e.g. log_mode=memory); "
+              "repeat the flag for several");
+DEFINE_int64(range, -1, "migrate-range: the id of the range to move");
+DEFINE_string(to, "", "migrate-range: the id of the LTC to move it to (as in nova_admin status)");
+DEFINE_string(ltc, "", "drain-ltc, undrain-ltc, remove-ltc: the id of the LTC");
+DEFINE_bool(dry_run, false,
+            "migrate-range, drain-ltc, remove-ltc, rebalance: print the moves, change nothing. "
+            "Also accepted as --dry-run");
+DEFINE_bool(wait, true,
+            "migrate-range, drain-ltc, remove-ltc, rebalance: wait until every moved range is "
+            "served by its new owner, printing each; --wait=false returns once the new "
+            "configuration is published");
+DEFINE_int32(timeout_s, 120,
+             "how long the waiting commands wait for the moved ranges to be served, seconds");
+
+namespace {
+
+using nova::Status;
+namespace co = nova::coordinator;
+namespace client = nova::client;
+
+constexpr int kFailedExitCode = 1;
+
+constexpr char kUsage[] =
+    "nova_admin <command> --zk=host:port[,...] --cluster=NAME [flags]\n"
+    "Commands:\n"
+    "  create-cluster --ranges N [--split-points FILE] [--setting key=value ...]\n"
+    "                 publish the first configuration (epoch 1, ranges unassigned); the\n"
+    "                 coordinator then assigns them to registered LTCs\n"
+    "  status         table of components: kind, id, address, state (alive: registered and\n"
+    "                 in the configuration; joining: registered, not yet in it; dead: in it,\n"
+    "                 not registered), ranges owned\n"
+    "  show-config    print the configuration document (JSON)\n"
+    "  migrate-range --range ID --to LTC\n"
+    "                 move a range to another live LTC (its new owner recovers it from the\n"
+    "                 MANIFEST and the logs; needs log_mode memory or disk)\n"
+    "  drain-ltc --ltc ID\n"
+    "                 move every range of the LTC to the others and give it no more (it can\n"
+    "                 then be stopped); undrain-ltc --ltc ID lets it take ranges again\n"
+    "  remove-ltc --ltc ID\n"
+    "                 drain the LTC and drop it from the configuration (then stop it)\n"
+    "  rebalance [--dry-run]\n"
+    "                 even out the ranges over the live LTCs (a new LTC joins empty: run this)\n"
+    "The moving commands wait until each moved range is served (--wait, --timeout_s), print\n"
+    "one line per range, exit 1 if one is not, and are safe to re-run.";
+
+int Usage(const std::string& message) {
+  std::fprintf(stderr, "nova_admin: %s\n(see nova_admin --help)\n", message.c_str());
+  return nova::kBadFlagsExitCode;
+}
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "nova_admin: %s\n", s.ToString().c_str());
+  return kFailedExitCode;
+}
+
+// gflags knows neither '-' in flag names nor repeated flags: rewrite --split-points as
+// --split_points and pull every --setting out of argv into *settings.
+bool PreprocessArgs(int argc, char** argv, std::vector<std::string>* args,
+                    std::vector<std::string>* settings) {
+  args->push_back(argv[0]);
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    if (a.size() > 2 && a[0] == '-') {
+      const size_t dashes = a[1] == '-' ? 2 : 1;
+      const size_t eq = a.find('=');
+      for (size_t j = dashes; j < std::min(eq, a.size()); j++) {
+        if (a[j] == '-') a[j] = '_';
+      }
+      const std::string name = a.substr(dashes, eq == std::string::npos ? a.npos : eq - dashes);
+      if (name == "setting") {
+        if (eq != std::string::npos) {
+          settings->push_back(a.substr(eq + 1));
+        } else if (i + 1 < argc) {
+          settings->push_back(argv[++i]);
+        } else {
+          return false;
+        }
+        continue;
+      }
+    }
+    args->push_back(a);
+  }
+  return true;
+}
+
+std::string JoinIds(const std::vector<uint32_t>& ids) {
+  if (ids.empty()) return "-";
+  std::string out;
+  for (uint32_t id : ids) out += (out.empty() ? "" : ",") + std::to_string(id);
+  return out;
+}
+
+// Connects or explains why not.
+Status Connect(co::ConfigStore* store) {
+  NOVA_RETURN_NOT_OK(store->Init());
+  if (!store->WaitConnected(store->options().op_timeout)) {
+    return Status::Unavailable("cannot reach ZooKeeper at " + store->options().zk_servers +
+                               " within " + std::to_string(store->options().op_timeout.count()) +
+                               " ms");
+  }
+  return Status::OK();
+}
+
+int CreateCluster(const co::ConfigStoreOptions& options,
+                  const std::vector<std::string>& setting_args) {
+  std::vector<std::string> points;
+  if (!FLAGS_split_points.empty()) {
+    std::ifstream in(FLAGS_split_points);
+    if (!in) return Usage("cannot read --split-points file '" + FLAGS_split_points + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    auto parsed = co::ParseSplitPoints(text.str());
+    if (!parsed.ok()) return Usage(parsed.status().message());
+    points = std::move(parsed.value());
+    if (FLAGS_ranges != 0 && static_cast<size_t>(FLAGS_ranges) != points.size() + 1) {
+      return Usage("--ranges=" + std::to_string(FLAGS_ranges) + " but the split points make " +
+                   std::to_string(points.size() + 1) + " ranges");
+    }
+  } else {
+    if (FLAGS_ranges <= 0) return Usage("create-cluster needs --ranges N (N >= 1)");
+    auto even = co::EvenSplitPoints(FLAGS_ranges);
+    if (!even.ok()) return Usage(even.status().message());
+    points = std::move(even.value());
+  }
+  std::map<std::string, std::string> settings;
+  for (const std::string& kv : setting_args) {
+    const size_t eq = kv.find('=');
+    if (eq == 0 || eq == std::string::npos) {
+      return Usage("--setting '" + kv + "': want key=value");
+    }
+    if (!settings.emplace(kv.substr(0, eq), kv.substr(eq + 1)).second) {
+      return Usage("--setting " + kv.substr(0, eq) + " given twice");
+    }
+  }
+  auto config = co::MakeInitialConfig(options.cluster, points, settings);
+  if (!config.ok()) return Usage(config.status().message());
+
+  co::ConfigStore store(options);
+  Status s = Connect(&store);
+  if (s.ok()) s = store.CreateCluster(config.value());
+  if (!s.ok()) return Fail(s);
+  std::printf("created cluster %s: %zu ranges, epoch %llu, at %s\n", options.cluster.c_str(),
+              config->ranges.size(), static_cast<unsigned long long>(config->epoch),
+              store.ConfigPath().c_str());
+  return 0;
+}
+
+// Candidate id of the current leader, "" if none or unreadable.
+std::string LeaderId(co::ConfigStore* store) {
+  std::vector<std::string> candidates;
+  if (!store->zk()->GetChildren(store->ElectionPath(), &candidates).ok() || candidates.empty()) {
+    return "";
+  }
+  std::string id;
+  if (!store->zk()->Get(store->ElectionPath() + "/" + candidates.front(), &id, nullptr).ok()) {
+    return "";
+  }
+  return id;
+}
+
+int PrintStatus(const co::ConfigStoreOptions& options) {
+  co::ConfigStore store(options);
+  Status s = Connect(&store);
+  if (!s.ok()) return Fail(s);
+  auto config = store.ReadConfig();
+  if (!config.ok()) return Fail(config.status());
+  const std::string leader = LeaderId(&store);
+
+  std::vector<std::vector<std::string>> rows = {{"KIND", "ID", "ADDRESS", "STATE", "RANGES"}};
+  for (co::MemberKind kind : co::kAllMemberKinds) {
+    auto registered = store.ListMembers(kind);
+    if (!registered.ok()) return Fail(registered.status());
+    const std::map<std::string, std::string>* in_config = config->Members(kind);
+    std::set<std::string> ids;
+    for (const auto& [id, info] : registered.value()) ids.insert(id);
+    if (in_config != nullptr) {
+      for (const auto& [id, address] : *in_config) ids.insert(id);
+    }
+    for (const std::string& id : ids) {
+      auto reg = registered->find(id);
+      const bool alive = reg != registered->end();
+      const bool member = in_config == nullptr || in_config->count(id) > 0;
+      std::string address = alive ? reg->second.MainAddress() : in_config->at(id);
+      std::string state = !alive ? "dead" : member ? "alive" : "joining";
+      if (kind == co::MemberKind::kLtc && config->draining.count(id) > 0) state += " (draining)";
+      if (kind == co::MemberKind::kCoordinator && id == leader) state += " (leader)";
+      const std::string ranges = kind == co::MemberKind::kLtc ? JoinIds(config->RangesOf(id)) : "-";
+      rows.push_back(
+          {co::MemberKindName(kind), id, address.empty() ? "-" : address, state, ranges});
+    }
+  }
+  const size_t unassigned = config->RangesOf("").size();
+  std::printf("cluster %s  epoch %llu  ranges %zu (%zu unassigned)\n", config->cluster.c_str(),
+              static_cast<unsigned long long>(config->epoch), config->ranges.size(), unassigned);
+  std::vector<size_t> widths(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); c++) widths[c] = std::max(widths[c], row[c].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); c++) {
+      line += row[c];
+      if (c + 1 < row.size()) line += std::string(widths[c] - row[c].size() + 2, ' ');
+    }
+    std::printf("%s\n", line.c_str());
+  }
+  return 0;
+}
+
+int ShowConfig(const co::ConfigStoreOptions& options) {
+  co::ConfigStore store(options);
+  Status s = Connect(&store);
+  if (!s.ok()) return Fail(s);
+  auto config = store.ReadConfig();
+  if (!config.ok()) return Fail(config.status());
+  std::fputs(config->ToJson().c_str(), stdout);
+  return 0;
+}
+
+// ---- Moving ranges ---------------------------------------------------------------------
+
+using Planner = std::function<nova::Result<co::MovePlan>(const co::ClusterConfig&,
+                                                         const co::LiveMembers&)>;
+
+nova::Result<co::LiveMembers> LiveLtcs(co::ConfigStore* store) {
+  auto members = store->ListMembers(co::MemberKind::kLtc);
+  if (!members.ok()) return members.status();
+  co::LiveMembers live;
+  for (const auto& [id, info] : members.value()) live.ltcs[id] = info.MainAddress();
+  return live;
+}
+
+// Waits until `range` (bounds `keys`) answers a read at configuration epoch >= `epoch`:
+// the client routes by the published configuration, and an LTC answers only once it has
+// applied it and opened the range. Returns how long it took, or the last error.
+nova::Result<int64_t> WaitServed(co::ConfigStore* store, client::NovaClient* client,
+                                 uint64_t epoch, const nova::KeyRange& keys,
+                                 nova::MonoTime deadline) {
+  const nova::MonoTime start = nova::MonoNow();
+  auto left = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - nova::MonoNow());
+  };
+  if (!store->WaitForEpoch(epoch, std::max(left(), std::chrono::milliseconds(1)))) {
+    return Status::TimedOut("the configuration of epoch " + std::to_string(epoch) +
+                            " did not reach this tool");
+  }
+  Status last = Status::TimedOut("not tried");
+  while (nova::MonoNow() < deadline) {
+    auto got = client->Get(keys.start);
+    if (got.ok() || got.status().IsNotFound()) {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(nova::MonoNow() - start)
+          .count();
+    }
+    last = got.status();
+  }
+  return last;
+}
+
+int MoveRanges(const co::ConfigStoreOptions& options, const std::string& what,
+               const Planner& planner, const std::string& done_message) {
+  co::ConfigStore store(options);
+  Status s = Connect(&store);
+  if (!s.ok()) return Fail(s);
+  co::MovePlan plan;
+  uint64_t published = 0;
+  for (int attempt = 0;; ++attempt) {
+    int32_t version = 0;
+    auto config = store.ReadConfig(&version);
+    if (!config.ok()) return Fail(config.status());
+    auto live = LiveLtcs(&store);
+    if (!live.ok()) return Fail(live.status());
+    auto planned = planner(config.value(), live.value());
+    if (!planned.ok()) return Fail(planned.status().Prepend(what));
+    plan = std::move(planned.value());
+    if (attempt == 0) {
+      if (plan.moves.empty()) std::printf("%s: no range to move\n", what.c_str());
+      for (const co::RangeMove& m : plan.moves) {
+        std::printf("%s: range %u: LTC %s -> LTC %s\n", what.c_str(), m.range,
+                    m.from.empty() ? "-" : m.from.c_str(), m.to.c_str());
+      }
+    }
+    if (FLAGS_dry_run) {
+      std::printf("%s: dry run, nothing changed\n", what.c_str());
+      return 0;
+    }
+    if (plan.next == config.value()) {
+      published = config->epoch;
+      break;
+    }
+    plan.next.epoch = config->epoch + 1;
+    s = store.UpdateConfig(plan.next, version);
+    if (s.code() == Status::Code::kAborted && attempt < 10) continue;  // re-plan on the new one
+    if (!s.ok()) return Fail(s.Prepend(what + ": publishing the configuration"));
+    published = plan.next.epoch;
+    std::printf("%s: published configuration epoch %llu\n", what.c_str(),
+                static_cast<unsigned long long>(published));
+    break;
+  }
+  std::fflush(stdout);
+  int failed = 0;
+  if (FLAGS_wait && !plan.moves.empty()) {
+    client::ZkRoutingSource routing(&store, std::chrono::seconds(FLAGS_timeout_s));
+    client::ClientOptions client_options;
+    client_options.routing_source = &routing;
+    client_options.timeout = std::chrono::seconds(2);  // per probe; the loop bounds the wait
+    client::NovaClient client(client_options);
+    s = client.Init();
+    if (!s.ok()) return Fail(s.Prepend(what + ": connecting a client to wait for the ranges"));
+    const nova::MonoTime deadline = nova::MonoNow() + std::chrono::seconds(FLAGS_timeout_s);
+    for (const co::RangeMove& m : plan.moves) {
+      const co::RangeAssignment* r = nullptr;
+      for (const co::RangeAssignment& a : plan.next.ranges) r = a.id == m.range ? &a : r;
+      auto ms = WaitServed(&store, &client, published, r->keys, deadline);
+      if (ms.ok()) {
+        std::printf("%s: range %u served by LTC %s after %lld ms\n", what.c_str(), m.range,
+                    m.to.c_str(), static_cast<long long>(ms.value()));
+      } else {
+        ++failed;
+        std::printf("%s: range %u NOT served by LTC %s within %d s: %s\n", what.c_str(),
+                    m.range, m.to.c_str(), FLAGS_timeout_s, ms.status().ToString().c_str());
+      }
+      std::fflush(stdout);
+    }
+  }
+  if (failed > 0) {
+    std::fprintf(stderr, "nova_admin: %s: %d ranges not served in time (see above); re-run to "
+                 "wait again\n", what.c_str(), failed);
+    return kFailedExitCode;
+  }
+  if (!done_message.empty()) std::printf("%s\n", done_message.c_str());
+  return 0;
+}
+
+int Undrain(const co::ConfigStoreOptions& options, const std::string& ltc) {
+  co::ConfigStore store(options);
+  Status s = Connect(&store);
+  if (!s.ok()) return Fail(s);
+  for (int attempt = 0;; ++attempt) {
+    int32_t version = 0;
+    auto config = store.ReadConfig(&version);
+    if (!config.ok()) return Fail(config.status());
+    if (config->draining.erase(ltc) == 0) {
+      std::printf("undrain-ltc: LTC %s is not draining\n", ltc.c_str());
+      return 0;
+    }
+    config->epoch++;
+    s = store.UpdateConfig(config.value(), version);
+    if (s.code() == Status::Code::kAborted && attempt < 10) continue;
+    if (!s.ok()) return Fail(s);
+    std::printf("undrain-ltc: LTC %s takes ranges again (nova_admin rebalance gives it some)\n",
+                ltc.c_str());
+    return 0;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args;
+  std::vector<std::string> settings;
+  if (!PreprocessArgs(argc, argv, &args, &settings)) return Usage("--setting needs key=value");
+  std::vector<char*> ptrs;
+  for (std::string& a : args) ptrs.push_back(a.data());
+  int n = static_cast<int>(ptrs.size());
+  char** v = ptrs.data();
+  // A tool's stderr is for errors: the ZooKeeper session's INFO lines would drown them.
+  gflags::SetCommandLineOptionWithMode("minloglevel", "2", gflags::SET_FLAGS_DEFAULT);
+  nova::InitDaemon(&n, &v, kUsage);
+
+  if (n != 2) return Usage(n < 2 ? "no command given" : "more than one command given");
+  const std::string command = v[1];
+  const std::set<std::string> commands = {"create-cluster", "status",     "show-config",
+                                          "migrate-range",  "drain-ltc",  "undrain-ltc",
+                                          "remove-ltc",     "rebalance"};
+  if (commands.count(command) == 0) return Usage("unknown command '" + command + "'");
+  if (command == "migrate-range" && (FLAGS_range < 0 || FLAGS_range > UINT32_MAX || FLAGS_to.empty())) {
+    return Usage("migrate-range needs --range ID (a range id, see nova_admin status) and --to LTC");
+  }
+  if ((command == "drain-ltc" || command == "undrain-ltc" || command == "remove-ltc") &&
+      FLAGS_ltc.empty()) {
+    return Usage(command + " needs --ltc ID");
+  }
+  if (FLAGS_timeout_s <= 0) return Usage("--timeout_s must be > 0");
+  if (command != "create-cluster" &&
+      (FLAGS_ranges != 0 || !FLAGS_split_points.empty() || !settings.empty())) {
+    return Usage("--ranges, --split-points and --setting only apply to create-cluster");
+  }
+  auto options = co::ConfigStoreOptionsFromFlags();
+  if (!options.ok()) return Usage(options.status().message());
+  if (command == "create-cluster") return CreateCluster(options.value(), settings);
+  if (command == "status") return PrintStatus(options.value());
+  if (command == "show-config") return ShowConfig(options.value());
+  if (command == "undrain-ltc") return Undrain(options.value(), FLAGS_ltc);
+  if (command == "migrate-range") {
+    const auto range = static_cast<uint32_t>(FLAGS_range);
+    const std::string to = FLAGS_to;
+    return MoveRanges(options.value(), command,
+                      [&](const co::ClusterConfig& c, const co::LiveMembers& live) {
+                        return co::PlanMigration(c, live, range, to);
+                      },
+                      "");
+  }
+  if (command == "drain-ltc" || command == "remove-ltc") {
+    const std::string ltc = FLAGS_ltc;
+    const bool remove = command == "remove-ltc";
+    return MoveRanges(
+        options.value(), command,
+        [&](const co::ClusterConfig& c,
+            const co::LiveMembers& live) -> nova::Result<co::MovePlan> {
+          if (remove && c.ltcs.count(ltc) == 0) return co::MovePlan{c, {}};  // done before
+          auto plan = co::PlanDrain(c, live, ltc);
+          // Out of the configuration; it stays draining while it still runs (the coordinator
+          // lists it again as long as it is registered).
+          if (plan.ok() && remove) plan->next.ltcs.erase(ltc);
+          return plan;
+        },
+        remove ? "remove-ltc: LTC " + ltc + " owns nothing and is out of the configuration: "
+                 "stop it now"
+               : "drain-ltc: LTC " + ltc + " owns nothing and gets no ranges: it can be stopped");
+  }
+  return MoveRanges(options.value(), command,
+                    [](const co::ClusterConfig& c, const co::LiveMembers& live) {
+                      return co::PlanRebalance(c, live);
+                    },
+                    "");
+}
