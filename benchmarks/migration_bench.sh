@@ -9,25 +9,28 @@
 # bytes the new owner replayed (its log line "rebuilt N memtables (E entries, B log bytes)")
 # and the YCSB summary. Writes everything to --out.
 #
-#   benchmarks/migration_bench.sh [--memtable-mb N] [--moves N] [--out DIR] [--help]
+#   benchmarks/migration_bench.sh [--memtable-mb N] [--moves N] [--gap-s S] [--out DIR]
 #
-# Defaults: --memtable-mb 4, --moves 6, --out a new directory under /tmp.
+# Defaults: --memtable-mb 4, --moves 6, --gap-s 5 (seconds of writes before each move: with
+# big memtables, what the new owner replays grows with it), --out a new directory in /tmp.
 set -euo pipefail
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
 memtable_mb=4
 moves=6
+gap_s=5
 out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --memtable-mb) memtable_mb=$2; shift 2 ;;
     --moves) moves=$2; shift 2 ;;
+    --gap-s) gap_s=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --help|-h) usage; exit 0 ;;
     *) echo "migration_bench: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-for v in "$memtable_mb" "$moves"; do
+for v in "$memtable_mb" "$moves" "$gap_s"; do
   [[ "$v" =~ ^[0-9]+$ && "$v" -gt 0 ]] || { echo "migration_bench: '$v' is not a positive number" >&2; exit 2; }
 done
 
@@ -53,17 +56,17 @@ ycsb=("$NOVA_BUILD_DIR/bin/nova_ycsb" -db nova -p "nova.zk=$NOVA_ZK"
       -p recordcount=50000 -p operationcount=100000000 -p dataintegrity=true -threads 4)
 "${ycsb[@]}" -load >/dev/null
 admin=("$NOVA_BUILD_DIR/bin/nova_admin" --zk="$NOVA_ZK" --cluster="$NOVA_CLUSTER")
-seconds=$(( 10 + moves * 8 ))
+seconds=$(( 10 + moves * (gap_s + 3) ))
 "${ycsb[@]}" -run -p "maxexecutiontime=$seconds" -p "timeseries=$out/timeseries.csv" \
   > "$out/run.txt" 2>"$out/run.err" &
 ycsb_pid=$!
-sleep 5  # the workload warms up (and fills memtables) before the first move
+sleep "$gap_s"  # the workload warms up (and fills memtables) before the first move
 : > "$out/moves.txt"
 for ((i = 0; i < moves; i++)); do
   owner=$("${admin[@]}" show-config | python3 -c 'import json,sys; c=json.load(sys.stdin); print([r["ltc"] for r in c["ranges"] if r["id"]==1][0])')
   to=$(( owner == 0 ? 1 : 0 ))
   "${admin[@]}" migrate-range --range=1 "--to=$to" | tee -a "$out/moves.txt"
-  sleep 5  # memtables fill again before the next move
+  sleep "$gap_s"  # memtables fill again before the next move
 done
 wait "$ycsb_pid" || { echo "nova_ycsb failed:"; tail -20 "$out/run.err"; exit 1; }
 echo "== blocked per move (ms):"

@@ -263,20 +263,12 @@ nova::Result<co::LiveMembers> LiveLtcs(co::ConfigStore* store) {
   return live;
 }
 
-// Waits until `range` (bounds `keys`) answers a read at configuration epoch >= `epoch`:
-// the client routes by the published configuration, and an LTC answers only once it has
-// applied it and opened the range. Returns how long it took, or the last error.
-nova::Result<int64_t> WaitServed(co::ConfigStore* store, client::NovaClient* client,
-                                 uint64_t epoch, const nova::KeyRange& keys,
-                                 nova::MonoTime deadline) {
-  const nova::MonoTime start = nova::MonoNow();
-  auto left = [&] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - nova::MonoNow());
-  };
-  if (!store->WaitForEpoch(epoch, std::max(left(), std::chrono::milliseconds(1)))) {
-    return Status::TimedOut("the configuration of epoch " + std::to_string(epoch) +
-                            " did not reach this tool");
-  }
+// Waits until the range with bounds `keys` answers a read. `client` routes at the new
+// configuration epoch, so only an LTC that has applied it and opened the range answers (an
+// LTC at an older epoch answers Unavailable, the old owner WrongRange; the client retries).
+// Returns the milliseconds since `start`, or the last error at `deadline`.
+nova::Result<int64_t> WaitServed(client::NovaClient* client, nova::MonoTime start,
+                                 const nova::KeyRange& keys, nova::MonoTime deadline) {
   Status last = Status::TimedOut("not tried");
   while (nova::MonoNow() < deadline) {
     auto got = client->Get(keys.start);
@@ -332,6 +324,13 @@ int MoveRanges(const co::ConfigStoreOptions& options, const std::string& what,
   std::fflush(stdout);
   int failed = 0;
   if (FLAGS_wait && !plan.moves.empty()) {
+    // The client must route at the new epoch from its first request: at an older one the
+    // old owner, if it has not applied the change yet, would still answer.
+    if (!store.WaitForEpoch(published, std::chrono::seconds(FLAGS_timeout_s))) {
+      return Fail(Status::TimedOut(what + ": the configuration of epoch " +
+                                   std::to_string(published) + " did not reach this tool"));
+    }
+    const nova::MonoTime published_seen = nova::MonoNow();
     client::ZkRoutingSource routing(&store, std::chrono::seconds(FLAGS_timeout_s));
     client::ClientOptions client_options;
     client_options.routing_source = &routing;
@@ -339,11 +338,16 @@ int MoveRanges(const co::ConfigStoreOptions& options, const std::string& what,
     client::NovaClient client(client_options);
     s = client.Init();
     if (!s.ok()) return Fail(s.Prepend(what + ": connecting a client to wait for the ranges"));
-    const nova::MonoTime deadline = nova::MonoNow() + std::chrono::seconds(FLAGS_timeout_s);
+    if (client.routing().epoch < published) {
+      return Fail(Status::IllegalState(what + ": the client routes at epoch " +
+                                       std::to_string(client.routing().epoch) + ", not " +
+                                       std::to_string(published)));
+    }
+    const nova::MonoTime deadline = published_seen + std::chrono::seconds(FLAGS_timeout_s);
     for (const co::RangeMove& m : plan.moves) {
       const co::RangeAssignment* r = nullptr;
       for (const co::RangeAssignment& a : plan.next.ranges) r = a.id == m.range ? &a : r;
-      auto ms = WaitServed(&store, &client, published, r->keys, deadline);
+      auto ms = WaitServed(&client, published_seen, r->keys, deadline);
       if (ms.ok()) {
         std::printf("%s: range %u served by LTC %s after %lld ms\n", what.c_str(), m.range,
                     m.to.c_str(), static_cast<long long>(ms.value()));

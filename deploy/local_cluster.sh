@@ -329,6 +329,14 @@ case "$cmd" in
       -e "s|^--listen_port=.*|--listen_port=0|" "$dir/cmd/ltc-0" > "$dir/cmd/$new"
     launch "$new"
     pin_port "$new" "$(wait_listen "$new")"
+    # The coordinator lists it in the configuration first (rebalance moves ranges only to
+    # LTCs in it).
+    deadline=$((SECONDS + start_timeout))
+    until "$bin/nova_admin" status "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" 2>/dev/null |
+        grep -qE "^ltc +$n +[^ ]+ +alive"; do
+      ((SECONDS < deadline)) || die "$new is not in the configuration after ${start_timeout}s"
+      sleep 0.2
+    done
     echo "started $new; rebalancing" >&2
     "$bin/nova_admin" rebalance "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" >&2
     ;;

@@ -143,6 +143,15 @@ expect_eq "$("${cli[@]}" get key-late)" "late" "get from ltc-0's range after the
 expect_eq "$("${cli[@]}" get logc-down-m)" "v-m" "a write logged while a LogC was down, after ltc-0's crash"
 expect_eq "$("${cli[@]}" get again-m)" "v2-m" "a write from before ltc-0's crash"
 
+echo "== an LTC added (rebalance gives it a range), then removed (its range moves back)"
+"$root/deploy/local_cluster.sh" add --dir "$dir" ltc > "$dir/add.out" 2>&1 || { cat "$dir/add.out"; fail "add ltc"; }
+grep -q "served by LTC 2" "$dir/add.out" || { cat "$dir/add.out"; fail "rebalance gave the new LTC no range"; }
+"${cli[@]}" put after-add yes || fail "put after adding an LTC"
+"$root/deploy/local_cluster.sh" remove --dir "$dir" ltc-2 > "$dir/remove.out" 2>&1 || { cat "$dir/remove.out"; fail "remove ltc-2"; }
+[[ ! -f "$dir/pids/ltc-2.pid" ]] || fail "ltc-2 still has a pid file after remove"
+expect_eq "$("${cli[@]}" get after-add)" "yes" "a write made with 3 LTCs, after removing one"
+expect_eq "$("${cli[@]}" get key-late)" "late" "an older write, after the moves"
+
 echo "== stop"
 pids=$(cat "$dir"/pids/*.pid)
 "$root/deploy/local_cluster.sh" stop --dir "$dir"
