@@ -156,15 +156,24 @@ bool ConfigStore::SyncOnce(std::optional<ClusterConfig>* new_config, bool* membe
   const int64_t session = zk_->session_id();
   bool ok = true;
 
-  std::vector<std::pair<std::string, std::string>> todo;  // path, data
+  struct Todo {
+    std::string path;
+    std::string data;
+    bool take_over;
+  };
+  std::vector<Todo> todo;
   {
     MutexLock l(&mu_);
     for (const auto& [path, reg] : registrations_) {
-      if (reg.done_session != session) todo.emplace_back(path, reg.data);
+      // Take over only until registered once: later, a node held by another session is a
+      // newer process of this member.
+      if (reg.done_session != session) {
+        todo.push_back(Todo{path, reg.data, reg.take_over && reg.done_session == 0});
+      }
     }
   }
-  for (const auto& [path, data] : todo) {
-    Status s = EnsureRegistered(path, data, session);
+  for (const auto& [path, data, take_over] : todo) {
+    Status s = EnsureRegistered(path, data, session, take_over);
     if (s.ok()) {
       MutexLock l(&mu_);
       auto it = registrations_.find(path);
@@ -202,7 +211,7 @@ bool ConfigStore::SyncOnce(std::optional<ClusterConfig>* new_config, bool* membe
 }
 
 Status ConfigStore::EnsureRegistered(const std::string& path, const std::string& data,
-                                     int64_t session) {
+                                     int64_t session, bool take_over) {
   NOVA_RETURN_NOT_OK(zk_->EnsurePath(Parent(path)));
   Status s = zk_->Create(path, data, ZkCreateMode::kEphemeral);
   if (s.ok() || s.code() != Status::Code::kAlreadyExists) return s;
@@ -212,6 +221,14 @@ Status ConfigStore::EnsureRegistered(const std::string& path, const std::string&
   if (s.IsNotFound()) return Status::Unavailable(path + " vanished while registering; retrying");
   NOVA_RETURN_NOT_OK(s);
   if (stat.ephemeral_owner == session) return zk_->Set(path, data, ZkClient::kAnyVersion);
+  if (take_over) {
+    LOG(WARNING) << "taking " << path << " over from ZooKeeper session "
+                 << SessionHex(stat.ephemeral_owner)
+                 << " (a previous process of this member; it is fenced off)";
+    s = zk_->Delete(path, stat.version);
+    if (!s.ok() && !s.IsNotFound()) return s;
+    return zk_->Create(path, data, ZkCreateMode::kEphemeral);
+  }
   return Status::Unavailable(
       path + " is held by another ZooKeeper session " + SessionHex(stat.ephemeral_owner) +
       ": a previous run of this member whose session has not expired yet (it goes within "
@@ -293,14 +310,15 @@ void ConfigStore::RunMembersCallbacks() {
   for (const auto& cb : callbacks) (*cb)();
 }
 
-Status ConfigStore::Register(MemberKind kind, const std::string& id, const MemberInfo& info) {
+Status ConfigStore::Register(MemberKind kind, const std::string& id, const MemberInfo& info,
+                             bool take_over) {
   NOVA_RETURN_NOT_OK(ValidateMemberId(id));
   const std::string path = MemberPath(kind, id);
   const std::string data = info.ToJson();
   MutexLock s(&sync_mu_);
   {
     MutexLock l(&mu_);
-    registrations_[path] = Registration{kind, id, data, 0};
+    registrations_[path] = Registration{kind, id, data, 0, take_over};
   }
   // The node's owner is checked against the session, so know it first.
   if (!zk_->WaitConnected(options_.op_timeout)) {
@@ -309,7 +327,7 @@ Status ConfigStore::Register(MemberKind kind, const std::string& id, const Membe
                                options_.zk_servers);
   }
   const int64_t session = zk_->session_id();
-  Status st = EnsureRegistered(path, data, session);
+  Status st = EnsureRegistered(path, data, session, take_over);
   if (st.ok()) {
     MutexLock l(&mu_);
     registrations_[path].done_session = session;

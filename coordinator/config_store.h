@@ -101,7 +101,12 @@ class ConfigStore {
   // while ZooKeeper is unreachable or while another session still holds the node, e.g. the
   // previous run of this component before its session expired) -- the store keeps trying
   // in the background either way. Registering the same (kind, id) again replaces `info`.
-  Status Register(MemberKind kind, const std::string& id, const MemberInfo& info)
+  // With `take_over`, until this registration first succeeds a node held by another session
+  // (a previous process of this member that may still run) is deleted and replaced: for
+  // members whose previous process is fenced off otherwise (LTCs: incarnations and owner
+  // epochs, docs/coordinator.md), so a restart need not wait out the old session.
+  Status Register(MemberKind kind, const std::string& id, const MemberInfo& info,
+                  bool take_over = false)
       EXCLUDES(sync_mu_, callback_mu_, mu_);
   // Stops keeping the node and deletes it. OK if it was not there.
   Status Unregister(MemberKind kind, const std::string& id) EXCLUDES(sync_mu_, callback_mu_, mu_);
@@ -156,6 +161,7 @@ class ConfigStore {
     std::string id;
     std::string data;          // MemberInfo JSON
     int64_t done_session = 0;  // session in which the node is known to exist; 0 = not yet
+    bool take_over = false;    // see Register
   };
 
   void BackgroundThread() EXCLUDES(sync_mu_, callback_mu_, mu_);
@@ -164,7 +170,8 @@ class ConfigStore {
   // member callbacks are due; the caller runs the callbacks without sync_mu_.
   bool SyncOnce(std::optional<ClusterConfig>* new_config, bool* members_changed) REQUIRES(sync_mu_)
       EXCLUDES(mu_);
-  Status EnsureRegistered(const std::string& path, const std::string& data, int64_t session)
+  Status EnsureRegistered(const std::string& path, const std::string& data, int64_t session,
+                          bool take_over)
       REQUIRES(sync_mu_) EXCLUDES(mu_);
   Status RefreshConfig(std::optional<ClusterConfig>* new_config) REQUIRES(sync_mu_) EXCLUDES(mu_);
   Status WatchMemberLists() REQUIRES(sync_mu_) EXCLUDES(mu_);

@@ -126,6 +126,27 @@ TEST_F(ConfigStoreTest, SecondHolderOfAnIdWaitsForTheFirst) {
       kWait));
 }
 
+TEST_F(ConfigStoreTest, ARestartedMemberMayTakeItsNodeOver) {
+  auto old_process = NewStore("takeover");
+  auto new_process = NewStore("takeover");
+  MemberInfo info;
+  info.addresses["client"] = "127.0.0.1:7001";
+  ASSERT_TRUE(old_process->Register(MemberKind::kLtc, "ltc-1", info, /*take_over=*/true).ok());
+  const std::string path = new_process->MemberPath(MemberKind::kLtc, "ltc-1");
+  // The restarted process does not wait for the old session to expire.
+  info.addresses["client"] = "127.0.0.1:7002";
+  ASSERT_TRUE(new_process->Register(MemberKind::kLtc, "ltc-1", info, /*take_over=*/true).ok());
+  ZkStat stat;
+  ASSERT_TRUE(new_process->zk()->Exists(path, &stat).ok());
+  EXPECT_EQ(stat.ephemeral_owner, new_process->zk()->session_id());
+  auto members = new_process->ListMembers(MemberKind::kLtc);
+  ASSERT_TRUE(members.ok());
+  EXPECT_EQ(members->at("ltc-1").MainAddress(), "127.0.0.1:7002");
+  // Without take_over a third process waits, as before.
+  auto third = NewStore("takeover");
+  EXPECT_TRUE(third->Register(MemberKind::kLtc, "ltc-1", info).IsUnavailable());
+}
+
 TEST_F(ConfigStoreTest, CreateClusterAndCompareAndSet) {
   auto store = NewStore("cas");
   EXPECT_TRUE(store->ReadConfig().status().IsNotFound());

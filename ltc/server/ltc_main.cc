@@ -321,8 +321,10 @@ int main(int argc, char** argv) {
     info.addresses["client"] = server.address();
     info.addresses["incarnation"] = incarnation;
     if (http.value()) info.addresses["metrics"] = nova::MetricsAddress(http.value().get());
+    // Taking the node over from a previous process with this id is safe: the new
+    // incarnation makes the coordinator bump this LTC's owner epochs, which fences it.
     s = config_store->Register(nova::coordinator::MemberKind::kLtc, std::to_string(FLAGS_ltc_id),
-                               info);
+                               info, /*take_over=*/true);
     LOG_IF(WARNING, !s.ok()) << "registering in ZooKeeper (retried in the background): "
                              << s.ToString();
   }
