@@ -194,12 +194,4 @@ Result<MovePlan> PlanRebalance(const ClusterConfig& current, const LiveMembers& 
   return plan;
 }
 
-std::vector<std::string> LostLtcs(const ClusterConfig& config, const LiveMembers& live) {
-  std::vector<std::string> lost;
-  for (const auto& [id, address] : config.ltcs) {
-    if (live.ltcs.count(id) == 0 && !config.RangesOf(id).empty()) lost.push_back(id);
-  }
-  return lost;
-}
-
 }  // namespace nova::coordinator

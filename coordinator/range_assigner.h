@@ -60,9 +60,6 @@ struct AssignmentOptions {
 std::optional<ClusterConfig> PlanNextConfig(const ClusterConfig& current, const LiveMembers& live,
                                             const AssignmentOptions& options);
 
-// LTCs of `config` that own ranges but are not in `live`.
-std::vector<std::string> LostLtcs(const ClusterConfig& config, const LiveMembers& live);
-
 // ---- Scaling (nova_admin; docs/coordinator.md, "Moving ranges") ----------------------
 //
 // A move gives a range to another LTC with its owner epoch bumped: the new owner fences the

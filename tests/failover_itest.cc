@@ -80,13 +80,8 @@ class FailoverITest : public ::testing::Test {
       ASSERT_TRUE(s.ok()) << s.ToString();
     }
     for (int id = 1; id <= 2; ++id) {
-      test::ExternalDaemonOptions o;
-      o.binary = "nova_logc";
-      o.id = "logc-" + std::to_string(id);
-      o.data_dir = dir_ + "/" + o.id;
-      o.data_dir_flag = "logc_dir";
-      o.cluster_secret_file = secret_;
-      o.extra_flags = {"--logc_id=" + std::to_string(id), "--logc_memory_limit_mb=256"};
+      test::ExternalDaemonOptions o =
+          test::LogcDaemonOptions(dir_, secret_, id, {"--logc_memory_limit_mb=256"});
       AddZkFlags(&o.extra_flags);
       logcs_.push_back(std::make_unique<test::ExternalDaemon>(o));
       s = logcs_.back()->Start();

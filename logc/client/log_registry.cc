@@ -188,16 +188,22 @@ Status LogRegistry::FencedError(uint32_t range) const {
                         std::to_string(epoch) + " was fenced by a newer owner: " + why);
 }
 
-Status LogRegistry::Probe(const std::shared_ptr<Log>& log, const Replica& rep, uint32_t segment,
-                          uint64_t capacity) {
+OpenLogRequest LogRegistry::OpenRequestFor(const Log& log, uint32_t segment,
+                                           uint64_t capacity) const {
   OpenLogRequest req;
-  req.range = log->range;
-  req.memtable = log->memtable;
+  req.range = log.range;
+  req.memtable = log.memtable;
   req.segment = segment;
   req.capacity = capacity;
   req.persist = Persists(settings_->mode.load());
-  req.owner_epoch = EpochOf(log->range);
-  auto reply = endpoint_->CallSync(rep.peer, kOpenLog, Encode(req), timeout_);
+  req.owner_epoch = EpochOf(log.range);
+  return req;
+}
+
+Status LogRegistry::Probe(const std::shared_ptr<Log>& log, const Replica& rep, uint32_t segment,
+                          uint64_t capacity) {
+  auto reply = endpoint_->CallSync(rep.peer, kOpenLog,
+                                   Encode(OpenRequestFor(*log, segment, capacity)), timeout_);
   if (reply.ok()) return Status::OK();
   if (reply.status().IsFenced()) MarkFenced(log->range, reply.status());
   return reply.status().Prepend("probing LogC " + rep.logc_id);
@@ -207,13 +213,7 @@ Status LogRegistry::Probe(const std::shared_ptr<Log>& log, const Replica& rep, u
 
 Status LogRegistry::OpenAt(const std::shared_ptr<Log>& log, const std::shared_ptr<Replica>& rep,
                            uint32_t segment, uint64_t capacity) {
-  OpenLogRequest req;
-  req.range = log->range;
-  req.memtable = log->memtable;
-  req.segment = segment;
-  req.capacity = capacity;
-  req.persist = Persists(settings_->mode.load());
-  req.owner_epoch = EpochOf(log->range);
+  const OpenLogRequest req = OpenRequestFor(*log, segment, capacity);
   auto reply = endpoint_->CallSync(rep->peer, kOpenLog, Encode(req), timeout_);
   if (!reply.ok()) {
     if (reply.status().IsFenced()) MarkFenced(log->range, reply.status());

@@ -96,6 +96,10 @@ class LogRegistry {
   // failure stands either way). REQUIRES: no lock of `log` held.
   Status Probe(const std::shared_ptr<Log>& log, const Replica& rep, uint32_t segment,
                uint64_t capacity) EXCLUDES(epochs_mu_);
+  // The open of `segment` of `log` as OpenAt and Probe send it: the mode's persistence and
+  // the range's owner epoch.
+  OpenLogRequest OpenRequestFor(const Log& log, uint32_t segment, uint64_t capacity) const
+      EXCLUDES(epochs_mu_);
 
   // ---- Replicas ----
   // Opens segment `segment` of `log` at the replica's LogC, under the range's owner epoch

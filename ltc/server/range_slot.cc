@@ -2,12 +2,6 @@
 
 namespace nova::ltc {
 
-std::shared_ptr<RangeSlot> RangeSlot::Ready(uint32_t range_id, std::shared_ptr<RangeBackend> b) {
-  auto slot = std::make_shared<RangeSlot>(range_id);
-  slot->Set(std::move(b));
-  return slot;
-}
-
 void RangeSlot::Set(std::shared_ptr<RangeBackend> backend) {
   MutexLock l(&mu_);
   backend_ = std::move(backend);

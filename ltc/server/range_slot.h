@@ -3,7 +3,7 @@
 // memtables from the logs, which may take a while), so requests for other ranges are served
 // meanwhile; requests for this one wait on its slot.
 //
-// Lifecycle: made empty (opening) or Ready; Set() once the backend is open; Abandon() when
+// Lifecycle: made empty (opening); Set() once the backend is open; Abandon() when
 // the range leaves the assignment (a background open then stops trying). The backend closes
 // when the last holder of it (the slot, a request, a snapshot's weak reference promoted)
 // lets go.
@@ -28,8 +28,6 @@ class RangeSlot {
  public:
   // An empty slot: the range is being opened.
   explicit RangeSlot(uint32_t range_id) : range_id_(range_id), since_(MonoNow()) {}
-  // A slot holding an open backend.
-  static std::shared_ptr<RangeSlot> Ready(uint32_t range_id, std::shared_ptr<RangeBackend> b);
   RangeSlot(const RangeSlot&) = delete;
   RangeSlot& operator=(const RangeSlot&) = delete;
 

@@ -272,6 +272,19 @@ ExternalDaemonOptions StocDaemonOptions(const std::string& dir, const std::strin
   return o;
 }
 
+ExternalDaemonOptions LogcDaemonOptions(const std::string& dir, const std::string& secret_file,
+                                        int id, std::vector<std::string> flags) {
+  ExternalDaemonOptions o;
+  o.binary = "nova_logc";
+  o.id = "logc-" + std::to_string(id);
+  o.data_dir = dir + "/" + o.id;
+  o.data_dir_flag = "logc_dir";
+  o.cluster_secret_file = secret_file;
+  o.extra_flags = {"--logc_id=" + std::to_string(id)};
+  o.extra_flags.insert(o.extra_flags.end(), flags.begin(), flags.end());
+  return o;
+}
+
 ExternalDaemonOptions LtcDaemonOptions(const std::string& dir, const std::string& secret_file,
                                        const std::string& id, std::vector<std::string> flags) {
   ExternalDaemonOptions o;

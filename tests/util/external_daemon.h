@@ -166,6 +166,10 @@ class ExternalDaemon {
 // (e.g. the memory limits a test wants).
 ExternalDaemonOptions StocDaemonOptions(const std::string& dir, const std::string& secret_file,
                                         uint32_t id, std::vector<std::string> flags = {});
+// The options of LogC `id` of a test cluster: nova_logc named logc-<id>, its data under
+// <dir>/logc-<id>, the cluster secret, --logc_id, then `flags` (memory limit, persist...).
+ExternalDaemonOptions LogcDaemonOptions(const std::string& dir, const std::string& secret_file,
+                                        int id, std::vector<std::string> flags = {});
 // The options of LTC `id` (e.g. "ltc-1"): nova_ltc with --ltc_dir=<dir>/<id>, the cluster
 // secret, then `flags` (its --ltc_id, ranges, StoCs...).
 ExternalDaemonOptions LtcDaemonOptions(const std::string& dir, const std::string& secret_file,

@@ -56,13 +56,8 @@ Status LogTestCluster::Start() {
         (stoc_list.empty() ? "" : ",") + std::to_string(id) + "@" + stocs_.back()->address();
   }
   for (int id = 0; id < options_.logcs; ++id) {
-    ExternalDaemonOptions o;
-    o.binary = "nova_logc";
-    o.id = "logc-" + std::to_string(id);
-    o.data_dir = dir_ + "/" + o.id;
-    o.data_dir_flag = "logc_dir";
-    o.cluster_secret_file = secret.value();
-    o.extra_flags = {"--logc_id=" + std::to_string(id), "--logc_memory_limit_mb=512"};
+    ExternalDaemonOptions o =
+        LogcDaemonOptions(dir_, secret.value(), id, {"--logc_memory_limit_mb=512"});
     if (options_.logc_persist) o.extra_flags.push_back("--logc_persist");
     logcs_.push_back(std::make_unique<ExternalDaemon>(o));
     NOVA_RETURN_NOT_OK(logcs_.back()->Start());
