@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include <leveldb/comparator.h>
 
@@ -11,6 +12,7 @@ namespace nova::ltc {
 
 class CompactionOffloader;
 class MemtableLog;
+struct MigratedState;
 
 struct EngineOptions {
   uint32_t range_id = 0;
@@ -89,6 +91,11 @@ struct EngineOptions {
   MemtableLog* log = nullptr;
   // Threads that rebuild memtables from their logs at Open (--ltc_recovery_threads).
   int recovery_threads = 2;
+  // Live migration, destination side (range_migration.h): the memtables copied from the
+  // source LTC. Open adopts those the MANIFEST does not mark obsolete in place of replaying
+  // their logs (which it still lists: they stay the range's logs until flushed), and replays
+  // the other live logs as at recovery. Null: an ordinary Open.
+  std::shared_ptr<const MigratedState> migrated;
 };
 
 }  // namespace nova::ltc

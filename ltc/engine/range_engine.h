@@ -71,6 +71,7 @@
 #include "ltc/engine/manifest.h"
 #include "ltc/engine/memtable.h"
 #include "ltc/engine/range_index.h"
+#include "ltc/engine/range_migration.h"
 #include "ltc/engine/sequence_watermark.h"
 #include "ltc/engine/version.h"
 #include "ltc/engine/version_set.h"
@@ -182,6 +183,26 @@ class RangeEngine {
   Status FlushAll();
   // Waits until no compaction is needed or running.
   Status WaitForCompactions();
+
+  // Live migration, source side (range_migration.h, docs/coordinator.md "Live migration").
+  // Starts a migration out: every non-empty active memtable becomes immutable (never merged
+  // back), and immutable memtables are not flushed or merged while the migration lasts unless
+  // a writer waits for room. The range keeps serving. Calling it again restarts nothing.
+  Status BeginMigrationOut();
+  // The immutable memtables now (ascending id) once every write to them has finished: each
+  // is complete. The engine keeps them too (flushes are held, not forbidden).
+  Status ExportImmutables(std::vector<MigratedMemtable>* out);
+  // Stops the range for a hand-off: new writes fail with Fenced (on_fenced is not called),
+  // the call waits until every write given a sequence number has finished, no background work
+  // starts any more, and *out gets every live memtable plus the bookkeeping (complete). From
+  // then on the engine writes nothing (no flush, compaction or closing flush) until
+  // EndMigrationOut. Reads still work (the server refuses them once handed off).
+  Status Handoff(MigratedState* out);
+  // Undoes BeginMigrationOut and Handoff (the move was abandoned): writes, flushes, merges
+  // and compactions resume. A no-op if no migration is in progress.
+  void EndMigrationOut();
+  // True between a successful Handoff and EndMigrationOut.
+  bool handed_off() const;
 
   EngineStats GetStats() const;
   std::string DrangeDebugString() const;
