@@ -42,6 +42,11 @@ DEFINE_bool(wait, true,
             "migrate-range, drain-ltc, remove-ltc, rebalance: wait until every moved range is "
             "served by its new owner, printing each; --wait=false returns once the new "
             "configuration is published");
+DEFINE_bool(live, true,
+            "migrate-range, drain-ltc, remove-ltc, rebalance: move ranges by live migration "
+            "(the destination copies the memtables from the source, which serves until a short "
+            "hand-off; any log mode). --live=false: the new owner recovers each range from the "
+            "MANIFEST and replays its logs (needs log_mode memory or disk)");
 DEFINE_int32(timeout_s, 120,
              "how long the waiting commands wait for the moved ranges to be served, seconds");
 
@@ -61,11 +66,14 @@ constexpr char kUsage[] =
     "                 coordinator then assigns them to registered LTCs\n"
     "  status         table of components: kind, id, address, state (alive: registered and\n"
     "                 in the configuration; joining: registered, not yet in it; dead: in it,\n"
-    "                 not registered), ranges owned\n"
+    "                 not registered), ranges owned; then the migrations queued or running\n"
     "  show-config    print the configuration document (JSON)\n"
     "  migrate-range --range ID --to LTC\n"
-    "                 move a range to another live LTC (its new owner recovers it from the\n"
-    "                 MANIFEST and the logs; needs log_mode memory or disk)\n"
+    "                 move a range to another live LTC: queued as a live migration (the\n"
+    "                 coordinator runs --coordinator_max_concurrent_migrations at once; the\n"
+    "                 destination copies the memtables while the source serves, then takes\n"
+    "                 over after a short hand-off). --live=false: the new owner recovers the\n"
+    "                 range from the MANIFEST and the logs (log_mode memory or disk)\n"
     "  drain-ltc --ltc ID\n"
     "                 move every range of the LTC to the others and give it no more (it can\n"
     "                 then be stopped); undrain-ltc --ltc ID lets it take ranges again\n"
@@ -115,6 +123,8 @@ bool PreprocessArgs(int argc, char** argv, std::vector<std::string>* args,
   }
   return true;
 }
+
+co::MoveMode MoveMode() { return FLAGS_live ? co::MoveMode::kLive : co::MoveMode::kReopen; }
 
 std::string JoinIds(const std::vector<uint32_t>& ids) {
   if (ids.empty()) return "-";
@@ -237,6 +247,19 @@ int PrintStatus(const co::ConfigStoreOptions& options) {
     }
     std::printf("%s\n", line.c_str());
   }
+  if (!config->migrations.empty()) {
+    std::printf("migrations (%zu):\n", config->migrations.size());
+    const uint64_t now = nova::WallMillis();
+    for (const co::RangeMigration& m : config->migrations) {
+      std::string state = "queued";
+      if (m.running) {
+        const uint64_t ms = now > m.started_ms ? now - m.started_ms : 0;
+        state = "running for " + std::to_string(ms / 1000) + "." + std::to_string(ms % 1000 / 100) + " s";
+      }
+      std::printf("  range %u: LTC %s -> LTC %s, %s\n", m.range, m.from.c_str(), m.to.c_str(),
+                  state.c_str());
+    }
+  }
   return 0;
 }
 
@@ -281,6 +304,63 @@ nova::Result<int64_t> WaitServed(client::NovaClient* client, nova::MonoTime star
   return last;
 }
 
+// Waits until no migration of `moves` is left in the configuration, printing each one as it
+// starts and ends. Fills *rolled_back with those that ended without the move (dropped by
+// the coordinator or given up by an LTC). Returns the epoch of the configuration in which
+// the last one ended, or TimedOut at `deadline`.
+nova::Result<uint64_t> WaitForMigrations(co::ConfigStore* store, const std::string& what,
+                                         const std::vector<co::RangeMove>& moves,
+                                         nova::MonoTime deadline,
+                                         std::set<uint32_t>* rolled_back) {
+  const nova::MonoTime start = nova::MonoNow();
+  std::map<uint32_t, const co::RangeMove*> pending;
+  for (const co::RangeMove& m : moves) pending[m.range] = &m;
+  std::set<uint32_t> started;
+  uint64_t seen = 0;
+  while (!pending.empty()) {
+    if (nova::MonoNow() >= deadline) {
+      std::string ids;
+      for (const auto& [range, move] : pending) ids += " " + std::to_string(range);
+      return Status::TimedOut(what + ": migrations of ranges" + ids + " still queued or running "
+                              "after " + std::to_string(FLAGS_timeout_s) + " s (nova_admin "
+                              "status shows them; re-run to wait again)");
+    }
+    store->WaitForEpoch(seen + 1, std::chrono::milliseconds(200));
+    auto config = store->GetLastConfig();
+    if (!config.has_value() || config->epoch == seen) continue;
+    seen = config->epoch;
+    const long long ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(nova::MonoNow() - start).count();
+    for (auto it = pending.begin(); it != pending.end();) {
+      const co::RangeMigration* m = config->MigrationOf(it->first);
+      const co::RangeAssignment* r = config->Range(it->first);
+      if (m != nullptr && m->to == it->second->to) {
+        if (m->running && started.insert(it->first).second) {
+          std::printf("%s: range %u: copying from LTC %s to LTC %s (after %lld ms)\n",
+                      what.c_str(), it->first, m->from.c_str(), m->to.c_str(), ms);
+          std::fflush(stdout);
+        }
+        ++it;
+        continue;
+      }
+      if (r != nullptr && r->ltc == it->second->to) {
+        std::printf("%s: range %u: LTC %s took it over at epoch %llu (after %lld ms)\n",
+                    what.c_str(), it->first, r->ltc.c_str(),
+                    static_cast<unsigned long long>(seen), ms);
+      } else {
+        rolled_back->insert(it->first);
+        std::printf("%s: range %u: migration to LTC %s rolled back, still owned by LTC %s "
+                    "(the LTCs' logs say why; re-run to try again)\n",
+                    what.c_str(), it->first, it->second->to.c_str(),
+                    r == nullptr || r->ltc.empty() ? "-" : r->ltc.c_str());
+      }
+      std::fflush(stdout);
+      it = pending.erase(it);
+    }
+  }
+  return seen;
+}
+
 int MoveRanges(const co::ConfigStoreOptions& options, const std::string& what,
                const Planner& planner, const std::string& done_message) {
   co::ConfigStore store(options);
@@ -323,6 +403,17 @@ int MoveRanges(const co::ConfigStoreOptions& options, const std::string& what,
   }
   std::fflush(stdout);
   int failed = 0;
+  std::set<uint32_t> rolled_back;
+  if (FLAGS_wait && FLAGS_live && !plan.moves.empty()) {
+    // Live: each migration ends when its entry leaves the configuration, committed (the
+    // range has its new owner) or rolled back (it has not).
+    auto waited = WaitForMigrations(&store, what, plan.moves,
+                                    nova::MonoNow() + std::chrono::seconds(FLAGS_timeout_s),
+                                    &rolled_back);
+    if (!waited.ok()) return Fail(waited.status());
+    published = std::max(published, waited.value());
+    failed += static_cast<int>(rolled_back.size());
+  }
   if (FLAGS_wait && !plan.moves.empty()) {
     // The client must route at the new epoch from its first request: at an older one the
     // old owner, if it has not applied the change yet, would still answer.
@@ -345,6 +436,7 @@ int MoveRanges(const co::ConfigStoreOptions& options, const std::string& what,
     }
     const nova::MonoTime deadline = published_seen + std::chrono::seconds(FLAGS_timeout_s);
     for (const co::RangeMove& m : plan.moves) {
+      if (rolled_back.count(m.range) > 0) continue;
       const co::RangeAssignment* r = nullptr;
       for (const co::RangeAssignment& a : plan.next.ranges) r = a.id == m.range ? &a : r;
       auto ms = WaitServed(&client, published_seen, r->keys, deadline);
@@ -360,11 +452,38 @@ int MoveRanges(const co::ConfigStoreOptions& options, const std::string& what,
     }
   }
   if (failed > 0) {
-    std::fprintf(stderr, "nova_admin: %s: %d ranges not served in time (see above); re-run to "
-                 "wait again\n", what.c_str(), failed);
+    std::fprintf(stderr, "nova_admin: %s: %d ranges not moved or not served in time (see "
+                 "above); re-run to try again\n", what.c_str(), failed);
     return kFailedExitCode;
   }
   if (!done_message.empty()) std::printf("%s\n", done_message.c_str());
+  return 0;
+}
+
+// remove-ltc after a live drain: drops the LTC from the configuration once it owns nothing.
+int DropDrained(const co::ConfigStoreOptions& options, const std::string& ltc) {
+  co::ConfigStore store(options);
+  Status s = Connect(&store);
+  if (!s.ok()) return Fail(s);
+  for (int attempt = 0;; ++attempt) {
+    int32_t version = 0;
+    auto config = store.ReadConfig(&version);
+    if (!config.ok()) return Fail(config.status());
+    if (config->ltcs.count(ltc) == 0) break;
+    if (!config->RangesOf(ltc).empty()) {
+      return Fail(Status::IllegalState("remove-ltc: LTC " + ltc + " still owns ranges [" +
+                                       JoinIds(config->RangesOf(ltc)) + "]; re-run"));
+    }
+    config->ltcs.erase(ltc);
+    config->ltc_incarnations.erase(ltc);
+    config->epoch++;
+    s = store.UpdateConfig(config.value(), version);
+    if (s.code() == Status::Code::kAborted && attempt < 10) continue;
+    if (!s.ok()) return Fail(s.Prepend("remove-ltc"));
+    break;
+  }
+  std::printf("remove-ltc: LTC %s owns nothing and is out of the configuration: stop it now\n",
+              ltc.c_str());
   return 0;
 }
 
@@ -433,31 +552,32 @@ int main(int argc, char** argv) {
     const std::string to = FLAGS_to;
     return MoveRanges(options.value(), command,
                       [&](const co::ClusterConfig& c, const co::LiveMembers& live) {
-                        return co::PlanMigration(c, live, range, to);
+                        return co::PlanMigration(c, live, range, to, MoveMode());
                       },
                       "");
   }
   if (command == "drain-ltc" || command == "remove-ltc") {
     const std::string ltc = FLAGS_ltc;
     const bool remove = command == "remove-ltc";
-    return MoveRanges(
+    const int rc = MoveRanges(
         options.value(), command,
         [&](const co::ClusterConfig& c,
             const co::LiveMembers& live) -> nova::Result<co::MovePlan> {
           if (remove && c.ltcs.count(ltc) == 0) return co::MovePlan{c, {}};  // done before
-          auto plan = co::PlanDrain(c, live, ltc);
-          // Out of the configuration; it stays draining while it still runs (the coordinator
-          // lists it again as long as it is registered).
-          if (plan.ok() && remove) plan->next.ltcs.erase(ltc);
+          auto plan = co::PlanDrain(c, live, ltc, MoveMode());
+          // Out of the configuration once it owns nothing (live: after its migrations, see
+          // below); it stays draining while it still runs (the coordinator lists it again as
+          // long as it is registered).
+          if (plan.ok() && remove && plan->next.RangesOf(ltc).empty()) plan->next.ltcs.erase(ltc);
           return plan;
         },
-        remove ? "remove-ltc: LTC " + ltc + " owns nothing and is out of the configuration: "
-                 "stop it now"
-               : "drain-ltc: LTC " + ltc + " owns nothing and gets no ranges: it can be stopped");
+        remove ? "" : "drain-ltc: LTC " + ltc + " owns nothing and gets no ranges: it can be stopped");
+    if (rc != 0 || !remove || FLAGS_dry_run) return rc;
+    return DropDrained(options.value(), ltc);
   }
   return MoveRanges(options.value(), command,
                     [](const co::ClusterConfig& c, const co::LiveMembers& live) {
-                      return co::PlanRebalance(c, live);
+                      return co::PlanRebalance(c, live, MoveMode());
                     },
                     "");
 }

@@ -18,6 +18,15 @@ inline uint64_t MonoNanos() {
 }
 inline uint64_t MonoMicros() { return MonoNanos() / 1000; }
 
+// Wall-clock milliseconds since the Unix epoch: only for timestamps shared between
+// processes (e.g. when a migration started, in the cluster configuration), never for
+// durations measured inside one.
+inline uint64_t WallMillis() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
 // A point in time after which an operation gives up.
 class Deadline {
  public:

@@ -35,6 +35,7 @@ constexpr char kStocsField[] = "stocs";
 constexpr char kSettingsField[] = "settings";
 constexpr char kDrainingField[] = "draining";
 constexpr char kLtcIncarnationsField[] = "ltc_incarnations";
+constexpr char kMigrationsField[] = "migrations";
 
 // Reads an object of string -> string. Absent fields are empty maps (so older documents
 // without a later-added section still parse).
@@ -47,6 +48,37 @@ Status ReadStringMap(const json& doc, const char* field, std::map<std::string, s
       return Status::Corruption(std::string(field) + "." + k + ": want a string");
     }
     (*out)[k] = v.get<std::string>();
+  }
+  return Status::OK();
+}
+
+Status ReadMigration(const json& m, size_t index, RangeMigration* out) {
+  const std::string where = "migrations[" + std::to_string(index) + "]";
+  if (!m.is_object()) return Status::Corruption(where + ": want an object");
+  auto range = m.find("range");
+  if (range == m.end() || !range->is_number_unsigned() || range->get<uint64_t>() > UINT32_MAX) {
+    return Status::Corruption(where + ".range: want an unsigned 32-bit integer");
+  }
+  out->range = static_cast<uint32_t>(range->get<uint64_t>());
+  for (auto [field, target] : {std::pair{"from", &out->from}, std::pair{"to", &out->to}}) {
+    auto f = m.find(field);
+    if (f == m.end() || !f->is_string()) {
+      return Status::Corruption(where + "." + field + ": want a string");
+    }
+    *target = f->get<std::string>();
+  }
+  for (auto [field, target] :
+       {std::pair{"from_epoch", &out->from_epoch}, std::pair{"started_ms", &out->started_ms}}) {
+    auto f = m.find(field);
+    if (f == m.end()) continue;
+    if (!f->is_number_unsigned()) {
+      return Status::Corruption(where + "." + field + ": want an unsigned integer");
+    }
+    *target = f->get<uint64_t>();
+  }
+  if (auto f = m.find("running"); f != m.end()) {
+    if (!f->is_boolean()) return Status::Corruption(where + ".running: want a boolean");
+    out->running = f->get<bool>();
   }
   return Status::OK();
 }
@@ -173,7 +205,40 @@ Status ClusterConfig::Validate() const {
       return Status::InvalidArgument(where + ": owner '" + r.ltc + "' is not in ltcs");
     }
   }
+  std::set<uint32_t> migrating;
+  for (const RangeMigration& m : migrations) {
+    const std::string where = "migration of range " + std::to_string(m.range);
+    if (ids.count(m.range) == 0) return Status::InvalidArgument(where + ": no such range");
+    if (!migrating.insert(m.range).second) {
+      return Status::InvalidArgument(where + ": more than one migration of the range");
+    }
+    if (m.to.empty() || m.to == m.from) {
+      return Status::InvalidArgument(where + ": the destination must be another LTC");
+    }
+  }
   return Status::OK();
+}
+
+const RangeMigration* ClusterConfig::MigrationOf(uint32_t range) const {
+  for (const RangeMigration& m : migrations) {
+    if (m.range == range) return &m;
+  }
+  return nullptr;
+}
+
+RangeMigration* ClusterConfig::MigrationOf(uint32_t range) {
+  return const_cast<RangeMigration*>(std::as_const(*this).MigrationOf(range));
+}
+
+const RangeAssignment* ClusterConfig::Range(uint32_t id) const {
+  for (const RangeAssignment& r : ranges) {
+    if (r.id == id) return &r;
+  }
+  return nullptr;
+}
+
+RangeAssignment* ClusterConfig::Range(uint32_t id) {
+  return const_cast<RangeAssignment*>(std::as_const(*this).Range(id));
 }
 
 std::string ClusterConfig::ToJson() const {
@@ -199,6 +264,18 @@ std::string ClusterConfig::ToJson() const {
   doc[kSettingsField] = settings;
   doc[kDrainingField] = draining;
   doc[kLtcIncarnationsField] = ltc_incarnations;
+  json ms = json::array();
+  for (const RangeMigration& m : migrations) {
+    json j;
+    j["range"] = m.range;
+    j["from"] = m.from;
+    j["to"] = m.to;
+    j["from_epoch"] = m.from_epoch;
+    j["running"] = m.running;
+    j["started_ms"] = m.started_ms;
+    ms.push_back(std::move(j));
+  }
+  doc[kMigrationsField] = std::move(ms);
   // Replace invalid UTF-8 in names/settings rather than throwing (dump's default).
   return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
@@ -246,6 +323,13 @@ Result<ClusterConfig> ClusterConfig::FromJson(std::string_view text) {
     for (const json& id : *d) {
       if (!id.is_string()) return Status::Corruption("draining: want an array of LTC ids");
       config.draining.insert(id.get<std::string>());
+    }
+  }
+  if (auto ms = doc.find(kMigrationsField); ms != doc.end()) {
+    if (!ms->is_array()) return Status::Corruption("migrations: want an array");
+    config.migrations.resize(ms->size());
+    for (size_t i = 0; i < ms->size(); i++) {
+      NOVA_RETURN_NOT_OK(ReadMigration((*ms)[i], i, &config.migrations[i]));
     }
   }
   NOVA_RETURN_NOT_OK(config.Validate());

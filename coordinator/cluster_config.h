@@ -62,6 +62,21 @@ struct RangeAssignment {
   bool operator==(const RangeAssignment& o) const = default;
 };
 
+// A live migration of one range (docs/coordinator.md, "Live migration"): nova_admin queues
+// it, the leading coordinator starts at most --coordinator_max_concurrent_migrations at once
+// (and drops those that went stale or ran too long), and the destination LTC copies the
+// range from the source and then, in one compare-and-set, makes itself the owner (owner
+// epoch bumped) and removes the entry.
+struct RangeMigration {
+  uint32_t range = 0;
+  std::string from;          // the owner when queued
+  std::string to;            // the destination LTC
+  uint64_t from_epoch = 0;   // the range's owner epoch when queued: stale once it changes
+  bool running = false;      // started by the leader (else queued)
+  uint64_t started_ms = 0;   // wall-clock time (ms since the Unix epoch) it was started
+  bool operator==(const RangeMigration& o) const = default;
+};
+
 struct ClusterConfig {
   // Version of the JSON layout. DO NOT CHANGE the meaning of a version: persisted.
   static constexpr uint32_t kFormatVersion = 1;
@@ -84,6 +99,16 @@ struct ClusterConfig {
   // range until the configuration names its incarnation (docs/coordinator.md). JSON
   // "ltc_incarnations" (absent in older documents: nothing is gated).
   std::map<std::string, std::string> ltc_incarnations;
+  // Live migrations queued or running, in the order queued; at most one per range. JSON
+  // "migrations" (absent in older documents).
+  std::vector<RangeMigration> migrations;
+
+  // The migration of `range`, or null.
+  const RangeMigration* MigrationOf(uint32_t range) const;
+  RangeMigration* MigrationOf(uint32_t range);
+  // The range with id `id`, or null.
+  RangeAssignment* Range(uint32_t id);
+  const RangeAssignment* Range(uint32_t id) const;
 
   // Returns OK if the document is consistent: a cluster name; at least one range; ids
   // unique; ranges[0].keys.start == ""; each range's end equals the next one's start and is

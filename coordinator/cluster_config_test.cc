@@ -34,6 +34,24 @@ TEST(ClusterConfigTest, RoundTrip) {
   EXPECT_EQ(parsed.value(), c);
   EXPECT_EQ(parsed->settings.at("log_mode"), "memory");
   EXPECT_EQ(parsed->ranges[1].owner_epoch, 7u);
+  // With migrations queued and running.
+  c.migrations = {RangeMigration{1, "ltc-1", "ltc-2", 7, true, 1234567},
+                  RangeMigration{2, "ltc-2", "ltc-1", 0, false, 0}};
+  parsed = ClusterConfig::FromJson(c.ToJson());
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed.value(), c);
+  ASSERT_NE(parsed->MigrationOf(1), nullptr);
+  EXPECT_EQ(parsed->MigrationOf(1)->started_ms, 1234567u);
+  EXPECT_EQ(parsed->MigrationOf(3), nullptr);
+  // Inconsistent migrations are refused: an unknown range, two of one range, no move.
+  for (const RangeMigration& bad : {RangeMigration{9, "ltc-1", "ltc-2", 0, false, 0},
+                                    RangeMigration{1, "ltc-2", "ltc-1", 0, false, 0},
+                                    RangeMigration{3, "ltc-2", "ltc-2", 0, false, 0}}) {
+    ClusterConfig wrong = c;
+    wrong.migrations.push_back(bad);
+    EXPECT_TRUE(wrong.Validate().IsInvalidArgument()) << bad.range;
+    EXPECT_FALSE(ClusterConfig::FromJson(wrong.ToJson()).ok());
+  }
 }
 
 TEST(ClusterConfigTest, OwnerEpochIsZeroInOlderDocumentsAndBumpsWithEveryNewOwner) {
@@ -188,6 +206,9 @@ TEST(ClusterConfigTest, HostileJsonNeverCrashes) {
       R"({"format_version":1,"cluster":"c","epoch":1,"ranges":[1,2]})",
       R"({"format_version":1,"cluster":"c","epoch":1,"ranges":[{"id":0,"start":"","end":null}],"ltcs":[]})",
       R"({"format_version":1,"cluster":"c","epoch":1,"ranges":[{"id":0,"start":"","end":null}],"settings":{"a":1}})",
+      R"({"format_version":1,"cluster":"c","epoch":1,"ranges":[{"id":0,"start":"","end":null}],"migrations":{}})",
+      R"({"format_version":1,"cluster":"c","epoch":1,"ranges":[{"id":0,"start":"","end":null}],"migrations":[{"range":0,"from":"a"}]})",
+      R"({"format_version":1,"cluster":"c","epoch":1,"ranges":[{"id":0,"start":"","end":null}],"migrations":[{"range":0,"from":"a","to":"b","running":1}]})",
   };
   for (const std::string& text : bad) {
     auto parsed = ClusterConfig::FromJson(text);

@@ -172,6 +172,9 @@ Status Coordinator::Lead() {
   AssignmentOptions ao;
   ao.min_ltcs = options_.min_ltcs;
   TrackLostLtcs(config.value(), live, &ao);
+  ao.max_concurrent_migrations = options_.max_concurrent_migrations;
+  ao.migration_timeout_ms = static_cast<uint64_t>(options_.migration_timeout.count());
+  ao.now_ms = WallMillis();
   std::optional<ClusterConfig> next = PlanNextConfig(config.value(), live, ao);
   if (!next.has_value()) return Status::OK();
   next->epoch = config->epoch + 1;

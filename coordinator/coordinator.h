@@ -61,6 +61,11 @@ struct CoordinatorOptions {
   // a whole-cluster restart, or a leader change, LTCs may still be re-registering. Zero: the
   // coordinator's ZooKeeper session timeout (run LTCs with one no longer than it).
   std::chrono::milliseconds leader_settle{0};
+  // Live migrations (docs/coordinator.md, "Live migration"): at most this many run at once
+  // (--coordinator_max_concurrent_migrations); a running one is dropped (rolled back) after
+  // migration_timeout (--coordinator_migration_timeout_ms).
+  size_t max_concurrent_migrations = 4;
+  std::chrono::milliseconds migration_timeout{60000};
 };
 
 class Coordinator {

@@ -34,6 +34,13 @@ DEFINE_int32(coordinator_leader_settle_ms, 0,
              "A coordinator that just became the leader fails over no LTC before this long "
              "(LTCs may be re-registering after a restart). 0: --zk_session_timeout_ms");
 
+DEFINE_int32(coordinator_max_concurrent_migrations, 4,
+             "Live migrations (nova_admin migrate-range, drain-ltc, remove-ltc, rebalance) "
+             "that run at once; the others wait in the configuration's queue. > 0");
+DEFINE_int32(coordinator_migration_timeout_ms, 60000,
+             "A live migration still running after this long is dropped (rolled back: the "
+             "source LTC serves on; re-run the nova_admin command to retry). ms, > 0");
+
 int main(int argc, char** argv) {
   nova::InitDaemon(&argc, &argv,
                    "nova_coordinator --zk=host:port[,...] --cluster=NAME [flags]: joins the "
@@ -59,7 +66,18 @@ int main(int argc, char** argv) {
                  "--coordinator_leader_settle_ms must be >= 0, --coordinator_ltc_grace_ms > 0\n");
     return nova::kBadFlagsExitCode;
   }
+  if (FLAGS_coordinator_max_concurrent_migrations <= 0 ||
+      FLAGS_coordinator_migration_timeout_ms <= 0) {
+    std::fprintf(stderr,
+                 "nova_coordinator: --coordinator_max_concurrent_migrations and "
+                 "--coordinator_migration_timeout_ms must be > 0\n");
+    return nova::kBadFlagsExitCode;
+  }
   nova::coordinator::CoordinatorOptions options;
+  options.max_concurrent_migrations =
+      static_cast<size_t>(FLAGS_coordinator_max_concurrent_migrations);
+  options.migration_timeout =
+      std::chrono::milliseconds(FLAGS_coordinator_migration_timeout_ms);
   options.ltc_failover_delay = std::chrono::milliseconds(FLAGS_coordinator_ltc_failover_delay_ms);
   options.ltc_grace = std::chrono::milliseconds(FLAGS_coordinator_ltc_grace_ms);
   options.leader_settle = std::chrono::milliseconds(FLAGS_coordinator_leader_settle_ms);

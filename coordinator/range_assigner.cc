@@ -12,6 +12,33 @@ void MergeMembers(const std::map<std::string, std::string>& live,
   for (const auto& [id, address] : live) (*members)[id] = address;
 }
 
+// Rule 6: live migrations. A migration goes stale (dropped) once its range changed owner or
+// owner epoch since it was queued (failover, a restart, a reopen move), once its source or
+// destination is not live, or once its destination is draining; a running one is dropped
+// after the timeout. Dropping one rolls it back: the source serves on (an LTC that handed
+// the range off serves it again once no migration of it is left, docs/coordinator.md).
+// Then queued ones start, in order, while fewer than the maximum run.
+void AdvanceMigrations(const LiveMembers& live, const AssignmentOptions& options,
+                       ClusterConfig* next) {
+  std::erase_if(next->migrations, [&](const RangeMigration& m) {
+    const RangeAssignment* r = next->Range(m.range);
+    const bool timed_out = m.running && options.now_ms > m.started_ms &&
+                           options.now_ms - m.started_ms > options.migration_timeout_ms;
+    return r == nullptr || r->ltc != m.from || r->owner_epoch != m.from_epoch ||
+           live.ltcs.count(m.from) == 0 || live.ltcs.count(m.to) == 0 ||
+           next->ltcs.count(m.to) == 0 || next->draining.count(m.to) > 0 || timed_out;
+  });
+  size_t running = 0;
+  for (const RangeMigration& m : next->migrations) running += m.running ? 1 : 0;
+  for (RangeMigration& m : next->migrations) {
+    if (running >= std::max<size_t>(1, options.max_concurrent_migrations)) break;
+    if (m.running) continue;
+    m.running = true;
+    m.started_ms = options.now_ms;
+    running++;
+  }
+}
+
 }  // namespace
 
 std::optional<ClusterConfig> PlanNextConfig(const ClusterConfig& current, const LiveMembers& live,
@@ -87,6 +114,7 @@ std::optional<ClusterConfig> PlanNextConfig(const ClusterConfig& current, const 
   for (auto it = next.ltc_incarnations.begin(); it != next.ltc_incarnations.end();) {
     it = next.ltcs.count(it->first) == 0 ? next.ltc_incarnations.erase(it) : std::next(it);
   }
+  AdvanceMigrations(live, options, &next);
   if (next == current) return std::nullopt;
   return next;
 }
@@ -125,10 +153,39 @@ void Move(MovePlan* plan, size_t index, const std::string& to) {
   r.SetOwner(to);
 }
 
+// MoveMode::kLive: turns the plan's owner changes into queued migrations.
+Status QueueMigrations(const ClusterConfig& current, MovePlan* plan) {
+  for (const RangeMove& move : plan->moves) {
+    RangeAssignment* r = plan->next.Range(move.range);
+    const RangeAssignment* before = current.Range(move.range);
+    r->ltc = before->ltc;
+    r->owner_epoch = before->owner_epoch;
+    RangeMigration* m = plan->next.MigrationOf(move.range);
+    if (m != nullptr && m->to == move.to) continue;
+    if (m != nullptr && m->running) {
+      return Status::InvalidArgument("range " + std::to_string(move.range) +
+                                     " is migrating to LTC " + m->to +
+                                     " now: wait for it (nova_admin status shows it)");
+    }
+    if (m != nullptr) {
+      m->to = move.to;
+      continue;
+    }
+    plan->next.migrations.push_back(
+        RangeMigration{move.range, before->ltc, move.to, before->owner_epoch, false, 0});
+  }
+  return Status::OK();
+}
+
+Result<MovePlan> Finish(const ClusterConfig& current, MovePlan plan, MoveMode mode) {
+  if (mode == MoveMode::kLive) NOVA_RETURN_NOT_OK(QueueMigrations(current, &plan));
+  return plan;
+}
+
 }  // namespace
 
 Result<MovePlan> PlanMigration(const ClusterConfig& current, const LiveMembers& live,
-                               uint32_t range, const std::string& to) {
+                               uint32_t range, const std::string& to, MoveMode mode) {
   MovePlan plan{current, {}};
   auto r = std::find_if(plan.next.ranges.begin(), plan.next.ranges.end(),
                         [&](const RangeAssignment& a) { return a.id == range; });
@@ -142,14 +199,17 @@ Result<MovePlan> PlanMigration(const ClusterConfig& current, const LiveMembers& 
   if (current.draining.count(to) > 0) {
     return Status::InvalidArgument("LTC " + to + " is draining (nova_admin undrain-ltc first)");
   }
-  if (r->ltc == to) return plan;  // already there
-  NOVA_RETURN_NOT_OK(CheckLogged(current));
+  if (r->ltc == to) {  // already there (a migration elsewhere would undo that)
+    std::erase_if(plan.next.migrations, [&](const RangeMigration& m) { return m.range == range; });
+    return plan;
+  }
+  if (mode == MoveMode::kReopen) NOVA_RETURN_NOT_OK(CheckLogged(current));
   Move(&plan, static_cast<size_t>(r - plan.next.ranges.begin()), to);
-  return plan;
+  return Finish(current, std::move(plan), mode);
 }
 
 Result<MovePlan> PlanDrain(const ClusterConfig& current, const LiveMembers& live,
-                           const std::string& ltc) {
+                           const std::string& ltc, MoveMode mode) {
   if (current.ltcs.count(ltc) == 0) {
     return Status::InvalidArgument("LTC " + ltc + " is not in the configuration");
   }
@@ -157,7 +217,7 @@ Result<MovePlan> PlanDrain(const ClusterConfig& current, const LiveMembers& live
   plan.next.draining.insert(ltc);
   const std::vector<uint32_t> owned = current.RangesOf(ltc);
   if (owned.empty()) return plan;
-  NOVA_RETURN_NOT_OK(CheckLogged(current));
+  if (mode == MoveMode::kReopen) NOVA_RETURN_NOT_OK(CheckLogged(current));
   auto loads = TakerLoads(plan.next, live);
   if (loads.empty()) {
     return Status::InvalidArgument("no other live LTC can take the ranges of LTC " + ltc);
@@ -170,10 +230,11 @@ Result<MovePlan> PlanDrain(const ClusterConfig& current, const LiveMembers& live
     best->second.push_back(i);
     Move(&plan, i, best->first);
   }
-  return plan;
+  return Finish(current, std::move(plan), mode);
 }
 
-Result<MovePlan> PlanRebalance(const ClusterConfig& current, const LiveMembers& live) {
+Result<MovePlan> PlanRebalance(const ClusterConfig& current, const LiveMembers& live,
+                               MoveMode mode) {
   MovePlan plan{current, {}};
   auto loads = TakerLoads(plan.next, live);
   if (loads.size() < 2) return plan;
@@ -185,13 +246,13 @@ Result<MovePlan> PlanRebalance(const ClusterConfig& current, const LiveMembers& 
       return a.second.size() < b.second.size();
     });
     if (most->second.size() < least->second.size() + 2) break;
-    NOVA_RETURN_NOT_OK(CheckLogged(current));
+    if (mode == MoveMode::kReopen) NOVA_RETURN_NOT_OK(CheckLogged(current));
     const size_t index = most->second.back();
     most->second.pop_back();
     least->second.push_back(index);
     Move(&plan, index, least->first);
   }
-  return plan;
+  return Finish(current, std::move(plan), mode);
 }
 
 }  // namespace nova::coordinator

@@ -21,6 +21,11 @@
 //     restarted, maybe while its previous process still runs, paused): the configuration
 //     records it and bumps the owner epoch of each range the LTC owns, so the previous
 //     process is fenced off. An LTC leaving `ltcs` leaves `ltc_incarnations` too.
+//  6. Live migrations (ClusterConfig::migrations, queued by nova_admin): one whose range
+//     changed owner or owner epoch since it was queued, whose source or destination is not
+//     live, or whose destination is draining is dropped, and so is a running one older than
+//     `migration_timeout_ms`; then queued ones start, in order, while fewer than
+//     `max_concurrent_migrations` run. The destination LTC finishes one itself.
 //  Every owner change bumps the range's owner_epoch (RangeAssignment::SetOwner).
 //
 // Thread safety: stateless functions.
@@ -52,6 +57,12 @@ struct AssignmentOptions {
   // Dead LTCs whose ranges move to live LTCs now (rule 3), and ones to drop (rule 4).
   std::set<std::string> failed;
   std::set<std::string> removed;
+  // Live migrations (ClusterConfig::migrations, rule 6): at most this many run at once; a
+  // running one started more than migration_timeout_ms before now_ms (wall clock, ms) is
+  // dropped, which rolls it back (the source serves on).
+  size_t max_concurrent_migrations = 4;
+  uint64_t migration_timeout_ms = 60000;
+  uint64_t now_ms = 0;
 };
 
 // Returns the next configuration (same epoch as `current`: the caller bumps it when it
@@ -81,19 +92,34 @@ struct MovePlan {
   std::vector<RangeMove> moves;
 };
 
+// How a planned move is carried out.
+enum class MoveMode {
+  // The owner changes in the plan's configuration at once: the new owner recovers the range
+  // from the MANIFEST and replays its logs (refused with log_mode=none).
+  kReopen,
+  // The plan's configuration queues a live migration per move (ClusterConfig::migrations)
+  // and leaves the owners as they are: the destination copies the memtables from the
+  // source and takes the range over itself (any log mode). A range already migrating to
+  // the same LTC keeps its entry; one queued elsewhere is re-aimed; InvalidArgument if one
+  // is running elsewhere.
+  kLive,
+};
+
 // Moves range `range` to live LTC `to`. NotFound for an unknown range; InvalidArgument if
 // `to` is not a live LTC of the configuration or is draining, or the log mode is none.
 Result<MovePlan> PlanMigration(const ClusterConfig& current, const LiveMembers& live,
-                               uint32_t range, const std::string& to);
+                               uint32_t range, const std::string& to,
+                               MoveMode mode = MoveMode::kReopen);
 // Marks `ltc` draining and moves each of its ranges to the live, not draining LTC owning
 // the fewest. InvalidArgument if `ltc` is not in the configuration, no other LTC can take
 // its ranges, or the log mode is none.
 Result<MovePlan> PlanDrain(const ClusterConfig& current, const LiveMembers& live,
-                           const std::string& ltc);
+                           const std::string& ltc, MoveMode mode = MoveMode::kReopen);
 // Evens out the ranges over the live, not draining LTCs: while the most loaded owns two or
 // more than the least loaded, its highest-numbered range moves to the least loaded (ties:
 // smallest id). Ranges of LTCs that are not live are left to failover. InvalidArgument if
 // the log mode is none and a move is needed.
-Result<MovePlan> PlanRebalance(const ClusterConfig& current, const LiveMembers& live);
+Result<MovePlan> PlanRebalance(const ClusterConfig& current, const LiveMembers& live,
+                               MoveMode mode = MoveMode::kReopen);
 
 }  // namespace nova::coordinator

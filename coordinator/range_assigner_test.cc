@@ -259,5 +259,88 @@ TEST(RangeAssignerTest, ANewIncarnationBumpsTheOwnerEpochsOfItsRanges) {
   EXPECT_EQ(gone->ltcs.count("ltc-2"), 0u);
 }
 
+TEST(RangeAssignerTest, LiveMovesQueueMigrationsAndLeaveOwnersAlone) {
+  auto start = PlanNextConfig(Initial(4), Ltcs(2), {});  // log_mode unset: none
+  ASSERT_TRUE(start.has_value());
+  auto plan = PlanMigration(*start, Ltcs(2), 1, "ltc-2", MoveMode::kLive);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();  // any log mode
+  ASSERT_EQ(plan->moves.size(), 1u);
+  EXPECT_EQ(plan->next.ranges[1].ltc, "ltc-1");
+  EXPECT_EQ(plan->next.ranges[1].owner_epoch, start->ranges[1].owner_epoch);
+  ASSERT_EQ(plan->next.migrations.size(), 1u);
+  EXPECT_EQ(plan->next.migrations[0],
+            (RangeMigration{1, "ltc-1", "ltc-2", start->ranges[1].owner_epoch, false, 0}));
+  EXPECT_TRUE(plan->next.Validate().ok());
+  // Re-running keeps the entry as it is.
+  auto again = PlanMigration(plan->next, Ltcs(2), 1, "ltc-2", MoveMode::kLive);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->next.migrations, plan->next.migrations);
+  // Back to where it is: the queued migration is cancelled.
+  auto back = PlanMigration(plan->next, Ltcs(2), 1, "ltc-1", MoveMode::kLive);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->next.migrations.empty());
+  // A running migration elsewhere is not re-aimed.
+  ClusterConfig running = plan->next;
+  running.migrations[0].running = true;
+  LiveMembers three = Ltcs(3);
+  running.ltcs["ltc-3"] = three.ltcs["ltc-3"];
+  EXPECT_TRUE(PlanMigration(running, three, 1, "ltc-3", MoveMode::kLive).status().IsInvalidArgument());
+  // Drain and rebalance queue one migration per move.
+  auto drain = PlanDrain(*start, Ltcs(2), "ltc-1", MoveMode::kLive);
+  ASSERT_TRUE(drain.ok()) << drain.status().ToString();
+  EXPECT_EQ(drain->next.migrations.size(), 2u);
+  EXPECT_EQ(drain->next.RangesOf("ltc-1").size(), 2u);
+  EXPECT_EQ(drain->next.draining.count("ltc-1"), 1u);
+  // JSON keeps them.
+  auto parsed = ClusterConfig::FromJson(drain->next.ToJson());
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->migrations, drain->next.migrations);
+}
+
+TEST(RangeAssignerTest, TheLeaderStartsMigrationsUpToTheLimitAndDropsStaleOnes) {
+  auto start = PlanNextConfig(Initial(6), Ltcs(2), {});
+  ASSERT_TRUE(start.has_value());
+  ClusterConfig c = *start;
+  for (uint32_t r : c.RangesOf("ltc-1")) {
+    c.migrations.push_back(RangeMigration{r, "ltc-1", "ltc-2", c.Range(r)->owner_epoch, false, 0});
+  }
+  ASSERT_EQ(c.migrations.size(), 3u);
+  AssignmentOptions o;
+  o.max_concurrent_migrations = 2;
+  o.now_ms = 1000;
+  auto next = PlanNextConfig(c, Ltcs(2), o);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_TRUE(next->migrations[0].running);
+  EXPECT_TRUE(next->migrations[1].running);
+  EXPECT_FALSE(next->migrations[2].running) << "only two at once";
+  EXPECT_EQ(next->migrations[0].started_ms, 1000u);
+  EXPECT_FALSE(PlanNextConfig(*next, Ltcs(2), o).has_value()) << "stable";
+  // The first one committed (its destination owns the range, entry gone): the third starts.
+  ClusterConfig committed = *next;
+  committed.Range(committed.migrations[0].range)->SetOwner("ltc-2");
+  committed.migrations.erase(committed.migrations.begin());
+  next = PlanNextConfig(committed, Ltcs(2), o);
+  ASSERT_TRUE(next.has_value());
+  ASSERT_EQ(next->migrations.size(), 2u);
+  EXPECT_TRUE(next->migrations[1].running);
+  // A range whose owner epoch changed (a restart, failover): its migration is stale.
+  ClusterConfig bumped = *next;
+  bumped.Range(bumped.migrations[0].range)->BumpOwnerEpoch();
+  next = PlanNextConfig(bumped, Ltcs(2), o);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->migrations.size(), 1u);
+  // Timed out: dropped (rolled back).
+  o.now_ms = 1000 + o.migration_timeout_ms + 1;
+  next = PlanNextConfig(*next, Ltcs(2), o);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_TRUE(next->migrations.empty());
+  // The destination is gone: dropped.
+  ClusterConfig lost = committed;
+  o.now_ms = 1000;
+  next = PlanNextConfig(lost, Ltcs(1), o);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_TRUE(next->migrations.empty());
+}
+
 }  // namespace
 }  // namespace nova::coordinator

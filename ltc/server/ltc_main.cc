@@ -24,6 +24,7 @@
 #include "ltc/server/ltc_assignment.h"
 #include "ltc/server/ltc_server.h"
 #include "ltc/server/range_backend.h"
+#include "ltc/server/range_migrator.h"
 #include "ltc/server/zk_assignment_source.h"
 
 DECLARE_string(listen_host);
@@ -216,6 +217,10 @@ int main(int argc, char** argv) {
   }
 
   nova::MetricsRegistry metrics;
+  // Live migration (docs/coordinator.md): with --zk and the Nova engine, this LTC serves
+  // its ranges' memtables to LTCs taking them over, and takes ranges over itself.
+  std::unique_ptr<nova::ltc::RangeMigrator> migrator;
+  std::unique_ptr<nova::ThreadPool> migration_pool;
   std::unique_ptr<nova::ltc::NovaBackends> nova_backends;
   nova::ltc::BackendFactory factory;
   if (FLAGS_engine == "leveldb") {
@@ -274,6 +279,17 @@ int main(int argc, char** argv) {
     if (!to.ok()) return BadFlags(to.status().ToString());
     no.transport = to.value();
     no.transport.listen_port = static_cast<uint16_t>(FLAGS_ltc_transport_port);
+    if (zk) {
+      nova::ltc::RangeMigratorOptions mo;
+      mo.ltc_id = std::to_string(FLAGS_ltc_id);
+      migrator = std::make_unique<nova::ltc::RangeMigrator>(mo, config_store.get());
+      migration_pool = std::make_unique<nova::ThreadPool>("ltc-migrate", 2, 1024);
+      no.migration_service = migrator.get();
+      no.migration_pool = migration_pool.get();
+      no.take_migrated = [m = migrator.get()](uint32_t range, uint64_t owner_epoch) {
+        return m->TakeStaged(range, owner_epoch);
+      };
+    }
     nova_backends = std::make_unique<nova::ltc::NovaBackends>(no, &metrics);
     s = nova_backends->Init();
     if (!s.ok()) {
@@ -315,11 +331,15 @@ int main(int argc, char** argv) {
     LOG(ERROR) << http.status().ToString();
     return 1;
   }
+  if (migrator) {
+    migrator->Start(nova_backends->endpoint(), nova_backends->transport(), server.range_table());
+  }
   if (zk) {
     // Registered once it serves: the coordinator then assigns it ranges.
     nova::coordinator::MemberInfo info;
     info.addresses["client"] = server.address();
     info.addresses["incarnation"] = incarnation;
+    if (nova_backends) info.addresses["xchg"] = nova_backends->transport()->listen_address();
     if (http.value()) info.addresses["metrics"] = nova::MetricsAddress(http.value().get());
     // Taking the node over from a previous process with this id is safe: the new
     // incarnation makes the coordinator bump this LTC's owner epochs, which fences it.
@@ -343,6 +363,7 @@ int main(int argc, char** argv) {
   sigwait(&stop_signals, &sig);
   LOG(INFO) << "nova_ltc: signal " << sig << ", shutting down";
   if (http.value()) http.value()->Shutdown();
+  if (migrator) migrator->Shutdown();
   server.Shutdown();  // closes the ranges (flushing their memtables)
   if (nova_backends) nova_backends->Shutdown();
   if (config_store) config_store->Shutdown();

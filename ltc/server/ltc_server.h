@@ -96,6 +96,8 @@ class LtcServer {
   // "host:port" clients connect to. Valid after Start().
   std::string address() const { return listener_.address(); }
   uint64_t epoch() const { return ranges_.epoch(); }
+  // The hosted ranges (the live migration's source side finds their backends there).
+  RangeTable* range_table() { return &ranges_; }
 
  private:
   // Queues one request read by the listener on the worker pool (the RequestHandler).

@@ -131,6 +131,10 @@ class NovaBackend final : public RangeBackend {
       // A newer owner has the range: nothing more is written (its memtables are in the
       // logs the new owner recovered, or, with log_mode=none, lost: docs/coordinator.md).
       LOG(WARNING) << "closing a fenced range without flushing it";
+    } else if (engine_ != nullptr && engine_->handed_off()) {
+      // Live migration: the destination took the memtables (or recovers the range from the
+      // logs); a flush here would only race its fence.
+      LOG(INFO) << "closing a range handed off to another LTC without flushing it";
     } else if (engine_ != nullptr) {
       // Flush the memtables: without logs they live only here, and with logs the range's
       // next owner (or this LTC after a restart) then has nothing to replay.
@@ -168,6 +172,12 @@ class NovaBackend final : public RangeBackend {
   void SetFenceListener(std::function<void()> listener) override {
     fence_->SetListener(std::move(listener));
   }
+  Status BeginMigrationOut() override { return engine_->BeginMigrationOut(); }
+  Status ExportImmutables(std::vector<MigratedMemtable>* out) override {
+    return engine_->ExportImmutables(out);
+  }
+  Status Handoff(MigratedState* out) override { return engine_->Handoff(out); }
+  void EndMigrationOut() override { engine_->EndMigrationOut(); }
   std::string StatsText() override {
     const EngineStats st = engine_->GetStats();
     std::ostringstream out;
@@ -346,6 +356,7 @@ struct NovaBackends::Impl {
       eo.log = b->log_.get();
       eo.recovery_threads = options.recovery_threads;
     }
+    if (options.take_migrated) eo.migrated = options.take_migrated(range.id, owner_epoch);
     b->engine_ = std::make_unique<RangeEngine>(eo, b->store_.get());
     NOVA_RETURN_NOT_OK_PREPEND(b->engine_->Open(), "opening range " + std::to_string(range.id));
     b->metrics_ = std::make_unique<EngineMetrics>(metrics, b->engine_.get(), range.id);
@@ -371,6 +382,10 @@ Status NovaBackends::Init() {
   // whatever the mode: the configuration may ask for logs.)
   impl_->log_client =
       std::make_unique<logc::LogClient>(impl_->options.log, &impl_->endpoint, impl_->metrics);
+  if (impl_->options.migration_service != nullptr) {
+    impl_->endpoint.RegisterService(wire::kLtcTypes, impl_->options.migration_service,
+                                    impl_->options.migration_pool);
+  }
   NOVA_RETURN_NOT_OK(impl_->transport->Init());
   return impl_->transport->Start();
 }
@@ -379,6 +394,10 @@ BackendFactory NovaBackends::factory() {
   Impl* impl = impl_.get();
   return [impl](const RangeInfo& range, const LtcAssignment& a) { return impl->Open(range, a); };
 }
+
+rpc::RpcEndpoint* NovaBackends::endpoint() { return &impl_->endpoint; }
+
+transport::Transport* NovaBackends::transport() { return impl_->transport.get(); }
 
 void NovaBackends::Shutdown() {
   if (impl_->transport) impl_->transport->Shutdown();

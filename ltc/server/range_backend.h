@@ -13,15 +13,19 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <leveldb/iterator.h>
 #include <leveldb/slice.h>
 
 #include "common/metrics.h"
+#include "common/rpc/rpc_endpoint.h"
 #include "common/status.h"
+#include "common/thread_pool.h"
 #include "common/transport/transport.h"
 #include "logc/client/log_client.h"
 #include "ltc/engine/engine_options.h"
+#include "ltc/engine/range_migration.h"
 #include "ltc/protocol/client_protocol.h"
 #include "ltc/server/ltc_assignment.h"
 #include "stoc/client/placement.h"
@@ -54,6 +58,25 @@ class RangeBackend {
   // backend that a newer owner has the range (at once if that happened already). It must
   // not block or call into the backend. Backends that are never fenced ignore it.
   virtual void SetFenceListener(std::function<void()> listener) { (void)listener; }
+
+  // Live migration, source side (ltc/engine/range_migration.h, range_migrator.h): the
+  // engine's BeginMigrationOut, ExportImmutables, Handoff and EndMigrationOut. Backends
+  // that cannot move their memtables (LevelDB) answer NotSupported.
+  virtual Status BeginMigrationOut() { return NotMovable(); }
+  virtual Status ExportImmutables(std::vector<MigratedMemtable>* out) {
+    (void)out;
+    return NotMovable();
+  }
+  virtual Status Handoff(MigratedState* out) {
+    (void)out;
+    return NotMovable();
+  }
+  virtual void EndMigrationOut() {}
+
+ private:
+  static Status NotMovable() {
+    return Status::NotSupported("this engine cannot migrate a range live (--engine=leveldb)");
+  }
 };
 
 // Opens the backend of `range` (recovering what it held). `assignment` is the one that
@@ -101,6 +124,14 @@ struct NovaBackendOptions {
   // Ranges opened even when their newest MANIFEST or a log that may hold acknowledged
   // writes cannot be read (--ltc_force_recovery_ranges; docs/durability.md).
   std::vector<uint32_t> force_recovery_ranges;
+  // Live migration: the LTC-to-LTC service (RangeMigrator, message types 0x03xx) the
+  // exchange transport routes to, on `migration_pool`; null: none. Both must outlive this.
+  rpc::RpcService* migration_service = nullptr;
+  ThreadPool* migration_pool = nullptr;
+  // The memtables copied for range `range` opened at `owner_epoch`, if a live migration
+  // staged them (RangeMigrator::TakeStaged); null or returning null: an ordinary open.
+  std::function<std::shared_ptr<const MigratedState>(uint32_t range, uint64_t owner_epoch)>
+      take_migrated;
 };
 
 // --engine=nova. Thread-safe.
@@ -118,6 +149,10 @@ class NovaBackends {
   // seen yet (AddStoc), then opens the range's engine over them.
   BackendFactory factory();
   void Shutdown();
+  // The exchange transport and its endpoint (valid after Init): the migrator calls other
+  // LTCs through them, and the LTC publishes the transport's listen address ("xchg").
+  rpc::RpcEndpoint* endpoint();
+  transport::Transport* transport();
 
  private:
   struct Impl;

@@ -53,6 +53,11 @@ class RangeSlot {
   // on, before the table drops the range. A background open stops trying too.
   void MarkFenced() { fenced_->store(true); }
   bool fenced() const { return fenced_->load(); }
+  // Live migration (range_migrator.h): the range was handed off to another LTC, so requests
+  // are refused (as if fenced: clients get WrongRange and retry at the new owner), until the
+  // migration is undone (false again).
+  void SetHandedOff(bool handed_off) { handed_off_.store(handed_off); }
+  bool handed_off() const { return handed_off_.load(); }
   // The flag MarkFenced sets, for a fence listener: it must not hold the slot itself (the
   // slot may be the last holder of the backend whose engine thread runs the listener).
   std::shared_ptr<std::atomic<bool>> fenced_flag() const { return fenced_; }
@@ -69,6 +74,7 @@ class RangeSlot {
   Status last_error_ GUARDED_BY(mu_);
 
   std::atomic<bool> abandoned_{false};
+  std::atomic<bool> handed_off_{false};
   const std::shared_ptr<std::atomic<bool>> fenced_ = std::make_shared<std::atomic<bool>>(false);
 };
 

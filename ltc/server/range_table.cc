@@ -299,6 +299,10 @@ Result<std::shared_ptr<RangeBackend>> RangeTable::BackendOf(const HostedRange& h
     return Status::Fenced("range " + std::to_string(h.info.id) +
                           " was taken over by a newer owner");
   }
+  if (h.slot->handed_off()) {
+    return Status::Fenced("range " + std::to_string(h.info.id) +
+                          " was handed off to another LTC (live migration)");
+  }
   if (auto b = h.slot->TryGet()) return b;
   // Wait for the range only while most workers stay free for other ranges.
   const int waiting = waiting_for_recovery_.fetch_add(1) + 1;
