@@ -31,6 +31,7 @@
 #include "client/nova_client.h"
 #include "client/zk_routing_source.h"
 #include "common/clock.h"
+#include "common/fault_point.h"
 #include "coordinator/config_store.h"
 #include "tests/util/external_daemon.h"
 #include "tests/util/test_util.h"
@@ -159,7 +160,7 @@ class FailoverITest : public ::testing::Test {
     test::ChildProcess admin;
     ASSERT_TRUE(admin.Start({test::BinDir() + "/nova_admin", "create-cluster",
                              "--zk=" + zk_->address(), "--cluster=" + cluster_, "--split-points",
-                             split_points, "--setting", "log_mode=memory", "--setting",
+                             split_points, "--setting", "log_mode=" + log_mode_, "--setting",
                              "log_replicas=2"},
                             o))
         << "cannot start nova_admin";
@@ -216,6 +217,33 @@ class FailoverITest : public ::testing::Test {
     return s.ok() ? std::move(c) : nullptr;
   }
 
+  // LTC `id` started again with `extra` flags (e.g. --fault_points); the old process must
+  // be gone.
+  void StartLtc(int id, const std::vector<std::string>& extra = {}) {
+    test::ExternalDaemonOptions o = LtcOptions(id);
+    o.extra_flags.insert(o.extra_flags.end(), extra.begin(), extra.end());
+    ltcs_[id - 1] = std::make_unique<test::ExternalDaemon>(o);
+    Status s = ltcs_[id - 1]->Start();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+
+  // Waits until no migration is left, `range` has a live owner, and a write to it (key
+  // `key`) succeeds; returns the owner.
+  std::string WaitSettled(uint32_t range, const std::string& key) {
+    std::string owner;
+    EXPECT_TRUE(WaitForConfig(
+        [&](const coordinator::ClusterConfig& c) {
+          owner = c.Range(range)->ltc;
+          return c.migrations.empty() && !owner.empty();
+        },
+        "no migration left"));
+    EXPECT_TRUE(test::WaitFor([&] { return client_->Put(key, "settled").ok(); }, kWait))
+        << "range " << range << " is not served; LTC logs:\n"
+        << FileTail(ltcs_[0]->log_path()) << "\n---\n" << FileTail(ltcs_[1]->log_path());
+    return owner;
+  }
+
+  std::string log_mode_ = "memory";
   std::string dir_;
   std::string secret_;
   std::string cluster_;
@@ -357,6 +385,95 @@ TEST_F(FailoverITest, RangesMoveBackAndForthDrainAndRebalanceUnderLoad) {
               static_cast<unsigned long long>(w.acknowledged()),
               static_cast<unsigned long long>(w.failed()));
   auto checked = w.Verify(client_.get(), "after the moves");
+  ASSERT_TRUE(checked.ok()) << checked.status().ToString();
+  EXPECT_GT(checked.value(), 0);
+}
+
+// A live migration interrupted at each of its steps: the destination killed (fault point
+// `abort`) after the source listed its memtables, after the pre-copy, after the hand-off,
+// before and after its commit, and the source killed when the hand-off reaches it. Each
+// time the killed LTC is started again; the range ends up with one owner, served, and in the
+// end every acknowledged write of the workload is there.
+TEST_F(FailoverITest, AMigrationInterruptedAtEachStepLeavesOneOwnerAndLosesNothing) {
+  const uint64_t seed = test::TestSeed("FailoverITest.Interrupted");
+  std::unique_ptr<client::NovaClient> writers = NewClient(10s);
+  ASSERT_NE(writers, nullptr);
+  test::Workload w(seed, /*threads=*/4, /*keys_per_thread=*/200);
+  w.Start(writers.get(), /*round=*/0);
+  ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= 500; }, kWait));
+
+  struct Step {
+    const char* point;
+    bool source;  // the fault point is armed at the source (else the destination)
+  };
+  const Step steps[] = {{"ltc.migrate.after_begin", false},  {"ltc.migrate.after_precopy", false},
+                        {"ltc.migrate.after_handoff", false}, {"ltc.migrate.before_commit", false},
+                        {"ltc.migrate.after_commit", false},  {"ltc.migrate.source_handoff", true}};
+  const std::string probe = std::string(1, static_cast<char>(0x50)) + "interrupted-probe";
+  for (const Step& step : steps) {
+    auto c = store_->ReadConfig();
+    ASSERT_TRUE(c.ok());
+    const std::string from = c->Range(1)->ltc;
+    const std::string to = from == "1" ? "2" : "1";
+    const int victim = std::stoi(step.source ? from : to);
+    ltcs_[victim - 1]->Kill();
+    ASSERT_NO_FATAL_FAILURE(StartLtc(victim, {std::string("--fault_points=") + step.point + "=abort"}));
+    WaitSettled(1, probe);
+    std::string out;
+    const int rc = Admin({"migrate-range", "--range=1", "--to=" + to}, &out);
+    auto exit = ltcs_[victim - 1]->WaitForExit(kWait);
+    ASSERT_TRUE(exit.ok() && exit.value() == kFaultExitCode)
+        << step.point << ": LTC " << victim << " did not die at the fault point; admin said:\n"
+        << out << FileTail(ltcs_[victim - 1]->log_path());
+    ASSERT_NO_FATAL_FAILURE(StartLtc(victim));
+    const std::string owner = WaitSettled(1, probe);
+    std::printf("%s: nova_admin exit %d, range 1 owned by LTC %s (was %s)\n", step.point, rc,
+                owner.c_str(), from.c_str());
+    const uint64_t acked = w.acknowledged();
+    ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= acked + 100; }, kWait))
+        << step.point << ": the workload made no progress";
+    auto checked = w.Verify(client_.get(), step.point);
+    ASSERT_TRUE(checked.ok()) << step.point << ": " << checked.status().ToString();
+  }
+  w.Stop();
+  auto checked = w.Verify(client_.get(), "after every interrupted migration");
+  ASSERT_TRUE(checked.ok()) << checked.status().ToString();
+  EXPECT_GT(checked.value(), 0);
+}
+
+// Without logs (log_mode=none) a move is possible only live: the source ships its memtables.
+class LiveMigrationNoLogITest : public FailoverITest {
+ protected:
+  void SetUp() override {
+    log_mode_ = "none";
+    FailoverITest::SetUp();
+  }
+};
+
+TEST_F(LiveMigrationNoLogITest, RangesMoveLiveWithEveryAcknowledgedWrite) {
+  const uint64_t seed = test::TestSeed("LiveMigrationNoLogITest");
+  std::unique_ptr<client::NovaClient> writers = NewClient(10s);
+  ASSERT_NE(writers, nullptr);
+  test::Workload w(seed, /*threads=*/4, /*keys_per_thread=*/200);
+  w.Start(writers.get(), /*round=*/0);
+  ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= 500; }, kWait));
+  std::string out;
+  // A reopening move would lose the memtables: refused.
+  EXPECT_NE(Admin({"migrate-range", "--range=1", "--to=2", "--live=false"}, &out), 0) << out;
+  for (int i = 0; i < 6; ++i) {
+    const uint32_t range = i % 2 == 0 ? 1 : 3;
+    const std::string to = (range == 1) == ((i / 2) % 2 == 0) ? "2" : "1";
+    const uint64_t acked = w.acknowledged();
+    out.clear();
+    ASSERT_EQ(Admin({"migrate-range", "--range=" + std::to_string(range), "--to=" + to}, &out), 0)
+        << out << FileTail(dir_ + "/admin.err");
+    EXPECT_NE(out.find("took it over"), std::string::npos) << out;
+    ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= acked + 100; }, kWait))
+        << "no progress after moving range " << range << " to LTC " << to;
+    std::printf("%s", out.c_str());
+  }
+  w.Stop();
+  auto checked = w.Verify(client_.get(), "after the live moves without logs");
   ASSERT_TRUE(checked.ok()) << checked.status().ToString();
   EXPECT_GT(checked.value(), 0);
 }
