@@ -289,6 +289,9 @@ int main(int argc, char** argv) {
       no.take_migrated = [m = migrator.get()](uint32_t range, uint64_t owner_epoch) {
         return m->TakeStaged(range, owner_epoch);
       };
+      no.migrated_opened = [m = migrator.get()](uint32_t range, uint64_t owner_epoch) {
+        m->Opened(range, owner_epoch);
+      };
     }
     nova_backends = std::make_unique<nova::ltc::NovaBackends>(no, &metrics);
     s = nova_backends->Init();

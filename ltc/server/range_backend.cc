@@ -359,6 +359,9 @@ struct NovaBackends::Impl {
     if (options.take_migrated) eo.migrated = options.take_migrated(range.id, owner_epoch);
     b->engine_ = std::make_unique<RangeEngine>(eo, b->store_.get());
     NOVA_RETURN_NOT_OK_PREPEND(b->engine_->Open(), "opening range " + std::to_string(range.id));
+    if (eo.migrated != nullptr && options.migrated_opened) {
+      options.migrated_opened(range.id, owner_epoch);
+    }
     b->metrics_ = std::make_unique<EngineMetrics>(metrics, b->engine_.get(), range.id);
     std::unique_ptr<RangeBackend> out = std::move(b);
     return out;

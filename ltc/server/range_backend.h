@@ -132,6 +132,8 @@ struct NovaBackendOptions {
   // staged them (RangeMigrator::TakeStaged); null or returning null: an ordinary open.
   std::function<std::shared_ptr<const MigratedState>(uint32_t range, uint64_t owner_epoch)>
       take_migrated;
+  // Called once a range opened with a staged state (take_migrated returned one) serves.
+  std::function<void(uint32_t range, uint64_t owner_epoch)> migrated_opened;
 };
 
 // --engine=nova. Thread-safe.

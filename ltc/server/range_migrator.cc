@@ -81,8 +81,18 @@ std::shared_ptr<const MigratedState> RangeMigrator::TakeStaged(uint32_t range,
   auto it = staged_.find(MigrationKey{range, owner_epoch});
   if (it == staged_.end()) return nullptr;
   std::shared_ptr<const MigratedState> s = std::move(it->second.state);
+  opening_[it->first] = it->second.handoff_started;
   staged_.erase(it);
   return s;
+}
+
+void RangeMigrator::Opened(uint32_t range, uint64_t owner_epoch) {
+  MutexLock l(&mu_);
+  auto it = opening_.find(MigrationKey{range, owner_epoch});
+  if (it == opening_.end()) return;
+  LOG(INFO) << "range " << range << ": served here " << Millis(it->second)
+            << " ms after the hand-off began";
+  opening_.erase(it);
 }
 
 // ---- Source side ---------------------------------------------------------------------
@@ -292,6 +302,7 @@ void RangeMigrator::ReapLoop() {
     for (const auto& [k, o] : outgoing_) {
       if (MonoNow() - o.last_call >= options_.source_idle) idle.push_back(k);
     }
+    while (opening_.size() > 64) opening_.erase(opening_.begin());  // opens that failed
     for (auto it = staged_.begin(); it != staged_.end();) {
       it = MonoNow() - it->second.since >= options_.staged_ttl ? staged_.erase(it) : std::next(it);
     }
@@ -494,7 +505,7 @@ void RangeMigrator::RunMigration(const RangeMigration& m) {
 
   {
     MutexLock l(&mu_);
-    staged_[MigrationKey{m.range, m.from_epoch + 1}] = Staged{state, MonoNow()};
+    staged_[MigrationKey{m.range, m.from_epoch + 1}] = Staged{state, MonoNow(), handoff_start};
   }
   s = MAYBE_FAULT("ltc.migrate.before_commit");
   const MonoTime commit_start = MonoNow();

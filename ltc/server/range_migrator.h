@@ -96,6 +96,9 @@ class RangeMigrator final : public rpc::RpcService {
   // null), or null.
   std::shared_ptr<const MigratedState> TakeStaged(uint32_t range, uint64_t owner_epoch)
       EXCLUDES(mu_);
+  // The range taken with TakeStaged is open: logs how long it was blocked ("range R: served
+  // here N ms after the hand-off began", the figure benchmarks/migration_bench.sh reports).
+  void Opened(uint32_t range, uint64_t owner_epoch) EXCLUDES(mu_);
 
   // rpc::RpcService: the source side (kMigrateBegin .. kMigrateEnd).
   void HandleRequest(rpc::PeerId peer, uint16_t type, std::string payload,
@@ -112,6 +115,7 @@ class RangeMigrator final : public rpc::RpcService {
   struct Staged {
     std::shared_ptr<const MigratedState> state;
     MonoTime since;
+    MonoTime handoff_started;  // when the hand-off was asked for (the range blocked)
   };
   struct Worker {
     std::thread thread;
@@ -165,6 +169,8 @@ class RangeMigrator final : public rpc::RpcService {
   std::map<MigrationKey, Outgoing> outgoing_ GUARDED_BY(mu_);
   std::set<uint32_t> incoming_ GUARDED_BY(mu_);  // ranges being migrated in
   std::map<MigrationKey, Staged> staged_ GUARDED_BY(mu_);
+  // Ranges taken from staged_ and being opened: when their hand-off began.
+  std::map<MigrationKey, MonoTime> opening_ GUARDED_BY(mu_);
   std::list<Worker> workers_ GUARDED_BY(mu_);
   std::thread reaper_;  // started by Start, joined by Shutdown
 };
