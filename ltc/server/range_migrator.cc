@@ -80,19 +80,18 @@ std::shared_ptr<const MigratedState> RangeMigrator::TakeStaged(uint32_t range,
   MutexLock l(&mu_);
   auto it = staged_.find(MigrationKey{range, owner_epoch});
   if (it == staged_.end()) return nullptr;
-  std::shared_ptr<const MigratedState> s = std::move(it->second.state);
-  opening_[it->first] = it->second.handoff_started;
-  staged_.erase(it);
-  return s;
+  // Kept until the open succeeds: an open that fails is retried, and without logs nothing
+  // else has these memtables.
+  return it->second.state;
 }
 
 void RangeMigrator::Opened(uint32_t range, uint64_t owner_epoch) {
   MutexLock l(&mu_);
-  auto it = opening_.find(MigrationKey{range, owner_epoch});
-  if (it == opening_.end()) return;
-  LOG(INFO) << "range " << range << ": served here " << Millis(it->second)
+  auto it = staged_.find(MigrationKey{range, owner_epoch});
+  if (it == staged_.end()) return;
+  LOG(INFO) << "range " << range << ": served here " << Millis(it->second.handoff_started)
             << " ms after the hand-off began";
-  opening_.erase(it);
+  staged_.erase(it);
 }
 
 // ---- Source side ---------------------------------------------------------------------
@@ -302,7 +301,6 @@ void RangeMigrator::ReapLoop() {
     for (const auto& [k, o] : outgoing_) {
       if (MonoNow() - o.last_call >= options_.source_idle) idle.push_back(k);
     }
-    while (opening_.size() > 64) opening_.erase(opening_.begin());  // opens that failed
     for (auto it = staged_.begin(); it != staged_.end();) {
       it = MonoNow() - it->second.since >= options_.staged_ttl ? staged_.erase(it) : std::next(it);
     }

@@ -92,11 +92,11 @@ class RangeMigrator final : public rpc::RpcService {
   // destination or the next owner recovers them). Idempotent.
   void Shutdown() EXCLUDES(mu_);
 
-  // The state copied for `range` to be opened at `owner_epoch` (taken: a second call gets
-  // null), or null.
+  // The state copied for `range` to be opened at `owner_epoch`, or null. It stays staged
+  // (an open that fails is retried with it) until Opened, or staged_ttl.
   std::shared_ptr<const MigratedState> TakeStaged(uint32_t range, uint64_t owner_epoch)
       EXCLUDES(mu_);
-  // The range taken with TakeStaged is open: logs how long it was blocked ("range R: served
+  // The range opened with TakeStaged's state serves: drops the state and logs how long it was blocked ("range R: served
   // here N ms after the hand-off began", the figure benchmarks/migration_bench.sh reports).
   void Opened(uint32_t range, uint64_t owner_epoch) EXCLUDES(mu_);
 
@@ -169,8 +169,6 @@ class RangeMigrator final : public rpc::RpcService {
   std::map<MigrationKey, Outgoing> outgoing_ GUARDED_BY(mu_);
   std::set<uint32_t> incoming_ GUARDED_BY(mu_);  // ranges being migrated in
   std::map<MigrationKey, Staged> staged_ GUARDED_BY(mu_);
-  // Ranges taken from staged_ and being opened: when their hand-off began.
-  std::map<MigrationKey, MonoTime> opening_ GUARDED_BY(mu_);
   std::list<Worker> workers_ GUARDED_BY(mu_);
   std::thread reaper_;  // started by Start, joined by Shutdown
 };
