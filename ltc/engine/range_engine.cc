@@ -386,7 +386,7 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
       MutexLock lock(&mu_);
       if (!life_.opened) return Status::IllegalState("range is not open");
       if (life_.shutting_down) return Status::Aborted("engine shutting down");
-      if (migration_.handed_off) return HandedOffStatus();
+      if (life_.migration.handed_off) return HandedOffStatus();
       if (!life_.bg_error.ok()) return life_.bg_error.Prepend("writes stopped");
     }
     const uint64_t l0 = write_gate_.l0_bytes.load(std::memory_order_relaxed);
@@ -446,9 +446,9 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
       stalled_by_l0 = stalled_by_l0 || l0_stop;
       ScheduleWork();
       // While a writer waits for room, flushes held by a migration out run.
-      ++migration_.stalled_writers;
+      ++life_.migration.stalled_writers;
       cv_.WaitFor(&lock, std::chrono::milliseconds(10));
-      --migration_.stalled_writers;
+      --life_.migration.stalled_writers;
       const auto waited = static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count());
       stats_.stall_micros += waited;

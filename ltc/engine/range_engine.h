@@ -461,25 +461,25 @@ class RangeEngine {
     bool opened = false;  // Open() succeeded; until then every call is refused
     bool shutting_down = false;
     Status bg_error;  // a MANIFEST write whose outcome is unknown: writes stop
+    // A live migration out (range_engine_migration.cc). Invariants:
+    //   1. out while BeginMigrationOut..EndMigrationOut; handed_off implies out.
+    //   2. While out: forcing_flush_ counts one for it (no merges), no reorganization
+    //      installs, and NextFlushLocked holds every flush unless stalled_writers or
+    //      flush_alls is positive. While handed_off it holds every flush, and background
+    //      work, log drops and writes (write_gate_.blocked) stop.
+    struct MigrationOut {
+      bool out = false;
+      bool handed_off = false;
+      int stalled_writers = 0;  // writers waiting for room now (always counted)
+      int flush_alls = 0;       // FlushAll calls waiting now (always counted)
+      // Flush jobs running when the migration began (one may be merging into another
+      // memtable); ExportImmutables and Handoff wait until none of them runs.
+      std::set<uint64_t> flushing_at_begin;
+      std::vector<uint64_t> deferred_drops;  // log drops held back while handed off
+    };
+    MigrationOut migration;
   };
   Lifecycle life_ GUARDED_BY(mu_);
-  // A live migration out (range_engine_migration.cc). Invariants:
-  //   1. out while BeginMigrationOut..EndMigrationOut; handed_off implies out.
-  //   2. While out: forcing_flush_ counts one for it (no merges), no reorganization
-  //      installs, and NextFlushLocked holds every flush unless stalled_writers or
-  //      flush_alls is positive. While handed_off it holds every flush, and background
-  //      work, log drops and writes (write_gate_.blocked) stop.
-  struct MigrationOut {
-    bool out = false;
-    bool handed_off = false;
-    int stalled_writers = 0;  // writers waiting for room now (always counted)
-    int flush_alls = 0;       // FlushAll calls waiting now (always counted)
-    // Flush jobs running when the migration began (one may be merging into another
-    // memtable); ExportImmutables and Handoff wait until none of them runs.
-    std::set<uint64_t> flushing_at_begin;
-    std::vector<uint64_t> deferred_drops;  // log drops held back while handed off
-  };
-  MigrationOut migration_ GUARDED_BY(mu_);
   EngineStats stats_ GUARDED_BY(mu_);
   // When and how the Drange layout changes (MaybeReorganize installs what it plans).
   DrangeReorganizer reorganizer_;

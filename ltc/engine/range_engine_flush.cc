@@ -21,7 +21,7 @@ namespace nova::ltc {
 // ---- Background work ------------------------------------------------------------------
 
 void RangeEngine::ScheduleWork() {
-  if (life_.shutting_down || migration_.handed_off ||
+  if (life_.shutting_down || life_.migration.handed_off ||
       bg_.running >= std::max(1, options_.compaction_threads)) {
     return;
   }
@@ -33,8 +33,8 @@ void RangeEngine::ScheduleWork() {
 const ImmutableMemTable* RangeEngine::NextFlushLocked() const {
   // A migration out holds flushes (its memtables are being copied) unless a writer waits
   // for room or FlushAll runs; a hand-off holds them all (MigrationOut invariant 2).
-  if (migration_.handed_off ||
-      (migration_.out && migration_.stalled_writers == 0 && migration_.flush_alls == 0)) {
+  if (life_.migration.handed_off ||
+      (life_.migration.out && life_.migration.stalled_writers == 0 && life_.migration.flush_alls == 0)) {
     return nullptr;
   }
   // Oldest first, and within a Drange strictly in order: a memtable waits while an older
@@ -103,7 +103,7 @@ void RangeEngine::BackgroundWork() {
     cv_.NotifyAll();
   };
   // (A hand-off stops background work: what runs may finish, nothing new starts.)
-  while (!life_.shutting_down && life_.bg_error.ok() && !migration_.handed_off) {
+  while (!life_.shutting_down && life_.bg_error.ok() && !life_.migration.handed_off) {
     const MonoTime now = MonoNow();
     const ImmutableMemTable* next_flush = NextFlushLocked();
     const bool flush_due = next_flush != nullptr;

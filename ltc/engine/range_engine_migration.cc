@@ -49,9 +49,9 @@ Status RangeEngine::BeginMigrationOut() {
     if (!life_.opened) return Status::IllegalState("range is not open");
     if (life_.shutting_down) return Status::IllegalState("engine shutting down");
     if (!life_.bg_error.ok()) return life_.bg_error.Prepend("range stopped");
-    if (migration_.out) return Status::OK();
-    migration_.out = true;
-    migration_.flushing_at_begin = bg_.flushing_ids;
+    if (life_.migration.out) return Status::OK();
+    life_.migration.out = true;
+    life_.migration.flushing_at_begin = bg_.flushing_ids;
     // Before any rotation (as FlushAll): a merge that has not looked at it yet flushes
     // instead, and one already merging into an active memtable did so under the Drange's
     // lock, before the rotation below.
@@ -77,12 +77,12 @@ Status RangeEngine::BeginMigrationOut() {
 bool RangeEngine::WaitForFlushesBeforeMigrationLocked(MutexLock* lock) {
   cv_.Wait(lock, [&]() REQUIRES(mu_) {
     if (life_.shutting_down) return true;
-    for (uint64_t id : migration_.flushing_at_begin) {
+    for (uint64_t id : life_.migration.flushing_at_begin) {
       if (bg_.flushing_ids.count(id) != 0) return false;
     }
     return true;
   });
-  migration_.flushing_at_begin.clear();  // none of them runs any more
+  life_.migration.flushing_at_begin.clear();  // none of them runs any more
   return !life_.shutting_down;
 }
 
@@ -92,7 +92,7 @@ Status RangeEngine::ExportImmutables(std::vector<MigratedMemtable>* out) {
   lsm::SequenceNumber sealed = 0;
   {
     MutexLock lock(&mu_);
-    if (!migration_.out) return Status::IllegalState("no migration out in progress");
+    if (!life_.migration.out) return Status::IllegalState("no migration out in progress");
     if (!WaitForFlushesBeforeMigrationLocked(&lock)) {
       return Status::Aborted("engine shutting down");
     }
@@ -127,7 +127,7 @@ Status RangeEngine::Handoff(MigratedState* out) {
     if (!life_.bg_error.ok()) return life_.bg_error.Prepend("range stopped");
     // Unlike StopIfFencedLocked: on_fenced is not called (the range is not lost, it moves;
     // EndMigrationOut may still take it back).
-    migration_.handed_off = true;
+    life_.migration.handed_off = true;
     write_gate_.blocked = true;
     cv_.NotifyAll();  // FlushAll and WaitForCompactions return
   }
@@ -154,17 +154,17 @@ Status RangeEngine::Handoff(MigratedState* out) {
 
 void RangeEngine::EndMigrationOut() {
   MutexLock lock(&mu_);
-  if (!migration_.out) return;
-  const bool was_handed_off = migration_.handed_off;
-  migration_.out = false;
-  migration_.handed_off = false;
-  migration_.flushing_at_begin.clear();
+  if (!life_.migration.out) return;
+  const bool was_handed_off = life_.migration.handed_off;
+  life_.migration.out = false;
+  life_.migration.handed_off = false;
+  life_.migration.flushing_at_begin.clear();
   forcing_flush_.fetch_sub(1);
   write_gate_.blocked = !life_.opened || life_.shutting_down || !life_.bg_error.ok();
-  if (options_.log != nullptr && !migration_.deferred_drops.empty()) {
-    options_.log->Drop(migration_.deferred_drops);
+  if (options_.log != nullptr && !life_.migration.deferred_drops.empty()) {
+    options_.log->Drop(life_.migration.deferred_drops);
   }
-  migration_.deferred_drops.clear();
+  life_.migration.deferred_drops.clear();
   LOG(INFO) << "range " << options_.range_id << ": migration out ended"
             << (was_handed_off ? " after the hand-off" : "") << "; the range serves on";
   ScheduleWork();  // the held flushes
@@ -173,7 +173,7 @@ void RangeEngine::EndMigrationOut() {
 
 bool RangeEngine::handed_off() const {
   MutexLock lock(&mu_);
-  return migration_.handed_off;
+  return life_.migration.handed_off;
 }
 
 // ---- Destination ----------------------------------------------------------------------

@@ -205,10 +205,10 @@ void RangeEngine::DropLogsLocked(const VersionEdit& edit) {
 }
 
 void RangeEngine::DropLogsNowOrLaterLocked(const std::vector<uint64_t>& memtables) {
-  if (migration_.handed_off) {
+  if (life_.migration.handed_off) {
     // Nothing is written while handed off; the ids are recorded obsolete already, so a log
     // left behind (the range closes before EndMigrationOut) is dropped at the next Open.
-    migration_.deferred_drops.insert(migration_.deferred_drops.end(), memtables.begin(),
+    life_.migration.deferred_drops.insert(life_.migration.deferred_drops.end(), memtables.begin(),
                                      memtables.end());
     return;
   }
