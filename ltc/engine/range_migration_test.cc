@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <set>
