@@ -77,6 +77,9 @@ std::vector<StatGauge> StatGauges() {
        u(&EngineStats::recovery_ignored_bytes)},
       {"recovery_us", "Time the range's recovery took (READs included)",
        u(&EngineStats::recovery_micros)},
+      {"migrated_memtables", "Memtables adopted from a live migration when the range opened",
+       u(&EngineStats::migrated_memtables)},
+      {"migrated_entries", "Entries they held", u(&EngineStats::migrated_entries)},
   };
   for (int l = 0; l < lsm::kNumLevels; ++l) {
     static const std::string kTables[] = {"l0_tables", "l1_tables", "l2_tables", "l3_tables",

@@ -93,8 +93,10 @@ struct EngineOptions {
   int recovery_threads = 2;
   // Live migration, destination side (range_migration.h): the memtables copied from the
   // source LTC. Open adopts those the MANIFEST does not mark obsolete in place of replaying
-  // their logs (which it still lists: they stay the range's logs until flushed), and replays
-  // the other live logs as at recovery. Null: an ordinary Open.
+  // their logs (which it lists without reading: they stay the range's logs until flushed),
+  // and replays the other live logs as at recovery, minus their entries of copied memtables.
+  // Without a log it only adopts. The memtables' comparators must outlive the engine. Null:
+  // an ordinary Open.
   std::shared_ptr<const MigratedState> migrated;
 };
 

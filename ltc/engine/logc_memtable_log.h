@@ -29,7 +29,12 @@ class LogcMemtableLog final : public MemtableLog {
   // on without a log that may exist (the range's open is retried). With an owner epoch,
   // the range is fenced at the LogCs first (LogClient::FenceRange): Unavailable if too few
   // LogCs confirmed, Fenced if a newer owner has it.
-  Status ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) override;
+  // `read`: see MemtableLog::ReadAll. LogClient::ReadAll cannot list a log without
+  // reading it yet, so logs not to read are read and their bytes discarded (correct, but
+  // the time a migration saves is not saved over LogCs until it can).
+  using MemtableLog::ReadAll;
+  Status ReadAll(int threads, bool new_range, const ReadFilter& read,
+                 std::vector<Recovered>* logs) override;
 
  private:
   logc::LogClient* const client_;

@@ -19,12 +19,20 @@ void InMemoryMemtableLog::Drop(const std::vector<uint64_t>& memtables) {
   for (uint64_t m : memtables) logs_.erase(m);
 }
 
-Status InMemoryMemtableLog::ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) {
+Status InMemoryMemtableLog::ReadAll(int threads, bool new_range, const ReadFilter& read,
+                                    std::vector<Recovered>* logs) {
   (void)new_range;
   (void)threads;
   MutexLock lock(&mu_);
   logs->clear();
-  for (const auto& [m, bytes] : logs_) logs->push_back(Recovered{m, bytes});
+  for (const auto& [m, bytes] : logs_) {
+    if (read && !read(m)) {
+      logs->push_back(Recovered{m, std::string(), /*read=*/false});
+    } else {
+      logs->push_back(Recovered{m, bytes});
+      bytes_read_ += bytes.size();
+    }
+  }
   return Status::OK();
 }
 
@@ -53,6 +61,11 @@ bool InMemoryMemtableLog::Corrupt(uint64_t memtable, size_t offset) {
 std::map<uint64_t, std::string> InMemoryMemtableLog::Snapshot() const {
   MutexLock lock(&mu_);
   return logs_;
+}
+
+uint64_t InMemoryMemtableLog::bytes_read() const {
+  MutexLock lock(&mu_);
+  return bytes_read_;
 }
 
 uint64_t InMemoryMemtableLog::appends() const {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -44,11 +45,22 @@ class MemtableLog {
   // but cannot be read from any replica is an error, and so is not knowing whether one
   // exists (docs/durability.md "Recovery"): recovery must not go on without it.
   // `new_range`: the range's MANIFEST was just created, so it never had a log to miss.
+  // A log for whose memtable `read` (if not null) returns false is listed but not read
+  // (a live migration copied its memtable, range_migration.h; or the MANIFEST marks it
+  // obsolete): it comes back with read false and no bytes, so the engine still knows and
+  // later drops it, and whether it could be read does not matter. `read` is called on the
+  // calling thread.
+  using ReadFilter = std::function<bool(uint64_t memtable)>;
   struct Recovered {
     uint64_t memtable = 0;
     std::string bytes;
+    bool read = true;  // false: listed only (`read` said so); `bytes` is empty
   };
-  virtual Status ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) = 0;
+  virtual Status ReadAll(int threads, bool new_range, const ReadFilter& read,
+                         std::vector<Recovered>* logs) = 0;
+  Status ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) {
+    return ReadAll(threads, new_range, nullptr, logs);
+  }
 };
 
 // Logs kept in this process, for tests. Fault hooks simulate failing appends and a crash
@@ -58,7 +70,9 @@ class InMemoryMemtableLog final : public MemtableLog {
   using MemtableLog::Append;
   Status Append(uint64_t memtable, std::string_view records, bool* reached) override;
   void Drop(const std::vector<uint64_t>& memtables) override;
-  Status ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) override;
+  using MemtableLog::ReadAll;
+  Status ReadAll(int threads, bool new_range, const ReadFilter& read,
+                 std::vector<Recovered>* logs) override;
 
   // Appends fail with IOError while set; `reached` says whether they report that the
   // bytes may have reached a replica (the default) or surely did not.
@@ -70,6 +84,8 @@ class InMemoryMemtableLog final : public MemtableLog {
   bool Corrupt(uint64_t memtable, size_t offset);
   std::map<uint64_t, std::string> Snapshot() const;
   uint64_t appends() const;
+  // Log bytes ReadAll has handed out (listed-only logs count nothing).
+  uint64_t bytes_read() const;
 
  private:
   mutable Mutex mu_;
@@ -77,6 +93,7 @@ class InMemoryMemtableLog final : public MemtableLog {
   bool fail_ GUARDED_BY(mu_) = false;
   bool fail_reached_ GUARDED_BY(mu_) = true;
   uint64_t appends_ GUARDED_BY(mu_) = 0;
+  uint64_t bytes_read_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace nova::ltc

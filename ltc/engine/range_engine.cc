@@ -107,14 +107,24 @@ Status RangeEngine::Open() {
   bool new_range = false;
   NOVA_RETURN_NOT_OK(versions_.Recover(&new_range));
   ids_.next = std::max(ids_.next, versions_.state().next_memtable_id());
-  // The memtables of the logs (range_engine_recovery.cc). Their ids are older than any new
-  // memtable's: RebuildFromLogsLocked moves ids_.next past them.
+  // The memtables a live migration copied (range_engine_migration.cc), then those of the
+  // other logs (range_engine_recovery.cc). Their ids are older than any new memtable's:
+  // AdoptMigratedLocked and RebuildFromLogsLocked move ids_.next past them.
   std::vector<std::shared_ptr<MemTable>> rebuilt;
+  std::set<uint64_t> copied;
   lsm::SequenceNumber replayed = 0;
+  NOVA_RETURN_NOT_OK(AdoptMigratedLocked(&rebuilt, &copied, &replayed));
+  const size_t adopted = rebuilt.size();
   const uint64_t unreplayed_from = versions_.state().log_floor();
   if (options_.log != nullptr) {
-    NOVA_RETURN_NOT_OK(
-        RebuildFromLogsLocked(new_range, &rebuilt, &ids_.absorbed, &replayed));
+    std::vector<std::shared_ptr<MemTable>> from_logs;
+    lsm::SequenceNumber max_logged = 0;
+    NOVA_RETURN_NOT_OK(RebuildFromLogsLocked(new_range, copied, &from_logs, &ids_.absorbed,
+                                             &max_logged));
+    replayed = std::max(replayed, max_logged);
+    rebuilt.insert(rebuilt.end(), from_logs.begin(), from_logs.end());
+    std::sort(rebuilt.begin(), rebuilt.end(),
+              [](const auto& a, const auto& b) { return a->id() < b->id(); });
     // A log recovery did not see (its LogC could not be listed; by the recovery rule it
     // held no acknowledged write) must never be replayed later: its versions could shadow
     // newer ones. New memtables skip far past every id an earlier run can have used since
@@ -185,7 +195,8 @@ Status RangeEngine::Open() {
   write_gate_.blocked = false;
   if (!immutables_.empty()) ScheduleWork();
   LOG(INFO) << "range " << options_.range_id << " opened: " << versions_.current()->levels[0].size()
-            << " L0 tables, " << rebuilt.size() << " memtables rebuilt from logs, last sequence "
+            << " L0 tables, " << adopted << " memtables adopted from a migration, "
+            << rebuilt.size() - adopted << " rebuilt from logs, last sequence "
             << seq_.last_assigned() << ", " << layout->size() << " Dranges";
   return Status::OK();
 }
@@ -375,6 +386,7 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
       MutexLock lock(&mu_);
       if (!life_.opened) return Status::IllegalState("range is not open");
       if (life_.shutting_down) return Status::Aborted("engine shutting down");
+      if (life_.migration.handed_off) return HandedOffStatus();
       if (!life_.bg_error.ok()) return life_.bg_error.Prepend("writes stopped");
     }
     const uint64_t l0 = write_gate_.l0_bytes.load(std::memory_order_relaxed);
@@ -402,6 +414,13 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
     // If a reorganization retired them meanwhile, start over with the new layout (the checks
     // above first: the reorganization may have stopped writes).
     if (!router_.LockForWrite(keys, &route)) continue;
+    if (write_gate_.blocked.load(std::memory_order_acquire)) {
+      // Writes stopped while this one routed: refused (checked above) unless it was only a
+      // moment's (EndMigrationOut). A hand-off cycles the Drange locks after it blocks
+      // writes, so a write that gets its sequence below has been waited for.
+      route.Unlock();
+      continue;
+    }
     bool stall = false;
     for (uint32_t d : route.dranges()) {
       const std::shared_ptr<DrangeState>& ds = route.routing().states[d];
@@ -426,7 +445,10 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
       if (l0_stop && !stalled_by_l0) ++stats_.l0_stop_stalls;
       stalled_by_l0 = stalled_by_l0 || l0_stop;
       ScheduleWork();
+      // While a writer waits for room, flushes held by a migration out run.
+      ++life_.migration.stalled_writers;
       cv_.WaitFor(&lock, std::chrono::milliseconds(10));
+      --life_.migration.stalled_writers;
       const auto waited = static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count());
       stats_.stall_micros += waited;
@@ -620,7 +642,9 @@ void RangeEngine::StopIfFencedLocked(const Status& s) {
 }
 
 Status RangeEngine::LogAndApplyLocked(VersionEdit* edit) {
-  if (options_.log != nullptr) AddLogBookkeepingLocked(edit);
+  // Also without logs: a live migration's destination tells the memtables flushed since
+  // they were copied by the ids this records obsolete.
+  AddLogBookkeepingLocked(edit);
   bool fatal = false;
   Status s = versions_.LogAndApply(*edit, &fatal);
   if (!s.ok()) {
@@ -635,7 +659,7 @@ Status RangeEngine::LogAndApplyLocked(VersionEdit* edit) {
     }
     return s;
   }
-  if (options_.log != nullptr) DropLogsLocked(*edit);
+  DropLogsLocked(*edit);
   RebuildRangeIndexLocked();  // Level 0 may have changed
   StopIfFencedLocked(versions_.fenced());  // a roll-over after the edit was refused
   write_gate_.l0_bytes.store(versions_.current()->LevelBytes(0), std::memory_order_relaxed);

@@ -31,7 +31,7 @@
 // Sources: range_engine.cc (Open, writes, reads), range_engine_flush.cc (background work,
 // what flush jobs change in the engine), range_engine_compaction.cc (compactions, layout
 // installs, stats), range_engine_index.cc, range_engine_recovery.cc,
-// range_engine_offload.cc.
+// range_engine_offload.cc, range_engine_migration.cc (live migration, both sides).
 //
 // Thread safety: all public methods are thread-safe. Lock order: Drange locks
 // (DrangeState::mu, in index order), then mu_, then the router's lock (a leaf). Members are
@@ -119,6 +119,9 @@ struct EngineStats {
   uint64_t recovered_logs = 0, recovered_entries = 0, recovered_log_bytes = 0;
   uint64_t recovery_ignored_bytes = 0, recovery_obsolete_logs = 0, recovery_micros = 0;
   uint64_t recovery_read_micros = 0;  // of recovery_micros, reading the logs
+  // The last Open's live migration (EngineOptions::migrated): memtables adopted from the
+  // source LTC instead of replayed (their logs were listed, not read), and their entries.
+  uint64_t migrated_memtables = 0, migrated_entries = 0;
   // Of the last complete window of reorganize_every_writes writes (the load check's
   // figure); until the first window completes, of the writes so far.
   double drange_imbalance = 0;
@@ -157,6 +160,7 @@ class RangeEngine {
 
   // Recovers tables and Dranges from the MANIFEST (or starts an empty range), and deletes
   // table files the MANIFEST does not reference (orphans of a crash or failed append).
+  // With options.migrated, adopts the copied memtables (range_engine_migration.cc).
   Status Open();
 
   Status Put(const leveldb::Slice& key, const leveldb::Slice& value);
@@ -179,30 +183,46 @@ class RangeEngine {
 
   // Makes every memtable immutable and waits until all are flushed (tests, shutdown).
   // Returns the error of a flush that fails meanwhile (the flush is retried in the
-  // background) or the error that stopped the range.
+  // background) or the error that stopped the range. While a migration out lasts it
+  // flushes what it waits for (the hold yields to it); once handed off it returns Fenced at
+  // once and flushes nothing.
   Status FlushAll();
-  // Waits until no compaction is needed or running.
+  // Waits until no compaction is needed or running (memtables held by a migration out do
+  // not count). Fenced at once when handed off.
   Status WaitForCompactions();
 
-  // Live migration, source side (range_migration.h, docs/coordinator.md "Live migration").
+  // Live migration, source side (range_migration.h, docs/coordinator.md "Live migration";
+  // range_engine_migration.cc).
   // Starts a migration out: every non-empty active memtable becomes immutable (never merged
-  // back), and immutable memtables are not flushed or merged while the migration lasts unless
-  // a writer waits for room. The range keeps serving. Calling it again restarts nothing.
-  Status BeginMigrationOut();
-  // The immutable memtables now (ascending id) once every write to them has finished: each
-  // is complete. The engine keeps them too (flushes are held, not forbidden).
-  Status ExportImmutables(std::vector<MigratedMemtable>* out);
-  // Stops the range for a hand-off: new writes fail with Fenced (on_fenced is not called),
-  // the call waits until every write given a sequence number has finished, no background work
-  // starts any more, and *out gets every live memtable plus the bookkeeping (complete). From
-  // then on the engine writes nothing (no flush, compaction or closing flush) until
-  // EndMigrationOut. Reads still work (the server refuses them once handed off).
-  Status Handoff(MigratedState* out);
-  // Undoes BeginMigrationOut and Handoff (the move was abandoned): writes, flushes, merges
-  // and compactions resume. A no-op if no migration is in progress.
-  void EndMigrationOut();
+  // back; a Drange may exceed its memtable budget by one), no memtable is merged into
+  // another, and immutable memtables are not flushed while the migration lasts unless a
+  // writer waits for room or FlushAll runs (then they flush in the usual order; correctness
+  // never depends on the hold). Drange reorganizations wait until the migration ends. The
+  // range keeps serving. OK; calling it again restarts nothing; IllegalState if the range
+  // is not open, shutting down, or stopped (its error).
+  Status BeginMigrationOut() EXCLUDES(mu_);
+  // The immutable memtables now (ascending id) once every write to them has finished (and
+  // any merge into them that started before BeginMigrationOut): each is complete and no
+  // longer changes. The engine keeps them too (flushes are held, not forbidden).
+  // IllegalState without BeginMigrationOut; Aborted if the engine shuts down meanwhile.
+  Status ExportImmutables(std::vector<MigratedMemtable>* out) EXCLUDES(mu_);
+  // Stops the range for a hand-off (begins the migration out first if needed): new writes
+  // fail with Fenced (on_fenced is not called); a write already past PrepareWrite (it has
+  // its sequence number) completes, and the call waits until every such write has finished;
+  // no background work starts any more (a flush or compaction running may finish: its
+  // MANIFEST edit is fine either way, the destination fences before reading). *out gets
+  // every live memtable (actives and immutables, ascending id) plus the bookkeeping, with
+  // complete = true. From then on the engine writes nothing (no flush, compaction, merge,
+  // log drop or closing flush) until EndMigrationOut. Reads still work (the server refuses
+  // them once handed off). Calling it again returns the state again.
+  // Errors: those of BeginMigrationOut; the error that stopped the range.
+  Status Handoff(MigratedState* out) EXCLUDES(mu_);
+  // Undoes BeginMigrationOut and Handoff (the move was abandoned): writes, flushes, merges,
+  // reorganizations and compactions resume; log drops deferred by the hand-off run. A
+  // no-op if no migration is in progress.
+  void EndMigrationOut() EXCLUDES(mu_);
   // True between a successful Handoff and EndMigrationOut.
-  bool handed_off() const;
+  bool handed_off() const EXCLUDES(mu_);
 
   EngineStats GetStats() const;
   std::string DrangeDebugString() const;
@@ -236,9 +256,33 @@ class RangeEngine {
   // *rebuilt (ascending id), *absorbed (rebuilt id -> ids of logless memtables whose
   // entries it took) and *max_sequence. `new_range`: the MANIFEST was just created.
   // REQUIRES: mu_ held, during Open.
-  Status RebuildFromLogsLocked(bool new_range, std::vector<std::shared_ptr<MemTable>>* rebuilt,
+  // `copied`: memtable ids whose logs are listed but neither read nor replayed, and whose
+  // entries found in other logs are dropped (a live migration copied them, or their entries
+  // are in a copied memtable).
+  Status RebuildFromLogsLocked(bool new_range, const std::set<uint64_t>& copied,
+                               std::vector<std::shared_ptr<MemTable>>* rebuilt,
                                std::unordered_map<uint64_t, std::vector<uint64_t>>* absorbed,
                                lsm::SequenceNumber* max_sequence) REQUIRES(mu_);
+  // Live migration, destination side (range_engine_migration.cc): the memtables of
+  // options_.migrated the MANIFEST does not mark obsolete (*adopted, ascending id), with the
+  // source's bookkeeping merged into ids_ (if complete), *copied the ids RebuildFromLogsLocked
+  // must not replay, and *last_sequence the source's last sequence (0 if not complete).
+  // InvalidArgument for a memtable ordered by another comparator. REQUIRES: mu_ held,
+  // during Open, after the MANIFEST is read.
+  Status AdoptMigratedLocked(std::vector<std::shared_ptr<MemTable>>* adopted,
+                             std::set<uint64_t>* copied, lsm::SequenceNumber* last_sequence)
+      REQUIRES(mu_);
+  // Drops these logs now, or after the hand-off if the range is handed off (nothing is
+  // written then). REQUIRES: mu_ held; options_.log not null.
+  void DropLogsNowOrLaterLocked(const std::vector<uint64_t>& memtables) REQUIRES(mu_);
+  // Waits until no flush job that was running when the migration out began is still
+  // running (one may be merging into a memtable about to be copied). False if the engine
+  // shuts down meanwhile. REQUIRES: mu_ held (released while waiting).
+  bool WaitForFlushesBeforeMigrationLocked(MutexLock* lock) REQUIRES(mu_);
+  // Cycles the locks of every Drange of the current routing until the routing did not
+  // change meanwhile: afterwards every writer that assigns a sequence sees
+  // write_gate_.blocked as it was before the call. REQUIRES: no Drange lock or mu_ held.
+  void SyncWithWritersHoldingDranges() EXCLUDES(mu_);
   // Adds the log bookkeeping to an edit: logs dropped since the last edit (merged or empty
   // memtables) join its obsolete_logs, and it records the log floor (every memtable below
   // the oldest live one) and the next memtable id. REQUIRES: mu_ held.
@@ -333,6 +377,8 @@ class RangeEngine {
   // If `s` is Fenced (a newer owner took the range over): writes stop for good with it as
   // the background error, background work ends, and options_.on_fenced runs (once).
   void StopIfFencedLocked(const Status& s) REQUIRES(mu_);
+  // What writes, FlushAll and WaitForCompactions return while the range is handed off.
+  Status HandedOffStatus() const;
   // Deletes tables the store has but the current version does not reference, and moves
   // the next file number past every listed table. REQUIRES: mu_ held, at Open.
   void CollectOrphansLocked() REQUIRES(mu_);
@@ -415,6 +461,23 @@ class RangeEngine {
     bool opened = false;  // Open() succeeded; until then every call is refused
     bool shutting_down = false;
     Status bg_error;  // a MANIFEST write whose outcome is unknown: writes stop
+    // A live migration out (range_engine_migration.cc). Invariants:
+    //   1. out while BeginMigrationOut..EndMigrationOut; handed_off implies out.
+    //   2. While out: forcing_flush_ counts one for it (no merges), no reorganization
+    //      installs, and NextFlushLocked holds every flush unless stalled_writers or
+    //      flush_alls is positive. While handed_off it holds every flush, and background
+    //      work, log drops and writes (write_gate_.blocked) stop.
+    struct MigrationOut {
+      bool out = false;
+      bool handed_off = false;
+      int stalled_writers = 0;  // writers waiting for room now (always counted)
+      int flush_alls = 0;       // FlushAll calls waiting now (always counted)
+      // Flush jobs running when the migration began (one may be merging into another
+      // memtable); ExportImmutables and Handoff wait until none of them runs.
+      std::set<uint64_t> flushing_at_begin;
+      std::vector<uint64_t> deferred_drops;  // log drops held back while handed off
+    };
+    MigrationOut migration;
   };
   Lifecycle life_ GUARDED_BY(mu_);
   EngineStats stats_ GUARDED_BY(mu_);
@@ -427,7 +490,8 @@ class RangeEngine {
     std::atomic<uint64_t> log_failures{0};
   };
   Counters counters_;
-  // FlushAll calls in progress: while any runs, immutables are flushed, never merged.
+  // FlushAll calls in progress, plus one while a migration out lasts: while positive,
+  // immutables are flushed, never merged.
   std::atomic<int> forcing_flush_{0};
   LookupIndex index_;
 

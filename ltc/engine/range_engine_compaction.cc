@@ -269,6 +269,7 @@ Status RangeEngine::FlushAll() {
   {
     MutexLock lock(&mu_);
     if (!life_.opened) return Status::IllegalState("range is not open");
+    if (life_.migration.handed_off) return HandedOffStatus();
   }
   // Before any rotation: a merge that has not yet looked at the flag will flush instead, and
   // one that already merged did so into a memtable rotated below.
@@ -293,11 +294,14 @@ Status RangeEngine::FlushAll() {
     }
   }
   MutexLock lock(&mu_);
+  ++life_.migration.flush_alls;  // a migration out's hold yields to it
   ScheduleWork();
   cv_.Wait(&lock, [&]() REQUIRES(mu_) {
     return immutables_.empty() || !life_.bg_error.ok() || life_.shutting_down ||
-           stats_.flush_failures != failures;
+           stats_.flush_failures != failures || life_.migration.handed_off;
   });
+  --life_.migration.flush_alls;
+  if (life_.bg_error.ok() && life_.migration.handed_off) return HandedOffStatus();
   if (life_.bg_error.ok() && stats_.flush_failures != failures) {
     return bg_.last_flush_error.Prepend("flush failed (retried in the background)");
   }
@@ -308,7 +312,10 @@ Status RangeEngine::WaitForCompactions() {
   MutexLock lock(&mu_);
   if (!life_.opened) return Status::IllegalState("range is not open");
   while (life_.bg_error.ok()) {
-    const bool work = !immutables_.empty() || PickCompactionLocked().has_value();
+    if (life_.migration.handed_off) return HandedOffStatus();
+    // (Memtables a migration out holds back are not work to wait for.)
+    const bool flushes = life_.migration.out ? NextFlushLocked() != nullptr : !immutables_.empty();
+    const bool work = flushes || PickCompactionLocked().has_value();
     if (!work && bg_.running == 0) break;
     if (work) ScheduleWork();
     cv_.WaitFor(&lock, std::chrono::milliseconds(50));  // woken by background progress
@@ -338,6 +345,9 @@ void RangeEngine::InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major
   // routing is published (it is destroyed after `lock`: a Drange's lock comes first).
   DrangeRouter::Install install(&router_);
   MutexLock lock(&mu_);
+  // Not while a migration out copies the memtables (and a hand-off writes nothing): the
+  // layout stays, the reorganizer plans again later.
+  if (life_.migration.out) return;
   // The active memtables of the old layout become immutable (a new generation starts).
   const std::vector<std::shared_ptr<MemTable>> retired = install.RetireOld();
   for (size_t d = 0; d < retired.size(); ++d) {

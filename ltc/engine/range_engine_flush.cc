@@ -21,13 +21,22 @@ namespace nova::ltc {
 // ---- Background work ------------------------------------------------------------------
 
 void RangeEngine::ScheduleWork() {
-  if (life_.shutting_down || bg_.running >= std::max(1, options_.compaction_threads)) return;
+  if (life_.shutting_down || life_.migration.handed_off ||
+      bg_.running >= std::max(1, options_.compaction_threads)) {
+    return;
+  }
   ++bg_.running;
   Status s = pool_.Submit([this] { BackgroundWork(); });
   if (!s.ok()) --bg_.running;
 }
 
 const ImmutableMemTable* RangeEngine::NextFlushLocked() const {
+  // A migration out holds flushes (its memtables are being copied) unless a writer waits
+  // for room or FlushAll runs; a hand-off holds them all (MigrationOut invariant 2).
+  if (life_.migration.handed_off ||
+      (life_.migration.out && life_.migration.stalled_writers == 0 && life_.migration.flush_alls == 0)) {
+    return nullptr;
+  }
   // Oldest first, and within a Drange strictly in order: a memtable waits while an older
   // one of its Drange is pending or being flushed (the small-memtable merge moves versions
   // into the next one; Level-0 compaction relies on a Drange's tables arriving in order).
@@ -93,7 +102,8 @@ void RangeEngine::BackgroundWork() {
     }
     cv_.NotifyAll();
   };
-  while (!life_.shutting_down && life_.bg_error.ok()) {
+  // (A hand-off stops background work: what runs may finish, nothing new starts.)
+  while (!life_.shutting_down && life_.bg_error.ok() && !life_.migration.handed_off) {
     const MonoTime now = MonoNow();
     const ImmutableMemTable* next_flush = NextFlushLocked();
     const bool flush_due = next_flush != nullptr;
@@ -174,12 +184,11 @@ class RangeEngine::FlushHost final : public FlushJob::Host {
     e_->live_.erase(std::remove(e_->live_.begin(), e_->live_.end(), imm.mem), e_->live_.end());
     e_->mid_to_table_.erase(imm.mem->id());
     e_->RebuildRangeIndexLocked();
-    if (e_->options_.log != nullptr) {
-      // Every logged write is added to its memtable, so an empty one has no log records;
-      // its id is marked obsolete all the same (a log may have been opened).
-      e_->ids_.unrecorded_obsolete.push_back(imm.mem->id());
-      e_->options_.log->Drop({imm.mem->id()});
-    }
+    // Every logged write is added to its memtable, so an empty one has no log records;
+    // its id is marked obsolete all the same (a log may have been opened; and without logs
+    // a migration's destination must not adopt a copy of it).
+    e_->ids_.unrecorded_obsolete.push_back(imm.mem->id());
+    if (e_->options_.log != nullptr) e_->DropLogsNowOrLaterLocked({imm.mem->id()});
   }
 
   void FinishMerge(const ImmutableMemTable& imm, const std::shared_ptr<MemTable>& target,
@@ -189,19 +198,18 @@ class RangeEngine::FlushHost final : public FlushJob::Host {
     e_->live_.erase(std::remove(e_->live_.begin(), e_->live_.end(), imm.mem), e_->live_.end());
     e_->RebuildRangeIndexLocked();  // the range index lets go of it too
     e_->mid_to_table_.erase(imm.mem->id());
-    if (e_->options_.log != nullptr) {
-      // Its versions are logged in the target's log now.
-      std::vector<uint64_t>& into = e_->ids_.absorbed[target->id()];
-      into.push_back(imm.mem->id());
-      auto own = e_->ids_.absorbed.find(imm.mem->id());
-      if (own != e_->ids_.absorbed.end()) {
-        into.insert(into.end(), own->second.begin(), own->second.end());
-        e_->ids_.absorbed.erase(own);
-      }
-      if (relogged) {
-        e_->ids_.unrecorded_obsolete.push_back(imm.mem->id());
-        e_->options_.log->Drop({imm.mem->id()});
-      }
+    // Its versions are logged in the target's log now. (Kept without logs too: a
+    // migration's destination must not adopt a copy of it once the target is flushed.)
+    std::vector<uint64_t>& into = e_->ids_.absorbed[target->id()];
+    into.push_back(imm.mem->id());
+    auto own = e_->ids_.absorbed.find(imm.mem->id());
+    if (own != e_->ids_.absorbed.end()) {
+      into.insert(into.end(), own->second.begin(), own->second.end());
+      e_->ids_.absorbed.erase(own);
+    }
+    if (e_->options_.log == nullptr || relogged) {
+      e_->ids_.unrecorded_obsolete.push_back(imm.mem->id());
+      if (e_->options_.log != nullptr) e_->DropLogsNowOrLaterLocked({imm.mem->id()});
     }
     ++e_->stats_.memtable_merges;
     e_->stats_.merged_entries += entries;
@@ -218,14 +226,13 @@ class RangeEngine::FlushHost final : public FlushJob::Host {
     }
     edit.last_sequence = last;
     edit.next_file_number = e_->versions_.state().next_file_number();
-    if (e_->options_.log != nullptr) {
-      // The memtable's log (and those of memtables merged into it) become obsolete with it.
-      edit.obsolete_logs.push_back(imm.mem->id());
-      auto absorbed = e_->ids_.absorbed.find(imm.mem->id());
-      if (absorbed != e_->ids_.absorbed.end()) {
-        edit.obsolete_logs.insert(edit.obsolete_logs.end(), absorbed->second.begin(),
-                                  absorbed->second.end());
-      }
+    // The memtable's log (and those of memtables merged into it) become obsolete with it
+    // (recorded without logs too: see LogAndApplyLocked).
+    edit.obsolete_logs.push_back(imm.mem->id());
+    auto absorbed = e_->ids_.absorbed.find(imm.mem->id());
+    if (absorbed != e_->ids_.absorbed.end()) {
+      edit.obsolete_logs.insert(edit.obsolete_logs.end(), absorbed->second.begin(),
+                                absorbed->second.end());
     }
     // (On failure LogAndApplyLocked deleted the tables if it could start a new MANIFEST
     // without the edit; else the range stopped and they stay.)

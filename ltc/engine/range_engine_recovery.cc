@@ -3,7 +3,7 @@
 // Which logs are replayed: every log the range's MemtableLog still has, except those the
 // MANIFEST marks obsolete (their memtables are in tables, or were re-logged elsewhere):
 // replaying one of those could put an old version in a memtable above newer versions in
-// Levels 1+, where a Get would take it. Obsolete logs found are dropped.
+// Levels 1+, where a Get would take it. Obsolete logs found are dropped (listed, never read).
 //
 // How: the logs are parsed in parallel (recovery_threads); each record's entries carry
 // the id of the memtable they went to, so every live log becomes one rebuilt memtable with
@@ -13,12 +13,17 @@
 // which then also makes that id obsolete when it flushes. Duplicates (batch copies) are
 // dropped by sequence number. Parsing stops at the first torn or damaged record of a log.
 //
+// A live migration's destination (range_engine_migration.cc) passes the ids of the copied
+// memtables: their logs are listed, not read, and stay until those memtables flush; their
+// entries found in other logs are dropped (the copies hold them).
+//
 // The rebuilt memtables become the oldest immutable memtables of the Drange holding their
 // smallest key, never merged, flushed first; the range index covers them by their key
 // interval; the lookup index starts empty and fills on misses.
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <set>
 #include <thread>
 
 #include <glog/logging.h>
@@ -53,25 +58,37 @@ void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
 }  // namespace
 
 Status RangeEngine::RebuildFromLogsLocked(
-    bool new_range, std::vector<std::shared_ptr<MemTable>>* rebuilt,
+    bool new_range, const std::set<uint64_t>& copied,
+    std::vector<std::shared_ptr<MemTable>>* rebuilt,
     std::unordered_map<uint64_t, std::vector<uint64_t>>* absorbed,
     lsm::SequenceNumber* max_sequence) {
   const MonoTime start = MonoNow();
   const int threads = std::max(1, options_.recovery_threads);
   std::vector<MemtableLog::Recovered> logs;
-  NOVA_RETURN_NOT_OK_PREPEND(options_.log->ReadAll(threads, new_range, &logs),
-                             "reading the range's logs");
+  // Neither the logs of copied memtables nor obsolete ones are read (only listed).
+  const ManifestState& manifest = versions_.state();
+  NOVA_RETURN_NOT_OK_PREPEND(
+      options_.log->ReadAll(
+          threads, new_range,
+          [&](uint64_t m) { return copied.count(m) == 0 && !manifest.LogIsObsolete(m); },
+          &logs),
+      "reading the range's logs");
   stats_.recovery_read_micros = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count());
 
-  // Obsolete logs go; the rest are replayed.
+  // Obsolete logs go; those of copied memtables stay (unread) until they flush; the rest
+  // are replayed.
   std::vector<uint64_t> obsolete;
   std::vector<MemtableLog::Recovered> live;
   for (auto& l : logs) {
     ids_.next = std::max(ids_.next, l.memtable + 1);
     if (versions_.state().LogIsObsolete(l.memtable)) {
       obsolete.push_back(l.memtable);
-    } else {
+    } else if (copied.count(l.memtable) == 0) {
+      if (!l.read) {
+        return Status::Corruption("log of memtable " + std::to_string(l.memtable) +
+                                  " was listed but not read");
+      }
       live.push_back(std::move(l));
     }
   }
@@ -106,6 +123,7 @@ Status RangeEngine::RebuildFromLogsLocked(
       // (or is lost): it must not be handed out again either.
       ids_.next = std::max(ids_.next, e.memtable + 1);
       if (versions_.state().LogIsObsolete(e.memtable)) continue;
+      if (copied.count(e.memtable) != 0) continue;  // the copy holds it
       auto own = index_of.find(e.memtable);
       size_t t = i;
       if (own != index_of.end()) {
@@ -181,7 +199,20 @@ void RangeEngine::DropLogsLocked(const VersionEdit& edit) {
     return std::find(edit.obsolete_logs.begin(), edit.obsolete_logs.end(), id) !=
            edit.obsolete_logs.end();
   });
-  if (!edit.obsolete_logs.empty()) options_.log->Drop(edit.obsolete_logs);
+  if (options_.log != nullptr && !edit.obsolete_logs.empty()) {
+    DropLogsNowOrLaterLocked(edit.obsolete_logs);
+  }
+}
+
+void RangeEngine::DropLogsNowOrLaterLocked(const std::vector<uint64_t>& memtables) {
+  if (life_.migration.handed_off) {
+    // Nothing is written while handed off; the ids are recorded obsolete already, so a log
+    // left behind (the range closes before EndMigrationOut) is dropped at the next Open.
+    life_.migration.deferred_drops.insert(life_.migration.deferred_drops.end(), memtables.begin(),
+                                     memtables.end());
+    return;
+  }
+  options_.log->Drop(memtables);
 }
 
 }  // namespace nova::ltc

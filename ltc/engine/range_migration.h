@@ -37,7 +37,9 @@
 
 namespace nova::ltc {
 
-// One memtable of a moving range (its engine id is mem->id()).
+// One memtable of a moving range (its engine id is mem->id()). At the destination its
+// comparator (mem->comparator()) must order by the range's user comparator (Open refuses
+// another with InvalidArgument) and outlive the engine that adopts it.
 struct MigratedMemtable {
   std::shared_ptr<MemTable> mem;
 };
@@ -45,8 +47,10 @@ struct MigratedMemtable {
 // What a destination opens a range with (EngineOptions::migrated), and what the source's
 // Handoff returns.
 struct MigratedState {
-  // Ascending id. Open adopts each one whose log the MANIFEST does not mark obsolete, in
-  // place of its log (which stays the range's log until the memtable is flushed).
+  // Ascending id, each id once. Open adopts each one whose log the MANIFEST does not mark
+  // obsolete, in place of its log (which stays the range's log, listed but not read, until
+  // the memtable is flushed); one marked obsolete was flushed (or dropped) at the source
+  // after it was copied, and is left out. Without logs the MANIFEST marks them all the same.
   std::vector<MigratedMemtable> memtables;
   // True after a hand-off: `memtables` holds every memtable the source had when it stopped
   // (a log of any other memtable is replayed only for entries of memtables not copied).
@@ -76,8 +80,11 @@ Status DecodeMigratedMeta(std::string_view in, MigratedState* state,
 // missed: call it only on a memtable no write is still adding to.
 void EncodeMemtableChunk(const MemTable& mem, std::string_view after, size_t max_bytes,
                          std::string* out, std::string* last_key, bool* done);
-// Adds the entries of a chunk to `mem`; *entries (not null) counts them. Corruption for a
-// malformed chunk (entries decoded before the damage stay added).
+// Adds the entries of a chunk to `mem`; *entries (not null) counts them. The chunks of a
+// memtable must be decoded in order, each once, into a memtable nothing else adds to: an
+// entry that does not follow everything `mem` holds is Corruption (a chunk applied twice
+// would add entries twice). Corruption for a malformed chunk too (entries decoded before
+// the damage stay added).
 Status DecodeMemtableChunk(std::string_view chunk, MemTable* mem, uint64_t* entries);
 
 }  // namespace nova::ltc
