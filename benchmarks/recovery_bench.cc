@@ -146,8 +146,10 @@ class KeepLogs final : public ltc::MemtableLog {
     return Status::NotSupported("read only");
   }
   void Drop(const std::vector<uint64_t>&) override {}
-  Status ReadAll(int threads, bool new_range, std::vector<Recovered>* logs) override {
-    return inner_->ReadAll(threads, new_range, logs);
+  using ltc::MemtableLog::ReadAll;
+  Status ReadAll(int threads, bool new_range, const ReadFilter& read,
+                 std::vector<Recovered>* logs) override {
+    return inner_->ReadAll(threads, new_range, read, logs);
   }
 
  private:
