@@ -310,13 +310,14 @@ nova::Result<int64_t> WaitServed(client::NovaClient* client, nova::MonoTime star
 // the last one ended, or TimedOut at `deadline`.
 nova::Result<uint64_t> WaitForMigrations(co::ConfigStore* store, const std::string& what,
                                          const std::vector<co::RangeMove>& moves,
-                                         nova::MonoTime deadline,
+                                         uint64_t published, nova::MonoTime deadline,
                                          std::set<uint32_t>* rolled_back) {
   const nova::MonoTime start = nova::MonoNow();
   std::map<uint32_t, const co::RangeMove*> pending;
   for (const co::RangeMove& m : moves) pending[m.range] = &m;
   std::set<uint32_t> started;
-  uint64_t seen = 0;
+  // Configurations older than the one that queued the migrations do not have them yet.
+  uint64_t seen = published > 0 ? published - 1 : 0;
   while (!pending.empty()) {
     if (nova::MonoNow() >= deadline) {
       std::string ids;
@@ -327,7 +328,7 @@ nova::Result<uint64_t> WaitForMigrations(co::ConfigStore* store, const std::stri
     }
     store->WaitForEpoch(seen + 1, std::chrono::milliseconds(200));
     auto config = store->GetLastConfig();
-    if (!config.has_value() || config->epoch == seen) continue;
+    if (!config.has_value() || config->epoch <= seen) continue;
     seen = config->epoch;
     const long long ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(nova::MonoNow() - start).count();
@@ -407,7 +408,7 @@ int MoveRanges(const co::ConfigStoreOptions& options, const std::string& what,
   if (FLAGS_wait && FLAGS_live && !plan.moves.empty()) {
     // Live: each migration ends when its entry leaves the configuration, committed (the
     // range has its new owner) or rolled back (it has not).
-    auto waited = WaitForMigrations(&store, what, plan.moves,
+    auto waited = WaitForMigrations(&store, what, plan.moves, published,
                                     nova::MonoNow() + std::chrono::seconds(FLAGS_timeout_s),
                                     &rolled_back);
     if (!waited.ok()) return Fail(waited.status());

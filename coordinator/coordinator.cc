@@ -206,6 +206,18 @@ Status Coordinator::Lead() {
                  << (unlogged ? "; log_mode=none: the writes in its memtables are lost"
                               : "; the new owners recover them from the MANIFEST and logs");
   }
+  for (const RangeMigration& m : config->migrations) {
+    const RangeMigration* now = next->MigrationOf(m.range);
+    if (now == nullptr) {
+      // Gone without the move: dropped by rule 6 (it rolls back; the source serves on).
+      const std::string why = MigrationDropReason(config.value(), live, ao, m);
+      LOG(WARNING) << "migration of range " << m.range << " from LTC " << m.from << " to LTC "
+                   << m.to << " dropped: " << (why.empty() ? "the range moved" : why);
+    } else if (now->running && !m.running) {
+      LOG(INFO) << "migration of range " << m.range << " from LTC " << m.from << " to LTC "
+                << m.to << " started";
+    }
+  }
   for (const std::string& ltc : ao.removed) {
     if (config->ltcs.count(ltc) > 0 && next->ltcs.count(ltc) == 0) {
       LOG(WARNING) << "LTC " << ltc << " left the configuration (gone for longer than "

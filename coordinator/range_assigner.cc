@@ -21,12 +21,7 @@ void MergeMembers(const std::map<std::string, std::string>& live,
 void AdvanceMigrations(const LiveMembers& live, const AssignmentOptions& options,
                        ClusterConfig* next) {
   std::erase_if(next->migrations, [&](const RangeMigration& m) {
-    const RangeAssignment* r = next->Range(m.range);
-    const bool timed_out = m.running && options.now_ms > m.started_ms &&
-                           options.now_ms - m.started_ms > options.migration_timeout_ms;
-    return r == nullptr || r->ltc != m.from || r->owner_epoch != m.from_epoch ||
-           live.ltcs.count(m.from) == 0 || live.ltcs.count(m.to) == 0 ||
-           next->ltcs.count(m.to) == 0 || next->draining.count(m.to) > 0 || timed_out;
+    return !MigrationDropReason(*next, live, options, m).empty();
   });
   size_t running = 0;
   for (const RangeMigration& m : next->migrations) running += m.running ? 1 : 0;
@@ -40,6 +35,27 @@ void AdvanceMigrations(const LiveMembers& live, const AssignmentOptions& options
 }
 
 }  // namespace
+
+std::string MigrationDropReason(const ClusterConfig& config, const LiveMembers& live,
+                                const AssignmentOptions& options, const RangeMigration& m) {
+  const RangeAssignment* r = config.Range(m.range);
+  if (r == nullptr) return "no such range";
+  if (r->ltc != m.from || r->owner_epoch != m.from_epoch) {
+    return "the range changed owner or owner epoch since it was queued (now LTC " + r->ltc +
+           " at owner epoch " + std::to_string(r->owner_epoch) + ", queued at " +
+           std::to_string(m.from_epoch) + ")";
+  }
+  if (live.ltcs.count(m.from) == 0) return "the source LTC " + m.from + " is not live";
+  if (live.ltcs.count(m.to) == 0 || config.ltcs.count(m.to) == 0) {
+    return "the destination LTC " + m.to + " is not live";
+  }
+  if (config.draining.count(m.to) > 0) return "the destination LTC " + m.to + " is draining";
+  if (m.running && options.now_ms > m.started_ms &&
+      options.now_ms - m.started_ms > options.migration_timeout_ms) {
+    return "it ran longer than " + std::to_string(options.migration_timeout_ms) + " ms";
+  }
+  return "";
+}
 
 std::optional<ClusterConfig> PlanNextConfig(const ClusterConfig& current, const LiveMembers& live,
                                             const AssignmentOptions& options) {

@@ -65,6 +65,10 @@ struct AssignmentOptions {
   uint64_t now_ms = 0;
 };
 
+// Why rule 6 drops migration `m` of `config` now ("" if it does not).
+std::string MigrationDropReason(const ClusterConfig& config, const LiveMembers& live,
+                                const AssignmentOptions& options, const RangeMigration& m);
+
 // Returns the next configuration (same epoch as `current`: the caller bumps it when it
 // publishes), or nullopt when the policy changes nothing.
 // REQUIRES: current.Validate().ok().
