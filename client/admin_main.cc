@@ -574,6 +574,11 @@ int main(int argc, char** argv) {
         },
         remove ? "" : "drain-ltc: LTC " + ltc + " owns nothing and gets no ranges: it can be stopped");
     if (rc != 0 || !remove || FLAGS_dry_run) return rc;
+    if (FLAGS_live && !FLAGS_wait) {
+      std::printf("remove-ltc: LTC %s leaves the configuration once its migrations end: "
+                  "re-run remove-ltc then\n", ltc.c_str());
+      return 0;
+    }
     return DropDrained(options.value(), ltc);
   }
   return MoveRanges(options.value(), command,

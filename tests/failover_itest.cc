@@ -389,6 +389,51 @@ TEST_F(FailoverITest, RangesMoveBackAndForthDrainAndRebalanceUnderLoad) {
   EXPECT_GT(checked.value(), 0);
 }
 
+// An LTC killed again while it recovers its ranges (the restarted process fenced them at a
+// newer owner epoch and was reading their logs): the coordinator fails them over to the
+// other LTC, which recovers them at a newer owner epoch still, with every acknowledged write.
+TEST_F(FailoverITest, AnLtcKilledAgainWhileRecoveringLosesNothing) {
+  const uint64_t seed = test::TestSeed("FailoverITest.KilledTwice");
+  std::unique_ptr<client::NovaClient> writers = NewClient(30s);
+  ASSERT_NE(writers, nullptr);
+  test::Workload w(seed, /*threads=*/4, /*keys_per_thread=*/200);
+  w.Start(writers.get(), /*round=*/0);
+  ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= 2000; }, kWait));
+  ltcs_[1]->Kill();
+  // Restarted, it fences ranges 2 and 3 at owner epoch 2 and reads their logs; killed as
+  // soon as it has fenced the StoCs (its log says so).
+  ASSERT_NO_FATAL_FAILURE(StartLtc(2));
+  ASSERT_TRUE(test::WaitFor(
+      [&] {
+        std::ifstream in(ltcs_[1]->log_path());
+        std::stringstream all;
+        all << in.rdbuf();
+        return all.str().find("range 3: moving r3-manifest-4294967296") != std::string::npos;
+      },
+      kWait))
+      << FileTail(ltcs_[1]->log_path());
+  ltcs_[1]->Kill();
+  ASSERT_TRUE(WaitForConfig(
+      [](const coordinator::ClusterConfig& c) {
+        return c.RangesOf("1") == std::vector<uint32_t>{0, 1, 2, 3};
+      },
+      "ranges 2 and 3 failed over to LTC 1"));
+  const std::string probe = std::string(1, static_cast<char>(0xe0)) + "killed-twice-probe";
+  ASSERT_TRUE(test::WaitFor([&] { return client_->Put(probe, "x").ok(); }, kWait))
+      << FileTail(ltcs_[0]->log_path());
+  auto checked = w.Verify(client_.get(), "after the failover");
+  ASSERT_TRUE(checked.ok()) << checked.status().ToString();
+  for (int round = 0; round < 3; ++round) {
+    const uint64_t acked = w.acknowledged();
+    ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= acked + 3000; }, kWait));
+    checked = w.Verify(client_.get(), "while LTC 1 serves");
+    ASSERT_TRUE(checked.ok()) << "round " << round << ": " << checked.status().ToString();
+  }
+  w.Stop();
+  checked = w.Verify(client_.get(), "at the end");
+  ASSERT_TRUE(checked.ok()) << checked.status().ToString();
+}
+
 // A live migration interrupted at each of its steps: the destination killed (fault point
 // `abort`) after the source listed its memtables, after the pre-copy, after the hand-off,
 // before and after its commit, and the source killed when the hand-off reaches it. Each
@@ -396,7 +441,7 @@ TEST_F(FailoverITest, RangesMoveBackAndForthDrainAndRebalanceUnderLoad) {
 // end every acknowledged write of the workload is there.
 TEST_F(FailoverITest, AMigrationInterruptedAtEachStepLeavesOneOwnerAndLosesNothing) {
   const uint64_t seed = test::TestSeed("FailoverITest.Interrupted");
-  std::unique_ptr<client::NovaClient> writers = NewClient(10s);
+  std::unique_ptr<client::NovaClient> writers = NewClient(30s);
   ASSERT_NE(writers, nullptr);
   test::Workload w(seed, /*threads=*/4, /*keys_per_thread=*/200);
   w.Start(writers.get(), /*round=*/0);

@@ -217,6 +217,15 @@ int main(int argc, char** argv) {
   }
 
   nova::MetricsRegistry metrics;
+  // This process's incarnation (docs/coordinator.md, "Owner fencing"): ranges are served
+  // only once the configuration names it, with owner epochs newer than any earlier
+  // process with this id used.
+  const std::string incarnation = [] {
+    std::random_device rd;
+    char buf[40];
+    std::snprintf(buf, sizeof(buf), "%08x%08x-%d", rd(), rd(), static_cast<int>(::getpid()));
+    return std::string(buf);
+  }();
   // Live migration (docs/coordinator.md): with --zk and the Nova engine, this LTC serves
   // its ranges' memtables to LTCs taking them over, and takes ranges over itself.
   std::unique_ptr<nova::ltc::RangeMigrator> migrator;
@@ -282,6 +291,7 @@ int main(int argc, char** argv) {
     if (zk) {
       nova::ltc::RangeMigratorOptions mo;
       mo.ltc_id = std::to_string(FLAGS_ltc_id);
+      mo.incarnation = incarnation;
       migrator = std::make_unique<nova::ltc::RangeMigrator>(mo, config_store.get());
       migration_pool = std::make_unique<nova::ThreadPool>("ltc-migrate", 2, 1024);
       no.migration_service = migrator.get();
@@ -304,15 +314,6 @@ int main(int argc, char** argv) {
     return BadFlags("--engine must be nova or leveldb, got '" + FLAGS_engine + "'");
   }
 
-  // This process's incarnation (docs/coordinator.md, "Owner fencing"): ranges are served
-  // only once the configuration names it, with owner epochs newer than any earlier
-  // process with this id used.
-  const std::string incarnation = [] {
-    std::random_device rd;
-    char buf[40];
-    std::snprintf(buf, sizeof(buf), "%08x%08x-%d", rd(), rd(), static_cast<int>(::getpid()));
-    return std::string(buf);
-  }();
   nova::ltc::StaticAssignmentSource static_source(a);
   std::unique_ptr<nova::ltc::ZkAssignmentSource> zk_source;
   nova::ltc::AssignmentSource* source = &static_source;
@@ -367,6 +368,8 @@ int main(int argc, char** argv) {
   LOG(INFO) << "nova_ltc: signal " << sig << ", shutting down";
   if (http.value()) http.value()->Shutdown();
   if (migrator) migrator->Shutdown();
+  // Its handlers use the server's ranges and the transport's endpoint: done before either.
+  if (migration_pool) migration_pool->Shutdown();
   server.Shutdown();  // closes the ranges (flushing their memtables)
   if (nova_backends) nova_backends->Shutdown();
   if (config_store) config_store->Shutdown();

@@ -29,22 +29,26 @@ Status DecodeBeginRequest(std::string_view in, MigrationKey* k) {
   return r.Finish();
 }
 
-std::string EncodeBeginResponse(const std::vector<uint64_t>& memtables) {
+std::string EncodeBeginResponse(const std::vector<uint64_t>& memtables, bool logged) {
   wire::PayloadWriter w;
   w.PutVarint32(static_cast<uint32_t>(memtables.size()));
   for (uint64_t id : memtables) w.PutU64(id);
+  w.PutU8(logged ? 1 : 0);
   return w.Finish();
 }
 
-Status DecodeBeginResponse(std::string_view in, std::vector<uint64_t>* memtables) {
+Status DecodeBeginResponse(std::string_view in, std::vector<uint64_t>* memtables, bool* logged) {
   wire::PayloadReader r(in);
   uint32_t n = 0;
+  uint8_t l = 0;
   if (r.GetVarint32("count", &n)) {
     // Each id takes 8 bytes: a count the payload cannot hold is refused before reserving.
     if (n > r.remaining() / 8) return Status::Corruption("migration begin: count too large");
     memtables->resize(n);
     for (uint32_t i = 0; i < n; ++i) r.GetU64("memtable", &(*memtables)[i]);
+    r.GetU8("logged", &l);
   }
+  *logged = l != 0;
   return r.Finish();
 }
 

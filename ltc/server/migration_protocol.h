@@ -3,9 +3,10 @@
 // all to the source LTC's exchange transport; the source answers.
 //
 //   kMigrateBegin    {u32 range, u64 owner_epoch}
-//                 -> {varint count, count x u64 memtable id}
+//                 -> {varint count, count x u64 memtable id, u8 logged}
 //       The source starts the migration out (its actives become immutable, flushes are
-//       held) and lists its immutable memtables, each complete. owner_epoch is the range's
+//       held) and lists its immutable memtables, each complete, and whether its writes are
+//       logged at LogCs (if not, a failed hand-off cannot fall back to the logs). owner_epoch is the range's
 //       at the source (the migration's from_epoch): another one is refused (WrongRange).
 //   kMigrateFetch    {u32 range, u64 owner_epoch, u64 memtable, bytes after, u32 max_bytes}
 //                 -> {u8 done, bytes last_key, bytes chunk}
@@ -54,8 +55,8 @@ struct MigrationKey {
 
 std::string EncodeBeginRequest(const MigrationKey& k);
 Status DecodeBeginRequest(std::string_view in, MigrationKey* k);
-std::string EncodeBeginResponse(const std::vector<uint64_t>& memtables);
-Status DecodeBeginResponse(std::string_view in, std::vector<uint64_t>* memtables);
+std::string EncodeBeginResponse(const std::vector<uint64_t>& memtables, bool logged);
+Status DecodeBeginResponse(std::string_view in, std::vector<uint64_t>* memtables, bool* logged);
 
 struct FetchRequest {
   MigrationKey key;

@@ -17,8 +17,10 @@ TEST(MigrationProtocolTest, MessagesRoundTrip) {
 
   std::vector<uint64_t> ids = {3, 5, 1ull << 40};
   std::vector<uint64_t> ids_got;
-  ASSERT_TRUE(DecodeBeginResponse(EncodeBeginResponse(ids), &ids_got).ok());
+  bool logged = false;
+  ASSERT_TRUE(DecodeBeginResponse(EncodeBeginResponse(ids, true), &ids_got, &logged).ok());
   EXPECT_EQ(ids_got, ids);
+  EXPECT_TRUE(logged);
 
   FetchRequest q{k, 9, std::string("key\0\x01", 5), 4096};
   FetchRequest q_got;
@@ -49,7 +51,8 @@ TEST(MigrationProtocolTest, MalformedInputIsCorruption) {
   EXPECT_TRUE(DecodeBeginRequest(EncodeBeginRequest({1, 2}) + "x", &k).IsCorruption());
   std::vector<uint64_t> ids;
   // A count far larger than the bytes that follow.
-  EXPECT_TRUE(DecodeBeginResponse(std::string("\xff\xff\xff\xff\x0f", 5), &ids).IsCorruption());
+  bool logged;
+  EXPECT_TRUE(DecodeBeginResponse(std::string("\xff\xff\xff\xff\x0f", 5), &ids, &logged).IsCorruption());
   FetchResponse p;
   const std::string good = EncodeFetchResponse({false, "k", "chunk"});
   for (size_t n = 0; n < good.size(); ++n) {

@@ -131,11 +131,16 @@ class NovaBackend final : public RangeBackend {
       // A newer owner has the range: nothing more is written (its memtables are in the
       // logs the new owner recovered, or, with log_mode=none, lost: docs/coordinator.md).
       LOG(WARNING) << "closing a fenced range without flushing it";
-    } else if (engine_ != nullptr && engine_->handed_off()) {
-      // Live migration: the destination took the memtables (or recovers the range from the
-      // logs); a flush here would only race its fence.
+    } else if (engine_ != nullptr && engine_->handed_off() && log_ != nullptr) {
+      // Live migration: the destination took the memtables, or recovers them from the logs
+      // if the migration did not complete; a flush here would only race its fence.
       LOG(INFO) << "closing a range handed off to another LTC without flushing it";
     } else if (engine_ != nullptr) {
+      // Handed off without logs: the migration may still fail (this LTC is stopping), and
+      // then nothing else has the memtables. A flush is safe either way: the destination
+      // fences the StoCs before it reads the MANIFEST, so it sees the flush (and drops its
+      // copies of the flushed memtables) or the flush is refused.
+      if (engine_->handed_off()) engine_->EndMigrationOut();
       // Flush the memtables: without logs they live only here, and with logs the range's
       // next owner (or this LTC after a restart) then has nothing to replay.
       Status s = engine_->FlushAll();
@@ -178,6 +183,7 @@ class NovaBackend final : public RangeBackend {
   }
   Status Handoff(MigratedState* out) override { return engine_->Handoff(out); }
   void EndMigrationOut() override { engine_->EndMigrationOut(); }
+  bool MemtablesLogged() const override { return log_ != nullptr; }
   std::string StatsText() override {
     const EngineStats st = engine_->GetStats();
     std::ostringstream out;

@@ -72,6 +72,9 @@ class RangeBackend {
     return NotMovable();
   }
   virtual void EndMigrationOut() {}
+  // Whether the range's writes are logged (at LogCs) before they are acknowledged: if not, a
+  // migration that cannot finish its hand-off must not fall back to the logs.
+  virtual bool MemtablesLogged() const { return false; }
 
  private:
   static Status NotMovable() {

@@ -31,16 +31,14 @@ std::string Describe(const RangeMigration& m) {
   return "migration of range " + std::to_string(m.range) + " from LTC " + m.from;
 }
 
-bool Unlogged(const ClusterConfig& c) {
-  auto mode = c.settings.find("log_mode");
-  return mode == c.settings.end() || mode->second == "none";
-}
-
 // The entry of `m`'s range in `c`, if it is still `m` (the same source, destination and
 // owner epoch).
 const RangeMigration* SameEntry(const ClusterConfig& c, const RangeMigration& m) {
+  // started_ms tells this run from a later one of the same move (queued again after this
+  // one was dropped).
   const RangeMigration* e = c.MigrationOf(m.range);
-  if (e == nullptr || e->from != m.from || e->to != m.to || e->from_epoch != m.from_epoch) {
+  if (e == nullptr || e->from != m.from || e->to != m.to || e->from_epoch != m.from_epoch ||
+      !e->running || e->started_ms != m.started_ms) {
     return nullptr;
   }
   return e;
@@ -151,6 +149,7 @@ Result<RangeMigrator::Hosted> RangeMigrator::Find(const MigrationKey& k) const {
 }
 
 Result<std::string> RangeMigrator::Begin(const MigrationKey& k) {
+  MutexLock ops(&ops_mu_);
   Result<Hosted> found = Find(k);
   NOVA_RETURN_NOT_OK(found.status());
   Hosted h = std::move(found.value());
@@ -171,7 +170,7 @@ Result<std::string> RangeMigrator::Begin(const MigrationKey& k) {
   }
   LOG(INFO) << "range " << k.range << ": migration out started, " << ids.size()
             << " memtables to copy";
-  return EncodeBeginResponse(ids);
+  return EncodeBeginResponse(ids, h.backend->MemtablesLogged());
 }
 
 Result<std::string> RangeMigrator::Fetch(const FetchRequest& q) {
@@ -201,6 +200,14 @@ Result<std::string> RangeMigrator::Fetch(const FetchRequest& q) {
 
 Result<std::string> RangeMigrator::Handoff(const MigrationKey& k) {
   NOVA_RETURN_NOT_OK(MAYBE_FAULT("ltc.migrate.source_handoff"));
+  MutexLock ops(&ops_mu_);
+  {
+    MutexLock l(&mu_);
+    if (outgoing_.count(k) == 0) {
+      return Status::Aborted("range " + std::to_string(k.range) +
+                             ": no migration out was begun, or it was given up");
+    }
+  }
   Result<Hosted> found = Find(k);
   NOVA_RETURN_NOT_OK(found.status());
   Hosted h = std::move(found.value());
@@ -238,7 +245,12 @@ Status RangeMigrator::End(const MigrationKey& k, MigrationOutcome outcome) {
   return Status::OK();
 }
 
-Status RangeMigrator::Resolve(const MigrationKey& k) {
+Status RangeMigrator::Resolve(const MigrationKey& k, bool only_if_dropped) {
+  MutexLock ops(&ops_mu_);
+  return ResolveLocked(k, only_if_dropped);
+}
+
+Status RangeMigrator::ResolveLocked(const MigrationKey& k, bool only_if_dropped) {
   bool handed_off = false;
   {
     MutexLock l(&mu_);
@@ -246,6 +258,7 @@ Status RangeMigrator::Resolve(const MigrationKey& k) {
     if (o == outgoing_.end()) return Status::OK();
     handed_off = o->second.handed_off;
   }
+  if (only_if_dropped && !handed_off) return Status::OK();
   Result<Hosted> h = Find(k);
   if (!handed_off) {
     if (h.ok()) h->backend->EndMigrationOut();
@@ -269,6 +282,7 @@ Status RangeMigrator::Resolve(const MigrationKey& k) {
       return Status::OK();
     }
     if (c->MigrationOf(k.range) != nullptr) {
+      if (only_if_dropped) return Status::OK();
       ClusterConfig next = c.value();
       std::erase_if(next.migrations,
                     [&](const RangeMigration& m) { return m.range == k.range; });
@@ -297,12 +311,26 @@ void RangeMigrator::ReapLoop() {
     stop_cv_.WaitUntil(&l, MonoNow() + std::chrono::milliseconds(500),
                        [this]() REQUIRES(mu_) { return stopping(); });
     if (stopping()) break;
-    std::vector<MigrationKey> idle;
+    std::vector<MigrationKey> idle, dropped;
     for (const auto& [k, o] : outgoing_) {
-      if (MonoNow() - o.last_call >= options_.source_idle) idle.push_back(k);
+      if (MonoNow() - o.last_call >= options_.source_idle) {
+        idle.push_back(k);
+      } else if (o.handed_off) {
+        dropped.push_back(k);  // checked below: serve again at once if the leader dropped it
+      }
     }
+    // A staged state goes once its range is no longer this LTC's at its owner epoch (the
+    // commit failed, or the range moved on) and it has waited long enough for an open.
+    l.Unlock();  // mu_ is a leaf: the store is asked without it
+    const std::optional<ClusterConfig> config = store_->GetLastConfig();
+    l.Lock();
     for (auto it = staged_.begin(); it != staged_.end();) {
-      it = MonoNow() - it->second.since >= options_.staged_ttl ? staged_.erase(it) : std::next(it);
+      const coordinator::RangeAssignment* r =
+          config.has_value() ? config->Range(it->first.range) : nullptr;
+      const bool ours = r != nullptr && r->ltc == options_.ltc_id &&
+                        r->owner_epoch == it->first.owner_epoch;
+      const bool old = MonoNow() - it->second.since >= options_.staged_ttl;
+      it = old && !ours ? staged_.erase(it) : std::next(it);
     }
     for (auto it = workers_.begin(); it != workers_.end();) {
       if (it->done->load()) {
@@ -313,6 +341,17 @@ void RangeMigrator::ReapLoop() {
       }
     }
     l.Unlock();
+    // Migrations for this LTC that a finished worker kept from starting (a later run of the
+    // same range) start now.
+    if (config.has_value()) OnConfig(*config);
+    for (const MigrationKey& k : dropped) {
+      // The last configuration seen has no migration of the range (its destination died and
+      // the leader dropped it): confirmed against ZooKeeper before anything is undone.
+      if (config.has_value() && config->MigrationOf(k.range) == nullptr) {
+        Status s = Resolve(k, /*only_if_dropped=*/true);
+        LOG_IF(WARNING, !s.ok()) << s.ToString() << " (retried)";
+      }
+    }
     for (const MigrationKey& k : idle) {
       Status s = Resolve(k);
       LOG_IF(WARNING, !s.ok()) << s.ToString() << " (retried)";
@@ -374,6 +413,15 @@ Status RangeMigrator::Commit(const RangeMigration& m) {
     Result<ClusterConfig> c = store_->ReadConfig(&version);
     NOVA_RETURN_NOT_OK(c.status());
     const coordinator::RangeAssignment* r = c->Range(m.range);
+    if (r != nullptr && r->ltc == options_.ltc_id && r->owner_epoch == m.from_epoch + 1 &&
+        c->MigrationOf(m.range) == nullptr) {
+      return Status::OK();  // an earlier attempt did it (its answer was lost)
+    }
+    auto incarnation = c->ltc_incarnations.find(options_.ltc_id);
+    if (!options_.incarnation.empty() && incarnation != c->ltc_incarnations.end() &&
+        incarnation->second != options_.incarnation) {
+      return Status::Aborted("the configuration names another incarnation of this LTC");
+    }
     if (SameEntry(c.value(), m) == nullptr || r == nullptr || r->ltc != m.from ||
         r->owner_epoch != m.from_epoch || c->ltcs.count(options_.ltc_id) == 0) {
       return Status::Aborted("the configuration no longer has this migration (it was "
@@ -384,10 +432,15 @@ Status RangeMigrator::Commit(const RangeMigration& m) {
     std::erase_if(next.migrations, [&](const RangeMigration& e) { return e.range == m.range; });
     next.epoch++;
     Status s = store_->UpdateConfig(next, version);
-    if (s.code() == Status::Code::kAborted) continue;
+    // Aborted: changed meanwhile; any other error may still have been applied: look again.
+    if (!s.ok()) {
+      LOG_IF(WARNING, s.code() != Status::Code::kAborted)
+          << Describe(m) << ": committing: " << s.ToString() << "; checking the configuration";
+      continue;
+    }
     return s;
   }
-  return Status::Unavailable("the configuration kept changing");
+  return Status::Unavailable("the configuration kept changing, or ZooKeeper is unreachable");
 }
 
 void RangeMigrator::DropEntry(const RangeMigration& m) {
@@ -431,7 +484,6 @@ void RangeMigrator::RunMigration(const RangeMigration& m) {
     if (xchg == source->second.addresses.end()) {
       return Status::NotSupported("LTC " + m.from + " publishes no exchange address");
     }
-    if (auto c = store_->GetLastConfig()) unlogged = Unlogged(*c);
     Result<rpc::PeerId> connected = transport_->Connect(xchg->second);
     NOVA_RETURN_NOT_OK(connected.status());
     peer = connected.value();
@@ -440,7 +492,9 @@ void RangeMigrator::RunMigration(const RangeMigration& m) {
     NOVA_RETURN_NOT_OK(begin.status());
     NOVA_RETURN_NOT_OK(MAYBE_FAULT("ltc.migrate.after_begin"));
     std::vector<uint64_t> ids;
-    NOVA_RETURN_NOT_OK(DecodeBeginResponse(begin.value(), &ids));
+    bool logged = false;
+    NOVA_RETURN_NOT_OK(DecodeBeginResponse(begin.value(), &ids, &logged));
+    unlogged = !logged;
     for (uint64_t id : ids) {
       NOVA_RETURN_NOT_OK(CopyMemtable(peer, k, id, &copied[id], &precopy_bytes));
     }
@@ -479,9 +533,10 @@ void RangeMigrator::RunMigration(const RangeMigration& m) {
   }();
   handoff_ms = Millis(handoff_start);
   if (!s.ok()) {
-    if (unlogged) {
-      abandon(s.Prepend("the hand-off failed and without logs nothing else has the source's "
-                        "memtables"));
+    if (unlogged || stopping()) {
+      abandon(s.Prepend(stopping() ? "this LTC is stopping"
+                                   : "the hand-off failed and without logs nothing else has the "
+                                     "source's memtables"));
       MutexLock l(&mu_);
       incoming_.erase(m.range);
       return;

@@ -64,6 +64,9 @@ namespace nova::ltc {
 
 struct RangeMigratorOptions {
   std::string ltc_id;  // this LTC's id in the configuration
+  // This process's incarnation (as registered): a commit is refused once the configuration
+  // names another (a newer process of this LTC runs; this one is a paused leftover).
+  std::string incarnation;
   // Bytes of memtable entries per kMigrateFetch response.
   uint32_t chunk_bytes = 4u << 20;
   // Each call to the other LTC gives up after this long.
@@ -71,7 +74,8 @@ struct RangeMigratorOptions {
   // An outgoing migration with no call from its destination for this long is resolved from
   // the configuration (see above).
   std::chrono::milliseconds source_idle{10000};
-  // A staged state its range's open has not taken after this long is dropped.
+  // A staged state is dropped once the configuration no longer gives its range to this LTC
+  // at its owner epoch and it has been staged this long (the open may still be retried).
   std::chrono::milliseconds staged_ttl{60000};
 };
 
@@ -93,7 +97,8 @@ class RangeMigrator final : public rpc::RpcService {
   void Shutdown() EXCLUDES(mu_);
 
   // The state copied for `range` to be opened at `owner_epoch`, or null. It stays staged
-  // (an open that fails is retried with it) until Opened, or staged_ttl.
+  // (an open that fails is retried with it) until Opened, or until the range is no longer
+  // this LTC's at that owner epoch (after staged_ttl).
   std::shared_ptr<const MigratedState> TakeStaged(uint32_t range, uint64_t owner_epoch)
       EXCLUDES(mu_);
   // The range opened with TakeStaged's state serves: drops the state and logs how long it was blocked ("range R: served
@@ -128,17 +133,21 @@ class RangeMigrator final : public rpc::RpcService {
   };
 
   // Source side.
-  Result<std::string> Begin(const MigrationKey& k) EXCLUDES(mu_);
+  Result<std::string> Begin(const MigrationKey& k) EXCLUDES(ops_mu_, mu_);
   Result<std::string> Fetch(const FetchRequest& q) EXCLUDES(mu_);
-  Result<std::string> Handoff(const MigrationKey& k) EXCLUDES(mu_);
-  Status End(const MigrationKey& k, MigrationOutcome outcome) EXCLUDES(mu_);
+  Result<std::string> Handoff(const MigrationKey& k) EXCLUDES(ops_mu_, mu_);
+  Status End(const MigrationKey& k, MigrationOutcome outcome) EXCLUDES(ops_mu_, mu_);
   // The range hosted at owner epoch k.owner_epoch with its backend open, else WrongRange.
   Result<Hosted> Find(const MigrationKey& k) const;
   // Gives an outgoing migration up (see the class comment): undoes it if it was not handed
   // off; else serves again only if the configuration still names this LTC owner at the same
   // epoch, after removing any migration entry of the range. Unavailable while ZooKeeper
   // cannot tell (the reaper tries again).
-  Status Resolve(const MigrationKey& k) EXCLUDES(mu_);
+  // `only_if_dropped`: do nothing while the configuration still has a migration of the
+  // range (the reaper's early check of a hand-off whose migration the leader dropped).
+  Status Resolve(const MigrationKey& k, bool only_if_dropped = false) EXCLUDES(ops_mu_, mu_);
+  Status ResolveLocked(const MigrationKey& k, bool only_if_dropped) REQUIRES(ops_mu_)
+      EXCLUDES(mu_);
   void ReapLoop() EXCLUDES(mu_);
 
   // Destination side.
@@ -147,8 +156,9 @@ class RangeMigrator final : public rpc::RpcService {
   // Copies memtable `id` of the source (all of it) into *out.
   Status CopyMemtable(rpc::PeerId peer, const MigrationKey& k, uint64_t id,
                       std::shared_ptr<MemTable>* out, uint64_t* bytes);
-  // Makes this LTC the owner and removes the entry (compare-and-set, retried on races).
-  // Aborted if the configuration no longer has the migration as it was.
+  // Makes this LTC the owner and removes the entry (compare-and-set, retried on races; OK
+  // if an earlier attempt whose answer was lost did it). Aborted if the configuration no
+  // longer has the migration as it was, or names another incarnation of this LTC.
   Status Commit(const coordinator::RangeMigration& m);
   // Removes the entry of `m` if it is still there as it was (best effort).
   void DropEntry(const coordinator::RangeMigration& m);
@@ -164,6 +174,10 @@ class RangeMigrator final : public rpc::RpcService {
   std::atomic<bool> started_{false};
   std::atomic<bool> stopping_{false};
 
+  // Serializes the source side's state changes of a migration (Begin, Handoff, Resolve),
+  // which call into the backend and ZooKeeper: a late hand-off never interleaves with the
+  // migration's undoing. Taken before mu_.
+  Mutex ops_mu_ ACQUIRED_BEFORE(mu_);
   mutable Mutex mu_;
   CondVar stop_cv_;  // signalled by Shutdown
   std::map<MigrationKey, Outgoing> outgoing_ GUARDED_BY(mu_);
