@@ -159,14 +159,14 @@ Status LogClient::Append(uint32_t range, uint64_t memtable, std::string_view byt
   return writer_->Append(range, memtable, bytes, reached);
 }
 
-Status LogClient::ReadAll(uint32_t range, int threads, bool new_range,
+Status LogClient::ReadAll(uint32_t range, int threads, bool new_range, const ReadFilter& read,
                           std::vector<RecoveredLog>* logs, std::vector<uint64_t>* missing) {
   if (registry_->IsFenced(range)) {
     logs->clear();
     missing->clear();
     return registry_->FencedError(range);
   }
-  return reader_->ReadAll(range, threads, new_range, logs, missing);
+  return reader_->ReadAll(range, threads, new_range, read, logs, missing);
 }
 
 LogClient::Stats LogClient::GetStats() const {
@@ -205,8 +205,11 @@ void LogClient::HandleRequest(transport::PeerId peer, uint16_t type, std::string
 
 // ---- Delete -----------------------------------------------------------------------
 
+bool LogClient::HasUnreadLogs(uint32_t range) const { return registry_->HasUnread(range); }
+
 void LogClient::Delete(uint32_t range, std::vector<uint64_t> memtables) {
   const bool fenced = registry_->IsFenced(range);
+  registry_->ForgetUnread(range, memtables);
   std::vector<std::shared_ptr<Log>> logs = registry_->Remove(range, memtables);
   std::vector<std::string> logc_ids = logcs_->KnownIds();
   for (auto& log : logs) {

@@ -155,7 +155,11 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
     uint64_t memtable = 0;
     std::string bytes;
     std::vector<std::string> replicas;
+    bool read = true;  // false: only listed (ReadAll's `read` said so); bytes and replicas empty
   };
+  // Which logs ReadAll reads (null: all): a log whose memtable it returns false for is only
+  // listed. Called on the calling thread.
+  using ReadFilter = std::function<bool(uint64_t memtable)>;
   // Reads every log of `range` found at the LogCs of SetLogcs, each segment from the replica
   // holding the most of it (in memory mode every replica is read: a memory file does not
   // know its length). Up to `threads` segments are read in parallel. *logs gets the logs
@@ -169,11 +173,21 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   // is nothing to miss. Ranges in force_recovery_ranges are never refused; what they may
   // lose is logged. Fenced if the range is fenced here.
   // A new owner (owner epoch > 0) calls FenceRange first and reads only if it succeeded.
+  // `read` (if not null): a log it returns false for is listed but none of its segments is
+  // read, it is not kept by this client (nor re-replicated; Delete still deletes it at every
+  // LogC), and it comes back in *logs with read false and no bytes; it is never missing.
+  Status ReadAll(uint32_t range, int threads, bool new_range, const ReadFilter& read,
+                 std::vector<RecoveredLog>* logs, std::vector<uint64_t>* missing);
+  // True while logs of `range` that ReadAll listed without reading are not deleted yet (the
+  // range then does not count as fully replicated: docs/durability.md).
+  bool HasUnreadLogs(uint32_t range) const;
   Status ReadAll(uint32_t range, int threads, bool new_range, std::vector<RecoveredLog>* logs,
-                 std::vector<uint64_t>* missing);
+                 std::vector<uint64_t>* missing) {
+    return ReadAll(range, threads, new_range, nullptr, logs, missing);
+  }
   Status ReadAll(uint32_t range, int threads, std::vector<RecoveredLog>* logs,
                  std::vector<uint64_t>* missing) {
-    return ReadAll(range, threads, /*new_range=*/false, logs, missing);
+    return ReadAll(range, threads, /*new_range=*/false, nullptr, logs, missing);
   }
 
   // The range is closed here (it may open elsewhere): the repairer no longer marks it in

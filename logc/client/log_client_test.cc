@@ -257,6 +257,45 @@ TEST_F(LogClientTest, ConcurrentAppendsAreGroupCommittedAndReadBackInOrder) {
   EXPECT_TRUE(none.empty());
 }
 
+// A recovery that has some memtables' contents already (a live migration copied them)
+// lists their logs without reading them; until those logs are deleted the range does not
+// count as fully replicated (no LogC is marked in sync for it without them).
+TEST_F(LogClientTest, LogsLeftOutByTheReadFilterAreListedNotRead) {
+  StartServers(3);
+  StartClient(Options(LogMode::kMemory));
+  Workload w;
+  w.seed = test::TestSeed("ReadFilter");
+  w.Start(client_.get(), 1, 100);
+  w.Join();
+  ASSERT_EQ(w.failures.load(), 0);
+  std::vector<uint64_t> missing;
+  auto all = ReadAll(1, &missing);
+  ASSERT_EQ(all.size(), 3u);
+  // Another client (the range's new owner) reads all but the first log.
+  StopClient();
+  StartClient(Options(LogMode::kMemory));
+  const uint64_t skipped = all[0].memtable;
+  std::vector<LogClient::RecoveredLog> logs;
+  ASSERT_TRUE(client_
+                  ->ReadAll(1, 4, /*new_range=*/false,
+                            [&](uint64_t m) { return m != skipped; }, &logs, &missing)
+                  .ok());
+  EXPECT_TRUE(missing.empty());
+  ASSERT_EQ(logs.size(), 3u);
+  for (const auto& l : logs) {
+    if (l.memtable == skipped) {
+      EXPECT_FALSE(l.read);
+      EXPECT_TRUE(l.bytes.empty());
+    } else {
+      EXPECT_TRUE(l.read);
+      EXPECT_FALSE(l.bytes.empty()) << "memtable " << l.memtable;
+    }
+  }
+  EXPECT_TRUE(client_->HasUnreadLogs(1));
+  client_->Delete(1, {skipped});
+  EXPECT_FALSE(client_->HasUnreadLogs(1));
+}
+
 TEST_F(LogClientTest, SegmentsRollOverAndConcatenate) {
   for (LogMode mode : {LogMode::kMemory, LogMode::kDisk, LogMode::kMemoryDisk}) {
     SCOPED_TRACE(LogModeName(mode));

@@ -148,6 +148,7 @@ void LogRecoveryReader::AdoptRecovered(const SegmentToRead* const* segments, siz
 }
 
 Status LogRecoveryReader::ReadAll(uint32_t range, int threads, bool new_range,
+                                  const LogClient::ReadFilter& read,
                                   std::vector<LogClient::RecoveredLog>* logs,
                                   std::vector<uint64_t>* missing) {
   logs->clear();
@@ -220,9 +221,16 @@ Status LogRecoveryReader::ReadAll(uint32_t range, int threads, bool new_range,
     // that lost them would make the next attempt go on without them).
     parts_.registry->Unblock(range);
   }
+  // Logs only to list (the caller has their contents already): nothing of them is read.
+  std::set<uint64_t> list_only;
+  for (const auto& [memtable, segments] : found) {
+    if (read && !read(memtable)) list_only.insert(memtable);
+  }
+  parts_.registry->NoteUnread(range, std::vector<uint64_t>(list_only.begin(), list_only.end()));
   // Best source first: the one that received (or persisted) the most.
   std::vector<SegmentToRead*> work;
   for (auto& [memtable, segments] : found) {
+    if (list_only.count(memtable) != 0) continue;
     for (auto& [number, seg] : segments) {
       const LogMode mode = parts_.settings->mode.load();
       std::stable_sort(seg.sources.begin(), seg.sources.end(), [&](const auto& a, const auto& b) {
@@ -251,6 +259,12 @@ Status LogRecoveryReader::ReadAll(uint32_t range, int threads, bool new_range,
   for (auto& [memtable, segments] : found) {
     LogClient::RecoveredLog log;
     log.memtable = memtable;
+    if (list_only.count(memtable) != 0) {
+      expected.erase(memtable);
+      log.read = false;
+      logs->push_back(std::move(log));
+      continue;
+    }
     bool complete = true;
     uint32_t expect_segment = 0;
     const size_t first = i;
@@ -283,7 +297,10 @@ Status LogRecoveryReader::ReadAll(uint32_t range, int threads, bool new_range,
     AdoptRecovered(work.data() + first, segments.size(), log.replicas, segment_lengths);
     logs->push_back(std::move(log));
   }
-  for (uint64_t m : expected) (forced ? lost : *missing).push_back(m);
+  for (uint64_t m : expected) {
+    if (read && !read(m)) continue;  // not to be read: whether it exists does not matter
+    (forced ? lost : *missing).push_back(m);
+  }
   std::sort(missing->begin(), missing->end());
   if (!lost.empty()) {
     std::string list;

@@ -35,7 +35,7 @@ class LogRecoveryReader {
   LogRecoveryReader& operator=(const LogRecoveryReader&) = delete;
 
   // LogClient::ReadAll (log_client.h has the contract).
-  Status ReadAll(uint32_t range, int threads, bool new_range,
+  Status ReadAll(uint32_t range, int threads, bool new_range, const LogClient::ReadFilter& read,
                  std::vector<LogClient::RecoveredLog>* logs, std::vector<uint64_t>* missing);
 
  private:

@@ -115,6 +115,7 @@ bool LogRegistry::Serves(uint32_t range) const {
 void LogRegistry::ForgetRange(uint32_t range) {
   MutexLock lock(&mu_);
   ranges_.erase(range);
+  unread_.erase(range);
 }
 
 std::vector<std::shared_ptr<LogRegistry::Log>> LogRegistry::RemoveRange(uint32_t range) {
@@ -125,7 +126,27 @@ std::vector<std::shared_ptr<LogRegistry::Log>> LogRegistry::RemoveRange(uint32_t
     it = logs_.erase(it);
   }
   ranges_.erase(range);
+  unread_.erase(range);
   return logs;
+}
+
+void LogRegistry::NoteUnread(uint32_t range, const std::vector<uint64_t>& memtables) {
+  if (memtables.empty()) return;
+  MutexLock lock(&mu_);
+  unread_[range].insert(memtables.begin(), memtables.end());
+}
+
+void LogRegistry::ForgetUnread(uint32_t range, const std::vector<uint64_t>& memtables) {
+  MutexLock lock(&mu_);
+  auto it = unread_.find(range);
+  if (it == unread_.end()) return;
+  for (uint64_t m : memtables) it->second.erase(m);
+  if (it->second.empty()) unread_.erase(it);
+}
+
+bool LogRegistry::HasUnread(uint32_t range) const {
+  MutexLock lock(&mu_);
+  return unread_.count(range) != 0;
 }
 
 void LogRegistry::Block(uint32_t range) {

@@ -78,6 +78,13 @@ class LogRegistry {
   void Block(uint32_t range) EXCLUDES(mu_);
   void Unblock(uint32_t range) EXCLUDES(mu_);
   size_t BlockedCount() const EXCLUDES(mu_);
+  // Logs a recovery listed but did not read (ReadAll's read filter: a live migration copied
+  // their memtables). They are not in the registry, so nothing re-replicates them; until
+  // they are deleted the range does not count as fully replicated, so no LogC is marked in
+  // sync for it without holding them (a later recovery must not trust its listing).
+  void NoteUnread(uint32_t range, const std::vector<uint64_t>& memtables) EXCLUDES(mu_);
+  void ForgetUnread(uint32_t range, const std::vector<uint64_t>& memtables) EXCLUDES(mu_);
+  bool HasUnread(uint32_t range) const EXCLUDES(mu_);
 
   // ---- Owner epochs and fences ----
   // The owner epoch this client holds `range` under from now on (0: legacy, unfenced). A
@@ -161,6 +168,7 @@ class LogRegistry {
   std::map<std::pair<uint32_t, uint64_t>, std::shared_ptr<Log>> logs_ GUARDED_BY(mu_);
   std::set<uint32_t> ranges_ GUARDED_BY(mu_);          // ranges logged or recovered here
   std::set<uint32_t> blocked_ranges_ GUARDED_BY(mu_);  // whose last ReadAll was refused
+  std::map<uint32_t, std::set<uint64_t>> unread_ GUARDED_BY(mu_);  // NoteUnread
 
   struct RangeEpoch {
     uint64_t epoch = 0;

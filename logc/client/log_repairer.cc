@@ -113,6 +113,8 @@ Status LogRepairer::EnsureInsync(const std::shared_ptr<Log>& log) {
 }
 
 bool LogRepairer::RangeFullyReplicated(uint32_t range) {
+  // Logs listed but not read are not tracked here: the range waits for their deletion.
+  if (parts_.registry->HasUnread(range)) return false;
   std::vector<std::shared_ptr<Log>> logs = parts_.registry->LogsOf(range);
   // M, not R: every acknowledged write was on M replicas, and recovery counts against M.
   const int target = parts_.settings->InsyncTarget();

@@ -19,27 +19,17 @@ Status LogcMemtableLog::ReadAll(int threads, bool new_range, const ReadFilter& r
   NOVA_RETURN_NOT_OK(client_->FenceRange(range_id_, owner_epoch_));
   std::vector<logc::LogClient::RecoveredLog> found;
   std::vector<uint64_t> missing;
-  NOVA_RETURN_NOT_OK(client_->ReadAll(range_id_, threads, new_range, &found, &missing));
-  auto list_only = [&](uint64_t m) { return read && !read(m); };
-  // A listed-only log that could not be read does not matter.
+  // Logs the filter leaves out are listed, not read (the client does not read them at all;
+  // docs/durability.md).
+  NOVA_RETURN_NOT_OK(client_->ReadAll(range_id_, threads, new_range, read, &found, &missing));
   logs->clear();
-  for (uint64_t m : missing) {
-    if (list_only(m)) logs->push_back(Recovered{m, std::string(), /*read=*/false});
-  }
-  std::erase_if(missing, list_only);
   if (!missing.empty()) {
     std::string ids;
     for (uint64_t m : missing) ids += (ids.empty() ? "" : ",") + std::to_string(m);
     return Status::Unavailable("range " + std::to_string(range_id_) + ": the logs of memtables " +
                                ids + " are listed but no replica could be read");
   }
-  for (auto& r : found) {
-    if (list_only(r.memtable)) {
-      logs->push_back(Recovered{r.memtable, std::string(), /*read=*/false});
-    } else {
-      logs->push_back(Recovered{r.memtable, std::move(r.bytes)});
-    }
-  }
+  for (auto& r : found) logs->push_back(Recovered{r.memtable, std::move(r.bytes), r.read});
   return Status::OK();
 }
 
