@@ -105,8 +105,9 @@ if grep -qE '^\[VERIFY\], Return=(UNEXPECTED_STATE|ERROR)' "$out/run.txt"; then
   exit 1
 fi
 if [[ -x benchmarks/plot_timeseries ]] && command -v gnuplot >/dev/null 2>&1; then
+  echo "$kill_s kill-9-ltc-1" > "$out/events.txt"
   benchmarks/plot_timeseries "$out/timeseries.csv" "$out/timeseries.png" \
-    "workloada, ltc-1 killed at second $kill_s (session $session_ms ms)" >/dev/null &&
+    "workloada, ltc-1 killed at second $kill_s (session $session_ms ms)" "$out/events.txt" >/dev/null &&
     echo "plot: $out/timeseries.png"
 fi
 echo "time series: $out/timeseries.csv; YCSB output: $out/run.txt"

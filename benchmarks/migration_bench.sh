@@ -70,11 +70,16 @@ seconds=$(( 10 + moves * (gap_s + 3) ))
 "${ycsb[@]}" -run -p "maxexecutiontime=$seconds" -p "timeseries=$out/timeseries.csv" \
   > "$out/run.txt" 2>"$out/run.err" &
 ycsb_pid=$!
+started=$(date +%s.%N)
 sleep "$gap_s"  # the workload warms up (and fills memtables) before the first move
 : > "$out/moves.txt"
+: > "$out/events.txt"
 for ((i = 0; i < moves; i++)); do
   owner=$("${admin[@]}" show-config | python3 -c 'import json,sys; c=json.load(sys.stdin); print([r["ltc"] for r in c["ranges"] if r["id"]==1][0])')
   to=$(( owner == 0 ? 1 : 0 ))
+  # The move's second on the time series' clock (it starts with the run).
+  awk -v a="$started" -v b="$(date +%s.%N)" -v to="$to" \
+    'BEGIN { printf "%.1f move-to-ltc-%s\n", b - a, to }' >> "$out/events.txt"
   "${admin[@]}" migrate-range --range=1 "--to=$to" "--live=$([[ $live == 1 ]] && echo true || echo false)" |
     tee -a "$out/moves.txt"
   sleep "$gap_s"  # memtables fill again before the next move
@@ -102,5 +107,10 @@ grep -E '^\[(OVERALL|VERIFY|READ|UPDATE)\], (Throughput|Operations|Return=)' "$o
 if grep -qE '^\[VERIFY\], Return=(UNEXPECTED_STATE|ERROR)' "$out/run.txt"; then
   echo "verification errors: see $out/run.txt" >&2
   exit 1
+fi
+if [[ -x benchmarks/plot_timeseries ]] && command -v gnuplot >/dev/null 2>&1; then
+  benchmarks/plot_timeseries "$out/timeseries.csv" "$out/timeseries.png" \
+    "workloada, range 1 moved $moves times ($memtable_mb MiB memtables, live=$live)" \
+    "$out/events.txt" >/dev/null && echo "plot: $out/timeseries.png (moves marked)"
 fi
 echo "moves: $out/moves.txt; time series: $out/timeseries.csv; YCSB: $out/run.txt"
