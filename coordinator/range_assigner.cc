@@ -113,8 +113,18 @@ std::optional<ClusterConfig> PlanNextConfig(const ClusterConfig& current, const 
         auto it = load.find(r.ltc);
         if (it != load.end()) it->second++;
       }
-      // Ranges of a failed LTC are scattered one at a time, so its load spreads evenly.
+      // Ranges of a failed LTC are scattered one at a time, so its load spreads evenly. A
+      // range it was migrating goes to the migration's destination, which may hold a
+      // complete copy of its memtables (the hand-off done) and opens it with them: its
+      // commit finds the range already its own at the next owner epoch (range_migrator.h).
       for (size_t i : unassigned) {
+        const RangeMigration* m = next.MigrationOf(next.ranges[i].id);
+        if (m != nullptr && m->running && m->from == next.ranges[i].ltc &&
+            m->from_epoch == next.ranges[i].owner_epoch && load.count(m->to) > 0) {
+          next.ranges[i].SetOwner(m->to);
+          load[m->to]++;
+          continue;
+        }
         // std::map iterates ids in order, so min_element breaks ties by smallest id.
         auto best = std::min_element(load.begin(), load.end(), [](const auto& a, const auto& b) {
           return a.second < b.second;

@@ -13,7 +13,8 @@
 //     whose ZooKeeper node is gone, for as long as the coordinator's failover delay) go to
 //     the live LTCs, one at a time to the one owning the fewest (ties: smallest id). Their
 //     new owners recover them from the MANIFEST and the logs; the owner epoch bumps, so the
-//     old owner, if it is only paused, is fenced off (docs/coordinator.md).
+//     old owner, if it is only paused, is fenced off (docs/coordinator.md). A range with a
+//     running live migration goes to the migration's destination (live, not draining).
 //  4. LTCs the caller names in `removed` (gone for longer than the grace period) that are
 //     not live and own nothing leave the configuration; one that comes back later registers
 //     as a new, empty member. Other members stay.

@@ -342,5 +342,29 @@ TEST(RangeAssignerTest, TheLeaderStartsMigrationsUpToTheLimitAndDropsStaleOnes) 
   EXPECT_TRUE(next->migrations.empty());
 }
 
+TEST(RangeAssignerTest, AFailedSourcesMigratingRangeGoesToTheDestination) {
+  auto start = PlanNextConfig(Initial(6), Ltcs(3), {});
+  ASSERT_TRUE(start.has_value());
+  ClusterConfig c = *start;
+  const std::vector<uint32_t> owned = c.RangesOf("ltc-1");
+  ASSERT_EQ(owned.size(), 2u);
+  // ltc-1 was migrating its second range to ltc-3 (which owns as many as ltc-2).
+  const uint32_t migrating = owned[1];
+  c.migrations.push_back(
+      RangeMigration{migrating, "ltc-1", "ltc-3", c.Range(migrating)->owner_epoch, true, 5});
+  LiveMembers live = Ltcs(3);
+  live.ltcs.erase("ltc-1");
+  AssignmentOptions o;
+  o.failed = {"ltc-1"};
+  o.now_ms = 10;
+  auto next = PlanNextConfig(c, live, o);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->Range(migrating)->ltc, "ltc-3");
+  // At the owner epoch the destination staged its copy for: the next one.
+  EXPECT_EQ(next->Range(migrating)->owner_epoch, c.Range(migrating)->owner_epoch + 1);
+  EXPECT_TRUE(next->migrations.empty()) << "the range moved: the migration is over";
+  EXPECT_TRUE(next->RangesOf("ltc-1").empty());
+}
+
 }  // namespace
 }  // namespace nova::coordinator
