@@ -530,10 +530,42 @@ TEST_F(LiveMigrationNoLogITest, RangesMoveLiveWithEveryAcknowledgedWrite) {
         << "no progress after moving range " << range << " to LTC " << to;
     std::printf("%s", out.c_str());
   }
+  // The source dies once the destination has copied everything (its end reaches the
+  // source): without logs only the copies hold the memtables, and the range is served
+  // from them (committed, or given to the destination by failover) with every write.
   w.Stop();
   auto checked = w.Verify(client_.get(), "after the live moves without logs");
   ASSERT_TRUE(checked.ok()) << checked.status().ToString();
   EXPECT_GT(checked.value(), 0);
+  w.Start(writers.get(), /*round=*/1);
+  auto c = store_->ReadConfig();
+  ASSERT_TRUE(c.ok());
+  const std::string from = c->Range(1)->ltc;
+  const std::string to = from == "1" ? "2" : "1";
+  const int source = std::stoi(from);
+  // Restarted with the fault point armed: stopped cleanly (it flushes its memtables; a kill
+  // would lose them, there being no logs).
+  ASSERT_TRUE(ltcs_[source - 1]->Shutdown().ok());
+  ASSERT_NO_FATAL_FAILURE(StartLtc(source, {"--fault_points=ltc.migrate.source_end=abort"}));
+  const std::string probe = std::string(1, static_cast<char>(0x50)) + "no-log-probe";
+  ASSERT_TRUE(test::WaitFor([&] { return client_->Put(probe, "x").ok(); }, kWait));
+  const uint64_t acked = w.acknowledged();
+  ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= acked + 200; }, kWait));
+  out.clear();
+  (void)Admin({"migrate-range", "--range=1", "--to=" + to}, &out);
+  auto exit = ltcs_[source - 1]->WaitForExit(kWait);
+  ASSERT_TRUE(exit.ok() && exit.value() == kFaultExitCode)
+      << "the source did not die after the hand-off:\n" << out;
+  ASSERT_TRUE(WaitForConfig(
+      [&](const coordinator::ClusterConfig& cfg) {
+        return cfg.Range(1)->ltc == to && cfg.migrations.empty();
+      },
+      "range 1 on LTC " + to));
+  ASSERT_TRUE(test::WaitFor([&] { return client_->Put(probe, "y").ok(); }, kWait))
+      << FileTail(ltcs_[std::stoi(to) - 1]->log_path());
+  w.Stop();
+  checked = w.Verify(client_.get(), "after the source died after the hand-off");
+  ASSERT_TRUE(checked.ok()) << checked.status().ToString();
 }
 
 }  // namespace

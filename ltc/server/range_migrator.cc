@@ -234,6 +234,7 @@ Status RangeMigrator::End(const MigrationKey& k, MigrationOutcome outcome) {
     LOG(INFO) << "range " << k.range << ": the destination gave the migration up";
     return Resolve(k);
   }
+  MAYBE_FAULT_VOID("ltc.migrate.source_end");  // tests: the source dies after the hand-off
   MutexLock l(&mu_);
   auto o = outgoing_.find(k);
   if (o != outgoing_.end()) {

@@ -32,7 +32,8 @@
 //  - The source dies: the destination's calls fail (as above); the coordinator fails the
 //    source over.
 // Fault points (tests): ltc.migrate.after_begin, .after_precopy, .after_handoff,
-// .before_commit, .after_commit (destination), ltc.migrate.source_handoff (source).
+// .before_commit, .after_commit (destination), ltc.migrate.source_handoff and .source_end
+// (source: when the hand-off, and the destination's end after its copies, reach it).
 //
 // Thread safety: thread-safe. Handlers run on the migration pool; each incoming migration
 // on its own thread; the reaper thread resolves idle outgoing ones. mu_ is a leaf: no call
