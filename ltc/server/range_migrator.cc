@@ -562,6 +562,9 @@ void RangeMigrator::RunMigration(const RangeMigration& m) {
     staged_[MigrationKey{m.range, m.from_epoch + 1}] = Staged{state, MonoNow(), handoff_start};
   }
   s = MAYBE_FAULT("ltc.migrate.before_commit");
+  // A stopping LTC takes no range over (the source serves on; with the staged state gone
+  // when this process ends, a commit now would only leave the range to failover).
+  if (s.ok() && stopping()) s = Status::Aborted("this LTC is stopping");
   const MonoTime commit_start = MonoNow();
   if (s.ok()) s = Commit(m);
   if (!s.ok()) {
