@@ -335,7 +335,8 @@ void RunConcurrentMigration(bool with_log) {
   const uint64_t flushes_at_begin = source->GetStats().flushes;
   std::vector<MigratedMemtable> exported;
   ASSERT_TRUE(source->ExportImmutables(&exported).ok());
-  ASSERT_FALSE(exported.empty());
+  // (Writers this fast stall at once, and the hold gives way to them: the export may even
+  // find every immutable memtable flushed. The other tests export deterministically.)
   const std::vector<MigratedMemtable> precopied = CopyAll(exported);
   const uint64_t acked_at_export = writers.acked();
   ASSERT_TRUE(test::WaitFor([&] { return writers.acked() >= acked_at_export + 2000; },
@@ -544,6 +545,9 @@ TEST(RangeMigrationTest, HoldGivesWayToStalledWriters) {
   ASSERT_TRUE(engine.Open().ok());
   Load(&engine, 0, 200);
   ASSERT_TRUE(engine.BeginMigrationOut().ok());
+  // (A merge already under way may finish: the export waits for it.)
+  std::vector<MigratedMemtable> exported;
+  ASSERT_TRUE(engine.ExportImmutables(&exported).ok());
   const EngineStats begin = engine.GetStats();
   Load(&engine, 0, 5000, /*version=*/1);  // ~20 memtables' worth
   const EngineStats end = engine.GetStats();
