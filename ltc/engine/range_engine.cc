@@ -119,8 +119,8 @@ Status RangeEngine::Open() {
   if (options_.log != nullptr) {
     std::vector<std::shared_ptr<MemTable>> from_logs;
     lsm::SequenceNumber max_logged = 0;
-    NOVA_RETURN_NOT_OK(RebuildFromLogsLocked(new_range, copied, &from_logs, &ids_.absorbed,
-                                             &max_logged));
+    NOVA_RETURN_NOT_OK(
+        RebuildFromLogsLocked(new_range, copied, &from_logs, &ids_.absorbed, &max_logged));
     replayed = std::max(replayed, max_logged);
     rebuilt.insert(rebuilt.end(), from_logs.begin(), from_logs.end());
     std::sort(rebuilt.begin(), rebuilt.end(),

@@ -33,10 +33,8 @@ void RangeEngine::ScheduleWork() {
 const ImmutableMemTable* RangeEngine::NextFlushLocked() const {
   // A migration out holds flushes (its memtables are being copied) unless a writer waits
   // for room or FlushAll runs; a hand-off holds them all (MigrationOut invariant 2).
-  if (life_.migration.handed_off ||
-      (life_.migration.out && life_.migration.stalled_writers == 0 && life_.migration.flush_alls == 0)) {
-    return nullptr;
-  }
+  const auto& m = life_.migration;
+  if (m.handed_off || (m.out && m.stalled_writers == 0 && m.flush_alls == 0)) return nullptr;
   // Oldest first, and within a Drange strictly in order: a memtable waits while an older
   // one of its Drange is pending or being flushed (the small-memtable merge moves versions
   // into the next one; Level-0 compaction relies on a Drange's tables arriving in order).

@@ -21,10 +21,10 @@
 // Destination: Open adopts the copied memtables the MANIFEST does not mark obsolete exactly
 // like memtables rebuilt from logs (oldest immutables of their Drange, never merged, flushed
 // first); their logs are listed but not read, and stay the range's logs until they flush.
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <set>
-
-#include <glog/logging.h>
 
 #include "ltc/engine/memtable_log.h"
 #include "ltc/engine/range_engine.h"
@@ -106,7 +106,8 @@ Status RangeEngine::ExportImmutables(std::vector<MigratedMemtable>* out) {
     LOG(WARNING) << "range " << options_.range_id << ": exporting memtables waits for the "
                  << "writes up to sequence " << sealed << " (visible " << seq_.visible() << ")";
   }
-  std::sort(mems.begin(), mems.end(), [](const auto& a, const auto& b) { return a->id() < b->id(); });
+  std::sort(mems.begin(), mems.end(),
+            [](const auto& a, const auto& b) { return a->id() < b->id(); });
   for (auto& m : mems) out->push_back(MigratedMemtable{std::move(m)});
   return Status::OK();
 }
@@ -140,7 +141,8 @@ Status RangeEngine::Handoff(MigratedState* out) {
   MutexLock lock(&mu_);
   if (!WaitForFlushesBeforeMigrationLocked(&lock)) return Status::Aborted("engine shutting down");
   std::vector<std::shared_ptr<MemTable>> mems = live_;
-  std::sort(mems.begin(), mems.end(), [](const auto& a, const auto& b) { return a->id() < b->id(); });
+  std::sort(mems.begin(), mems.end(),
+            [](const auto& a, const auto& b) { return a->id() < b->id(); });
   for (auto& m : mems) out->memtables.push_back(MigratedMemtable{std::move(m)});
   out->complete = true;
   out->next_memtable_id = ids_.next;

@@ -67,12 +67,9 @@ Status RangeEngine::RebuildFromLogsLocked(
   std::vector<MemtableLog::Recovered> logs;
   // Neither the logs of copied memtables nor obsolete ones are read (only listed).
   const ManifestState& manifest = versions_.state();
-  NOVA_RETURN_NOT_OK_PREPEND(
-      options_.log->ReadAll(
-          threads, new_range,
-          [&](uint64_t m) { return copied.count(m) == 0 && !manifest.LogIsObsolete(m); },
-          &logs),
-      "reading the range's logs");
+  auto to_read = [&](uint64_t m) { return copied.count(m) == 0 && !manifest.LogIsObsolete(m); };
+  NOVA_RETURN_NOT_OK_PREPEND(options_.log->ReadAll(threads, new_range, to_read, &logs),
+                             "reading the range's logs");
   stats_.recovery_read_micros = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count());
 

@@ -10,9 +10,9 @@
 // mixed-version cluster refuse instead of misreading.
 #include "ltc/engine/range_migration.h"
 
-#include <memory>
-
 #include <leveldb/iterator.h>
+
+#include <memory>
 
 #include "common/coding.h"
 
@@ -28,9 +28,7 @@ Status Malformed(std::string_view what) {
 }
 
 // Reads a count of items of at least one byte each: never more than the bytes left.
-bool GetCount(std::string_view* in, uint32_t* n) {
-  return GetVarint32(in, n) && *n <= in->size();
-}
+bool GetCount(std::string_view* in, uint32_t* n) { return GetVarint32(in, n) && *n <= in->size(); }
 
 }  // namespace
 
