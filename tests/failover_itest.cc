@@ -439,6 +439,29 @@ TEST_F(FailoverITest, AnLtcKilledAgainWhileRecoveringLosesNothing) {
   ASSERT_TRUE(checked.ok()) << checked.status().ToString();
 }
 
+// A snapshot taken before a live move: its reads fail cleanly once the range has moved
+// (snapshots live on the old owner's connection, docs/client.md); they never return data
+// of another instant, and the latest reads see every write.
+TEST_F(FailoverITest, ReadsAtASnapshotTakenBeforeALiveMoveFailCleanly) {
+  const std::string key = std::string(1, static_cast<char>(0x50)) + "snapshot-key";
+  ASSERT_TRUE(client_->Put(key, "before").ok());
+  auto snap = client_->GetSnapshot(key);
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  ASSERT_TRUE(client_->Put(key, "after").ok());
+  auto at = client_->GetAt(snap.value(), key);
+  ASSERT_TRUE(at.ok()) << at.status().ToString();
+  EXPECT_EQ(at.value(), "before");
+  std::string out;
+  ASSERT_EQ(Admin({"migrate-range", "--range=1", "--to=2"}, &out), 0) << out;
+  at = client_->GetAt(snap.value(), key);
+  EXPECT_FALSE(at.ok()) << "a read at a snapshot of the old owner answered after the move: "
+                        << at.value();
+  auto latest = client_->Get(key);
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(latest.value(), "after");
+  (void)client_->ReleaseSnapshot(snap.value());  // the old owner let the range go: either way
+}
+
 // A live migration interrupted at each of its steps: the destination killed (fault point
 // `abort`) after the source listed its memtables, after the pre-copy, after the hand-off,
 // before and after its commit, and the source killed when the hand-off reaches it. Each
