@@ -461,28 +461,41 @@ int MoveRanges(const co::ConfigStoreOptions& options, const std::string& what,
   return 0;
 }
 
+// Changes the configuration by compare-and-set: `change` edits the one read and returns true
+// to publish it (epoch bumped), false to leave it, or an error; re-read and re-applied when
+// another writer came first (up to 10 times).
+Status UpdateConfigWith(co::ConfigStore* store,
+                        const std::function<nova::Result<bool>(co::ClusterConfig*)>& change) {
+  for (int attempt = 0;; ++attempt) {
+    int32_t version = 0;
+    auto config = store->ReadConfig(&version);
+    if (!config.ok()) return config.status();
+    nova::Result<bool> write = change(&config.value());
+    if (!write.ok()) return write.status();
+    if (!write.value()) return Status::OK();
+    config->epoch++;
+    Status s = store->UpdateConfig(config.value(), version);
+    if (s.code() == Status::Code::kAborted && attempt < 10) continue;
+    return s;
+  }
+}
+
 // remove-ltc after a live drain: drops the LTC from the configuration once it owns nothing.
 int DropDrained(const co::ConfigStoreOptions& options, const std::string& ltc) {
   co::ConfigStore store(options);
   Status s = Connect(&store);
   if (!s.ok()) return Fail(s);
-  for (int attempt = 0;; ++attempt) {
-    int32_t version = 0;
-    auto config = store.ReadConfig(&version);
-    if (!config.ok()) return Fail(config.status());
-    if (config->ltcs.count(ltc) == 0) break;
-    if (!config->RangesOf(ltc).empty()) {
-      return Fail(Status::IllegalState("remove-ltc: LTC " + ltc + " still owns ranges [" +
-                                       JoinIds(config->RangesOf(ltc)) + "]; re-run"));
+  s = UpdateConfigWith(&store, [&](co::ClusterConfig* c) -> nova::Result<bool> {
+    if (c->ltcs.count(ltc) == 0) return false;
+    if (!c->RangesOf(ltc).empty()) {
+      return Status::IllegalState("remove-ltc: LTC " + ltc + " still owns ranges [" +
+                                  JoinIds(c->RangesOf(ltc)) + "]; re-run");
     }
-    config->ltcs.erase(ltc);
-    config->ltc_incarnations.erase(ltc);
-    config->epoch++;
-    s = store.UpdateConfig(config.value(), version);
-    if (s.code() == Status::Code::kAborted && attempt < 10) continue;
-    if (!s.ok()) return Fail(s.Prepend("remove-ltc"));
-    break;
-  }
+    c->ltcs.erase(ltc);
+    c->ltc_incarnations.erase(ltc);
+    return true;
+  });
+  if (!s.ok()) return Fail(s.code() == Status::Code::kIllegalState ? s : s.Prepend("remove-ltc"));
   std::printf("remove-ltc: LTC %s owns nothing and is out of the configuration: stop it now\n",
               ltc.c_str());
   return 0;
@@ -492,22 +505,19 @@ int Undrain(const co::ConfigStoreOptions& options, const std::string& ltc) {
   co::ConfigStore store(options);
   Status s = Connect(&store);
   if (!s.ok()) return Fail(s);
-  for (int attempt = 0;; ++attempt) {
-    int32_t version = 0;
-    auto config = store.ReadConfig(&version);
-    if (!config.ok()) return Fail(config.status());
-    if (config->draining.erase(ltc) == 0) {
-      std::printf("undrain-ltc: LTC %s is not draining\n", ltc.c_str());
-      return 0;
-    }
-    config->epoch++;
-    s = store.UpdateConfig(config.value(), version);
-    if (s.code() == Status::Code::kAborted && attempt < 10) continue;
-    if (!s.ok()) return Fail(s);
+  bool was_draining = false;
+  s = UpdateConfigWith(&store, [&](co::ClusterConfig* c) -> nova::Result<bool> {
+    was_draining = c->draining.erase(ltc) > 0;
+    return was_draining;
+  });
+  if (!s.ok()) return Fail(s);
+  if (!was_draining) {
+    std::printf("undrain-ltc: LTC %s is not draining\n", ltc.c_str());
+  } else {
     std::printf("undrain-ltc: LTC %s takes ranges again (nova_admin rebalance gives it some)\n",
                 ltc.c_str());
-    return 0;
   }
+  return 0;
 }
 
 }  // namespace
