@@ -207,6 +207,23 @@ class FailoverITest : public ::testing::Test {
     return admin.Wait(kWait);
   }
 
+  // The checked write workload of these tests (4 writers, 200 keys each; its seed printed
+  // under `name`) running through a client of its own whose calls give up after `timeout`.
+  struct Writes {
+    std::unique_ptr<client::NovaClient> client;
+    std::unique_ptr<test::Workload> workload;  // declared last: stops before its client goes
+  };
+  // Null members on failure.
+  Writes StartWorkload(const char* name, std::chrono::milliseconds timeout) {
+    Writes out;
+    out.client = NewClient(timeout);
+    if (out.client == nullptr) return out;
+    out.workload = std::make_unique<test::Workload>(test::TestSeed(name), /*threads=*/4,
+                                                    /*keys_per_thread=*/200);
+    out.workload->Start(out.client.get(), /*round=*/0);
+    return out;
+  }
+
   std::unique_ptr<client::NovaClient> NewClient(std::chrono::milliseconds timeout) {
     client::ClientOptions o;
     o.routing_source = routing_.get();
@@ -258,16 +275,14 @@ class FailoverITest : public ::testing::Test {
 };
 
 TEST_F(FailoverITest, KilledLtcsRangeIsServedByTheOtherWithEveryAcknowledgedWrite) {
-  const uint64_t seed = test::TestSeed("FailoverITest");
   // Short per-call deadlines for the writers, so a write stuck on the dead LTC fails (its
   // outcome unknown, which the checker allows) rather than holding the writer for long.
-  std::unique_ptr<client::NovaClient> writers = NewClient(5s);
-  ASSERT_NE(writers, nullptr);
-  test::Workload w(seed, /*threads=*/4, /*keys_per_thread=*/200);
-  w.Start(writers.get(), /*round=*/0);
-  ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= 2000; }, kWait))
-      << "the workload made no progress: " << w.acknowledged() << " acknowledged, "
-      << w.failed() << " failed";
+  Writes writes = StartWorkload("FailoverITest", 5s);
+  ASSERT_NE(writes.workload, nullptr);
+  test::Workload* const w = writes.workload.get();
+  ASSERT_TRUE(test::WaitFor([&] { return w->acknowledged() >= 2000; }, kWait))
+      << "the workload made no progress: " << w->acknowledged() << " acknowledged, "
+      << w->failed() << " failed";
 
   const MonoTime killed = MonoNow();
   ltcs_[1]->Kill();
@@ -291,14 +306,14 @@ TEST_F(FailoverITest, KilledLtcsRangeIsServedByTheOtherWithEveryAcknowledgedWrit
               static_cast<long long>(ms(killed, reassigned)),
               static_cast<long long>(ms(killed, served)));
   // The workload goes on for a while on the new owner.
-  const uint64_t acked = w.acknowledged();
-  ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= acked + 1000; }, kWait))
+  const uint64_t acked = w->acknowledged();
+  ASSERT_TRUE(test::WaitFor([&] { return w->acknowledged() >= acked + 1000; }, kWait))
       << "the workload made no progress after the failover";
-  w.Stop();
+  w->Stop();
   std::printf("workload: %llu acknowledged, %llu failed\n",
-              static_cast<unsigned long long>(w.acknowledged()),
-              static_cast<unsigned long long>(w.failed()));
-  auto checked = w.Verify(client_.get(), "after the failover");
+              static_cast<unsigned long long>(w->acknowledged()),
+              static_cast<unsigned long long>(w->failed()));
+  auto checked = w->Verify(client_.get(), "after the failover");
   ASSERT_TRUE(checked.ok()) << checked.status().ToString();
   EXPECT_GT(checked.value(), 0);
 
@@ -314,17 +329,15 @@ TEST_F(FailoverITest, KilledLtcsRangeIsServedByTheOtherWithEveryAcknowledgedWrit
                c.RangesOf("1") == std::vector<uint32_t>{0, 1, 2, 3};
       },
       "LTC 2 back as an empty member"));
-  checked = w.Verify(client_.get(), "after LTC 2 came back");
+  checked = w->Verify(client_.get(), "after LTC 2 came back");
   ASSERT_TRUE(checked.ok()) << checked.status().ToString();
 }
 
 TEST_F(FailoverITest, RangesMoveBackAndForthDrainAndRebalanceUnderLoad) {
-  const uint64_t seed = test::TestSeed("FailoverITest.Moves");
-  std::unique_ptr<client::NovaClient> writers = NewClient(10s);
-  ASSERT_NE(writers, nullptr);
-  test::Workload w(seed, /*threads=*/4, /*keys_per_thread=*/200);
-  w.Start(writers.get(), /*round=*/0);
-  ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= 500; }, kWait));
+  Writes writes = StartWorkload("FailoverITest.Moves", 10s);
+  ASSERT_NE(writes.workload, nullptr);
+  test::Workload* const w = writes.workload.get();
+  ASSERT_TRUE(test::WaitFor([&] { return w->acknowledged() >= 500; }, kWait));
 
   // Ranges 1 and 3 (the workload's) change sides 20 times in all.
   std::string out;
@@ -332,11 +345,11 @@ TEST_F(FailoverITest, RangesMoveBackAndForthDrainAndRebalanceUnderLoad) {
     const uint32_t range = i % 2 == 0 ? 1 : 3;
     const int round = i / 2;  // 0: 1 -> 2, 3 -> 1; 1: back; ...
     const std::string to = (range == 1) == (round % 2 == 0) ? "2" : "1";
-    const uint64_t acked = w.acknowledged();
+    const uint64_t acked = w->acknowledged();
     ASSERT_EQ(Admin({"migrate-range", "--range=" + std::to_string(range), "--to=" + to}, &out), 0)
         << out << FileTail(dir_ + "/admin.err");
     // The workload goes on between moves.
-    ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= acked + 100; }, kWait))
+    ASSERT_TRUE(test::WaitFor([&] { return w->acknowledged() >= acked + 100; }, kWait))
         << "no progress after moving range " << range << " to LTC " << to;
   }
   std::printf("%s", out.c_str());
@@ -378,13 +391,13 @@ TEST_F(FailoverITest, RangesMoveBackAndForthDrainAndRebalanceUnderLoad) {
   ASSERT_TRUE(c.ok());
   EXPECT_FALSE(c->RangesOf("1").empty()) << c->ToJson();
 
-  const uint64_t acked = w.acknowledged();
-  ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= acked + 200; }, kWait));
-  w.Stop();
+  const uint64_t acked = w->acknowledged();
+  ASSERT_TRUE(test::WaitFor([&] { return w->acknowledged() >= acked + 200; }, kWait));
+  w->Stop();
   std::printf("workload: %llu acknowledged, %llu failed\n",
-              static_cast<unsigned long long>(w.acknowledged()),
-              static_cast<unsigned long long>(w.failed()));
-  auto checked = w.Verify(client_.get(), "after the moves");
+              static_cast<unsigned long long>(w->acknowledged()),
+              static_cast<unsigned long long>(w->failed()));
+  auto checked = w->Verify(client_.get(), "after the moves");
   ASSERT_TRUE(checked.ok()) << checked.status().ToString();
   EXPECT_GT(checked.value(), 0);
 }
@@ -393,12 +406,10 @@ TEST_F(FailoverITest, RangesMoveBackAndForthDrainAndRebalanceUnderLoad) {
 // newer owner epoch and was reading their logs): the coordinator fails them over to the
 // other LTC, which recovers them at a newer owner epoch still, with every acknowledged write.
 TEST_F(FailoverITest, AnLtcKilledAgainWhileRecoveringLosesNothing) {
-  const uint64_t seed = test::TestSeed("FailoverITest.KilledTwice");
-  std::unique_ptr<client::NovaClient> writers = NewClient(30s);
-  ASSERT_NE(writers, nullptr);
-  test::Workload w(seed, /*threads=*/4, /*keys_per_thread=*/200);
-  w.Start(writers.get(), /*round=*/0);
-  ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= 2000; }, kWait));
+  Writes writes = StartWorkload("FailoverITest.KilledTwice", 30s);
+  ASSERT_NE(writes.workload, nullptr);
+  test::Workload* const w = writes.workload.get();
+  ASSERT_TRUE(test::WaitFor([&] { return w->acknowledged() >= 2000; }, kWait));
   ltcs_[1]->Kill();
   // Restarted, it fences ranges 2 and 3 at owner epoch 2 and reads their logs; killed as
   // soon as it has fenced the StoCs (its log says so).
@@ -421,21 +432,21 @@ TEST_F(FailoverITest, AnLtcKilledAgainWhileRecoveringLosesNothing) {
   const std::string probe = std::string(1, static_cast<char>(0xe0)) + "killed-twice-probe";
   ASSERT_TRUE(test::WaitFor([&] { return client_->Put(probe, "x").ok(); }, kWait))
       << FileTail(ltcs_[0]->log_path());
-  w.Stop();
-  auto checked = w.Verify(client_.get(), "after the failover");
+  w->Stop();
+  auto checked = w->Verify(client_.get(), "after the failover");
   ASSERT_TRUE(checked.ok()) << checked.status().ToString();
-  w.Start(writers.get(), /*round=*/1);
+  w->Start(writes.client.get(), /*round=*/1);
   for (int round = 2; round <= 4; ++round) {
     // Verify() reads the writers' history: only with the writers stopped.
-    w.Stop();
-    checked = w.Verify(client_.get(), "while LTC 1 serves");
+    w->Stop();
+    checked = w->Verify(client_.get(), "while LTC 1 serves");
     ASSERT_TRUE(checked.ok()) << "round " << round << ": " << checked.status().ToString();
-    const uint64_t acked = w.acknowledged();
-    w.Start(writers.get(), round);
-    ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= acked + 3000; }, kWait));
+    const uint64_t acked = w->acknowledged();
+    w->Start(writes.client.get(), round);
+    ASSERT_TRUE(test::WaitFor([&] { return w->acknowledged() >= acked + 3000; }, kWait));
   }
-  w.Stop();
-  checked = w.Verify(client_.get(), "at the end");
+  w->Stop();
+  checked = w->Verify(client_.get(), "at the end");
   ASSERT_TRUE(checked.ok()) << checked.status().ToString();
 }
 
@@ -468,16 +479,14 @@ TEST_F(FailoverITest, ReadsAtASnapshotTakenBeforeALiveMoveFailCleanly) {
 // time the killed LTC is started again; the range ends up with one owner, served, and in the
 // end every acknowledged write of the workload is there.
 TEST_F(FailoverITest, AMigrationInterruptedAtEachStepLeavesOneOwnerAndLosesNothing) {
-  const uint64_t seed = test::TestSeed("FailoverITest.Interrupted");
-  std::unique_ptr<client::NovaClient> writers = NewClient(30s);
-  ASSERT_NE(writers, nullptr);
-  test::Workload w(seed, /*threads=*/4, /*keys_per_thread=*/200);
-  w.Start(writers.get(), /*round=*/0);
+  Writes writes = StartWorkload("FailoverITest.Interrupted", 30s);
+  ASSERT_NE(writes.workload, nullptr);
+  test::Workload* const w = writes.workload.get();
   // Some time under load before the first kill: ranges without writes (0 and 2) are marked
   // in sync at the LogCs by the LTCs' repair pass (every 100 ms) after they open, and one
   // killed before that cannot be recovered until its LogCs vouch for their logs
   // (docs/durability.md), which holds up the whole assignment of the LTC that takes it.
-  ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= 2000; }, kWait));
+  ASSERT_TRUE(test::WaitFor([&] { return w->acknowledged() >= 2000; }, kWait));
 
   struct Step {
     const char* point;
@@ -507,17 +516,17 @@ TEST_F(FailoverITest, AMigrationInterruptedAtEachStepLeavesOneOwnerAndLosesNothi
     const std::string owner = WaitSettled(1, probe);
     std::printf("%s: nova_admin exit %d, range 1 owned by LTC %s (was %s)\n", step.point, rc,
                 owner.c_str(), from.c_str());
-    const uint64_t acked = w.acknowledged();
-    ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= acked + 100; }, kWait))
+    const uint64_t acked = w->acknowledged();
+    ASSERT_TRUE(test::WaitFor([&] { return w->acknowledged() >= acked + 100; }, kWait))
         << step.point << ": the workload made no progress";
     // Verify() reads the writers' history: only with the writers stopped.
-    w.Stop();
-    auto checked = w.Verify(client_.get(), step.point);
+    w->Stop();
+    auto checked = w->Verify(client_.get(), step.point);
     ASSERT_TRUE(checked.ok()) << step.point << ": " << checked.status().ToString();
-    w.Start(writers.get(), ++round);
+    w->Start(writes.client.get(), ++round);
   }
-  w.Stop();
-  auto checked = w.Verify(client_.get(), "after every interrupted migration");
+  w->Stop();
+  auto checked = w->Verify(client_.get(), "after every interrupted migration");
   ASSERT_TRUE(checked.ok()) << checked.status().ToString();
   EXPECT_GT(checked.value(), 0);
 }
@@ -532,29 +541,27 @@ class LiveMigrationNoLogITest : public FailoverITest {
 };
 
 TEST_F(LiveMigrationNoLogITest, RangesMoveLiveWithEveryAcknowledgedWrite) {
-  const uint64_t seed = test::TestSeed("LiveMigrationNoLogITest");
-  std::unique_ptr<client::NovaClient> writers = NewClient(10s);
-  ASSERT_NE(writers, nullptr);
-  test::Workload w(seed, /*threads=*/4, /*keys_per_thread=*/200);
-  w.Start(writers.get(), /*round=*/0);
-  ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= 500; }, kWait));
+  Writes writes = StartWorkload("LiveMigrationNoLogITest", 10s);
+  ASSERT_NE(writes.workload, nullptr);
+  test::Workload* const w = writes.workload.get();
+  ASSERT_TRUE(test::WaitFor([&] { return w->acknowledged() >= 500; }, kWait));
   std::string out;
   // A reopening move would lose the memtables: refused.
   EXPECT_NE(Admin({"migrate-range", "--range=1", "--to=2", "--live=false"}, &out), 0) << out;
   for (int i = 0; i < 6; ++i) {
     const uint32_t range = i % 2 == 0 ? 1 : 3;
     const std::string to = (range == 1) == ((i / 2) % 2 == 0) ? "2" : "1";
-    const uint64_t acked = w.acknowledged();
+    const uint64_t acked = w->acknowledged();
     out.clear();
     ASSERT_EQ(Admin({"migrate-range", "--range=" + std::to_string(range), "--to=" + to}, &out), 0)
         << out << FileTail(dir_ + "/admin.err");
     EXPECT_NE(out.find("took it over"), std::string::npos) << out;
-    ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= acked + 100; }, kWait))
+    ASSERT_TRUE(test::WaitFor([&] { return w->acknowledged() >= acked + 100; }, kWait))
         << "no progress after moving range " << range << " to LTC " << to;
     std::printf("%s", out.c_str());
   }
-  w.Stop();
-  auto checked = w.Verify(client_.get(), "after the live moves without logs");
+  w->Stop();
+  auto checked = w->Verify(client_.get(), "after the live moves without logs");
   ASSERT_TRUE(checked.ok()) << checked.status().ToString();
   EXPECT_GT(checked.value(), 0);
 }
@@ -586,12 +593,10 @@ TEST_F(LiveMigrationNoLogITest, ASourceThatDiesAfterTheHandOffLosesNothing) {
   }
   const std::string probe = std::string(1, static_cast<char>(0x50)) + "source-dies-probe";
   ASSERT_TRUE(test::WaitFor([&] { return client_->Put(probe, "x").ok(); }, kWait));
-  const uint64_t seed = test::TestSeed("LiveMigrationNoLogITest.SourceDies");
-  std::unique_ptr<client::NovaClient> writers = NewClient(10s);
-  ASSERT_NE(writers, nullptr);
-  test::Workload w(seed, /*threads=*/4, /*keys_per_thread=*/200);
-  w.Start(writers.get(), /*round=*/0);
-  ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= 2000; }, kWait));
+  Writes writes = StartWorkload("LiveMigrationNoLogITest.SourceDies", 10s);
+  ASSERT_NE(writes.workload, nullptr);
+  test::Workload* const w = writes.workload.get();
+  ASSERT_TRUE(test::WaitFor([&] { return w->acknowledged() >= 2000; }, kWait));
   out.clear();
   (void)Admin({"migrate-range", "--range=1", "--to=2"}, &out);
   auto exit = ltcs_[0]->WaitForExit(kWait);
@@ -602,12 +607,12 @@ TEST_F(LiveMigrationNoLogITest, ASourceThatDiesAfterTheHandOffLosesNothing) {
         return c.Range(1)->ltc == "2" && c.migrations.empty();
       },
       "range 1 on LTC 2"));
-  const uint64_t acked = w.acknowledged();
-  ASSERT_TRUE(test::WaitFor([&] { return w.acknowledged() >= acked + 500; }, kWait))
+  const uint64_t acked = w->acknowledged();
+  ASSERT_TRUE(test::WaitFor([&] { return w->acknowledged() >= acked + 500; }, kWait))
       << FileTail(ltcs_[1]->log_path());
-  w.Stop();
+  w->Stop();
   std::printf("%s", out.c_str());
-  auto checked = w.Verify(client_.get(), "after the source died after the hand-off");
+  auto checked = w->Verify(client_.get(), "after the source died after the hand-off");
   ASSERT_TRUE(checked.ok()) << checked.status().ToString();
   EXPECT_GT(checked.value(), 0);
 }
