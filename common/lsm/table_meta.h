@@ -49,6 +49,14 @@ struct TableMeta {
   std::vector<std::vector<FragmentLocation>> fragments;
   // The whole-table bloom filter's block (size 0: no filter).
   std::vector<FragmentLocation> filter;
+  // Reed-Solomon parity (docs/stoc.md, "Table availability"): parity[j] is where parity
+  // fragment j lies (one copy each; empty: the table has no parity). The stripe's columns,
+  // in order: the data fragments 0..rho-1, then, if parity_covers_meta, the meta fragment
+  // and the filter (mode parity); otherwise those two are replicated (mode hybrid). A
+  // column shorter than the longest is read as if padded with zero bytes; each parity
+  // fragment is as long as the longest column.
+  std::vector<FragmentLocation> parity;
+  bool parity_covers_meta = false;
   bool operator==(const TableMeta&) const = default;
 };
 

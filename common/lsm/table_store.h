@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +64,48 @@ class TableStore {
   // cannot be listed is one). OK if the table has no file. Files of other tables, of other
   // ranges, MANIFESTs and logs are never touched.
   virtual Status DeleteTableFiles(uint64_t number) = 0;
+
+  // ---- Relocation and sweeping (repair after a StoC is lost, drain of a StoC) -------
+  //
+  // A "copy" of a table is one replica of a data or meta fragment, one replica of its
+  // filter, or one parity fragment; each lies on one StoC (FragmentLocation::stoc_id).
+
+  // Copies each copy of `meta` whose StoC `must_move` selects to another StoC, chosen by the
+  // store's placement rules: never a StoC `must_move` selects, never one already holding a
+  // copy of the same fragment, and for a table with parity never one holding another member
+  // of its stripe. A copy is read from its own StoC, from another replica, or decoded from
+  // the stripe's parity, whichever works. Returns `meta` with the moved copies' locations
+  // replaced and nothing else changed (`meta` itself if no copy is selected). The old
+  // copies stay: delete them with DeleteCopiesNotIn(meta, result) once the result is
+  // durable in the MANIFEST. On error every new copy written is deleted again and nothing
+  // is left referenced. *bytes_copied (if not null) is set to the bytes written.
+  // Not supported by default.
+  virtual Result<TableMeta> RelocateTable(const TableMeta& meta,
+                                          const std::function<bool(uint32_t stoc_id)>& must_move,
+                                          uint64_t* bytes_copied) {
+    return Status::NotSupported("this table store cannot relocate tables");
+  }
+  // Deletes every copy of table `from` that `to` (the same table, e.g. RelocateTable's
+  // result) does not hold at the same place. Best effort per copy: the first error
+  // (a copy already gone is fine). After a relocation whose MANIFEST edit was durable:
+  // DeleteCopiesNotIn(old, new); after one that could not be installed: (new, old).
+  virtual Status DeleteCopiesNotIn(const TableMeta& from, const TableMeta& to) {
+    return Status::OK();
+  }
+  // Deletes, on every reachable StoC, each table file of this range that is garbage:
+  //  - a file of a table not in `live` whose number is below `unreferenced_below` (a
+  //    failed flush, compaction or relocation, or a table deleted while its StoC was
+  //    down), or
+  //  - a file of a table in `live` that the table's metadata does not place on that StoC
+  //    (a copy relocated elsewhere while its StoC was down).
+  // REQUIRES: no RelocateTable of this store runs concurrently; every table numbered below
+  // unreferenced_below is either in `live` or will never be installed (no write of it is
+  // in flight). Returns the number of files deleted; an error only if no StoC answered.
+  // Not supported by default (returns 0).
+  virtual Result<uint64_t> SweepTableFiles(const std::map<uint64_t, TableMeta>& live,
+                                           uint64_t unreferenced_below) {
+    return uint64_t{0};
+  }
 
   // Appends one MANIFEST record durably (all replicas, or an error).
   virtual Status AppendManifest(const std::string& record) = 0;
