@@ -60,6 +60,9 @@ class ErasureCode {
                      const uint8_t* const* rows, uint8_t* out) const;
 
  private:
+  // Result<ErasureCode> value-initializes its T before Make assigns the real one.
+  friend class Result<ErasureCode>;
+  ErasureCode() = default;
   ErasureCode(int k, int m);
 
   int k_ = 0;
