@@ -1,5 +1,6 @@
 #include "common/erasure_code.h"
 
+#include <glog/logging.h>
 #include <isa-l/erasure_code.h>
 
 #include <algorithm>
@@ -75,6 +76,7 @@ void ErasureCode::Encode(size_t len, const uint8_t* const* data, uint8_t* const*
 
 void ErasureCode::EncodeUneven(const std::vector<std::string_view>& columns,
                                std::vector<std::string>* parity) const {
+  DCHECK_EQ(columns.size(), static_cast<size_t>(k_));
   size_t longest = 0;
   for (const auto& c : columns) longest = std::max(longest, c.size());
   parity->assign(m_, std::string());
