@@ -18,6 +18,9 @@ namespace {
 constexpr uint8_t kJobVersion = 2;
 // Version 3 adds owner_epoch; sent only for a job with one (see the header).
 constexpr uint8_t kJobVersionWithEpoch = 3;
+// Adds the outputs' availability (parity or hybrid) and parity fragments.
+constexpr uint8_t kJobVersionWithParity = 4;
+constexpr uint32_t kMaxJobParityFragments = 16;
 // Requests of version 1 carry no placement byte (their executors placed by power-of-d).
 constexpr uint8_t kJobVersionWithoutPlacement = 1;
 // DO NOT CHANGE: on the wire (the placement byte of a version 2 request).
@@ -72,7 +75,11 @@ class ReservedNumberSink final : public CompactionOutputSink {
 
 std::string EncodeCompactionJob(const CompactionJob& job) {
   wire::PayloadWriter w;
-  w.PutU8(job.owner_epoch != 0 ? kJobVersionWithEpoch : kJobVersion);
+  const bool parity = job.availability == TableAvailability::kParity ||
+                      job.availability == TableAvailability::kHybrid ||
+                      !job.no_new_data.empty();
+  w.PutU8(parity ? kJobVersionWithParity
+                 : (job.owner_epoch != 0 ? kJobVersionWithEpoch : kJobVersion));
   w.PutVarint32(job.range_id);
   w.PutVarint32(job.drange);
   w.PutU8(static_cast<uint8_t>(job.output_level));
@@ -92,7 +99,7 @@ std::string EncodeCompactionJob(const CompactionJob& job) {
   w.PutVarint32(job.block_bytes);
   w.PutVarint32(job.scatter_width);
   w.PutVarint32(job.bloom_bits_per_key);
-  w.PutVarint32(job.fragment_replicas);
+  w.PutVarint32(job.availability == TableAvailability::kNone ? 1 : job.fragment_replicas);
   w.PutVarint32(static_cast<uint32_t>(job.output_numbers.size()));
   for (uint64_t n : job.output_numbers) w.PutVarint64(n);
   w.PutVarint32(static_cast<uint32_t>(job.stocs.size()));
@@ -102,7 +109,15 @@ std::string EncodeCompactionJob(const CompactionJob& job) {
   }
   w.PutU8(job.placement == PlacementPolicy::kRandom ? kWirePlacementRandom
                                                           : kWirePlacementPowerOfD);
-  if (job.owner_epoch != 0) w.PutVarint64(job.owner_epoch);
+  if (parity) {
+    w.PutVarint64(job.owner_epoch);
+    w.PutU8(static_cast<uint8_t>(job.availability));
+    w.PutVarint32(job.parity_fragments);
+    w.PutVarint32(static_cast<uint32_t>(job.no_new_data.size()));
+    for (uint32_t id : job.no_new_data) w.PutVarint32(id);
+  } else if (job.owner_epoch != 0) {
+    w.PutVarint64(job.owner_epoch);
+  }
   return w.Finish();
 }
 
@@ -118,7 +133,7 @@ Status DecodeCompactionJob(std::string_view in, CompactionJob* out) {
   uint32_t n = 0;
   if (!r.GetU8("version", &version)) return bad("truncated");
   if (version != kJobVersion && version != kJobVersionWithoutPlacement &&
-      version != kJobVersionWithEpoch) {
+      version != kJobVersionWithEpoch && version != kJobVersionWithParity) {
     return bad("unknown version " + std::to_string(version));
   }
   if (!r.GetVarint32("range_id", &job.range_id) || !r.GetVarint32("drange", &job.drange) ||
@@ -196,9 +211,27 @@ Status DecodeCompactionJob(std::string_view in, CompactionJob* out) {
       return bad("unknown placement " + std::to_string(placement));
     }
   }
-  if (version >= kJobVersionWithEpoch &&
+  if (version == kJobVersionWithEpoch &&
       (!r.GetVarint64("owner_epoch", &job.owner_epoch) || job.owner_epoch == 0)) {
     return bad("malformed owner epoch");
+  }
+  if (version == kJobVersionWithParity) {
+    uint8_t availability = 0;
+    if (!r.GetVarint64("owner_epoch", &job.owner_epoch)) return bad("malformed owner epoch");
+    if (!r.GetU8("availability", &availability) ||
+        availability > static_cast<uint8_t>(TableAvailability::kHybrid)) {
+      return bad("malformed availability");
+    }
+    job.availability = static_cast<TableAvailability>(availability);
+    if (!r.GetVarint32("parity_fragments", &job.parity_fragments) || job.parity_fragments < 1 ||
+        job.parity_fragments > kMaxJobParityFragments) {
+      return bad("parity fragments");
+    }
+    if (!GetCount(&r, "no_new_data", kMaxJobStocs, &n)) return bad("malformed StoC list");
+    job.no_new_data.resize(n);
+    for (uint32_t& id : job.no_new_data) {
+      if (!r.GetVarint32("no_new_data id", &id)) return bad("malformed StoC list");
+    }
   }
   Status s = r.Finish();
   if (!s.ok()) return Status::InvalidArgument("compaction job: " + s.message());

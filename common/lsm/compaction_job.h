@@ -19,11 +19,17 @@
 //               | fragment_replicas varint32 | numbers varint32 | varint64*
 //               | stocs varint32 | (id varint32 | address bytes)*
 //               | placement u8 (version 2 on: 0 random, 1 power-of-d)
-//               | owner_epoch varint64 (version 3 on)
+//               | owner_epoch varint64 (version 3 on; version 4: present even if 0)
+//               | availability u8 (0 none, 1 replicas, 2 parity, 3 hybrid)
+//               | parity_fragments varint32 | no_new_data varint32 | id varint32*
+//                 (version 4 only)
 //   A version 1 request (no placement byte) is still accepted and places by power-of-d,
 //   as every executor did before version 2. A job whose owner_epoch is 0 is encoded as
 //   version 2 (so executors older than version 3 still run legacy ranges' jobs); one with
-//   an owner epoch as version 3, which only an executor that knows it accepts.
+//   an owner epoch as version 3, which only an executor that knows it accepts. A job whose
+//   outputs get parity (availability parity or hybrid), or that names StoCs to keep
+//   outputs off, is version 4; other jobs keep the older versions (none as
+//   fragment_replicas 1).
 //   response := version u8 (=1) | executed_by varint32 | outputs varint32 | TableMeta bytes*
 //               | input_entries, output_entries, dropped_entries, dropped_deletions varint64
 // TableMeta bytes are EncodeTableMeta (version_edit.h), as in the MANIFEST.
@@ -93,6 +99,12 @@ struct CompactionJob {
   // owner_epoch): the executor writes and deletes the outputs as that owner, so a StoC
   // refuses them (Fenced) once a newer owner fenced the range. 0: legacy, not fenced.
   uint64_t owner_epoch = 0;
+  // How the outputs survive StoC losses (StocTableStoreOptions::availability and
+  // parity_fragments). kNone and kReplicas travel as fragment_replicas (1 for kNone).
+  TableAvailability availability = TableAvailability::kReplicas;
+  uint32_t parity_fragments = 1;  // m (parity and hybrid)
+  // StoCs of `stocs` that hold inputs but take no outputs (being drained).
+  std::vector<uint32_t> no_new_data;
 
   bool operator==(const CompactionJob&) const = default;
 };

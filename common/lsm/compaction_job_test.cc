@@ -97,7 +97,7 @@ TEST(CompactionJobTest, UnknownPlacementOrVersionIsInvalidArgument) {
   EXPECT_TRUE(s.code() == Status::Code::kInvalidArgument) << s.ToString();
   EXPECT_NE(s.message().find("placement"), std::string::npos) << s.ToString();
   bad = EncodeCompactionJob(SampleJob());
-  bad[0] = 4;
+  bad[0] = 5;
   s = DecodeCompactionJob(bad, &out);
   EXPECT_TRUE(s.code() == Status::Code::kInvalidArgument) << s.ToString();
 }
@@ -117,6 +117,45 @@ TEST(CompactionJobTest, OwnerEpochRoundTripsAsVersionThree) {
   truncated[0] = 3;
   Status s = DecodeCompactionJob(truncated, &back);
   EXPECT_TRUE(s.code() == Status::Code::kInvalidArgument) << s.ToString();
+}
+
+TEST(CompactionJobTest, ParityAndDrainingStocsRoundTripAsVersionFour) {
+  CompactionJob job = SampleJob();
+  // An input with parity (hybrid: meta replicated, data striped) and one covering its meta.
+  job.inputs[0].table.parity = {{3, 20, 0, 100}, {2, 21, 0, 100}};
+  job.inputs[1].table.parity = {{2, 22, 0, 140}};
+  job.inputs[1].table.parity_covers_meta = true;
+  for (auto mode : {TableAvailability::kParity, TableAvailability::kHybrid}) {
+    job.availability = mode;
+    job.parity_fragments = 2;
+    job.no_new_data = {3};
+    const std::string v4 = EncodeCompactionJob(job);
+    EXPECT_EQ(v4[0], 4);
+    CompactionJob back;
+    Status s = DecodeCompactionJob(v4, &back);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(back, job);
+    // Truncated anywhere in the new fields: InvalidArgument.
+    for (size_t cut = 1; cut <= 4; ++cut) {
+      s = DecodeCompactionJob(v4.substr(0, v4.size() - cut), &back);
+      EXPECT_TRUE(s.code() == Status::Code::kInvalidArgument) << s.ToString();
+    }
+  }
+  // Replicas with a draining StoC needs version 4 too; without one it stays older.
+  job.availability = TableAvailability::kReplicas;
+  CompactionJob back;
+  ASSERT_TRUE(DecodeCompactionJob(EncodeCompactionJob(job), &back).ok());
+  EXPECT_EQ(back, job);
+  job.no_new_data.clear();
+  EXPECT_EQ(EncodeCompactionJob(job)[0], 2);
+  // None travels as one replica.
+  job.availability = TableAvailability::kNone;
+  ASSERT_TRUE(DecodeCompactionJob(EncodeCompactionJob(job), &back).ok());
+  EXPECT_EQ(back.fragment_replicas, 1u);
+  // Out of range: m = 0 or an unknown mode.
+  job.availability = TableAvailability::kHybrid;
+  job.parity_fragments = 0;
+  EXPECT_FALSE(DecodeCompactionJob(EncodeCompactionJob(job), &back).ok());
 }
 
 TEST(CompactionJobTest, ResultRoundTrips) {

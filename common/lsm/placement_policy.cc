@@ -33,4 +33,30 @@ const char* PlacementPolicyName(PlacementPolicy policy) {
   return "unknown";
 }
 
+Status ParseTableAvailability(std::string_view name, TableAvailability* mode) {
+  for (TableAvailability m : {TableAvailability::kNone, TableAvailability::kReplicas,
+                              TableAvailability::kParity, TableAvailability::kHybrid}) {
+    if (name == TableAvailabilityName(m)) {
+      *mode = m;
+      return Status::OK();
+    }
+  }
+  return Status::InvalidArgument("unknown table availability \"" + std::string(name) +
+                                 "\" (expected none, replicas, parity or hybrid)");
+}
+
+const char* TableAvailabilityName(TableAvailability mode) {
+  switch (mode) {
+    case TableAvailability::kNone:
+      return "none";
+    case TableAvailability::kReplicas:
+      return "replicas";
+    case TableAvailability::kParity:
+      return "parity";
+    case TableAvailability::kHybrid:
+      return "hybrid";
+  }
+  return "unknown";
+}
+
 }  // namespace nova::lsm

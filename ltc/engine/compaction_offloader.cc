@@ -41,12 +41,26 @@ const char* OffloadPolicyName(OffloadPolicy policy) {
 
 StocCompactionOffloader::StocCompactionOffloader(stoc::StocClient* client,
                                                  StocCompactionOffloaderOptions options)
-    : client_(client), options_(std::move(options)), ids_(IdsOf(options_.stocs)) {}
+    : client_(client),
+      options_(std::move(options)),
+      ids_(IdsOf(options_.stocs)),
+      storage_(options_.storage_stocs.empty() ? options_.stocs : options_.storage_stocs) {}
+
+void StocCompactionOffloader::SetStocs(std::map<uint32_t, std::string> stocs,
+                                       std::map<uint32_t, std::string> storage_stocs,
+                                       std::vector<uint32_t> no_new_data) {
+  if (stocs.empty()) return;
+  MutexLock lock(&mu_);
+  ids_ = IdsOf(stocs);
+  storage_ = storage_stocs.empty() ? std::move(stocs) : std::move(storage_stocs);
+  no_new_data_ = std::move(no_new_data);
+}
 
 Status StocCompactionOffloader::Init() {
   if (options_.policy == OffloadPolicy::kNone) {
     return Status::InvalidArgument("a compaction offloader needs a policy other than none");
   }
+  MutexLock lock(&mu_);
   if (ids_.empty()) return Status::InvalidArgument("no StoCs to offload compactions to");
   return Status::OK();
 }
@@ -74,10 +88,15 @@ uint32_t StocCompactionOffloader::ChooseStoc() {
 
 Status StocCompactionOffloader::RunAt(uint32_t stoc_id, lsm::CompactionJob job,
                                       lsm::CompactionJobResult* result) {
-  const auto& storage = options_.storage_stocs.empty() ? options_.stocs : options_.storage_stocs;
-  job.stocs.assign(storage.begin(), storage.end());
   job.fragment_replicas = options_.fragment_replicas;
   job.placement = options_.placement;
+  job.availability = options_.availability;
+  job.parity_fragments = options_.parity_fragments;
+  {
+    MutexLock lock(&mu_);
+    job.stocs.assign(storage_.begin(), storage_.end());
+    job.no_new_data = no_new_data_;
+  }
   const std::string request = lsm::EncodeCompactionJob(job);
   {
     MutexLock lock(&mu_);

@@ -67,6 +67,10 @@ struct StocCompactionOffloaderOptions {
   // How the executor places the outputs' fragments: the LTC's table store's placement
   // (--ltc_placement).
   lsm::PlacementPolicy placement = lsm::PlacementPolicy::kPowerOfD;
+  // How the outputs survive StoC losses: the LTC's table store's (--ltc_table_availability,
+  // --ltc_parity_fragments).
+  lsm::TableAvailability availability = lsm::TableAvailability::kReplicas;
+  uint32_t parity_fragments = 1;
   // How long one job may take at a StoC before the LTC gives up and runs it itself.
   std::chrono::milliseconds timeout{120000};
 };
@@ -96,12 +100,22 @@ class StocCompactionOffloader final : public CompactionOffloader {
 
   StocCompactionOffloaderStats GetStats() const EXCLUDES(mu_);
 
+  // Replaces the StoCs jobs go to and the storage StoCs (as in the options; the client must
+  // know every one), and names storage StoCs that take no outputs (being drained): the
+  // cluster's StoCs changed. Jobs already sent keep theirs. An empty `stocs` is ignored
+  // (there must always be somewhere to send a job).
+  void SetStocs(std::map<uint32_t, std::string> stocs,
+                std::map<uint32_t, std::string> storage_stocs,
+                std::vector<uint32_t> no_new_data) EXCLUDES(mu_);
+
  private:
   stoc::StocClient* const client_;  // must outlive this
-  const StocCompactionOffloaderOptions options_;
-  const std::vector<uint32_t> ids_;  // options_.stocs' ids, ascending
+  const StocCompactionOffloaderOptions options_;  // stocs/storage_stocs: see below
 
   mutable Mutex mu_;
+  std::vector<uint32_t> ids_ GUARDED_BY(mu_);  // the StoCs jobs go to, ascending
+  std::map<uint32_t, std::string> storage_ GUARDED_BY(mu_);  // storage StoCs of a job
+  std::vector<uint32_t> no_new_data_ GUARDED_BY(mu_);        // of storage_: no outputs
   size_t next_ GUARDED_BY(mu_) = 0;                    // round-robin position in ids_
   std::map<uint32_t, int> in_flight_ GUARDED_BY(mu_);  // jobs running per StoC
   StocCompactionOffloaderStats stats_ GUARDED_BY(mu_);

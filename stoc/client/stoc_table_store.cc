@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "common/erasure_code.h"
 #include "stoc/client/file_names.h"
 #include "stoc/client/scoped_registration.h"
 
@@ -43,37 +44,46 @@ class StocTableStore::Source final : public lsm::FragmentSource {
   // `store` must outlive this.
   Source(StocTableStore* store, const lsm::TableMeta& meta)
       : store_(store),
-        number_(meta.number),
-        fragments_(meta.fragments),
+        meta_(meta),
         preferred_(new std::atomic<uint32_t>[meta.fragments.size()]()) {}
 
   leveldb::Status ReadFragment(uint32_t fragment, uint64_t offset, size_t n, char* scratch,
                                leveldb::Slice* result) override {
-    if (fragment >= fragments_.size()) {
-      return leveldb::Status::Corruption("table " + std::to_string(number_) + " has no fragment " +
-                                         std::to_string(fragment));
+    if (fragment >= meta_.fragments.size()) {
+      return leveldb::Status::Corruption("table " + std::to_string(meta_.number) +
+                                         " has no fragment " + std::to_string(fragment));
     }
-    const std::string what =
-        "fragment " + std::to_string(fragment) + " of table " + std::to_string(number_);
-    Status s = store_->ReadAnyReplica(fragments_[fragment], offset, n, scratch,
-                                      &preferred_[fragment], what);
+    Status s =
+        store_->ReadFragmentOf(meta_, fragment, offset, n, scratch, &preferred_[fragment]);
     if (s.ok()) *result = leveldb::Slice(scratch, n);
     return ToLevelDB(s);
   }
 
  private:
   StocTableStore* const store_;  // must outlive this
-  const uint64_t number_;
-  const std::vector<std::vector<lsm::FragmentLocation>> fragments_;
+  const lsm::TableMeta meta_;
   const std::unique_ptr<std::atomic<uint32_t>[]> preferred_;  // per fragment
 };
 
 StocTableStore::StocTableStore(StocClient* client, StocTableStoreOptions options)
     : client_(client),
       options_(std::move(options)),
-      stocs_(Distinct(options_.stocs)),
       loads_(options_.loads != nullptr ? options_.loads : &client->load_view()),
-      rng_(options_.seed != 0 ? options_.seed : std::random_device()()) {}
+      rng_(options_.seed != 0 ? options_.seed : std::random_device()()),
+      stocs_(Distinct(options_.stocs)),
+      no_new_data_(Distinct(options_.no_new_data)) {}
+
+void StocTableStore::SetStocs(std::vector<uint32_t> stocs, std::vector<uint32_t> no_new_data) {
+  if (stocs.empty()) return;
+  MutexLock lock(&rng_mu_);
+  stocs_ = Distinct(std::move(stocs));
+  no_new_data_ = Distinct(std::move(no_new_data));
+}
+
+std::vector<uint32_t> StocTableStore::stocs() const {
+  MutexLock lock(&rng_mu_);
+  return stocs_;
+}
 
 StocTableStore::~StocTableStore() {
   MutexLock lock(&manifest_mu_);
@@ -82,16 +92,32 @@ StocTableStore::~StocTableStore() {
 
 Status StocTableStore::Init() {
   const std::string what = "table store of range " + std::to_string(options_.range_id);
-  if (stocs_.empty()) return Status::InvalidArgument(what + ": no StoCs");
+  const std::vector<uint32_t> all = stocs();
+  if (all.empty()) return Status::InvalidArgument(what + ": no StoCs");
   auto check = [&](int n, const char* name) {
-    if (n < 1 || static_cast<size_t>(n) > stocs_.size()) {
+    if (n < 1 || static_cast<size_t>(n) > all.size()) {
       return Status::InvalidArgument(what + ": " + name + " must be in [1, " +
-                                     std::to_string(stocs_.size()) + "] (the StoCs), not " +
+                                     std::to_string(all.size()) + "] (the StoCs), not " +
                                      std::to_string(n));
     }
     return Status::OK();
   };
-  NOVA_RETURN_NOT_OK(check(options_.fragment_replicas, "fragment replicas"));
+  if (options_.availability == lsm::TableAvailability::kReplicas) {
+    NOVA_RETURN_NOT_OK(check(options_.fragment_replicas, "fragment replicas"));
+  }
+  if (options_.availability == lsm::TableAvailability::kParity ||
+      options_.availability == lsm::TableAvailability::kHybrid) {
+    if (options_.parity_fragments < 1 || options_.parity_fragments > kMaxParityFragments) {
+      return Status::InvalidArgument(what + ": parity fragments must be in [1, " +
+                                     std::to_string(kMaxParityFragments) + "], not " +
+                                     std::to_string(options_.parity_fragments));
+    }
+    // The smallest stripe: one data fragment (and the meta column in parity mode) and m
+    // parity fragments, each on its own StoC.
+    const int smallest = 1 + options_.parity_fragments +
+                         (options_.availability == lsm::TableAvailability::kParity ? 1 : 0);
+    NOVA_RETURN_NOT_OK(check(smallest, "a stripe's StoCs (data, meta and parity fragments)"));
+  }
   NOVA_RETURN_NOT_OK(check(options_.manifest_replicas, "MANIFEST replicas"));
   if (options_.io_threads < 1) return Status::InvalidArgument(what + ": io threads must be >= 1");
   if (options_.owner_epoch > kMaxOwnerEpoch) {
@@ -113,7 +139,7 @@ Status StocTableStore::Init() {
                                           kMaxQueuedIo);
   if (options_.owner_epoch == 0 || !options_.fence_on_init) return Status::OK();
   // F1: before any MANIFEST is read.
-  auto unconfirmed = FenceStocs(stocs_);
+  auto unconfirmed = FenceStocs(all);
   if (!unconfirmed.ok()) return unconfirmed.status().Prepend(what);
   MutexLock lock(&manifest_mu_);
   unfenced_ = std::move(unconfirmed.value());
@@ -122,8 +148,8 @@ Status StocTableStore::Init() {
     for (uint32_t id : unfenced_) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
     return Status::Unavailable(
         what + ": fencing owner epoch " + std::to_string(options_.owner_epoch) + " needs " +
-        std::to_string(stocs_.size() - options_.manifest_replicas + 1) + " of " +
-        std::to_string(stocs_.size()) + " StoCs, but StoCs " + ids +
+        std::to_string(all.size() - options_.manifest_replicas + 1) + " of " +
+        std::to_string(all.size()) + " StoCs, but StoCs " + ids +
         " did not confirm (they could hold every replica of a MANIFEST an older owner still "
         "appends to)");
   }
@@ -231,6 +257,7 @@ Status StocTableStore::Choose(int n, const std::vector<uint32_t>& exclude,
   MutexLock lock(&rng_mu_);
   for (uint32_t id : stocs_) {
     if (std::find(exclude.begin(), exclude.end(), id) != exclude.end()) continue;
+    if (std::binary_search(no_new_data_.begin(), no_new_data_.end(), id)) continue;
     candidates.push_back(id);
     auto it = suspects_.find(id);
     if (it != suspects_.end() && it->second <= now) {
@@ -378,11 +405,13 @@ Status StocTableStore::ReadAnyReplica(const std::vector<lsm::FragmentLocation>& 
     const size_t r = (start + k) % replicas.size();
     last = ReadBlock(replicas[r], offset, n, dst);
     if (last.ok()) {
+      ClearReadSuspect(replicas[r].stoc_id);
       if (k != 0 && preferred != nullptr) preferred->store(static_cast<uint32_t>(r));
       return last;
     }
     const bool more = k + 1 < replicas.size();
     if (more) read_failovers_.fetch_add(1, std::memory_order_relaxed);
+    if (!last.IsCorruption()) MarkReadSuspect(replicas[r].stoc_id);
     LOG(WARNING) << "reading " << what << " from replica " << r << " at StoC "
                  << replicas[r].stoc_id << ": " << last.ToString()
                  << (more ? "; trying the next replica" : "; no replica left");
@@ -406,10 +435,61 @@ Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table,
   }
   const uint32_t rho = layout.num_data_fragments();
   const uint32_t meta_fragment = layout.meta_fragment();
+  const bool has_filter = !table.filter.empty();
 
-  // Placement: fragment i's replica r goes to where[i][r].
+  // How many copies of what ("Availability" in the header).
+  const lsm::TableAvailability mode = options_.availability;
+  const bool striped =
+      mode == lsm::TableAvailability::kParity || mode == lsm::TableAvailability::kHybrid;
+  const bool covers_meta = mode == lsm::TableAvailability::kParity;
+  const int data_copies = mode == lsm::TableAvailability::kReplicas ? options_.fragment_replicas : 1;
+  const int meta_copies = mode == lsm::TableAvailability::kReplicas ? options_.fragment_replicas
+                          : mode == lsm::TableAvailability::kHybrid ? options_.parity_fragments + 1
+                                                                    : 1;
+
+  // Parity: the stripe's columns are the data fragments, then (parity mode) the meta
+  // fragment followed by the filter.
+  std::vector<std::string> parity;
+  if (striped) {
+    std::vector<std::string_view> columns;
+    const std::string_view contents(table.contents);
+    for (uint32_t i = 0; i < rho; ++i) {
+      columns.push_back(contents.substr(layout.FragmentStart(i), layout.FragmentSize(i)));
+    }
+    std::string meta_column;
+    if (covers_meta) {
+      meta_column.reserve(layout.FragmentSize(meta_fragment) + table.filter.size());
+      meta_column.append(contents.substr(layout.FragmentStart(meta_fragment)));
+      meta_column.append(table.filter);
+      columns.push_back(meta_column);
+    }
+    auto code = ErasureCode::Make(static_cast<int>(columns.size()), options_.parity_fragments);
+    NOVA_RETURN_NOT_OK_PREPEND(code.status(), what);
+    code->EncodeUneven(columns, &parity);
+    if (!parity.empty() && parity.front().empty()) parity.clear();  // every column is empty
+  }
+
+  // Placement: fragment i's copy r goes to where[i][r]; parity fragment j to parity_at[j].
   std::vector<std::vector<uint32_t>> where(layout.num_fragments());
-  {
+  std::vector<uint32_t> parity_at;
+  if (striped) {
+    // Every member of the stripe on its own StoC: a lost StoC costs one column.
+    std::vector<uint32_t> members;
+    for (uint32_t i = 0; i < rho; ++i) {
+      if (layout.FragmentSize(i) != 0) members.push_back(i);
+    }
+    if (covers_meta) members.push_back(meta_fragment);
+    std::vector<uint32_t> chosen;
+    const int n = static_cast<int>(members.size() + parity.size());
+    NOVA_RETURN_NOT_OK_PREPEND(Choose(n, {}, &chosen),
+                               what + ": placing a stripe of " + std::to_string(n) + " fragments");
+    for (size_t k = 0; k < members.size(); ++k) where[members[k]] = {chosen[k]};
+    parity_at.assign(chosen.begin() + static_cast<long>(members.size()), chosen.end());
+    if (!covers_meta) {
+      NOVA_RETURN_NOT_OK_PREPEND(Choose(meta_copies, {}, &where[meta_fragment]),
+                                 what + ": placing the meta fragment's replicas");
+    }
+  } else {
     std::vector<uint32_t> primaries, meta_stoc;
     NOVA_RETURN_NOT_OK_PREPEND(Choose(static_cast<int>(rho), {}, &primaries),
                                what + ": placing " + std::to_string(rho) + " data fragments");
@@ -417,22 +497,42 @@ Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table,
     primaries.push_back(meta_stoc[0]);
     for (uint32_t i = 0; i < layout.num_fragments(); ++i) {
       where[i] = {primaries[i]};
-      if (options_.fragment_replicas > 1) {
+      const int copies = i == meta_fragment ? meta_copies : data_copies;
+      if (copies > 1) {
         std::vector<uint32_t> more;
-        NOVA_RETURN_NOT_OK_PREPEND(Choose(options_.fragment_replicas - 1, {primaries[i]}, &more),
+        NOVA_RETURN_NOT_OK_PREPEND(Choose(copies - 1, {primaries[i]}, &more),
                                    what + ": placing replicas");
         where[i].insert(where[i].end(), more.begin(), more.end());
       }
     }
   }
 
-  // One file per replica of a non-empty fragment.
+  ScopedRegistration contents(client_->transport(), table.contents.data(), table.contents.size(),
+                              transport::kLocalOnly);
+  NOVA_RETURN_NOT_OK_PREPEND(contents.status(), what);
+  std::unique_ptr<ScopedRegistration> filter;
+  if (has_filter) {
+    filter = std::make_unique<ScopedRegistration>(client_->transport(), table.filter.data(),
+                                                  table.filter.size(), transport::kLocalOnly);
+    NOVA_RETURN_NOT_OK_PREPEND(filter->status(), what + ": filter");
+  }
+  std::vector<std::unique_ptr<ScopedRegistration>> parity_regs;
+  for (const std::string& p : parity) {
+    parity_regs.push_back(std::make_unique<ScopedRegistration>(client_->transport(), p.data(),
+                                                               p.size(), transport::kLocalOnly));
+    NOVA_RETURN_NOT_OK_PREPEND(parity_regs.back()->status(), what + ": parity");
+  }
+
+  // One file per copy of a non-empty fragment, and per parity fragment.
   struct FileWrite {
-    uint32_t fragment = 0;
+    uint32_t fragment = 0;  // file name's fragment: num_fragments + j for parity j
     uint32_t replica = 0;
     uint32_t stoc_id = 0;
     std::string name;
-    bool touched = false;            // may exist at the StoC: delete on failure
+    const transport::MemoryRegion* region = nullptr;  // the bytes to write
+    uint64_t offset = 0, size = 0;
+    bool with_filter = false;
+    bool touched = false;                 // may exist at the StoC: delete on failure
     lsm::FragmentLocation block, filter;  // where the fragment (and filter) landed
   };
   std::vector<FileWrite> files;
@@ -444,35 +544,35 @@ Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table,
       f.replica = r;
       f.stoc_id = where[i][r];
       f.name = TableFragmentFileName({options_.range_id, number, i, r});
+      f.region = &contents.region();
+      f.offset = layout.FragmentStart(i);
+      f.size = layout.FragmentSize(i);
+      f.with_filter = has_filter && i == meta_fragment;
       files.push_back(std::move(f));
     }
   }
-
-  const bool has_filter = !table.filter.empty();
-  ScopedRegistration contents(client_->transport(), table.contents.data(), table.contents.size(),
-                              transport::kLocalOnly);
-  NOVA_RETURN_NOT_OK_PREPEND(contents.status(), what);
-  std::unique_ptr<ScopedRegistration> filter;
-  if (has_filter) {
-    filter = std::make_unique<ScopedRegistration>(client_->transport(), table.filter.data(),
-                                                  table.filter.size(), transport::kLocalOnly);
-    NOVA_RETURN_NOT_OK_PREPEND(filter->status(), what + ": filter");
+  for (uint32_t j = 0; j < parity.size(); ++j) {
+    FileWrite f;
+    f.fragment = layout.num_fragments() + j;
+    f.stoc_id = parity_at[j];
+    f.name = TableFragmentFileName({options_.range_id, number, f.fragment, 0});
+    f.region = &parity_regs[j]->region();
+    f.size = parity[j].size();
+    files.push_back(std::move(f));
   }
 
   std::vector<std::function<Status()>> jobs;
   for (FileWrite& f : files) {
     jobs.push_back([&, fw = &f]() -> Status {
-      const bool with_filter = has_filter && fw->fragment == meta_fragment;
-      const uint64_t size = layout.FragmentSize(fw->fragment);
       fw->touched = true;
-      const uint64_t largest = std::max<uint64_t>(size, with_filter ? table.filter.size() : 0);
+      const uint64_t largest =
+          std::max<uint64_t>(fw->size, fw->with_filter ? table.filter.size() : 0);
       auto file = CreateFile(fw->stoc_id, fw->name, std::min(largest, options_.max_append_bytes));
       if (!file.ok()) return file.status();
-      auto block = AppendInBlocks(file.value().get(), contents.region(),
-                                  layout.FragmentStart(fw->fragment), size);
+      auto block = AppendInBlocks(file.value().get(), *fw->region, fw->offset, fw->size);
       if (!block.ok()) return block.status();
       fw->block = block.value();
-      if (with_filter) {
+      if (fw->with_filter) {
         block = AppendInBlocks(file.value().get(), filter->region(), 0, table.filter.size());
         if (!block.ok()) return block.status();
         fw->filter = block.value();
@@ -508,20 +608,27 @@ Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table,
 
   meta->fragments.assign(layout.num_fragments(), {});
   meta->filter.clear();
+  meta->parity.assign(parity.size(), {});
+  meta->parity_covers_meta = covers_meta && !parity.empty();
   uint64_t bytes = 0;
   for (const FileWrite& f : files) {
+    bytes += f.block.size;
+    if (f.fragment >= layout.num_fragments()) {
+      meta->parity[f.fragment - layout.num_fragments()] = f.block;
+      parity_files_written_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
     auto& replicas = meta->fragments[f.fragment];
     if (replicas.size() <= f.replica) replicas.resize(f.replica + 1);
     replicas[f.replica] = f.block;
-    bytes += f.block.size;
-    if (has_filter && f.fragment == meta_fragment) {
+    if (f.with_filter) {
       if (meta->filter.size() <= f.replica) meta->filter.resize(f.replica + 1);
       meta->filter[f.replica] = f.filter;
       bytes += f.filter.size;
     }
   }
   tables_written_.fetch_add(1, std::memory_order_relaxed);
-  fragment_files_written_.fetch_add(files.size(), std::memory_order_relaxed);
+  fragment_files_written_.fetch_add(files.size() - parity.size(), std::memory_order_relaxed);
   bytes_written_.fetch_add(bytes, std::memory_order_relaxed);
   return Status::OK();
 }
@@ -547,6 +654,17 @@ Result<std::unique_ptr<lsm::FragmentSource>> StocTableStore::OpenTable(const lsm
       }
     }
   }
+  if (!meta.parity.empty()) {
+    uint64_t longest = 0;
+    for (int c = 0; c < StripeColumns(meta); ++c) longest = std::max(longest, ColumnSize(meta, c));
+    for (const lsm::FragmentLocation& p : meta.parity) {
+      if (p.size != longest) {
+        return Status::Corruption(what + ": a parity fragment holds " + std::to_string(p.size) +
+                                  " bytes, not " + std::to_string(longest) +
+                                  " (the stripe's longest column)");
+      }
+    }
+  }
   return std::unique_ptr<lsm::FragmentSource>(new Source(this, meta));
 }
 
@@ -554,8 +672,16 @@ Result<std::string> StocTableStore::ReadFilter(const lsm::TableMeta& meta) {
   if (meta.filter.empty()) return std::string();
   const uint64_t size = meta.filter.front().size;
   std::string filter(size, '\0');
-  NOVA_RETURN_NOT_OK(ReadAnyReplica(meta.filter, 0, size, filter.data(), nullptr,
-                                    "the filter of table " + std::to_string(meta.number)));
+  Status s = ReadAnyReplica(meta.filter, 0, size, filter.data(), nullptr,
+                            "the filter of table " + std::to_string(meta.number));
+  if (!s.ok() && meta.parity_covers_meta && !meta.parity.empty()) {
+    // The filter follows the meta fragment in the stripe's meta column.
+    const int column = static_cast<int>(meta.layout.meta_fragment());
+    Status d = RebuildColumn(meta, column, meta.layout.FragmentSize(column), size, filter.data());
+    if (d.ok()) return filter;
+    s = s.Prepend(d.ToString() + "; before that");
+  }
+  NOVA_RETURN_NOT_OK(s);
   return filter;
 }
 
@@ -569,6 +695,14 @@ Status StocTableStore::DeleteTable(const lsm::TableMeta& meta) {
       if (!s.ok() && first.ok()) first = s;
     }
   }
+  const uint32_t parity_base = static_cast<uint32_t>(meta.fragments.size());
+  for (uint32_t j = 0; j < meta.parity.size(); ++j) {
+    const std::string name =
+        TableFragmentFileName({options_.range_id, meta.number, parity_base + j, 0});
+    Status s = DeleteFile(meta.parity[j].stoc_id, name);
+    if (s.IsFenced()) return s;
+    if (!s.ok() && first.ok()) first = s;
+  }
   if (first.ok()) tables_deleted_.fetch_add(1, std::memory_order_relaxed);
   return first;
 }
@@ -578,7 +712,7 @@ Status StocTableStore::DeleteTable(const lsm::TableMeta& meta) {
 std::vector<Status> StocTableStore::VisitTableFiles(
     const std::function<Status(uint32_t, const std::string&, const ParsedFileName&)>& visit) {
   std::vector<std::function<Status()>> jobs;
-  for (uint32_t id : stocs_) {
+  for (uint32_t id : stocs()) {
     jobs.push_back([this, id, &visit]() -> Status {
       auto list = client_->List(id);
       if (!list.ok()) return list.status().Prepend("listing StoC " + std::to_string(id));
@@ -646,6 +780,10 @@ StocTableStoreStats StocTableStore::GetStats() const {
   s.manifest_rolls = manifest_rolls_.load(std::memory_order_relaxed);
   s.manifest_repairs = manifest_repairs_.load(std::memory_order_relaxed);
   s.table_files_collected = table_files_collected_.load(std::memory_order_relaxed);
+  s.parity_files_written = parity_files_written_.load(std::memory_order_relaxed);
+  s.degraded_reads = degraded_reads_.load(std::memory_order_relaxed);
+  s.copies_relocated = copies_relocated_.load(std::memory_order_relaxed);
+  s.files_swept = files_swept_.load(std::memory_order_relaxed);
   return s;
 }
 

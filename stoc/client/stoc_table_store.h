@@ -115,6 +115,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/lsm/placement_policy.h"
 #include "common/lsm/table_store.h"
 #include "common/mutex.h"
 #include "common/thread_pool.h"
@@ -129,6 +130,8 @@ namespace nova::stoc {
 // How long a StoC that failed a write is left out of placement: long enough for the
 // configuration to drop a dead StoC, short enough that a restarted one soon gets work.
 constexpr std::chrono::seconds kSuspectPeriod{10};
+// Largest m (StocTableStoreOptions::parity_fragments).
+constexpr int kMaxParityFragments = 4;
 // Owner fencing F2: MANIFEST numbers of owner epoch e start at e << kManifestEpochShift,
 // leaving each owner 2^32 numbers. DO NOT CHANGE: persisted (MANIFEST file names).
 constexpr int kManifestEpochShift = 32;
@@ -140,8 +143,15 @@ struct StocTableStoreOptions {
   // Every StoC of the cluster (ids the StocClient knows): placement chooses among them and
   // ReadManifest lists them all.
   std::vector<uint32_t> stocs;
-  // R: replicas of each fragment, on distinct StoCs (--ltc_fragment_replicas).
+  // StoCs of `stocs` that take no new data (being drained): read, listed, never placed on.
+  std::vector<uint32_t> no_new_data;
+  // How tables survive StoC losses ("Availability" above; --ltc_table_availability).
+  lsm::TableAvailability availability = lsm::TableAvailability::kReplicas;
+  // R: replicas of each fragment, on distinct StoCs (--ltc_fragment_replicas); used by
+  // availability kReplicas only.
   int fragment_replicas = 1;
+  // m: parity fragments of each table (kParity, kHybrid; --ltc_parity_fragments), 1..4.
+  int parity_fragments = 1;
   // How StoCs are chosen for fragments and MANIFEST replicas (--ltc_placement).
   lsm::PlacementPolicy placement = lsm::PlacementPolicy::kPowerOfD;
   // Loads power-of-d compares. Null: the StocClient's load_view(), fed by StoC replies.
@@ -194,6 +204,10 @@ struct StocTableStoreStats {
   uint64_t manifest_rolls = 0;         // roll-overs asked for by RollManifest
   uint64_t manifest_repairs = 0;       // new MANIFESTs made to repair (invariants 2 and 4)
   uint64_t table_files_collected = 0;  // files removed by DeleteTableFiles
+  uint64_t parity_files_written = 0;   // parity fragments, one file each
+  uint64_t degraded_reads = 0;         // reads rebuilt from a stripe's parity
+  uint64_t copies_relocated = 0;       // copies RelocateTable wrote elsewhere
+  uint64_t files_swept = 0;            // files SweepTableFiles deleted
 };
 
 class StocTableStore final : public lsm::TableStore {
@@ -229,6 +243,28 @@ class StocTableStore final : public lsm::TableStore {
   // many tables should list once (ListTables) and delete only the orphans.
   Result<std::vector<uint64_t>> ListTables() override;
   Status DeleteTableFiles(uint64_t number) override;
+  // Relocation and sweeping ("Repair and drain" above).
+  Result<lsm::TableMeta> RelocateTable(const lsm::TableMeta& meta,
+                                       const std::function<bool(uint32_t stoc_id)>& must_move,
+                                       uint64_t* bytes_copied) override;
+  Status DeleteCopiesNotIn(const lsm::TableMeta& from, const lsm::TableMeta& to) override;
+  Result<uint64_t> SweepTableFiles(const std::map<uint64_t, lsm::TableMeta>& live,
+                                   uint64_t unreferenced_below) override;
+
+  // Replaces the StoCs of options.stocs and options.no_new_data (the cluster's StoCs
+  // changed): new tables and MANIFESTs are placed on the new set at once; listings and
+  // sweeps cover it. StoCs not in `stocs` are not listed any more (a removed, dead StoC);
+  // their copies are still read where metadata points. The client must know every StoC of
+  // `stocs`. Ignored if `stocs` is empty.
+  void SetStocs(std::vector<uint32_t> stocs, std::vector<uint32_t> no_new_data)
+      EXCLUDES(rng_mu_);
+  // The StoCs as last set (ascending).
+  std::vector<uint32_t> stocs() const EXCLUDES(rng_mu_);
+  // If a replica of the current MANIFEST lies on a StoC `must_move` selects, writes the
+  // MANIFEST anew on other StoCs (a repair: invariant 1) and deletes the old one. OK if
+  // there is nothing to move or no MANIFEST yet.
+  Status EvacuateManifest(const std::function<bool(uint32_t stoc_id)>& must_move)
+      EXCLUDES(manifest_mu_);
   // MANIFEST calls find the current MANIFEST first if this store has not yet done so.
   Status AppendManifest(const std::string& record) override;
   Status RollManifest(const std::string& snapshot_record) override;
@@ -260,6 +296,26 @@ class StocTableStore final : public lsm::TableStore {
                                  const ParsedFileName& parsed)>& visit);
   // Runs every job, in parallel, and returns their statuses in order.
   std::vector<Status> RunAll(const std::vector<std::function<Status()>>& jobs);
+  // Reads [offset, +n) of fragment `fragment` of `meta` into dst: from a replica (first
+  // *preferred, then the others), else, for a stripe column, rebuilt from the stripe.
+  Status ReadFragmentOf(const lsm::TableMeta& meta, uint32_t fragment, uint64_t offset,
+                        uint64_t n, char* dst, std::atomic<uint32_t>* preferred);
+  // Stripes (TableMeta::parity). Columns k = rho (+ 1 when parity_covers_meta: the meta
+  // fragment followed by the filter), then the parity fragments.
+  static int StripeColumns(const lsm::TableMeta& meta);
+  static uint64_t ColumnSize(const lsm::TableMeta& meta, int column);
+  // Reads [offset, +n) of stripe column `column` from its own copies (zeros past its end).
+  Status ReadColumn(const lsm::TableMeta& meta, int column, uint64_t offset, uint64_t n,
+                    char* dst);
+  // Rebuilds [offset, +n) of stripe column `want` from k other columns, reading those on
+  // StoCs that are not read suspects first.
+  Status RebuildColumn(const lsm::TableMeta& meta, int want, uint64_t offset, uint64_t n,
+                       char* dst);
+  // Reads a StoC failed recently (and none succeeded since): its copies are read last, and
+  // a stripe column on it is decoded first, from StoCs that are not suspects.
+  bool ReadSuspect(uint32_t stoc_id) EXCLUDES(rng_mu_);
+  void MarkReadSuspect(uint32_t stoc_id) EXCLUDES(rng_mu_);
+  void ClearReadSuspect(uint32_t stoc_id) EXCLUDES(rng_mu_);
   // Chooses `n` distinct StoCs from the candidates other than `exclude`, d = 2 * n,
   // leaving out suspects unless fewer than n StoCs would remain.
   Status Choose(int n, const std::vector<uint32_t>& exclude, std::vector<uint32_t>* out)
@@ -321,7 +377,6 @@ class StocTableStore final : public lsm::TableStore {
   // Constant after construction.
   StocClient* const client_;  // must outlive this
   const StocTableStoreOptions options_;
-  const std::vector<uint32_t> stocs_;  // options_.stocs without repeats, ascending
   const LoadView* const loads_;  // options_.loads or the client's; must outlive this
 
   transport::SlabAllocator* read_buffers_ = nullptr;            // set by Init
@@ -329,9 +384,15 @@ class StocTableStore final : public lsm::TableStore {
   std::unique_ptr<ThreadPool> io_pool_;                         // set by Init
   std::atomic<bool> fenced_{false};                             // F3: sticky
 
-  Mutex rng_mu_ ACQUIRED_AFTER(manifest_mu_);
+  mutable Mutex rng_mu_ ACQUIRED_AFTER(manifest_mu_);
   std::mt19937_64 rng_ GUARDED_BY(rng_mu_);
   std::map<uint32_t, MonoTime> suspects_ GUARDED_BY(rng_mu_);  // StoC -> until when left out
+  std::map<uint32_t, MonoTime> read_suspects_ GUARDED_BY(rng_mu_);  // StoC -> until when
+  std::atomic<size_t> num_read_suspects_{0};  // read_suspects_.size(): skips the lock
+  // options_.stocs (then SetStocs) without repeats, ascending; of them, the ones that take
+  // no new data.
+  std::vector<uint32_t> stocs_ GUARDED_BY(rng_mu_);
+  std::vector<uint32_t> no_new_data_ GUARDED_BY(rng_mu_);
 
   mutable Mutex manifest_mu_;
   // The current MANIFEST, as this store knows it.
@@ -351,7 +412,8 @@ class StocTableStore final : public lsm::TableStore {
   // Counters.
   std::atomic<uint64_t> tables_written_{0}, tables_deleted_{0}, fragment_files_written_{0},
       bytes_written_{0}, read_failovers_{0}, manifest_appends_{0}, manifest_rolls_{0},
-      manifest_repairs_{0}, table_files_collected_{0};
+      manifest_repairs_{0}, table_files_collected_{0}, parity_files_written_{0},
+      degraded_reads_{0}, copies_relocated_{0}, files_swept_{0};
 };
 
 }  // namespace nova::stoc

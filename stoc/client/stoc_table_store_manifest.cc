@@ -118,7 +118,7 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
   // F1: a StoC that has not confirmed the fence holds nothing this store trusts, and gets no
   // new MANIFEST replica.
   std::vector<uint32_t> avoid = unfenced_;
-  for (uint32_t id : stocs_) {
+  for (uint32_t id : stocs()) {
     // F1: the replicas at a StoC that has not confirmed the fence are not read, so for
     // invariant 3 it counts as unreachable.
     auto list = client_->List(id);
@@ -484,6 +484,32 @@ Result<std::string> StocTableStore::ReadManifest() {
   std::string contents;
   NOVA_RETURN_NOT_OK(DiscoverManifestLocked(&contents));
   return contents;
+}
+
+Status StocTableStore::EvacuateManifest(const std::function<bool(uint32_t)>& must_move) {
+  const std::string what =
+      "range " + std::to_string(options_.range_id) + ": moving the MANIFEST off a StoC";
+  MutexLock lock(&manifest_mu_);
+  if (fenced()) return FencedError().Prepend(what);
+  NOVA_RETURN_NOT_OK_PREPEND(EnsureManifestLocked(), what);
+  if (manifest_.number == 0) return Status::OK();
+  bool move = false;
+  for (const auto& f : manifest_.files) move = move || must_move(f->stoc_id);
+  if (!move) return Status::OK();
+  std::vector<uint32_t> avoid;
+  for (uint32_t id : stocs()) {
+    if (must_move(id)) avoid.push_back(id);
+  }
+  for (const auto& f : manifest_.files) {
+    if (must_move(f->stoc_id)) avoid.push_back(f->stoc_id);
+  }
+  // A repair (invariant 1): the acknowledged bytes as one block of a new MANIFEST, complete
+  // on every replica before the old one is deleted.
+  NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(manifest_.contents, avoid), what);
+  manifest_repairs_.fetch_add(1, std::memory_order_relaxed);
+  LOG(INFO) << "range " << options_.range_id << ": MANIFEST " << manifest_.number
+            << " written anew off the StoCs being drained or removed";
+  return Status::OK();
 }
 
 uint64_t StocTableStore::manifest_number() const {

@@ -107,6 +107,7 @@ class StocTableStoreTest : public ::testing::Test {
       auto list = client_->List(id);
       EXPECT_TRUE(list.ok()) << list.status().ToString();
       if (!list.ok()) continue;
+      out[id];  // an empty StoC is listed too
       for (const auto& f : list.value()) out[id].insert(f.name);
     }
     return out;
@@ -1069,6 +1070,295 @@ TEST_F(StocTableStoreTest, DiscoveryOfANewerOwnersManifestIsFenced) {
   auto got = stale->ReadManifest();
   EXPECT_TRUE(got.status().IsFenced()) << got.status().ToString();
   EXPECT_TRUE(stale->fenced());
+}
+
+// ---- Availability: parity, hybrid, relocation and sweeping ------------------------------
+
+namespace {
+
+// The StoCs holding any copy of `meta` (fragments, filter, parity).
+std::set<uint32_t> CopyStocs(const lsm::TableMeta& meta) {
+  std::set<uint32_t> out;
+  for (const auto& replicas : meta.fragments) {
+    for (const auto& l : replicas) out.insert(l.stoc_id);
+  }
+  for (const auto& l : meta.filter) out.insert(l.stoc_id);
+  for (const auto& l : meta.parity) out.insert(l.stoc_id);
+  return out;
+}
+
+// The StoCs of the stripe's members: non-empty data fragments (and the meta fragment when
+// parity covers it) and parity fragments. EXPECTs they are distinct.
+void ExpectStripeOnDistinctStocs(const lsm::TableMeta& meta) {
+  std::vector<uint32_t> at;
+  const uint32_t rho = meta.layout.num_data_fragments();
+  for (uint32_t i = 0; i < rho + (meta.parity_covers_meta ? 1 : 0); ++i) {
+    if (meta.layout.FragmentSize(i) == 0) continue;
+    ASSERT_EQ(meta.fragments[i].size(), 1u) << "a stripe column has one copy";
+    at.push_back(meta.fragments[i][0].stoc_id);
+  }
+  for (const auto& l : meta.parity) at.push_back(l.stoc_id);
+  EXPECT_EQ(std::set<uint32_t>(at.begin(), at.end()).size(), at.size())
+      << "two members of a stripe share a StoC";
+}
+
+}  // namespace
+
+class StocTableStoreAvailabilityTest
+    : public StocTableStoreTest,
+      public ::testing::WithParamInterface<std::tuple<lsm::TableAvailability, int, uint32_t>> {
+ protected:
+  lsm::TableAvailability mode() const { return std::get<0>(GetParam()); }
+  int m() const { return std::get<1>(GetParam()); }
+  uint32_t rho() const { return std::get<2>(GetParam()); }
+  StocTableStoreOptions Options() const {
+    StocTableStoreOptions o;
+    o.availability = mode();
+    o.parity_fragments = m();
+    o.fragment_replicas = m() + 1;  // replicas mode: as many losses survived as with parity
+    return o;
+  }
+  lsm::TableMeta Write(StocTableStore* store, uint64_t number,
+                       const lsm::table_test::TableModel& model) {
+    lsm::BuiltTable built = lsm::table_test::BuildTable(icmp_, model, rho(), bloom_.get());
+    lsm::TableMeta meta;
+    meta.number = number;
+    meta.layout = built.layout;
+    Status s = store->WriteTable(number, built, &meta);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return meta;
+  }
+};
+
+// Every set of m StoCs may be lost at once: every byte of every table (data, index,
+// filter) still reads back, rebuilt from the stripe where needed.
+TEST_P(StocTableStoreAvailabilityTest, EveryTableSurvivesTheLossOfAnyMStocs) {
+  std::mt19937_64 rng(nova::test::TestSeed("StocTableStoreAvailabilityTest.AnyMStocs"));
+  auto store = NewStore(Options());
+  std::vector<lsm::table_test::TableModel> models;
+  std::vector<lsm::TableMeta> metas;
+  for (uint64_t t = 0; t < 3; ++t) {
+    // Large enough for several blocks per fragment, uneven fragment sizes.
+    models.push_back(lsm::table_test::RandomTableModel(&rng, 500 + 700 * t, 200));
+    metas.push_back(Write(store.get(), 10 + t, models.back()));
+    ASSERT_FALSE(HasFailure());
+    if (mode() != lsm::TableAvailability::kReplicas) {
+      EXPECT_EQ(metas.back().parity.size(), static_cast<size_t>(m()));
+      EXPECT_EQ(metas.back().parity_covers_meta, mode() == lsm::TableAvailability::kParity);
+      ASSERT_NO_FATAL_FAILURE(ExpectStripeOnDistinctStocs(metas.back()));
+    }
+    if (mode() == lsm::TableAvailability::kHybrid) {
+      EXPECT_EQ(metas.back().fragments[rho()].size(), static_cast<size_t>(m() + 1));
+      EXPECT_EQ(metas.back().filter.size(), static_cast<size_t>(m() + 1));
+    }
+  }
+  // Every combination of m of the 4 StoCs.
+  std::vector<std::vector<uint32_t>> losses;
+  for (uint32_t a = 1; a <= kNumStocs; ++a) {
+    if (m() == 1) {
+      losses.push_back({a});
+      continue;
+    }
+    for (uint32_t b = a + 1; b <= kNumStocs; ++b) losses.push_back({a, b});
+  }
+  for (const auto& lost : losses) {
+    SCOPED_TRACE("StoCs lost: " + std::to_string(lost.front()) + " " +
+                 std::to_string(lost.back()));
+    for (uint32_t id : lost) StopStoc(id);
+    // A new store as well: nothing it learned from earlier reads (suspects) helps it.
+    for (size_t t = 0; t < metas.size(); ++t) {
+      ASSERT_NO_FATAL_FAILURE(lsm::table_test::VerifyTable(store.get(), icmp_, metas[t], models[t]));
+      ASSERT_NO_FATAL_FAILURE(
+          lsm::table_test::VerifyFilter(store.get(), bloom_.get(), metas[t], models[t]));
+    }
+    for (uint32_t id : lost) ASSERT_NO_FATAL_FAILURE(RestartStoc(id));
+  }
+  if (mode() != lsm::TableAvailability::kReplicas) {
+    EXPECT_GT(store->GetStats().degraded_reads, 0u);
+    EXPECT_GT(store->GetStats().parity_files_written, 0u);
+  }
+  // Deleting removes the parity fragments too.
+  for (const auto& meta : metas) EXPECT_TRUE(store->DeleteTable(meta).ok());
+  EXPECT_EQ(CountFiles(StocFileType::kTableFragment), 0u);
+}
+
+// A lost StoC's copies are rebuilt elsewhere (from replicas or the stripe); the table then
+// survives the loss of m more StoCs; the StoC, back, is swept of the stale copies.
+TEST_P(StocTableStoreAvailabilityTest, RelocationRepairsAndTheSweepCleansUpTheReturnedStoc) {
+  std::mt19937_64 rng(nova::test::TestSeed("StocTableStoreAvailabilityTest.Relocation"));
+  auto store = NewStore(Options());
+  const auto model = lsm::table_test::RandomTableModel(&rng, 1500, 200);
+  const lsm::TableMeta meta = Write(store.get(), 21, model);
+  ASSERT_FALSE(HasFailure());
+  // The StoC holding the most copies dies.
+  std::map<uint32_t, int> count;
+  for (const auto& replicas : meta.fragments) {
+    for (const auto& l : replicas) count[l.stoc_id]++;
+  }
+  for (const auto& l : meta.parity) count[l.stoc_id]++;
+  uint32_t victim = count.begin()->first;
+  for (const auto& [id, n] : count) {
+    if (n > count[victim]) victim = id;
+  }
+  StopStoc(victim);
+  std::vector<uint32_t> rest;
+  for (uint32_t id = 1; id <= kNumStocs; ++id) {
+    if (id != victim) rest.push_back(id);
+  }
+  store->SetStocs(rest, {});
+  const auto gone = [victim](uint32_t id) { return id == victim; };
+  uint64_t bytes = 0;
+  const size_t files_before = CountFiles(StocFileType::kTableFragment);
+  auto moved = store->RelocateTable(meta, gone, &bytes);
+  size_t stripe = meta.parity.size();
+  for (uint32_t i = 0; i < rho() + (meta.parity_covers_meta ? 1 : 0); ++i) {
+    stripe += meta.layout.FragmentSize(i) != 0 ? 1 : 0;
+  }
+  if (mode() != lsm::TableAvailability::kReplicas && stripe == kNumStocs) {
+    // A stripe as wide as the cluster cannot be repaired on what is left: an error, and
+    // no new copy stays behind.
+    ASSERT_FALSE(moved.ok());
+    EXPECT_EQ(CountFiles(StocFileType::kTableFragment), files_before);
+    ASSERT_NO_FATAL_FAILURE(RestartStoc(victim));
+    return;
+  }
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  EXPECT_GT(bytes, 0u);
+  EXPECT_EQ(CopyStocs(moved.value()).count(victim), 0u);
+  if (mode() != lsm::TableAvailability::kReplicas) {
+    ASSERT_NO_FATAL_FAILURE(ExpectStripeOnDistinctStocs(moved.value()));
+  }
+  ASSERT_NO_FATAL_FAILURE(lsm::table_test::VerifyTable(store.get(), icmp_, moved.value(), model));
+  ASSERT_NO_FATAL_FAILURE(
+      lsm::table_test::VerifyFilter(store.get(), bloom_.get(), moved.value(), model));
+  // The old copies' StoC is down: deleting them fails there, which is fine.
+  store->DeleteCopiesNotIn(meta, moved.value()).IgnoreError();
+  // m more StoCs lost (m = 1: any one of the rest): still readable.
+  for (uint32_t other : rest) {
+    StopStoc(other);
+    ASSERT_NO_FATAL_FAILURE(lsm::table_test::VerifyTable(store.get(), icmp_, moved.value(), model))
+        << "lost StoC " << other << " after the repair";
+    RestartStoc(other);
+  }
+  // The victim returns with its stale copies; a sweep deletes them and nothing else.
+  ASSERT_NO_FATAL_FAILURE(RestartStoc(victim));
+  store->SetStocs({1, 2, 3, 4}, {});
+  EXPECT_FALSE(Files()[victim].empty());
+  auto swept = store->SweepTableFiles({{21, moved.value()}}, 21);
+  ASSERT_TRUE(swept.ok()) << swept.status().ToString();
+  EXPECT_EQ(swept.value(), static_cast<uint64_t>(count[victim]));
+  auto after_sweep = Files();
+  for (const auto& name : after_sweep[victim]) {
+    EXPECT_NE(ParseStocFileName(name).type, StocFileType::kTableFragment) << name;
+  }
+  ASSERT_NO_FATAL_FAILURE(lsm::table_test::VerifyTable(store.get(), icmp_, moved.value(), model));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, StocTableStoreAvailabilityTest,
+    ::testing::Values(std::make_tuple(lsm::TableAvailability::kReplicas, 1, 2u),
+                      std::make_tuple(lsm::TableAvailability::kParity, 1, 1u),
+                      std::make_tuple(lsm::TableAvailability::kParity, 1, 2u),
+                      std::make_tuple(lsm::TableAvailability::kParity, 2, 1u),
+                      std::make_tuple(lsm::TableAvailability::kHybrid, 1, 2u),
+                      std::make_tuple(lsm::TableAvailability::kHybrid, 2, 1u)),
+    [](const auto& info) {
+      return std::string(lsm::TableAvailabilityName(std::get<0>(info.param))) + "_m" +
+             std::to_string(std::get<1>(info.param)) + "_rho" +
+             std::to_string(std::get<2>(info.param));
+    });
+
+// A drained StoC: its copies move while it still serves them, it gets no new table, and
+// deleting the old copies leaves it without a table file. The MANIFEST moves off it too.
+TEST_F(StocTableStoreTest, DrainMovesEveryCopyAndTheManifestOffAStocThatStillServes) {
+  std::mt19937_64 rng(nova::test::TestSeed("StocTableStoreTest.Drain"));
+  StocTableStoreOptions o;
+  o.availability = lsm::TableAvailability::kHybrid;
+  o.manifest_replicas = 2;
+  auto store = NewStore(o);
+  std::vector<lsm::table_test::TableModel> models;
+  std::vector<lsm::TableMeta> metas;
+  for (uint64_t t = 0; t < 4; ++t) {
+    models.push_back(lsm::table_test::RandomTableModel(&rng, 800, 200));
+    lsm::BuiltTable built = lsm::table_test::BuildTable(icmp_, models.back(), 2, bloom_.get());
+    lsm::TableMeta meta;
+    meta.number = 30 + t;
+    meta.layout = built.layout;
+    ASSERT_TRUE(store->WriteTable(meta.number, built, &meta).ok());
+    metas.push_back(meta);
+  }
+  ASSERT_TRUE(store->AppendManifest(Record(true, 1)).ok());
+  const uint32_t drained = *ManifestHolders(kRange, store->manifest_number()).begin();
+  store->SetStocs({1, 2, 3, 4}, {drained});
+  const auto must_move = [drained](uint32_t id) { return id == drained; };
+  for (auto& meta : metas) {
+    auto moved = store->RelocateTable(meta, must_move, nullptr);
+    ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+    EXPECT_EQ(CopyStocs(moved.value()).count(drained), 0u);
+    ASSERT_TRUE(store->DeleteCopiesNotIn(meta, moved.value()).ok());
+    meta = moved.value();
+  }
+  ASSERT_TRUE(store->EvacuateManifest(must_move).ok());
+  EXPECT_EQ(ManifestHolders(kRange, store->manifest_number()).count(drained), 0u);
+  // New tables avoid it.
+  for (uint64_t t = 0; t < 4; ++t) {
+    const auto model = lsm::table_test::RandomTableModel(&rng, 300, 100);
+    lsm::BuiltTable built = lsm::table_test::BuildTable(icmp_, model, 2, bloom_.get());
+    lsm::TableMeta meta;
+    meta.number = 40 + t;
+    meta.layout = built.layout;
+    ASSERT_TRUE(store->WriteTable(meta.number, built, &meta).ok());
+    EXPECT_EQ(CopyStocs(meta).count(drained), 0u);
+    ASSERT_TRUE(store->DeleteTable(meta).ok());
+  }
+  auto after_drain = Files();
+  for (const auto& name : after_drain[drained]) {
+    EXPECT_NE(ParseStocFileName(name).type, StocFileType::kTableFragment) << name;
+    EXPECT_NE(ParseStocFileName(name).type, StocFileType::kManifest) << name;
+  }
+  for (size_t t = 0; t < metas.size(); ++t) {
+    ASSERT_NO_FATAL_FAILURE(lsm::table_test::VerifyTable(store.get(), icmp_, metas[t], models[t]));
+  }
+  // A new store (a restart) reads the same MANIFEST.
+  auto again = NewStore(o);
+  auto contents = again->ReadManifest();
+  ASSERT_TRUE(contents.ok()) << contents.status().ToString();
+  EXPECT_EQ(contents.value(), Record(true, 1));
+}
+
+// The sweep deletes unreferenced tables only below the bound, and never a live table's
+// copies where its metadata places them.
+TEST_F(StocTableStoreTest, SweepDeletesOnlyGarbage) {
+  std::mt19937_64 rng(nova::test::TestSeed("StocTableStoreTest.Sweep"));
+  StocTableStoreOptions o;
+  o.availability = lsm::TableAvailability::kParity;
+  auto store = NewStore(o);
+  std::map<uint64_t, lsm::TableMeta> all;
+  for (uint64_t t = 1; t <= 6; ++t) {
+    const auto model = lsm::table_test::RandomTableModel(&rng, 200, 100);
+    lsm::BuiltTable built = lsm::table_test::BuildTable(icmp_, model, 1, bloom_.get());
+    lsm::TableMeta meta;
+    meta.number = t;
+    meta.layout = built.layout;
+    ASSERT_TRUE(store->WriteTable(t, built, &meta).ok());
+    all[t] = meta;
+  }
+  // Live: 1, 2, 5. Garbage below 4: 3. In flight (>= 4): 4, 6.
+  std::map<uint64_t, lsm::TableMeta> live{{1, all[1]}, {2, all[2]}, {5, all[5]}};
+  auto swept = store->SweepTableFiles(live, 4);
+  ASSERT_TRUE(swept.ok()) << swept.status().ToString();
+  EXPECT_EQ(swept.value(), 3u);  // table 3: data, meta, parity
+  std::set<uint64_t> left;
+  for (const auto& [id, names] : Files()) {
+    for (const auto& name : names) {
+      const ParsedFileName p = ParseStocFileName(name);
+      if (p.type == StocFileType::kTableFragment) left.insert(p.number);
+    }
+  }
+  EXPECT_EQ(left, (std::set<uint64_t>{1, 2, 4, 5, 6}));
+  auto again = store->SweepTableFiles(live, 4);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.value(), 0u);
 }
 
 }  // namespace

@@ -99,6 +99,9 @@ Result<std::string> StocCompactionService::Execute(std::string_view request) {
   so.stocs = Connect(job.stocs);
   so.fragment_replicas = static_cast<int>(job.fragment_replicas);
   so.placement = job.placement;
+  so.availability = job.availability;
+  so.parity_fragments = static_cast<int>(job.parity_fragments);
+  so.no_new_data = job.no_new_data;
   so.read_buffers = read_buffers_.get();
   so.io_threads = options_.io_threads_per_job;
   // The outputs are written (and, when the job fails, deleted) as the sending owner: once a
