@@ -51,19 +51,19 @@ def series(*mttfs):
 def modes(rho):
     """(mode, table MTTF counting data fragments only, whole-table MTTF, space overhead).
 
-    Whole table: rho data fragments, the meta fragment (index) and the filter, each on a
-    StoC of its own (the worst case of placement)."""
+    Whole table: rho data fragments and the meta fragment (index) with the filter, which
+    share one file, each on a StoC of its own (the worst case of placement)."""
     r2, r3 = group(2, 1), group(3, 2)
     meta = group(META_REPLICAS, META_REPLICAS - 1)
     return [
-        ("none", group(rho, 0), group(rho + 2, 0), 0.0),
-        ("replicas R=2", r2 / rho, r2 / (rho + 2), 1.0),
-        ("replicas R=3", r3 / rho, r3 / (rho + 2), 2.0),
-        # Mode parity: the meta fragment and the filter are columns of the stripe.
-        ("parity m=1", group(rho + 1, 1), group(rho + 3, 1), 1.0 / rho),
-        ("parity m=2", group(rho + 2, 2), group(rho + 4, 2), 2.0 / rho),
+        ("none", group(rho, 0), group(rho + 1, 0), 0.0),
+        ("replicas R=2", r2 / rho, r2 / (rho + 1), 1.0),
+        ("replicas R=3", r3 / rho, r3 / (rho + 1), 2.0),
+        # Mode parity: the meta fragment followed by the filter is one column of the stripe.
+        ("parity m=1", group(rho + 1, 1), group(rho + 2, 1), 1.0 / rho),
+        ("parity m=2", group(rho + 2, 2), group(rho + 3, 2), 2.0 / rho),
         # Mode hybrid: parity over the data, replicas of the meta fragment and filter.
-        ("hybrid m=1", group(rho + 1, 1), series(group(rho + 1, 1), meta, meta), 1.0 / rho),
+        ("hybrid m=1", group(rho + 1, 1), series(group(rho + 1, 1), meta), 1.0 / rho),
     ]
 
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct LtcAssignment {
   std::map<uint32_t, uint64_t> owner_epochs;
   // Every StoC of the cluster: id -> exchange-transport address.
   std::map<uint32_t, std::string> stocs;
+  // StoCs of `stocs` being drained (nova_admin drain-stoc): read, never given new data;
+  // ranges move their copies off them.
+  std::set<uint32_t> draining_stocs;
   // Every LogC of the cluster: id -> exchange-transport address (docs/durability.md).
   std::map<std::string, std::string> logcs;
   // Cluster-wide settings of the configuration (e.g. "log_mode"); empty when static.

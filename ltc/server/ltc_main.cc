@@ -26,6 +26,7 @@
 #include "ltc/server/range_backend.h"
 #include "ltc/server/range_migrator.h"
 #include "ltc/server/zk_assignment_source.h"
+#include "stoc/client/stoc_table_store.h"
 
 DECLARE_string(listen_host);
 DECLARE_int32(listen_port);
@@ -80,8 +81,20 @@ DEFINE_string(ltc_compaction_offload, "none",
               "Where compactions run: none (here), round-robin or least-loaded (StoCs)");
 DEFINE_uint64(ltc_l0_stop_write_mb, 256, "Level-0 size at which writes stop, MiB "
               "(writes slow down from 3/4 of it)");
-DEFINE_int32(ltc_manifest_replicas, 1, "Replicas of each range's MANIFEST on StoCs");
-DEFINE_int32(ltc_fragment_replicas, 1, "R: replicas of each table fragment on StoCs");
+DEFINE_int32(ltc_manifest_replicas, 2,
+             "Replicas of each range's MANIFEST on StoCs (at most the StoCs there are)");
+DEFINE_string(ltc_table_availability, "hybrid",
+              "How tables survive the loss of StoCs (docs/stoc.md): none (one copy of each "
+              "fragment), replicas (--ltc_fragment_replicas copies), parity (one copy plus "
+              "--ltc_parity_fragments Reed-Solomon parity fragments over data and index), hybrid "
+              "(parity over the data, the index and filter replicated m + 1 times). The "
+              "configuration's table_availability setting overrides it");
+DEFINE_int32(ltc_fragment_replicas, 2,
+             "R: copies of each table fragment with --ltc_table_availability=replicas "
+             "(setting fragment_replicas)");
+DEFINE_int32(ltc_parity_fragments, 1,
+             "m: parity fragments per table with parity or hybrid, 1 to 4 (setting "
+             "parity_fragments); a table then survives the loss of any m StoCs");
 DEFINE_bool(ltc_lookup_index, true, "Lookup index (key -> memtable or L0 table)");
 DEFINE_bool(ltc_range_index, true, "Range index (partitions -> memtables and L0 tables)");
 
@@ -269,7 +282,21 @@ int main(int argc, char** argv) {
     s = nova::ltc::ParseOffloadPolicy(FLAGS_ltc_compaction_offload, &policy);
     if (!s.ok()) return BadFlags("--ltc_compaction_offload: " + s.ToString());
     no.offload_policy = FLAGS_ltc_compaction_offload;
+    s = nova::lsm::ParseTableAvailability(FLAGS_ltc_table_availability, &no.availability);
+    if (!s.ok()) return BadFlags("--ltc_table_availability: " + s.ToString());
+    if (FLAGS_ltc_fragment_replicas < 1 || FLAGS_ltc_fragment_replicas > 16) {
+      return BadFlags("--ltc_fragment_replicas must be from 1 to 16");
+    }
+    if (FLAGS_ltc_parity_fragments < 1 ||
+        FLAGS_ltc_parity_fragments > nova::stoc::kMaxParityFragments) {
+      return BadFlags("--ltc_parity_fragments must be from 1 to " +
+                      std::to_string(nova::stoc::kMaxParityFragments));
+    }
+    if (FLAGS_ltc_manifest_replicas < 1 || FLAGS_ltc_manifest_replicas > 16) {
+      return BadFlags("--ltc_manifest_replicas must be from 1 to 16");
+    }
     no.fragment_replicas = FLAGS_ltc_fragment_replicas;
+    no.parity_fragments = FLAGS_ltc_parity_fragments;
     no.log.mode = mode;
     no.log.replicas = log_replicas;
     no.log.min_insync_replicas = FLAGS_log_min_insync_replicas;
@@ -321,6 +348,11 @@ int main(int argc, char** argv) {
     zk_source = std::make_unique<nova::ltc::ZkAssignmentSource>(
         config_store.get(), FLAGS_ltc_id, kFirstConfigWait, incarnation);
     source = zk_source.get();
+  }
+  if (nova_backends) {
+    so.on_assignment = [b = nova_backends.get()](const nova::ltc::LtcAssignment& next) {
+      b->ApplyStocs(next);
+    };
   }
   nova::ltc::LtcServer server(so, source, factory, &metrics);
   nova::Status s = server.Init();

@@ -98,6 +98,7 @@ void LtcServer::ApplyLoop() {
     }
     const LtcAssignment a = *pending_;
     l.Unlock();
+    if (a.epoch > ranges_.epoch() && options_.on_assignment) options_.on_assignment(a);
     Status s = a.epoch <= ranges_.epoch() ? Status::OK() : ApplyAssignment(a);
     l.Lock();
     if (s.ok()) {

@@ -33,6 +33,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,6 +70,10 @@ struct LtcServerOptions {
   // up to this long for it, then gets Unavailable (clients retry until their deadline).
   // At most half the worker threads wait at once, so other ranges are always served.
   std::chrono::milliseconds recovery_wait{100};
+  // Called by the applier with every assignment newer than the one in force, before it is
+  // applied (e.g. NovaBackends::ApplyStocs: the cluster's StoCs changed). Must not block
+  // for long. Null: nothing.
+  std::function<void(const LtcAssignment&)> on_assignment;
 };
 
 class LtcServer {

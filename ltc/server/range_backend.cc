@@ -126,6 +126,7 @@ class NovaBackend final : public RangeBackend {
  public:
   NovaBackend() = default;
   ~NovaBackend() override {
+    if (unregister_) unregister_();  // NovaBackends stops applying StoC changes to it
     metrics_.reset();
     if (engine_ != nullptr && fence_->fired()) {
       // A newer owner has the range: nothing more is written (its memtables are in the
@@ -199,6 +200,7 @@ class NovaBackend final : public RangeBackend {
 
   // Shared with the engine's on_fenced callback.
   std::shared_ptr<FenceNotice> fence_ = std::make_shared<FenceNotice>();
+  std::function<void()> unregister_;  // set by NovaBackends::Impl::Open
   std::unique_ptr<stoc::StocTableStore> store_;
   std::unique_ptr<LogcMemtableLog> log_;  // null with log mode none
   std::unique_ptr<RangeEngine> engine_;
@@ -235,6 +237,79 @@ BackendFactory LevelDbBackendFactory(LevelDbBackendOptions options) {
   };
 }
 
+// The StoCs whose copies a range must move: those that left the configuration (not in
+// `ids`) and those being drained. Both ascending.
+bool MustMove(const std::vector<uint32_t>& ids, const std::vector<uint32_t>& draining,
+              uint32_t stoc) {
+  return !std::binary_search(ids.begin(), ids.end(), stoc) ||
+         std::binary_search(draining.begin(), draining.end(), stoc);
+}
+
+// How a range's tables are kept (NovaBackendOptions: the flags, overridden by the
+// configuration's settings, reduced to what `usable` StoCs allow).
+struct Availability {
+  lsm::TableAvailability mode = lsm::TableAvailability::kReplicas;
+  int replicas = 1;
+  int parity = 1;
+  int manifest_replicas = 1;
+};
+
+Status ParseSmallInt(const std::map<std::string, std::string>& settings, const char* key,
+                     int lo, int hi, int* out) {
+  auto it = settings.find(key);
+  if (it == settings.end()) return Status::OK();
+  char* end = nullptr;
+  const long v = std::strtol(it->second.c_str(), &end, 10);
+  if (end == it->second.c_str() || *end != '\0' || v < lo || v > hi) {
+    return Status::InvalidArgument(std::string("the cluster's ") + key + " setting '" +
+                                   it->second + "' is not a number from " + std::to_string(lo) +
+                                   " to " + std::to_string(hi));
+  }
+  *out = static_cast<int>(v);
+  return Status::OK();
+}
+
+Result<Availability> ResolveAvailability(const NovaBackendOptions& o, const LtcAssignment& a,
+                                         size_t usable, uint32_t range) {
+  Availability v;
+  v.mode = o.availability;
+  v.replicas = o.fragment_replicas;
+  v.parity = o.parity_fragments;
+  v.manifest_replicas = o.manifest_replicas;
+  if (auto it = a.settings.find("table_availability"); it != a.settings.end()) {
+    NOVA_RETURN_NOT_OK_PREPEND(lsm::ParseTableAvailability(it->second, &v.mode),
+                               "the cluster's table_availability setting");
+  }
+  NOVA_RETURN_NOT_OK(ParseSmallInt(a.settings, "fragment_replicas", 1, 16, &v.replicas));
+  NOVA_RETURN_NOT_OK(
+      ParseSmallInt(a.settings, "parity_fragments", 1, stoc::kMaxParityFragments, &v.parity));
+  const int n = static_cast<int>(std::max<size_t>(usable, 1));
+  const int rho = static_cast<int>(std::max<uint32_t>(o.engine.scatter_width, 1));
+  const char* before = lsm::TableAvailabilityName(v.mode);
+  std::string why;
+  if (v.mode == lsm::TableAvailability::kParity && n < rho + 1 + v.parity) {
+    why = "a parity stripe needs " + std::to_string(rho + 1 + v.parity) + " StoCs";
+  } else if (v.mode == lsm::TableAvailability::kHybrid && n < std::max(rho, 1) + v.parity) {
+    why = "a hybrid stripe needs " + std::to_string(rho + v.parity) + " StoCs";
+  }
+  if (!why.empty()) {
+    v.replicas = std::min(v.parity + 1, n);
+    v.mode = lsm::TableAvailability::kReplicas;
+  }
+  if (v.mode == lsm::TableAvailability::kNone) v.replicas = 1;
+  if (v.mode == lsm::TableAvailability::kReplicas && v.replicas > n) {
+    why = "only " + std::to_string(n) + " StoCs take data";
+    v.replicas = n;
+  }
+  v.manifest_replicas = std::min(v.manifest_replicas, n);
+  if (!why.empty()) {
+    LOG(WARNING) << "range " << range << ": table availability " << before << " falls back to "
+                 << v.replicas << " cop" << (v.replicas == 1 ? "y" : "ies")
+                 << " of each fragment: " << why;
+  }
+  return v;
+}
+
 struct NovaBackends::Impl {
   Impl(NovaBackendOptions o, MetricsRegistry* m) : options(std::move(o)), metrics(m) {}
   const NovaBackendOptions options;
@@ -252,6 +327,67 @@ struct NovaBackends::Impl {
   // keeps that StoC set).
   std::map<uint32_t, std::string> stocs GUARDED_BY(mu);
   std::unique_ptr<StocCompactionOffloader> offloader GUARDED_BY(mu);
+  // The cluster's StoCs as the newest assignment has them (ApplyStocs, or the first Open):
+  // ids ascending, and of them the draining ones.
+  uint64_t stocs_epoch GUARDED_BY(mu) = 0;
+  std::vector<uint32_t> stoc_ids GUARDED_BY(mu);
+  std::vector<uint32_t> draining GUARDED_BY(mu);
+  // The open ranges (range -> backend), to apply StoC changes to.
+  std::map<uint32_t, NovaBackend*> open GUARDED_BY(mu);
+  // Moves MANIFESTs off StoCs that are draining or gone (StocTableStore::EvacuateManifest).
+  ThreadPool evacuate_pool{"ltc-evacuate", 1, 1024};
+
+  // Records the StoCs of `a` if it is newer than what is recorded. REQUIRES: mu held.
+  void NoteStocsLocked(const LtcAssignment& a) REQUIRES(mu) {
+    if (a.epoch < stocs_epoch || (a.epoch == stocs_epoch && !stoc_ids.empty())) return;
+    stocs_epoch = a.epoch;
+    stoc_ids.clear();
+    draining.clear();
+    for (const auto& [id, addr] : a.stocs) stoc_ids.push_back(id);
+    for (uint32_t id : a.draining_stocs) {
+      if (a.stocs.count(id) != 0) draining.push_back(id);
+    }
+  }
+  // The usable StoCs (id -> address): recorded, not draining. REQUIRES: mu held.
+  std::map<uint32_t, std::string> UsableLocked() const REQUIRES(mu) {
+    std::map<uint32_t, std::string> out;
+    for (uint32_t id : stoc_ids) {
+      auto it = stocs.find(id);
+      if (it != stocs.end() && !std::binary_search(draining.begin(), draining.end(), id)) {
+        out.insert(*it);
+      }
+    }
+    return out;
+  }
+  std::map<uint32_t, std::string> CurrentLocked() const REQUIRES(mu) {
+    std::map<uint32_t, std::string> out;
+    for (uint32_t id : stoc_ids) {
+      auto it = stocs.find(id);
+      if (it != stocs.end()) out.insert(*it);
+    }
+    return out;
+  }
+  // Tells backend `b` the recorded StoCs. REQUIRES: mu held.
+  void ApplyToLocked(NovaBackend* b) REQUIRES(mu) {
+    b->store_->SetStocs(stoc_ids, draining);
+    b->engine_->SetEvacuatedStocs(
+        [ids = stoc_ids, dr = draining](uint32_t id) { return MustMove(ids, dr, id); });
+  }
+  // Queues a move of range `range`'s MANIFEST off StoCs it must leave (if any).
+  void QueueManifestEvacuation(uint32_t range) {
+    Status s = evacuate_pool.Submit([this, range] {
+      MutexLock l(&mu);  // the backend cannot close meanwhile
+      auto it = open.find(range);
+      if (it == open.end()) return;
+      const auto must_move = [ids = stoc_ids, dr = draining](uint32_t id) {
+        return MustMove(ids, dr, id);
+      };
+      Status e = it->second->store_->EvacuateManifest(must_move);
+      LOG_IF(WARNING, !e.ok() && !e.IsFenced()) << e.ToString() << " (retried later)";
+    });
+    LOG_IF(WARNING, !s.ok()) << "range " << range << ": MANIFEST evacuation not queued: "
+                             << s.ToString();
+  }
 
   Result<std::unique_ptr<RangeBackend>> Open(const RangeInfo& range, const LtcAssignment& a)
       EXCLUDES(mu) {
@@ -259,6 +395,7 @@ struct NovaBackends::Impl {
       return Status::InvalidArgument("--engine=nova needs StoCs (--stoc=id@host:port,...)");
     }
     CompactionOffloader* offloader_ptr = nullptr;
+    size_t usable = 0;
     {
       MutexLock l(&mu);
       for (const auto& [id, addr] : a.stocs) {
@@ -267,11 +404,21 @@ struct NovaBackends::Impl {
                                    "connecting to StoC " + std::to_string(id));
         stocs[id] = addr;
       }
+      NoteStocsLocked(a);
+      usable = UsableLocked().size();
+    }
+    auto avail = ResolveAvailability(options, a, usable, range.id);
+    NOVA_RETURN_NOT_OK_PREPEND(avail.status(), "range " + std::to_string(range.id));
+    {
+      MutexLock l(&mu);
       if (policy != OffloadPolicy::kNone && offloader == nullptr) {
         StocCompactionOffloaderOptions oo;
         oo.policy = policy;
-        oo.stocs = stocs;
-        oo.fragment_replicas = static_cast<uint32_t>(options.fragment_replicas);
+        oo.stocs = UsableLocked();
+        oo.storage_stocs = CurrentLocked();
+        oo.fragment_replicas = static_cast<uint32_t>(avail->replicas);
+        oo.availability = avail->mode;
+        oo.parity_fragments = static_cast<uint32_t>(avail->parity);
         oo.placement = options.placement;
         auto off = std::make_unique<StocCompactionOffloader>(client.get(), oo);
         NOVA_RETURN_NOT_OK(off->Init());
@@ -336,9 +483,15 @@ struct NovaBackends::Impl {
     auto b = std::make_unique<NovaBackend>();
     stoc::StocTableStoreOptions so;
     so.range_id = range.id;
-    for (const auto& [id, addr] : a.stocs) so.stocs.push_back(id);
-    so.fragment_replicas = options.fragment_replicas;
-    so.manifest_replicas = options.manifest_replicas;
+    {
+      MutexLock l(&mu);
+      so.stocs = stoc_ids;
+      so.no_new_data = draining;
+    }
+    so.availability = avail->mode;
+    so.fragment_replicas = avail->replicas;
+    so.parity_fragments = avail->parity;
+    so.manifest_replicas = avail->manifest_replicas;
     if (!options.dir.empty()) {
       so.manifest_pointer_path =
           options.dir + "/manifests/r" + std::to_string(range.id) + ".pointer";
@@ -369,6 +522,18 @@ struct NovaBackends::Impl {
       options.migrated_opened(range.id, owner_epoch);
     }
     b->metrics_ = std::make_unique<EngineMetrics>(metrics, b->engine_.get(), range.id);
+    {
+      // From now on StoC changes reach it; the newest ones apply at once.
+      MutexLock l(&mu);
+      open[range.id] = b.get();
+      ApplyToLocked(b.get());
+      b->unregister_ = [this, id = range.id, ptr = b.get()] {
+        MutexLock l2(&mu);
+        auto it = open.find(id);
+        if (it != open.end() && it->second == ptr) open.erase(it);
+      };
+    }
+    QueueManifestEvacuation(range.id);
     std::unique_ptr<RangeBackend> out = std::move(b);
     return out;
   }
@@ -402,6 +567,57 @@ Status NovaBackends::Init() {
 BackendFactory NovaBackends::factory() {
   Impl* impl = impl_.get();
   return [impl](const RangeInfo& range, const LtcAssignment& a) { return impl->Open(range, a); };
+}
+
+void NovaBackends::ApplyStocs(const LtcAssignment& a) {
+  Impl* impl = impl_.get();
+  std::vector<uint32_t> ranges;
+  {
+    MutexLock l(&impl->mu);
+    if (a.epoch <= impl->stocs_epoch || impl->client == nullptr) return;
+    for (const auto& [id, addr] : a.stocs) {
+      if (impl->stocs.count(id) > 0) continue;
+      Status s = impl->client->AddStoc(id, addr);
+      if (!s.ok()) {
+        LOG(WARNING) << "connecting to StoC " << id << " at " << addr << ": " << s.ToString();
+        continue;
+      }
+      impl->stocs[id] = addr;
+    }
+    const std::vector<uint32_t> old_ids = impl->stoc_ids, old_draining = impl->draining;
+    impl->NoteStocsLocked(a);
+    if (impl->stoc_ids == old_ids && impl->draining == old_draining) return;
+    LOG(INFO) << "configuration epoch " << a.epoch << ": " << impl->stoc_ids.size() << " StoCs, "
+              << impl->draining.size() << " of them draining";
+    if (impl->offloader != nullptr) {
+      impl->offloader->SetStocs(impl->UsableLocked(), impl->CurrentLocked(), impl->draining);
+    }
+    for (const auto& [range, b] : impl->open) {
+      impl->ApplyToLocked(b);
+      ranges.push_back(range);
+    }
+  }
+  for (uint32_t range : ranges) impl->QueueManifestEvacuation(range);
+}
+
+NovaBackends::StocStatus NovaBackends::GetStocStatus() {
+  Impl* impl = impl_.get();
+  StocStatus st;
+  MutexLock l(&impl->mu);
+  st.config_epoch = impl->stocs_epoch;
+  const auto must_move = [ids = impl->stoc_ids, dr = impl->draining](uint32_t id) {
+    return MustMove(ids, dr, id);
+  };
+  for (uint32_t id : impl->draining) st.copies_to_move[id] = 0;
+  for (const auto& [range, b] : impl->open) {
+    const RelocationProgress p = b->engine_->GetRelocationProgress();
+    st.copies_at_risk += p.copies_at_risk;
+    st.tables_relocated += p.tables_relocated;
+    st.bytes_relocated += p.bytes_relocated;
+    st.relocation_failures += p.failures;
+    for (const auto& [stoc, n] : b->engine_->CopiesOnStocs(must_move)) st.copies_to_move[stoc] += n;
+  }
+  return st;
 }
 
 rpc::RpcEndpoint* NovaBackends::endpoint() { return &impl_->endpoint; }

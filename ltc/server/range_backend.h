@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -106,8 +107,15 @@ struct NovaBackendOptions {
   // Engine options of every range (range_id and the offloader are filled per range).
   EngineOptions engine;
   transport::TransportOptions transport;
+  // How tables survive StoC losses (docs/stoc.md, "Table availability"): the mode, R (mode
+  // replicas) and m (parity, hybrid). The configuration's table_availability,
+  // fragment_replicas and parity_fragments settings override them. A range opened with
+  // fewer StoCs than its mode needs falls back (logged): parity or hybrid to replicas, R to
+  // the StoCs there are (none with one StoC).
+  lsm::TableAvailability availability = lsm::TableAvailability::kReplicas;
   int fragment_replicas = 1;  // R
-  int manifest_replicas = 1;
+  int parity_fragments = 1;   // m
+  int manifest_replicas = 1;  // at most the StoCs there are
   lsm::PlacementPolicy placement = lsm::PlacementPolicy::kPowerOfD;
   std::string offload_policy = "none";  // --ltc_compaction_offload
   std::chrono::milliseconds stoc_timeout{30000};
@@ -153,6 +161,23 @@ class NovaBackends {
   // The factory; this must outlive every backend it opens. Connects to StoCs it has not
   // seen yet (AddStoc), then opens the range's engine over them.
   BackendFactory factory();
+  // A newer assignment: its StoCs become the open ranges' StoCs at once (new tables,
+  // MANIFESTs and offloaded compactions are placed on them; draining ones get nothing
+  // new), and every copy on a StoC that left the configuration or is draining is moved
+  // off it in the background (RangeEngine relocation; the MANIFEST too). Connects to new
+  // StoCs. Older or equal epochs are ignored. Thread-safe; does not block on I/O.
+  void ApplyStocs(const LtcAssignment& a);
+  // What this LTC's ranges still have on StoCs they must leave, for its status document
+  // (coordinator/config_store.h, PublishStatus).
+  struct StocStatus {
+    uint64_t config_epoch = 0;  // of the StoC set the figures are for
+    std::map<uint32_t, uint64_t> copies_to_move;  // per StoC that is draining or gone
+    uint64_t copies_at_risk = 0;
+    uint64_t tables_relocated = 0;
+    uint64_t bytes_relocated = 0;
+    uint64_t relocation_failures = 0;
+  };
+  StocStatus GetStocStatus();
   void Shutdown();
   // The exchange transport and its endpoint (valid after Init): the migrator calls other
   // LTCs through them, and the LTC publishes the transport's listen address ("xchg").
