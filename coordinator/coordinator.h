@@ -4,7 +4,9 @@
 // election. The leader keeps the published configuration in step with the members that
 // registered (policy in range_assigner.h): it adds new LTCs/LogCs/StoCs to the member
 // sets and assigns unassigned ranges, publishing each change as epoch + 1 with a
-// compare-and-set. Followers only watch, ready to take over.
+// compare-and-set. Followers only watch, ready to take over. The leader also tracks how
+// long each LTC and StoC of the configuration has been unregistered (failover, grace
+// removal: range_assigner.h rules 3, 4 and 7).
 //
 // Failure handling is deliberately narrow in this version: an LTC that disappears keeps
 // its ranges (the leader logs it; see OnLtcLost(), the failover hook), because
