@@ -12,8 +12,8 @@
 #   deploy/local_cluster.sh add     --dir DIR ltc     # start one more LTC, then rebalance
 #   deploy/local_cluster.sh remove  --dir DIR ltc-N   # move its ranges away, drop it, stop it
 #   deploy/local_cluster.sh add     --dir DIR stoc    # start one more StoC (next unused id)
-#   deploy/local_cluster.sh remove  --dir DIR stoc [--id N]  # drain it (nova_admin
-#                                   # remove-stoc), then stop it; default: the newest StoC
+#   deploy/local_cluster.sh remove  --dir DIR stoc [--id N] [--timeout_s=S]  # drain it
+#                                   # (nova_admin remove-stoc), stop it; default: newest
 #
 # start prints one line `NOVA_ZK=host:port NOVA_CLUSTER=name` once every range is served,
 # and writes it to DIR/cluster.env. Any other --flag=value is passed to every component and
@@ -282,7 +282,10 @@ remove_stoc() {
   fi
   [[ "$n" =~ ^[0-9]+$ ]] || die "remove stoc: --id wants a StoC number, got '$n'"
   [[ -f "$dir/cmd/stoc-$n" ]] || die "no component stoc-$n in $dir"
-  "$bin/nova_admin" remove-stoc "--stoc=$n" "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" >&2 ||
+  local u; u=$(undefok)
+  # Extra --flag=value arguments go to nova_admin (e.g. --timeout_s=600 for a big StoC).
+  "$bin/nova_admin" remove-stoc "--stoc=$n" "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" \
+    ${u:+"--undefok=$u"} "${extra[@]+"${extra[@]}"}" >&2 ||
     die "stoc-$n is not drained (nova_admin remove-stoc failed); it keeps running (re-run to wait again)"
   stop_one "stoc-$n"
   echo "removed stoc-$n (its data directory stays: $dir/data/stoc-$n)" >&2
