@@ -340,7 +340,9 @@ Status ConfigStore::PublishStatus(MemberKind kind, const std::string& id,
   {
     MutexLock l(&mu_);
     auto it = registrations_.find(path);
-    published_before = it != registrations_.end() && it->second.done_session != 0;
+    // Once published (done_session set, or take_over already given up by an earlier call).
+    published_before = it != registrations_.end() &&
+                       (it->second.done_session != 0 || !it->second.take_over);
   }
   // A node held by another session before the first success is a previous process's, whose
   // status is stale: take it over. After that it would be a newer process's (as Register's
