@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "client/admin_stocs.h"
 #include "client/nova_client.h"
 #include "client/zk_routing_source.h"
 #include "common/clock.h"
@@ -35,20 +36,30 @@ DEFINE_string(setting, "",
 DEFINE_int64(range, -1, "migrate-range: the id of the range to move");
 DEFINE_string(to, "", "migrate-range: the id of the LTC to move it to (as in nova_admin status)");
 DEFINE_string(ltc, "", "drain-ltc, undrain-ltc, remove-ltc: the id of the LTC");
+DEFINE_string(stoc, "",
+              "drain-stoc, undrain-stoc, remove-stoc: the id of the StoC (as in nova_admin "
+              "status)");
 DEFINE_bool(dry_run, false,
             "migrate-range, drain-ltc, remove-ltc, rebalance: print the moves, change nothing. "
             "Also accepted as --dry-run");
 DEFINE_bool(wait, true,
             "migrate-range, drain-ltc, remove-ltc, rebalance: wait until every moved range is "
-            "served by its new owner, printing each; --wait=false returns once the new "
-            "configuration is published");
+            "served by its new owner, printing each; drain-stoc, remove-stoc: wait until every "
+            "LTC reports no table copy left on the StoC, printing progress. --wait=false returns "
+            "once the new configuration is published");
 DEFINE_bool(live, true,
             "migrate-range, drain-ltc, remove-ltc, rebalance: move ranges by live migration "
             "(the destination copies the memtables from the source, which serves until a short "
             "hand-off; any log mode). --live=false: the new owner recovers each range from the "
             "MANIFEST and replays its logs (needs log_mode memory or disk)");
 DEFINE_int32(timeout_s, 120,
-             "how long the waiting commands wait for the moved ranges to be served, seconds");
+             "how long the waiting commands wait for the moved ranges to be served, or for a "
+             "StoC to be drained, seconds (a drain that takes longer goes on: re-run to wait "
+             "again)");
+
+// coordinator/zk_flags.cc: add-stoc echoes them in its example.
+DECLARE_string(zk);
+DECLARE_string(cluster);
 
 namespace {
 
@@ -66,7 +77,9 @@ constexpr char kUsage[] =
     "                 coordinator then assigns them to registered LTCs\n"
     "  status         table of components: kind, id, address, state (alive: registered and\n"
     "                 in the configuration; joining: registered, not yet in it; dead: in it,\n"
-    "                 not registered), ranges owned; then the migrations queued or running\n"
+    "                 not registered; removed: a StoC out of it, still draining; draining),\n"
+    "                 ranges owned; then the migrations queued or running, then each LTC's\n"
+    "                 status (table copies at risk and to move per StoC, relocation totals)\n"
     "  show-config    print the configuration document (JSON)\n"
     "  migrate-range --range ID --to LTC\n"
     "                 move a range to another live LTC: queued as a live migration (the\n"
@@ -81,8 +94,18 @@ constexpr char kUsage[] =
     "                 drain the LTC and drop it from the configuration (then stop it)\n"
     "  rebalance [--dry-run]\n"
     "                 even out the ranges over the live LTCs (a new LTC joins empty: run this)\n"
+    "  drain-stoc --stoc ID\n"
+    "                 mark the StoC draining: the LTCs place no new table copy on it and move\n"
+    "                 the copies it holds to the other StoCs; waits until every LTC owning\n"
+    "                 ranges reports none left (--wait, --timeout_s), printing progress;\n"
+    "                 undrain-stoc --stoc ID lets it take new copies again\n"
+    "  remove-stoc --stoc ID\n"
+    "                 drain the StoC, then drop it from the configuration (then stop it; its\n"
+    "                 id stays draining, so a process that still runs is never used again)\n"
+    "  add-stoc       explains how a StoC is added: by starting one\n"
     "The moving commands wait until each moved range is served (--wait, --timeout_s), print\n"
-    "one line per range, exit 1 if one is not, and are safe to re-run.";
+    "one line per range, exit 1 if one is not, and are safe to re-run; so are drain-stoc and\n"
+    "remove-stoc.";
 
 int Usage(const std::string& message) {
   std::fprintf(stderr, "nova_admin: %s\n(see nova_admin --help)\n", message.c_str());
@@ -219,13 +242,18 @@ int PrintStatus(const co::ConfigStoreOptions& options) {
     if (in_config != nullptr) {
       for (const auto& [id, address] : *in_config) ids.insert(id);
     }
+    // Removed StoCs stay draining: listed so that a process still running shows up.
+    if (kind == co::MemberKind::kStoc) ids.insert(config->draining_stocs.begin(), config->draining_stocs.end());
     for (const std::string& id : ids) {
       auto reg = registered->find(id);
       const bool alive = reg != registered->end();
       const bool member = in_config == nullptr || in_config->count(id) > 0;
-      std::string address = alive ? reg->second.MainAddress() : in_config->at(id);
-      std::string state = !alive ? "dead" : member ? "alive" : "joining";
+      std::string address = alive ? reg->second.MainAddress() : member ? in_config->at(id) : "";
+      std::string state = !alive ? (member ? "dead" : "removed") : member ? "alive" : "joining";
       if (kind == co::MemberKind::kLtc && config->draining.count(id) > 0) state += " (draining)";
+      if (kind == co::MemberKind::kStoc && config->draining_stocs.count(id) > 0) {
+        state += " (draining)";
+      }
       if (kind == co::MemberKind::kCoordinator && id == leader) state += " (leader)";
       const std::string ranges = kind == co::MemberKind::kLtc ? JoinIds(config->RangesOf(id)) : "-";
       rows.push_back(
@@ -260,6 +288,8 @@ int PrintStatus(const co::ConfigStoreOptions& options) {
                   state.c_str());
     }
   }
+  s = client::PrintLtcStatuses(&store, config.value());
+  if (!s.ok()) return Fail(s.Prepend("reading the LTCs' status"));
   return 0;
 }
 
@@ -520,6 +550,93 @@ int Undrain(const co::ConfigStoreOptions& options, const std::string& ltc) {
   return 0;
 }
 
+// ---- StoCs -----------------------------------------------------------------------------
+
+// drain-stoc and remove-stoc.
+int DrainStoc(const co::ConfigStoreOptions& options, const std::string& stoc, bool remove) {
+  const std::string what = remove ? "remove-stoc" : "drain-stoc";
+  co::ConfigStore store(options);
+  Status s = Connect(&store);
+  if (!s.ok()) return Fail(s);
+  uint64_t epoch = 0;
+  bool removed_before = false;
+  s = UpdateConfigWith(&store, [&](co::ClusterConfig* c) -> nova::Result<bool> {
+    removed_before = c->stocs.count(stoc) == 0 && c->draining_stocs.count(stoc) > 0;
+    auto next = co::PlanStocDrain(*c, stoc);
+    if (!next.ok()) return next.status();
+    const bool change = !(next.value() == *c);
+    *c = std::move(next.value());
+    epoch = c->epoch + (change ? 1 : 0);  // UpdateConfigWith bumps it
+    return change;
+  });
+  if (!s.ok()) return Fail(s.Prepend(what));
+  if (removed_before) {
+    std::printf("%s: StoC %s is already out of the configuration (and stays draining)\n",
+                what.c_str(), stoc.c_str());
+    return 0;
+  }
+  std::printf("%s: StoC %s is draining from configuration epoch %llu\n", what.c_str(),
+              stoc.c_str(), static_cast<unsigned long long>(epoch));
+  std::fflush(stdout);
+  if (!FLAGS_wait) {
+    std::printf("%s: not waiting; nova_admin status shows the LTCs' progress%s\n", what.c_str(),
+                remove ? ", re-run remove-stoc to remove it once drained" : "");
+    return 0;
+  }
+  s = client::WaitStocDrained(&store, what, stoc, epoch, std::chrono::seconds(FLAGS_timeout_s));
+  if (!s.ok()) return Fail(s);
+  if (!remove) {
+    std::printf("drain-stoc: StoC %s is drained and gets no new table copies (undrain-stoc "
+                "lets it take some again; remove-stoc drops it)\n", stoc.c_str());
+    return 0;
+  }
+  s = UpdateConfigWith(&store, [&](co::ClusterConfig* c) -> nova::Result<bool> {
+    auto next = co::PlanStocRemoval(*c, stoc);
+    if (!next.ok()) return next.status();
+    const bool change = !(next.value() == *c);
+    *c = std::move(next.value());
+    return change;
+  });
+  if (!s.ok()) return Fail(s.Prepend(what));
+  std::printf("remove-stoc: StoC %s holds nothing and is out of the configuration: stop it now "
+              "(deploy/local_cluster.sh remove stoc --id %s does both); it stays draining, so "
+              "while it runs it is listed again but never used\n", stoc.c_str(), stoc.c_str());
+  return 0;
+}
+
+int UndrainStoc(const co::ConfigStoreOptions& options, const std::string& stoc) {
+  co::ConfigStore store(options);
+  Status s = Connect(&store);
+  if (!s.ok()) return Fail(s);
+  bool was_draining = false;
+  s = UpdateConfigWith(&store, [&](co::ClusterConfig* c) -> nova::Result<bool> {
+    was_draining = c->draining_stocs.erase(stoc) > 0;
+    return was_draining;
+  });
+  if (!s.ok()) return Fail(s);
+  if (!was_draining) {
+    std::printf("undrain-stoc: StoC %s is not draining\n", stoc.c_str());
+  } else {
+    std::printf("undrain-stoc: StoC %s takes new table copies again (once it is in the "
+                "configuration: registered)\n", stoc.c_str());
+  }
+  return 0;
+}
+
+int AddStoc() {
+  std::printf(
+      "add-stoc: a StoC is added by starting one; it registers in ZooKeeper, the coordinator\n"
+      "adds it to the configuration, and every LTC places new table copies on it at once:\n"
+      "  nova_stoc --zk=%s --cluster=%s --stoc_id=N --stoc_dir=DIR "
+      "--cluster_secret_file=FILE [--listen_port=P]\n"
+      "with an id N never used before in this cluster (an id removed by remove-stoc stays\n"
+      "draining: undrain-stoc it first to reuse it). Locally: deploy/local_cluster.sh add --dir "
+      "DIR stoc\n",
+      FLAGS_zk.empty() ? "HOST:PORT" : FLAGS_zk.c_str(),
+      FLAGS_cluster.empty() ? "NAME" : FLAGS_cluster.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -536,10 +653,18 @@ int main(int argc, char** argv) {
 
   if (n != 2) return Usage(n < 2 ? "no command given" : "more than one command given");
   const std::string command = v[1];
-  const std::set<std::string> commands = {"create-cluster", "status",     "show-config",
-                                          "migrate-range",  "drain-ltc",  "undrain-ltc",
-                                          "remove-ltc",     "rebalance"};
+  const std::set<std::string> commands = {
+      "create-cluster", "status",     "show-config", "migrate-range", "drain-ltc",
+      "undrain-ltc",    "remove-ltc", "rebalance",   "drain-stoc",    "undrain-stoc",
+      "remove-stoc",    "add-stoc"};
   if (commands.count(command) == 0) return Usage("unknown command '" + command + "'");
+  if (command == "add-stoc") return AddStoc();
+  const bool stoc_command =
+      command == "drain-stoc" || command == "undrain-stoc" || command == "remove-stoc";
+  if (stoc_command && FLAGS_stoc.empty()) return Usage(command + " needs --stoc ID");
+  if (!stoc_command && !FLAGS_stoc.empty()) {
+    return Usage("--stoc only applies to drain-stoc, undrain-stoc and remove-stoc");
+  }
   if (command == "migrate-range" && (FLAGS_range < 0 || FLAGS_range > UINT32_MAX || FLAGS_to.empty())) {
     return Usage("migrate-range needs --range ID (a range id, see nova_admin status) and --to LTC");
   }
@@ -558,6 +683,10 @@ int main(int argc, char** argv) {
   if (command == "status") return PrintStatus(options.value());
   if (command == "show-config") return ShowConfig(options.value());
   if (command == "undrain-ltc") return Undrain(options.value(), FLAGS_ltc);
+  if (command == "drain-stoc" || command == "remove-stoc") {
+    return DrainStoc(options.value(), FLAGS_stoc, command == "remove-stoc");
+  }
+  if (command == "undrain-stoc") return UndrainStoc(options.value(), FLAGS_stoc);
   if (command == "migrate-range") {
     const auto range = static_cast<uint32_t>(FLAGS_range);
     const std::string to = FLAGS_to;

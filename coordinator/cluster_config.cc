@@ -34,6 +34,7 @@ constexpr char kLogcsField[] = "logcs";
 constexpr char kStocsField[] = "stocs";
 constexpr char kSettingsField[] = "settings";
 constexpr char kDrainingField[] = "draining";
+constexpr char kDrainingStocsField[] = "draining_stocs";  // absent in older documents
 constexpr char kLtcIncarnationsField[] = "ltc_incarnations";
 constexpr char kMigrationsField[] = "migrations";
 
@@ -131,6 +132,27 @@ Status ValidateMembers(const std::map<std::string, std::string>& members, const 
   return Status::OK();
 }
 
+Status ValidateIds(const std::set<std::string>& ids, const char* what) {
+  for (const std::string& id : ids) {
+    Status s = ValidateMemberId(id);
+    if (!s.ok()) return s.Prepend(what);
+  }
+  return Status::OK();
+}
+
+// Reads an array of member ids (absent: empty).
+Status ReadIdSet(const json& doc, const char* field, const char* what, std::set<std::string>* out) {
+  auto d = doc.find(field);
+  if (d == doc.end()) return Status::OK();
+  const Status bad = Status::Corruption(std::string(field) + ": want an array of " + what + " ids");
+  if (!d->is_array()) return bad;
+  for (const json& id : *d) {
+    if (!id.is_string()) return bad;
+    out->insert(id.get<std::string>());
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 const char* MemberKindName(MemberKind kind) {
@@ -179,6 +201,8 @@ Status ClusterConfig::Validate() const {
   NOVA_RETURN_NOT_OK(ValidateMembers(ltcs, "ltcs: "));
   NOVA_RETURN_NOT_OK(ValidateMembers(logcs, "logcs: "));
   NOVA_RETURN_NOT_OK(ValidateMembers(stocs, "stocs: "));
+  NOVA_RETURN_NOT_OK(ValidateIds(draining, "draining: "));
+  NOVA_RETURN_NOT_OK(ValidateIds(draining_stocs, "draining_stocs: "));
   if (!ranges.front().keys.start.empty()) {
     return Status::InvalidArgument("ranges[0] must start at the empty key");
   }
@@ -263,6 +287,7 @@ std::string ClusterConfig::ToJson() const {
   doc[kStocsField] = stocs;
   doc[kSettingsField] = settings;
   doc[kDrainingField] = draining;
+  doc[kDrainingStocsField] = draining_stocs;
   doc[kLtcIncarnationsField] = ltc_incarnations;
   json ms = json::array();
   for (const RangeMigration& m : migrations) {
@@ -318,13 +343,8 @@ Result<ClusterConfig> ClusterConfig::FromJson(std::string_view text) {
   NOVA_RETURN_NOT_OK(ReadStringMap(doc, kStocsField, &config.stocs));
   NOVA_RETURN_NOT_OK(ReadStringMap(doc, kSettingsField, &config.settings));
   NOVA_RETURN_NOT_OK(ReadStringMap(doc, kLtcIncarnationsField, &config.ltc_incarnations));
-  if (auto d = doc.find(kDrainingField); d != doc.end()) {
-    if (!d->is_array()) return Status::Corruption("draining: want an array of LTC ids");
-    for (const json& id : *d) {
-      if (!id.is_string()) return Status::Corruption("draining: want an array of LTC ids");
-      config.draining.insert(id.get<std::string>());
-    }
-  }
+  NOVA_RETURN_NOT_OK(ReadIdSet(doc, kDrainingField, "LTC", &config.draining));
+  NOVA_RETURN_NOT_OK(ReadIdSet(doc, kDrainingStocsField, "StoC", &config.draining_stocs));
   if (auto ms = doc.find(kMigrationsField); ms != doc.end()) {
     if (!ms->is_array()) return Status::Corruption("migrations: want an array");
     config.migrations.resize(ms->size());

@@ -94,6 +94,13 @@ struct ClusterConfig {
   // them (assignment, failover, rebalance). An id leaves the set when it leaves `ltcs`, or
   // by nova_admin undrain-ltc. JSON "draining" (an array; absent in older documents).
   std::set<std::string> draining;
+  // StoCs being drained or removed (nova_admin drain-stoc / remove-stoc): LTCs place no new
+  // table copy on them and move the copies they hold elsewhere (docs/coordinator.md,
+  // "StoCs coming and going"). Unlike `draining`, an id may stay here after it left `stocs`:
+  // remove-stoc keeps it, so that the same process, should it still run or restart, joins
+  // again (rule 1) but is never used for new data. An id leaves the set only by nova_admin
+  // undrain-stoc. JSON "draining_stocs" (an array; absent in older documents).
+  std::set<std::string> draining_stocs;
   // The process incarnation of each LTC (a random id each nova_ltc publishes when it
   // registers): a new one bumps the owner epochs of that LTC's ranges, and an LTC serves no
   // range until the configuration names its incarnation (docs/coordinator.md). JSON
@@ -113,7 +120,8 @@ struct ClusterConfig {
   // Returns OK if the document is consistent: a cluster name; at least one range; ids
   // unique; ranges[0].keys.start == ""; each range's end equals the next one's start and is
   // greater than its start; only the last range is unbounded; every range owner is a key
-  // of `ltcs`; member ids valid. Otherwise InvalidArgument naming the first problem.
+  // of `ltcs`; member ids valid (also those in `draining` and `draining_stocs`). Otherwise
+  // InvalidArgument naming the first problem.
   Status Validate() const;
 
   // Pretty-printed JSON (2-space indent, trailing newline). REQUIRES: nothing; an invalid

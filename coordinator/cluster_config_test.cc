@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 #include <string>
 
 #include "common/status.h"
@@ -80,6 +81,40 @@ TEST(ClusterConfigTest, OwnerEpochIsZeroInOlderDocumentsAndBumpsWithEveryNewOwne
   EXPECT_EQ(r.owner_epoch, 2u);
   r.SetOwner("");
   EXPECT_EQ(r.owner_epoch, 3u);
+}
+
+TEST(ClusterConfigTest, DrainingStocsRoundTripAndAreAbsentInOlderDocuments) {
+  ClusterConfig c = FourRanges();
+  // A draining StoC may be a member or not (remove-stoc keeps the id after removing it).
+  c.draining_stocs = {"stoc-1", "7"};
+  auto parsed = ClusterConfig::FromJson(c.ToJson());
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->draining_stocs, (std::set<std::string>{"7", "stoc-1"}));
+  EXPECT_EQ(parsed.value(), c);
+
+  // A document written before the field: absent, read as empty.
+  c.draining_stocs.clear();
+  std::string doc = c.ToJson();
+  const std::string field = "\"draining_stocs\": [],";
+  const size_t at = doc.find(field);
+  ASSERT_NE(at, std::string::npos) << doc;
+  doc.erase(at, field.size());
+  ASSERT_EQ(doc.find("draining_stocs"), std::string::npos) << doc;
+  parsed = ClusterConfig::FromJson(doc);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_TRUE(parsed->draining_stocs.empty());
+
+  // Ids must be valid member ids (as in `draining`); wrong types are Corruption.
+  ClusterConfig bad = FourRanges();
+  bad.draining_stocs = {"../x"};
+  EXPECT_TRUE(bad.Validate().IsInvalidArgument());
+  EXPECT_FALSE(ClusterConfig::FromJson(bad.ToJson()).ok());
+  bad = FourRanges();
+  bad.draining = {"a b"};
+  EXPECT_TRUE(bad.Validate().IsInvalidArgument());
+  std::string typed = FourRanges().ToJson();
+  typed.replace(typed.find("\"draining_stocs\": []"), 20, "\"draining_stocs\": [3]");
+  EXPECT_EQ(ClusterConfig::FromJson(typed).status().code(), Status::Code::kCorruption);
 }
 
 TEST(ClusterConfigTest, ArbitraryBytesSurviveInBounds) {

@@ -72,6 +72,12 @@ std::string ConfigStore::MemberPath(MemberKind kind, const std::string& id) cons
   return MembersPath(kind) + "/" + id;
 }
 std::string ConfigStore::ElectionPath() const { return RootPath() + "/coordinator/leader"; }
+std::string ConfigStore::StatusesPath(MemberKind kind) const {
+  return RootPath() + "/status/" + MemberKindName(kind);
+}
+std::string ConfigStore::StatusPath(MemberKind kind, const std::string& id) const {
+  return StatusesPath(kind) + "/" + id;
+}
 
 Status ConfigStore::Init() {
   if (options_.zk_servers.empty()) return Status::InvalidArgument("--zk: no ZooKeeper servers");
@@ -313,29 +319,80 @@ void ConfigStore::RunMembersCallbacks() {
 Status ConfigStore::Register(MemberKind kind, const std::string& id, const MemberInfo& info,
                              bool take_over) {
   NOVA_RETURN_NOT_OK(ValidateMemberId(id));
-  const std::string path = MemberPath(kind, id);
-  const std::string data = info.ToJson();
+  return Keep("register", MemberPath(kind, id), Registration{kind, id, info.ToJson(), 0, take_over});
+}
+
+Status ConfigStore::PublishStatus(MemberKind kind, const std::string& id,
+                                  const std::string& text) {
+  NOVA_RETURN_NOT_OK(ValidateMemberId(id));
+  if (text.size() > kMaxStatusBytes) {
+    return Status::InvalidArgument("status of " + std::string(MemberKindName(kind)) + " " + id +
+                                   ": " + std::to_string(text.size()) + " bytes, more than " +
+                                   std::to_string(kMaxStatusBytes));
+  }
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return Status::InvalidArgument("status of " + std::string(MemberKindName(kind)) + " " + id +
+                                   ": not a JSON object");
+  }
+  const std::string path = StatusPath(kind, id);
+  bool published_before = false;
+  {
+    MutexLock l(&mu_);
+    auto it = registrations_.find(path);
+    // Once published (done_session set, or take_over already given up by an earlier call).
+    published_before = it != registrations_.end() &&
+                       (it->second.done_session != 0 || !it->second.take_over);
+  }
+  // A node held by another session before the first success is a previous process's, whose
+  // status is stale: take it over. After that it would be a newer process's (as Register's
+  // take_over).
+  return Keep("publish status", path, Registration{kind, id, text, 0, !published_before});
+}
+
+Status ConfigStore::Keep(const std::string& what, const std::string& path, Registration reg) {
+  const std::string data = reg.data;
+  const bool take_over = reg.take_over;
   MutexLock s(&sync_mu_);
   {
     MutexLock l(&mu_);
-    registrations_[path] = Registration{kind, id, data, 0, take_over};
+    registrations_[path] = std::move(reg);
   }
   // The node's owner is checked against the session, so know it first.
   if (!zk_->WaitConnected(options_.op_timeout)) {
     Wake();  // the background thread registers once a session exists
-    return Status::Unavailable("register " + path + ": no connection to ZooKeeper at " +
+    return Status::Unavailable(what + " " + path + ": no connection to ZooKeeper at " +
                                options_.zk_servers);
   }
   const int64_t session = zk_->session_id();
   Status st = EnsureRegistered(path, data, session, take_over);
   if (st.ok()) {
     MutexLock l(&mu_);
-    registrations_[path].done_session = session;
-    LOG(INFO) << "registered " << path << " (session " << SessionHex(session) << ")";
+    auto it = registrations_.find(path);
+    if (it != registrations_.end() && it->second.data == data) it->second.done_session = session;
+    VLOG_IF(1, what != "register") << what << " " << path;
+    LOG_IF(INFO, what == "register") << "registered " << path << " (session "
+                                     << SessionHex(session) << ")";
   } else {
     Wake();  // the background thread keeps trying
   }
   return st;
+}
+
+Result<std::map<std::string, std::string>> ConfigStore::ReadStatuses(MemberKind kind) {
+  std::map<std::string, std::string> statuses;
+  std::vector<std::string> children;
+  Status s = zk_->GetChildren(StatusesPath(kind), &children);
+  if (s.IsNotFound()) return statuses;
+  NOVA_RETURN_NOT_OK(s);
+  for (const std::string& id : children) {
+    std::string data;
+    s = zk_->Get(StatusPath(kind, id), &data, nullptr);
+    if (s.IsNotFound()) continue;  // its session closed between the list and the read
+    NOVA_RETURN_NOT_OK(s);
+    statuses[id] = std::move(data);
+  }
+  return statuses;
 }
 
 Status ConfigStore::Unregister(MemberKind kind, const std::string& id) {

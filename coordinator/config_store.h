@@ -4,6 +4,8 @@
 //   /nova/<cluster>/config                       the ClusterConfig document (JSON)
 //   /nova/<cluster>/members/{ltc,logc,stoc,coordinator}/<id>   ephemeral: MemberInfo JSON
 //   /nova/<cluster>/coordinator/leader/n_<seq>   ephemeral sequential: election candidates
+//   /nova/<cluster>/status/{ltc,logc,stoc,coordinator}/<id>    ephemeral: a component's
+//                                                status document (JSON, e.g. LtcStatus)
 //
 // A component calls Register() once and WatchConfig(); ConfigStore keeps both true across
 // connection loss and session expiry by itself, on a background thread that retries with
@@ -111,6 +113,23 @@ class ConfigStore {
   // Stops keeping the node and deletes it. OK if it was not there.
   Status Unregister(MemberKind kind, const std::string& id) EXCLUDES(sync_mu_, callback_mu_, mu_);
 
+  // Publishes status/<kind>/<id> (ephemeral) with `json`, a small JSON object describing the
+  // component's progress (an LTC publishes an LtcStatus, ltc_status.h), creating the node or
+  // replacing its data, and keeps it published like Register()'s node: re-created after a
+  // session expiry with the latest `json`. Until the first success, a node held by another
+  // session (a previous process of the member) is taken over at once: its status is stale;
+  // after it, such a node is a newer process's and is waited for. Call it again whenever
+  // the status changes; the node goes when the session closes (Shutdown(), a crash).
+  // Returns OK once the node holds `json`; InvalidArgument for a bad id or if `json` is not
+  // a JSON object or longer than kMaxStatusBytes; otherwise the failure of this attempt
+  // (Unavailable while ZooKeeper is unreachable), the store retrying in the background.
+  static constexpr size_t kMaxStatusBytes = 256 * 1024;  // ZooKeeper's node limit is 1 MiB
+  Status PublishStatus(MemberKind kind, const std::string& id, const std::string& json)
+      EXCLUDES(sync_mu_, callback_mu_, mu_);
+  // The status documents published for `kind`, id -> JSON, read from ZooKeeper now (none:
+  // an empty map). Returns Unavailable/TimedOut as ZkClient.
+  Result<std::map<std::string, std::string>> ReadStatuses(MemberKind kind) EXCLUDES(mu_);
+
   // Adds `cb`. If a configuration is already known, calls `cb` with it before returning.
   // `cb` must stay callable until Shutdown().
   void WatchConfig(ConfigCallback cb) EXCLUDES(sync_mu_, callback_mu_, mu_);
@@ -149,6 +168,8 @@ class ConfigStore {
   std::string MembersPath(MemberKind kind) const;
   std::string MemberPath(MemberKind kind, const std::string& id) const;
   std::string ElectionPath() const;
+  std::string StatusesPath(MemberKind kind) const;
+  std::string StatusPath(MemberKind kind, const std::string& id) const;
 
   // The session, for recipes built on it (leader election). Valid after Init() until
   // the store is destroyed.
@@ -156,14 +177,20 @@ class ConfigStore {
   const ConfigStoreOptions& options() const { return options_; }
 
  private:
+  // An ephemeral node the store keeps published: a member node (Register) or a status
+  // document (PublishStatus).
   struct Registration {
     MemberKind kind;
     std::string id;
-    std::string data;          // MemberInfo JSON
+    std::string data;          // MemberInfo JSON or the status document
     int64_t done_session = 0;  // session in which the node is known to exist; 0 = not yet
     bool take_over = false;    // see Register
   };
 
+  // Register() and PublishStatus(): keeps `path` published with `data` from now on and
+  // makes a first attempt. `what` names the operation in errors.
+  Status Keep(const std::string& what, const std::string& path, Registration reg)
+      EXCLUDES(sync_mu_, callback_mu_, mu_);
   void BackgroundThread() EXCLUDES(sync_mu_, callback_mu_, mu_);
   // One pass: registrations, configuration, members. Returns false if anything failed.
   // *new_config receives a configuration newer than any seen, *members_changed whether

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -262,6 +263,69 @@ TEST_F(ConfigStoreTest, SessionExpiryReRegistersAndKeepsWatching) {
   next.epoch = 2;
   ASSERT_TRUE(observer->UpdateConfig(next, ZkClient::kAnyVersion).ok());
   EXPECT_TRUE(component->WaitForEpoch(2, kWait));
+}
+
+TEST_F(ConfigStoreTest, StatusDocumentsArePublishedReadAndKeptAcrossExpiry) {
+  auto ltc = NewStore("status");
+  auto observer = NewStore("status");
+  // Nothing published yet: an empty map, not an error.
+  auto none = observer->ReadStatuses(MemberKind::kLtc);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->empty());
+
+  ASSERT_TRUE(ltc->PublishStatus(MemberKind::kLtc, "1", R"({"config_epoch": 3})").ok());
+  // Published again: replaced (set, not a second node).
+  Status s = ltc->PublishStatus(MemberKind::kLtc, "1", R"({"config_epoch": 4})");
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(ltc->PublishStatus(MemberKind::kLtc, "2", "{}").ok());
+  auto read = observer->ReadStatuses(MemberKind::kLtc);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read.value(), (std::map<std::string, std::string>{
+                              {"1", R"({"config_epoch": 4})"}, {"2", "{}"}}));
+  EXPECT_TRUE(observer->ReadStatuses(MemberKind::kStoc)->empty());
+  // Bad input is refused before ZooKeeper.
+  EXPECT_TRUE(ltc->PublishStatus(MemberKind::kLtc, "../x", "{}").IsInvalidArgument());
+  EXPECT_TRUE(ltc->PublishStatus(MemberKind::kLtc, "1", "[1]").IsInvalidArgument());
+  EXPECT_TRUE(ltc->PublishStatus(MemberKind::kLtc, "1", "{not json").IsInvalidArgument());
+  EXPECT_TRUE(ltc->PublishStatus(MemberKind::kLtc, "1",
+                                 "{\"x\": \"" + std::string(ConfigStore::kMaxStatusBytes, 'a') +
+                                     "\"}")
+                  .IsInvalidArgument());
+
+  // The node is ephemeral and comes back, with the latest document, after a session expiry.
+  const int64_t first_session = ltc->zk()->session_id();
+  ASSERT_TRUE(ltc->zk()->ExpireSessionForTesting().ok());
+  const std::string path = observer->StatusPath(MemberKind::kLtc, "1");
+  ASSERT_TRUE(test::WaitFor(
+      [&] {
+        const int64_t now = ltc->zk()->session_id();
+        ZkStat stat;
+        return now != first_session && now != 0 && observer->zk()->Exists(path, &stat).ok() &&
+               stat.ephemeral_owner == now;
+      },
+      kWait));
+  read = observer->ReadStatuses(MemberKind::kLtc);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read->at("1"), R"({"config_epoch": 4})");
+  // Updates go on in the new session.
+  ASSERT_TRUE(ltc->PublishStatus(MemberKind::kLtc, "1", R"({"config_epoch": 5})").ok());
+  EXPECT_EQ(observer->ReadStatuses(MemberKind::kLtc)->at("1"), R"({"config_epoch": 5})");
+
+  // A restarted process takes the node of its previous one over at once (its status is
+  // stale), without waiting for the old session to expire.
+  auto restarted = NewStore("status");
+  ASSERT_TRUE(restarted->PublishStatus(MemberKind::kLtc, "1", R"({"config_epoch": 6})").ok());
+  EXPECT_EQ(observer->ReadStatuses(MemberKind::kLtc)->at("1"), R"({"config_epoch": 6})");
+
+  // Gone with the session.
+  restarted->Shutdown();
+  ltc->Shutdown();
+  EXPECT_TRUE(test::WaitFor(
+      [&] {
+        auto left = observer->ReadStatuses(MemberKind::kLtc);
+        return left.ok() && left->empty();
+      },
+      kWait));
 }
 
 // Its own server: this test kills it.

@@ -137,6 +137,7 @@ Status Coordinator::Step() {
     leading_ = true;
     leading_since_ = MonoNow();
     ltc_missing_since_.clear();
+    stoc_missing_since_.clear();
   }
   return Lead();
 }
@@ -172,6 +173,7 @@ Status Coordinator::Lead() {
   AssignmentOptions ao;
   ao.min_ltcs = options_.min_ltcs;
   TrackLostLtcs(config.value(), live, &ao);
+  TrackLostStocs(config.value(), live, &ao);
   ao.max_concurrent_migrations = options_.max_concurrent_migrations;
   ao.migration_timeout_ms = static_cast<uint64_t>(options_.migration_timeout.count());
   ao.now_ms = WallMillis();
@@ -224,9 +226,52 @@ Status Coordinator::Lead() {
                    << options_.ltc_grace.count() << " ms)";
     }
   }
+  for (const std::string& stoc : ao.removed_stocs) {
+    if (config->stocs.count(stoc) > 0 && next->stocs.count(stoc) == 0) {
+      LOG(WARNING) << "StoC " << stoc << " left the configuration: not registered for longer "
+                   << "than " << options_.stoc_grace.count() << " ms while "
+                   << live.stocs.size() << " of " << config->stocs.size()
+                   << " StoCs are live; the LTCs repair the table copies it held"
+                   << (next->draining_stocs.count(stoc) > 0
+                           ? " (it was draining: if it comes back it stays draining)"
+                           : " (if it comes back it joins as a new, empty member)");
+    }
+  }
   MutexLock l(&mu_);
   published_epoch_ = next->epoch;
   return Status::OK();
+}
+
+void Coordinator::TrackLostStocs(const ClusterConfig& config, const LiveMembers& live,
+                                 AssignmentOptions* ao) {
+  const MonoTime now = MonoNow();
+  for (auto it = stoc_missing_since_.begin(); it != stoc_missing_since_.end();) {
+    const bool back = live.stocs.count(it->first) > 0 || config.stocs.count(it->first) == 0;
+    it = back ? stoc_missing_since_.erase(it) : std::next(it);
+  }
+  if (options_.stoc_grace.count() == 0) return;  // never removed
+  // As for LTCs: after a leader change StoCs may still be re-registering.
+  const auto settle = options_.leader_settle.count() > 0 ? options_.leader_settle
+                                                         : options_.store.session_timeout;
+  if (now - leading_since_ < settle) return;
+  for (const auto& [id, address] : config.stocs) {
+    if (live.stocs.count(id) > 0) continue;
+    const MonoTime since = stoc_missing_since_.emplace(id, now).first->second;
+    if (now - since >= options_.stoc_grace) ao->removed_stocs.insert(id);
+  }
+  std::string hold;
+  if (!ao->removed_stocs.empty()) {
+    hold = StocRemovalHoldReason(config, live);
+    if (hold.empty() && config.stocs.size() <= 1) hold = "it is the last StoC";
+  }
+  if (!hold.empty() && hold != stoc_hold_reported_) {
+    std::string ids;
+    for (const std::string& id : ao->removed_stocs) ids += (ids.empty() ? "" : ",") + id;
+    LOG(WARNING) << "StoCs [" << ids << "] are gone for longer than "
+                 << options_.stoc_grace.count() << " ms but stay in the configuration: "
+                 << hold;
+  }
+  stoc_hold_reported_ = hold;
 }
 
 void Coordinator::TrackLostLtcs(const ClusterConfig& config, const LiveMembers& live,

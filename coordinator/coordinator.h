@@ -4,7 +4,9 @@
 // election. The leader keeps the published configuration in step with the members that
 // registered (policy in range_assigner.h): it adds new LTCs/LogCs/StoCs to the member
 // sets and assigns unassigned ranges, publishing each change as epoch + 1 with a
-// compare-and-set. Followers only watch, ready to take over.
+// compare-and-set. Followers only watch, ready to take over. The leader also tracks how
+// long each LTC and StoC of the configuration has been unregistered (failover, grace
+// removal: range_assigner.h rules 3, 4 and 7).
 //
 // Failure handling is deliberately narrow in this version: an LTC that disappears keeps
 // its ranges (the leader logs it; see OnLtcLost(), the failover hook), because
@@ -57,6 +59,10 @@ struct CoordinatorOptions {
   std::chrono::milliseconds ltc_failover_delay{0};
   // An LTC gone this long leaves the configuration (--coordinator_ltc_grace_ms).
   std::chrono::milliseconds ltc_grace{60000};
+  // A StoC gone this long leaves the configuration, while a majority of the StoCs is live
+  // and never the last one (range_assigner.h rule 7; --coordinator_stoc_grace_ms). Zero:
+  // never.
+  std::chrono::milliseconds stoc_grace{60000};
   // A coordinator that has just become the leader fails over no LTC before this long: after
   // a whole-cluster restart, or a leader change, LTCs may still be re-registering. Zero: the
   // coordinator's ZooKeeper session timeout (run LTCs with one no longer than it).
@@ -103,6 +109,11 @@ class Coordinator {
   // the configuration (removed), per the failover delay and grace period.
   void TrackLostLtcs(const ClusterConfig& config, const LiveMembers& live,
                      AssignmentOptions* options);
+  // Called by the leader for every StoC of the configuration that is not registered: notes
+  // since when, and names those gone longer than the StoC grace in options->removed_stocs
+  // (rule 7 may still hold them back: logged once per reason).
+  void TrackLostStocs(const ClusterConfig& config, const LiveMembers& live,
+                      AssignmentOptions* options);
   void Wake() EXCLUDES(mu_);
 
   // Constant after construction.
@@ -116,6 +127,8 @@ class Coordinator {
   // Coordinator thread only.
   std::set<std::pair<std::string, uint64_t>> reported_lost_;  // (ltc, epoch)
   std::map<std::string, MonoTime> ltc_missing_since_;  // config LTCs not registered
+  std::map<std::string, MonoTime> stoc_missing_since_;  // config StoCs not registered
+  std::string stoc_hold_reported_;  // last reason logged for keeping dead StoCs
   MonoTime leading_since_{};                            // when this one became the leader
   bool leading_ = false;  // the election said so at the last check (errors do not clear it)
   bool reported_no_config_ = false;

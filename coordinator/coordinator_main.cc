@@ -30,6 +30,11 @@ DEFINE_int32(coordinator_ltc_failover_delay_ms, 0,
 DEFINE_int32(coordinator_ltc_grace_ms, 60000,
              "An LTC gone this long leaves the configuration; if it comes back later it "
              "registers as a new, empty member. ms, > 0");
+DEFINE_int32(coordinator_stoc_grace_ms, 60000,
+             "A StoC not registered for this long leaves the configuration (the LTCs then "
+             "repair the table copies it held onto the other StoCs), but only while a "
+             "majority of the configuration's StoCs are live, and never the last one; if it "
+             "comes back later it joins as a new member. ms, >= 0; 0: never");
 DEFINE_int32(coordinator_leader_settle_ms, 0,
              "A coordinator that just became the leader fails over no LTC before this long "
              "(LTCs may be re-registering after a restart). 0: --zk_session_timeout_ms");
@@ -60,10 +65,11 @@ int main(int argc, char** argv) {
     return nova::kBadFlagsExitCode;
   }
   if (FLAGS_coordinator_ltc_failover_delay_ms < 0 || FLAGS_coordinator_ltc_grace_ms <= 0 ||
-      FLAGS_coordinator_leader_settle_ms < 0) {
+      FLAGS_coordinator_leader_settle_ms < 0 || FLAGS_coordinator_stoc_grace_ms < 0) {
     std::fprintf(stderr,
-                 "nova_coordinator: --coordinator_ltc_failover_delay_ms and "
-                 "--coordinator_leader_settle_ms must be >= 0, --coordinator_ltc_grace_ms > 0\n");
+                 "nova_coordinator: --coordinator_ltc_failover_delay_ms, "
+                 "--coordinator_leader_settle_ms and --coordinator_stoc_grace_ms must be >= 0, "
+                 "--coordinator_ltc_grace_ms > 0\n");
     return nova::kBadFlagsExitCode;
   }
   if (FLAGS_coordinator_max_concurrent_migrations <= 0 ||
@@ -80,6 +86,7 @@ int main(int argc, char** argv) {
       std::chrono::milliseconds(FLAGS_coordinator_migration_timeout_ms);
   options.ltc_failover_delay = std::chrono::milliseconds(FLAGS_coordinator_ltc_failover_delay_ms);
   options.ltc_grace = std::chrono::milliseconds(FLAGS_coordinator_ltc_grace_ms);
+  options.stoc_grace = std::chrono::milliseconds(FLAGS_coordinator_stoc_grace_ms);
   options.leader_settle = std::chrono::milliseconds(FLAGS_coordinator_leader_settle_ms);
   options.store = store.value();
   options.id =

@@ -34,7 +34,30 @@ void AdvanceMigrations(const LiveMembers& live, const AssignmentOptions& options
   }
 }
 
+// Rule 7: dead StoCs leave `stocs`, while a majority is live and never the last one. The
+// majority is counted before any removal, so a step removes no more than the dead minority.
+void RemoveDeadStocs(const LiveMembers& live, const AssignmentOptions& options,
+                     ClusterConfig* next) {
+  if (options.removed_stocs.empty() || !StocRemovalHoldReason(*next, live).empty()) return;
+  for (const std::string& id : options.removed_stocs) {
+    if (next->stocs.size() <= 1) break;
+    if (live.stocs.count(id) == 0) next->stocs.erase(id);
+  }
+}
+
 }  // namespace
+
+std::string StocRemovalHoldReason(const ClusterConfig& config, const LiveMembers& live) {
+  size_t members = config.stocs.size();
+  size_t alive = 0;
+  for (const auto& [id, address] : config.stocs) alive += live.stocs.count(id);
+  for (const auto& [id, address] : live.stocs) members += config.stocs.count(id) == 0 ? 1 : 0;
+  alive += members - config.stocs.size();  // the joining ones are live
+  if (2 * alive > members) return "";
+  return "only " + std::to_string(alive) + " of the " + std::to_string(members) +
+         " StoCs are live, not a majority (a cluster-wide outage is never repaired by "
+         "removing StoCs; the others must come back first)";
+}
 
 std::string MigrationDropReason(const ClusterConfig& config, const LiveMembers& live,
                                 const AssignmentOptions& options, const RangeMigration& m) {
@@ -137,6 +160,7 @@ std::optional<ClusterConfig> PlanNextConfig(const ClusterConfig& current, const 
   for (const std::string& id : options.removed) {
     if (live.ltcs.count(id) == 0 && next.RangesOf(id).empty()) next.ltcs.erase(id);
   }
+  RemoveDeadStocs(live, options, &next);
   for (auto it = next.ltc_incarnations.begin(); it != next.ltc_incarnations.end();) {
     it = next.ltcs.count(it->first) == 0 ? next.ltc_incarnations.erase(it) : std::next(it);
   }
@@ -257,6 +281,31 @@ Result<MovePlan> PlanDrain(const ClusterConfig& current, const LiveMembers& live
     Move(&plan, i, best->first);
   }
   return Finish(current, std::move(plan), mode);
+}
+
+Result<ClusterConfig> PlanStocDrain(const ClusterConfig& current, const std::string& stoc) {
+  if (current.stocs.count(stoc) == 0) {
+    if (current.draining_stocs.count(stoc) > 0) return current;  // removed before
+    return Status::InvalidArgument("StoC " + stoc + " is not in the configuration " +
+                                   "(nova_admin status lists them)");
+  }
+  ClusterConfig next = current;
+  next.draining_stocs.insert(stoc);
+  const bool others = std::any_of(next.stocs.begin(), next.stocs.end(), [&](const auto& m) {
+    return next.draining_stocs.count(m.first) == 0;
+  });
+  if (!others) {
+    return Status::InvalidArgument("StoC " + stoc + " is the last StoC that is not draining: "
+                                   "its table copies would have nowhere to go (start another "
+                                   "StoC first, see nova_admin add-stoc, or undrain-stoc one)");
+  }
+  return next;
+}
+
+Result<ClusterConfig> PlanStocRemoval(const ClusterConfig& current, const std::string& stoc) {
+  Result<ClusterConfig> next = PlanStocDrain(current, stoc);
+  if (next.ok()) next->stocs.erase(stoc);
+  return next;
 }
 
 Result<MovePlan> PlanRebalance(const ClusterConfig& current, const LiveMembers& live,

@@ -27,6 +27,16 @@
 //     live, or whose destination is draining is dropped, and so is a running one older than
 //     `migration_timeout_ms`; then queued ones start, in order, while fewer than
 //     `max_concurrent_migrations` run. The destination LTC finishes one itself.
+//  7. StoCs the caller names in `removed_stocs` (gone for longer than the StoC grace period)
+//     that are not live leave `stocs`, so the LTCs repair the table copies they held onto
+//     the others (docs/coordinator.md, "StoCs coming and going"); but only while a strict
+//     majority of the StoCs in the configuration (after rule 1) are live
+//     (StocRemovalHoldReason), so a cluster-wide outage (a power cut, a partition of the
+//     coordinator) never strips the configuration, and never the last StoC. One that comes
+//     back later joins again by rule 1 as a new member. `draining_stocs` is left as it is:
+//     a removed StoC that was draining stays draining (a restarted process with its id is
+//     never used for new data), one that was not comes back usable. Rule 1 never touches
+//     `draining_stocs` either: a draining StoC that registers is listed but stays draining.
 //  Every owner change bumps the range's owner_epoch (RangeAssignment::SetOwner).
 //
 // Thread safety: stateless functions.
@@ -58,6 +68,8 @@ struct AssignmentOptions {
   // Dead LTCs whose ranges move to live LTCs now (rule 3), and ones to drop (rule 4).
   std::set<std::string> failed;
   std::set<std::string> removed;
+  // Dead StoCs to drop from `stocs` (rule 7).
+  std::set<std::string> removed_stocs;
   // Live migrations (ClusterConfig::migrations, rule 6): at most this many run at once; a
   // running one started more than migration_timeout_ms before now_ms (wall clock, ms) is
   // dropped, which rolls it back (the source serves on).
@@ -69,6 +81,10 @@ struct AssignmentOptions {
 // Why rule 6 drops migration `m` of `config` now ("" if it does not).
 std::string MigrationDropReason(const ClusterConfig& config, const LiveMembers& live,
                                 const AssignmentOptions& options, const RangeMigration& m);
+
+// Why rule 7 removes no StoC now ("" if it may): fewer than a strict majority of the StoCs
+// of `config` plus the live ones joining are live.
+std::string StocRemovalHoldReason(const ClusterConfig& config, const LiveMembers& live);
 
 // Returns the next configuration (same epoch as `current`: the caller bumps it when it
 // publishes), or nullopt when the policy changes nothing.
@@ -126,5 +142,19 @@ Result<MovePlan> PlanDrain(const ClusterConfig& current, const LiveMembers& live
 // the log mode is none and a move is needed.
 Result<MovePlan> PlanRebalance(const ClusterConfig& current, const LiveMembers& live,
                                MoveMode mode = MoveMode::kReopen);
+
+// ---- StoCs (nova_admin drain-stoc / remove-stoc; docs/coordinator.md, "StoCs coming and
+// going") --------------------------------------------------------------------------------
+
+// Marks StoC `stoc` draining (ClusterConfig::draining_stocs): the LTCs place nothing new on
+// it and move the table copies it holds elsewhere. Returns the next configuration (same
+// epoch: the caller bumps it; equal to `current` if already draining, or already removed
+// from `stocs` while draining). InvalidArgument if `stoc` is not in the configuration, or
+// no other StoC that is not draining would remain to take its copies.
+Result<ClusterConfig> PlanStocDrain(const ClusterConfig& current, const std::string& stoc);
+// PlanStocDrain, and `stoc` leaves `stocs` (it stays in draining_stocs, so a process with its
+// id that still runs or restarts is listed again by rule 1 but never used for new data).
+// REQUIRES (not checked here): every LTC reported the StoC drained (LtcStatus).
+Result<ClusterConfig> PlanStocRemoval(const ClusterConfig& current, const std::string& stoc);
 
 }  // namespace nova::coordinator

@@ -114,6 +114,119 @@ TEST(RangeAssignerTest, FailedLtcThatIsLiveAgainOrAloneKeepsItsRanges) {
   EXPECT_FALSE(PlanNextConfig(*next, LiveMembers(), o).has_value());
 }
 
+// A configuration whose StoCs "0".."n-1" are members; `live` of them registered.
+ClusterConfig WithStocs(int n) {
+  ClusterConfig c = Initial(2);
+  for (int i = 0; i < n; i++) c.stocs[std::to_string(i)] = "127.0.0.1:" + std::to_string(8000 + i);
+  return c;
+}
+
+LiveMembers Stocs(std::initializer_list<int> ids) {
+  LiveMembers live;
+  for (int i : ids) live.stocs[std::to_string(i)] = "127.0.0.1:" + std::to_string(8000 + i);
+  return live;
+}
+
+TEST(RangeAssignerTest, DeadStocLeavesAfterGraceWhileAMajorityIsLive) {
+  const ClusterConfig c = WithStocs(4);
+  AssignmentOptions o;
+  // Dead but not past its grace (not named): it stays.
+  EXPECT_FALSE(PlanNextConfig(c, Stocs({0, 1, 2}), o).has_value());
+  o.removed_stocs = {"3"};
+  EXPECT_EQ(StocRemovalHoldReason(c, Stocs({0, 1, 2})), "");
+  auto next = PlanNextConfig(c, Stocs({0, 1, 2}), o);
+  ASSERT_TRUE(next.has_value());
+  ASSERT_TRUE(next->Validate().ok()) << next->Validate().ToString();
+  EXPECT_EQ(next->stocs.size(), 3u);
+  EXPECT_EQ(next->stocs.count("3"), 0u);
+  EXPECT_EQ(next->ranges, c.ranges);  // nothing else changes
+  // A named StoC that is live again is never removed.
+  EXPECT_FALSE(PlanNextConfig(c, Stocs({0, 1, 2, 3}), o).has_value());
+  // Back later: it joins again by rule 1, as a new member (usable: it was not draining).
+  auto back = PlanNextConfig(*next, Stocs({0, 1, 2, 3}), {});
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->stocs.count("3"), 1u);
+  EXPECT_TRUE(back->draining_stocs.empty());
+}
+
+TEST(RangeAssignerTest, NoStocIsRemovedWithoutALiveMajority) {
+  // A power cut: every StoC gone past its grace. Nothing is removed...
+  const ClusterConfig c = WithStocs(4);
+  AssignmentOptions o;
+  o.removed_stocs = {"0", "1", "2", "3"};
+  EXPECT_FALSE(PlanNextConfig(c, LiveMembers(), o).has_value());
+  EXPECT_NE(StocRemovalHoldReason(c, LiveMembers()).find("0 of the 4"), std::string::npos)
+      << StocRemovalHoldReason(c, LiveMembers());
+  // ...nor with half of them live (2 of 4 is not a majority)...
+  o.removed_stocs = {"2", "3"};
+  EXPECT_FALSE(PlanNextConfig(c, Stocs({0, 1}), o).has_value());
+  EXPECT_NE(StocRemovalHoldReason(c, Stocs({0, 1})), "");
+  // ...but with 3 of 5 (a new one joining counts), both dead ones go in one step.
+  auto next = PlanNextConfig(c, Stocs({0, 1, 4}), o);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->stocs.size(), 3u);
+  EXPECT_EQ(next->stocs.count("4"), 1u);
+  EXPECT_EQ(next->stocs.count("2") + next->stocs.count("3"), 0u);
+  // Two StoCs, one dead: 1 of 2 is no majority, so it stays (and so would the last one).
+  const ClusterConfig two = WithStocs(2);
+  o.removed_stocs = {"1"};
+  EXPECT_FALSE(PlanNextConfig(two, Stocs({0}), o).has_value());
+  const ClusterConfig one = WithStocs(1);
+  o.removed_stocs = {"0"};
+  EXPECT_FALSE(PlanNextConfig(one, LiveMembers(), o).has_value());
+}
+
+TEST(RangeAssignerTest, DrainingStocsStayDrainingThroughRemovalAndReturn) {
+  ClusterConfig c = WithStocs(4);
+  c.draining_stocs = {"3"};
+  AssignmentOptions o;
+  // Registered while draining: listed (rule 1 keeps it a member), still draining.
+  auto listed = PlanNextConfig(c, Stocs({0, 1, 2, 3}), o);
+  EXPECT_FALSE(listed.has_value());
+  ClusterConfig gone = c;
+  gone.stocs.erase("3");  // remove-stoc took it out, the process still runs
+  auto relisted = PlanNextConfig(gone, Stocs({0, 1, 2, 3}), o);
+  ASSERT_TRUE(relisted.has_value());
+  EXPECT_EQ(relisted->stocs.count("3"), 1u);
+  EXPECT_EQ(relisted->draining_stocs, (std::set<std::string>{"3"}));
+  // Removed after its grace while draining: it stays in draining_stocs, so a restarted
+  // process with its id joins but is never used for new data.
+  o.removed_stocs = {"3"};
+  auto removed = PlanNextConfig(c, Stocs({0, 1, 2}), o);
+  ASSERT_TRUE(removed.has_value());
+  EXPECT_EQ(removed->stocs.count("3"), 0u);
+  EXPECT_EQ(removed->draining_stocs, (std::set<std::string>{"3"}));
+  auto back = PlanNextConfig(*removed, Stocs({0, 1, 2, 3}), {});
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->stocs.count("3"), 1u);
+  EXPECT_EQ(back->draining_stocs.count("3"), 1u);
+}
+
+TEST(RangeAssignerTest, StocDrainAndRemovalPlans) {
+  const ClusterConfig c = WithStocs(3);
+  auto drain = PlanStocDrain(c, "1");
+  ASSERT_TRUE(drain.ok()) << drain.status().ToString();
+  EXPECT_EQ(drain->draining_stocs, (std::set<std::string>{"1"}));
+  EXPECT_EQ(drain->stocs, c.stocs);
+  // Again: nothing to change.
+  EXPECT_EQ(PlanStocDrain(*drain, "1").value(), *drain);
+  EXPECT_TRUE(PlanStocDrain(c, "9").status().IsInvalidArgument());
+  // The last StoC that is not draining cannot drain (nowhere for its copies to go).
+  auto second = PlanStocDrain(*drain, "2");
+  ASSERT_TRUE(second.ok());
+  auto last = PlanStocDrain(*second, "0");
+  EXPECT_TRUE(last.status().IsInvalidArgument());
+  EXPECT_NE(last.status().message().find("last StoC"), std::string::npos);
+  // Removal: out of `stocs`, still draining; re-running changes nothing.
+  auto removed = PlanStocRemoval(c, "1");
+  ASSERT_TRUE(removed.ok());
+  ASSERT_TRUE(removed->Validate().ok()) << removed->Validate().ToString();
+  EXPECT_EQ(removed->stocs.count("1"), 0u);
+  EXPECT_EQ(removed->draining_stocs, (std::set<std::string>{"1"}));
+  EXPECT_EQ(PlanStocRemoval(*removed, "1").value(), *removed);
+  EXPECT_TRUE(PlanStocRemoval(WithStocs(1), "0").status().IsInvalidArgument());
+}
+
 TEST(RangeAssignerTest, UnassignedRangesGoToTheLeastLoaded) {
   ClusterConfig c = Initial(6);
   c.ltcs = {{"ltc-1", "a:1"}, {"ltc-2", "b:1"}};

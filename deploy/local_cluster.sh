@@ -11,6 +11,9 @@
 #   deploy/local_cluster.sh restart --dir DIR ID      # start it again: same id, data and port
 #   deploy/local_cluster.sh add     --dir DIR ltc     # start one more LTC, then rebalance
 #   deploy/local_cluster.sh remove  --dir DIR ltc-N   # move its ranges away, drop it, stop it
+#   deploy/local_cluster.sh add     --dir DIR stoc    # start one more StoC (next unused id)
+#   deploy/local_cluster.sh remove  --dir DIR stoc [--id N] [--timeout_s=S]  # drain it
+#                                   # (nova_admin remove-stoc), stop it; default: newest
 #
 # start prints one line `NOVA_ZK=host:port NOVA_CLUSTER=name` once every range is served,
 # and writes it to DIR/cluster.env. Any other --flag=value is passed to every component and
@@ -37,12 +40,12 @@ die() {
   fi
   exit 1
 }
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 cmd=${1:-}
 [[ -n "$cmd" ]] || usage
 shift
-dir="" ltcs=1 stocs=3 logcs=0 ranges=4 cluster=local id="" log_mode="" log_replicas=""
+dir="" ltcs=1 stocs=3 logcs=0 ranges=4 cluster=local id="" log_mode="" log_replicas="" member_id=""
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -60,6 +63,8 @@ while [[ $# -gt 0 ]]; do
     --log-replicas=*) log_replicas=${1#--log-replicas=}; shift ;;
     --ranges) ranges=$2; shift 2 ;;
     --ranges=*) ranges=${1#--ranges=}; shift ;;
+    --id) member_id=$2; shift 2 ;;
+    --id=*) member_id=${1#--id=}; shift ;;
     --cluster) cluster=$2; shift 2 ;;
     --cluster=*) cluster=${1#--cluster=}; shift ;;
     -h|--help) usage ;;
@@ -223,6 +228,69 @@ stop_all() {
   done
 }
 
+# Stops component $1 (SIGTERM, then SIGKILL after 30 s) and forgets its pid and command;
+# its data directory stays.
+stop_one() {
+  local id=$1 p deadline
+  p=$(pid_of "$id")
+  if [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null; then
+    kill -TERM "$p"
+    deadline=$((SECONDS + 30))
+    while kill -0 "$p" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+    kill -0 "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null || true
+  fi
+  rm -f "$dir/pids/$id.pid" "$dir/cmd/$id"
+}
+
+# add stoc: one more StoC with the next id never used in DIR (a removed StoC's id stays
+# draining in the configuration, so it is not reused: its data directory stays as a marker),
+# started like the others (the command of an existing StoC with the new id, directory and a
+# free port). The coordinator adds it to the configuration and the LTCs use it at once.
+add_stoc() {
+  local n=0 template new deadline
+  [[ -f "$dir/cluster.env" ]] || die "no cluster in $dir"
+  source "$dir/cluster.env"
+  template=$(ls "$dir/cmd" 2>/dev/null | grep -E '^stoc-[0-9]+$' | head -n1 || true)
+  [[ -n "$template" ]] || die "no StoC in $dir to copy the command line of"
+  while [[ -e "$dir/data/stoc-$n" || -f "$dir/cmd/stoc-$n" ]]; do n=$((n + 1)); done
+  new="stoc-$n"
+  mkdir -p "$dir/data/$new"
+  sed -e "s|^--stoc_id=.*|--stoc_id=$n|" -e "s|^--stoc_dir=.*|--stoc_dir=$dir/data/$new|" \
+    -e "s|^--listen_port=.*|--listen_port=0|" "$dir/cmd/$template" > "$dir/cmd/$new"
+  launch "$new"
+  pin_port "$new" "$(wait_listen "$new")"
+  deadline=$((SECONDS + start_timeout))
+  until "$bin/nova_admin" status "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" 2>/dev/null |
+      grep -qE "^stoc +$n +[^ ]+ +alive"; do
+    ((SECONDS < deadline)) || die "$new is not in the configuration after ${start_timeout}s"
+    sleep 0.2
+  done
+  echo "started $new: in the configuration, the LTCs place new table copies on it" >&2
+}
+
+# remove stoc [--id N] (or remove stoc-N): nova_admin remove-stoc (drains it: every LTC moves
+# its table copies off it; then drops it from the configuration), then stops the process.
+# Default: the StoC with the highest id still started here.
+remove_stoc() {
+  local n=$member_id
+  [[ -f "$dir/cluster.env" ]] || die "no cluster in $dir"
+  source "$dir/cluster.env"
+  [[ "$id" == stoc ]] || n=${id#stoc-}
+  if [[ -z "$n" ]]; then
+    n=$(ls "$dir/cmd" 2>/dev/null | sed -n 's/^stoc-\([0-9][0-9]*\)$/\1/p' | sort -n | tail -n1)
+    [[ -n "$n" ]] || die "no StoC started in $dir"
+  fi
+  [[ "$n" =~ ^[0-9]+$ ]] || die "remove stoc: --id wants a StoC number, got '$n'"
+  [[ -f "$dir/cmd/stoc-$n" ]] || die "no component stoc-$n in $dir"
+  local u; u=$(undefok)
+  # Extra --flag=value arguments go to nova_admin (e.g. --timeout_s=600 for a big StoC).
+  "$bin/nova_admin" remove-stoc "--stoc=$n" "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" \
+    ${u:+"--undefok=$u"} "${extra[@]+"${extra[@]}"}" >&2 ||
+    die "stoc-$n is not drained (nova_admin remove-stoc failed); it keeps running (re-run to wait again)"
+  stop_one "stoc-$n"
+  echo "removed stoc-$n (its data directory stays: $dir/data/stoc-$n)" >&2
+}
+
 # ---- commands -----------------------------------------------------------------------
 
 case "$cmd" in
@@ -317,7 +385,8 @@ case "$cmd" in
     echo "restarted $id (pid $(pid_of "$id"))" >&2
     ;;
   add)
-    [[ "$id" == ltc ]] || die "add: only 'ltc' can be added (e.g. local_cluster.sh add --dir D ltc)"
+    if [[ "$id" == stoc ]]; then add_stoc; exit 0; fi
+    [[ "$id" == ltc ]] || die "add: 'ltc' or 'stoc' (e.g. local_cluster.sh add --dir D ltc)"
     [[ -f "$dir/cluster.env" && -f "$dir/cmd/ltc-0" ]] || die "no cluster with an LTC in $dir"
     source "$dir/cluster.env"
     n=0
@@ -341,19 +410,13 @@ case "$cmd" in
     "$bin/nova_admin" rebalance "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" >&2
     ;;
   remove)
-    [[ "$id" =~ ^ltc-[0-9]+$ ]] || die "remove: which LTC? (e.g. local_cluster.sh remove --dir D ltc-1)"
+    if [[ "$id" == stoc || "$id" =~ ^stoc-[0-9]+$ ]]; then remove_stoc; exit 0; fi
+    [[ "$id" =~ ^ltc-[0-9]+$ ]] || die "remove: which LTC or StoC? (e.g. local_cluster.sh remove --dir D ltc-1, or remove --dir D stoc --id 2)"
     [[ -f "$dir/cmd/$id" ]] || die "no component $id in $dir"
     source "$dir/cluster.env"
     "$bin/nova_admin" remove-ltc "--ltc=${id#ltc-}" "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" >&2 ||
       die "$id still owns ranges (nova_admin remove-ltc failed); it keeps running"
-    p=$(pid_of "$id")
-    if [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null; then
-      kill -TERM "$p"
-      deadline=$((SECONDS + 30))
-      while kill -0 "$p" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
-      kill -0 "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null || true
-    fi
-    rm -f "$dir/pids/$id.pid" "$dir/cmd/$id"
+    stop_one "$id"
     echo "removed $id" >&2
     ;;
   *) usage ;;

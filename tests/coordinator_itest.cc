@@ -6,11 +6,13 @@
 
 #include <fstream>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "coordinator/config_store.h"
+#include "coordinator/ltc_status.h"
 #include "tests/util/test_util.h"
 #include "tests/util/zk_server.h"
 
@@ -380,6 +382,103 @@ TEST_F(CoordinatorITest, AdminRejectsBadInput) {
   // nova_coordinator: bad flags exit with 2 as every daemon.
   auto coord = StartCoordinator("bad", "no/slash");
   EXPECT_EQ(coord->Wait(seconds(30)), 2);
+}
+
+// StoCs coming and going (docs/coordinator.md, "StoCs coming and going"): fake StoCs and a
+// fake LTC publishing its status document, real nova_coordinator and nova_admin.
+TEST_F(CoordinatorITest, StocsDrainRemoveAndLeaveAfterTheirGrace) {
+  const std::string cluster = "stocs";
+  ASSERT_EQ(Admin(cluster, {"create-cluster", "--ranges=2"}).exit_code, 0);
+  auto observer = Store(cluster);
+  auto coord = StartCoordinator(cluster, "coord-1", {"--coordinator_stoc_grace_ms=500"});
+  auto ltc = FakeLtc(cluster, "1", 7001);
+  std::vector<std::unique_ptr<ConfigStore>> stocs;
+  for (int i = 0; i < 3; i++) {
+    stocs.push_back(Store(cluster));
+    MemberInfo info;
+    info.addresses["client"] = "127.0.0.1:" + std::to_string(8000 + i);
+    ASSERT_TRUE(stocs.back()->Register(MemberKind::kStoc, std::to_string(i), info).ok());
+  }
+  ASSERT_TRUE(test::WaitFor(
+      [&] {
+        auto c = observer->ReadConfig();
+        return c.ok() && c->stocs.size() == 3 && c->RangesOf("").empty();
+      },
+      kWait));
+  auto publish = [&](uint64_t copies) {
+    coordinator::LtcStatus st;
+    st.config_epoch = observer->ReadConfig()->epoch + 1000;  // applied whatever is published
+    st.copies_to_move["2"] = copies;
+    Status s = ltc->PublishStatus(MemberKind::kLtc, "1", st.ToJson());
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  };
+
+  // No status from the LTC yet: drain-stoc marks the StoC draining and times out waiting.
+  RunResult r = Admin(cluster, {"drain-stoc", "--stoc=2", "--timeout_s=1"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("LTCs not reporting"), std::string::npos) << r.err;
+  EXPECT_EQ(observer->ReadConfig()->draining_stocs, (std::set<std::string>{"2"}));
+  publish(3);
+  r = Admin(cluster, {"drain-stoc", "--stoc=2", "--timeout_s=1"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("3 table copies left to move"), std::string::npos) << r.out;
+  r = Admin(cluster, {"status"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("127.0.0.1:8002  alive (draining)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("to move: StoC 2: 3"), std::string::npos) << r.out;
+
+  // Drained: remove-stoc drops it from `stocs`; it stays draining, and while its process
+  // runs the leader lists it again (never usable).
+  publish(0);
+  r = Admin(cluster, {"remove-stoc", "--stoc=2"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("out of the configuration"), std::string::npos) << r.out;
+  EXPECT_EQ(observer->ReadConfig()->draining_stocs.count("2"), 1u);
+  // Stopped: gone after the grace (2 of 3 live is a majority), and shown as removed.
+  stocs[2]->Shutdown();
+  ASSERT_TRUE(test::WaitFor(
+      [&] {
+        RunResult st = Admin(cluster, {"status"});
+        return st.exit_code == 0 && st.out.find("removed (draining)") != std::string::npos &&
+               observer->ReadConfig()->stocs.count("2") == 0;
+      },
+      kWait));
+  r = Admin(cluster, {"remove-stoc", "--stoc=2"});  // safe to re-run
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("already out of the configuration"), std::string::npos) << r.out;
+
+  // The last StoC that is not draining cannot drain; undrain lets one take copies again.
+  ASSERT_EQ(Admin(cluster, {"drain-stoc", "--stoc=1", "--wait=false"}).exit_code, 0);
+  r = Admin(cluster, {"drain-stoc", "--stoc=0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("last StoC"), std::string::npos) << r.err;
+  r = Admin(cluster, {"undrain-stoc", "--stoc=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(observer->ReadConfig()->draining_stocs, (std::set<std::string>{"2"}));
+  r = Admin(cluster, {"drain-stoc", "--stoc=9"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("not in the configuration"), std::string::npos) << r.err;
+  EXPECT_EQ(Admin(cluster, {"drain-stoc"}).exit_code, 2);
+  r = Admin(cluster, {"add-stoc"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("nova_stoc --zk="), std::string::npos) << r.out;
+
+  // Both remaining StoCs gone: no majority is live, so neither leaves (a power cut).
+  stocs[0]->Shutdown();
+  stocs[1]->Shutdown();
+  const std::string log = *dir_ + "/" + cluster + "-coord-1.log";
+  ASSERT_TRUE(test::WaitFor(
+      [&] {
+        std::ifstream in(log);
+        std::stringstream text;
+        text << in.rdbuf();
+        return text.str().find("not a majority") != std::string::npos;
+      },
+      kWait));
+  EXPECT_EQ(observer->ReadConfig()->stocs.size(), 2u);
+
+  ASSERT_TRUE(coord->Signal(SIGTERM));
+  EXPECT_EQ(coord->Wait(seconds(30)), 0);
 }
 
 }  // namespace
