@@ -6,6 +6,8 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -14,10 +16,13 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include "common/clock.h"
 #include "common/daemon/daemon_init.h"
 #include "common/daemon/transport_flags.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "coordinator/config_store.h"
+#include "coordinator/ltc_status.h"
 #include "coordinator/zk_flags.h"
 #include "logc/client/log_mode.h"
 #include "ltc/engine/compaction_offloader.h"
@@ -395,8 +400,53 @@ int main(int argc, char** argv) {
               << a.ranges.size() << " ranges at epoch " << a.epoch << " on " << server.address();
   }
 
+  // The status document nova_admin reads (drain-stoc, remove-stoc, status): what this
+  // LTC's ranges still have on StoCs they must leave. Published when it changes.
+  std::atomic<bool> stop_status{false};
+  nova::Mutex status_mu;
+  nova::CondVar status_cv;
+  std::thread status_publisher;
+  if (zk && nova_backends) {
+    status_publisher = std::thread([&] {
+      std::string last;
+      nova::MutexLock l(&status_mu);
+      while (!stop_status.load()) {
+        l.Unlock();
+        const nova::ltc::NovaBackends::StocStatus st = nova_backends->GetStocStatus();
+        nova::coordinator::LtcStatus doc;
+        doc.config_epoch = std::max(st.config_epoch, server.epoch());
+        for (const auto& [stoc, n] : st.copies_to_move) doc.copies_to_move[std::to_string(stoc)] = n;
+        doc.copies_at_risk = st.copies_at_risk;
+        doc.tables_relocated = st.tables_relocated;
+        doc.bytes_relocated = st.bytes_relocated;
+        doc.relocation_failures = st.relocation_failures;
+        const std::string json = doc.ToJson();
+        if (json != last) {
+          nova::Status ps = config_store->PublishStatus(nova::coordinator::MemberKind::kLtc,
+                                                        std::to_string(FLAGS_ltc_id), json);
+          if (ps.ok()) {
+            last = json;
+          } else {
+            LOG(WARNING) << "publishing this LTC's status: " << ps.ToString();
+          }
+        }
+        l.Lock();
+        status_cv.WaitUntil(&l, nova::MonoNow() + std::chrono::seconds(1),
+                            [&] { return stop_status.load(); });
+      }
+    });
+  }
+
   int sig = 0;
   sigwait(&stop_signals, &sig);
+  if (status_publisher.joinable()) {
+    {
+      nova::MutexLock l(&status_mu);
+      stop_status = true;
+      status_cv.NotifyAll();
+    }
+    status_publisher.join();
+  }
   LOG(INFO) << "nova_ltc: signal " << sig << ", shutting down";
   if (http.value()) http.value()->Shutdown();
   if (migrator) migrator->Shutdown();

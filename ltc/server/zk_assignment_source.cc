@@ -43,6 +43,10 @@ LtcAssignment ToAssignment(const coordinator::ClusterConfig& config, uint32_t lt
     }
     a.stocs[*n] = address;
   }
+  for (const std::string& id : config.draining_stocs) {
+    auto n = NumericId(id);
+    if (n && a.stocs.count(*n) != 0) a.draining_stocs.insert(*n);
+  }
   a.logcs = config.logcs;
   a.settings = config.settings;
   return a;
