@@ -432,6 +432,15 @@ EngineStats RangeEngine::GetStats() const {
     s.level_bytes[l] = versions_.current()->LevelBytes(l);
   }
   s.last_sequence = VisibleSequence();
+  RelocationProgress p;
+  CountAtRiskLocked(&p);
+  s.relocation_copies_at_risk = p.copies_at_risk;
+  s.relocation_tables_at_risk = p.tables_at_risk;
+  s.relocated_tables = maint_.relocated_tables;
+  s.relocated_bytes = maint_.relocated_bytes;
+  s.relocation_failures = maint_.failures;
+  s.sweeps = maint_.sweeps;
+  s.swept_files = maint_.swept_files;
   return s;
 }
 
