@@ -148,7 +148,6 @@ TEST(RangeEngineRelocationTest, MovesEveryCopyOffWhileWritesFlushesAndCompaction
 
   std::atomic<bool> done{false};
   std::atomic<int> errors{0};
-  std::atomic<int> round{0};  // every key has a value of at least this round
   std::thread writer([&] {
     std::mt19937_64 rnd(seed);
     for (int r = 1; r <= 40; ++r) {
