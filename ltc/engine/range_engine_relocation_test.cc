@@ -426,6 +426,38 @@ TEST(RangeEngineRelocationTest, CloseWhileARelocationRuns) {
   ExpectRound(&engine, kKeys, 7);
 }
 
+TEST(RangeEngineRelocationTest, NothingIsInstalledWhileAMigrationOutLasts) {
+  lsm::MemoryTableStore store(kStocs);
+  Gate gate;
+  RangeEngine engine(SmallOptions(), &store);
+  ASSERT_TRUE(engine.Open().ok());
+  constexpr int kKeys = 200;
+  WriteRound(&engine, kKeys, 9);
+  ASSERT_TRUE(engine.FlushAll().ok());
+  ASSERT_TRUE(engine.WaitForCompactions().ok());
+  const EngineShape before = engine.GetShape();
+  store.SetRelocateHook([&](uint64_t n) { gate.Enter(n); });
+  store.SetStocs({1, 2, 4});
+  engine.SetEvacuatedStocs({kEvacuated});
+  ASSERT_TRUE(test::WaitFor([&] { return gate.entered(); }));
+  // The migration begins while a relocation copies: it must not be installed, and the
+  // hand-off waits until it has let go.
+  ASSERT_TRUE(engine.BeginMigrationOut().ok());
+  std::thread opener([&] { gate.Open(); });
+  MigratedState state;
+  ASSERT_TRUE(engine.Handoff(&state).ok());
+  opener.join();
+  EXPECT_EQ(engine.GetRelocationProgress().tables_relocated, 0u);
+  EXPECT_TRUE(engine.GetShape() == before);
+  // Its new copies are gone again: the store holds what the MANIFEST names, nothing more.
+  EXPECT_EQ(store.total_copies(), CopiesInShape(before, OnAny));
+  // The move is abandoned: relocation resumes.
+  engine.EndMigrationOut();
+  ASSERT_TRUE(test::WaitFor([&] { return Relocated(&engine); }));
+  EXPECT_GT(engine.GetRelocationProgress().tables_relocated, 0u);
+  ExpectRound(&engine, kKeys, 9);
+}
+
 TEST(RangeEngineRelocationTest, AFencedStoreStopsTheWorkQuietly) {
   lsm::MemoryTableStore store(kStocs);
   RangeEngine engine(SmallOptions(), &store);
