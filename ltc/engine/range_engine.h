@@ -507,6 +507,30 @@ class RangeEngine {
   std::multiset<lsm::SequenceNumber> snapshots_ GUARDED_BY(mu_);
   // Which compaction next; the tables running ones hold.
   CompactionPicker picker_ GUARDED_BY(mu_);
+  // The maintenance thread's state (range_engine_relocation.cc; Background::maint).
+  // Invariants:
+  //   1. busy while a relocation or sweep runs with mu_ released; none starts while a
+  //      migration out lasts, and Handoff waits until busy is false.
+  //   2. Relocations and sweeps run only on the maintenance thread, so never concurrently
+  //      (SweepTableFiles requires it).
+  struct Maintenance {
+    std::set<uint32_t> evacuated;  // SetEvacuatedStocs
+    bool busy = false;
+    bool sweep_requested = false;
+    MonoTime next_sweep_at{};  // the periodic sweep (sweep_interval > 0)
+    MonoTime sweep_retry_at{};
+    Backoff sweep_backoff{kMaintenanceRetry};
+    // Tables whose relocation failed: not retried before `at`.
+    struct Retry {
+      MonoTime at{};
+      Backoff backoff{kMaintenanceRetry};
+    };
+    std::map<uint64_t, Retry> retries;
+    // Token bucket: the next relocation starts no earlier (lags now by one second at most).
+    MonoTime relocate_not_before{};
+    uint64_t relocated_tables = 0, relocated_bytes = 0, failures = 0;
+    uint64_t sweeps = 0, swept_files = 0;
+  };
   // Background work: the tasks running, and after a failed flush or compaction the
   // backoff (none is tried before its retry time).
   struct Background {
@@ -523,6 +547,9 @@ class RangeEngine {
     // the next table number when it started; every number it takes, and so every table it
     // may install (an offloaded job's too), is at least that. A sweep spares them.
     std::multiset<uint64_t> pending_outputs;
+    Maintenance maint;
+    // Runs MaintenanceLoop from Open; the destructor takes it (under mu_) and joins it.
+    std::thread maintenance_thread;
   };
   Background bg_ GUARDED_BY(mu_);
   // Where the range is in its life (write_gate_.blocked mirrors it for the write path).
@@ -549,30 +576,6 @@ class RangeEngine {
     MigrationOut migration;
   };
   Lifecycle life_ GUARDED_BY(mu_);
-  // The maintenance thread's state (range_engine_relocation.cc). Invariants:
-  //   1. busy while a relocation or sweep runs with mu_ released; none starts while a
-  //      migration out lasts, and Handoff waits until busy is false.
-  //   2. Relocations and sweeps run only on the maintenance thread, so never concurrently
-  //      (SweepTableFiles requires it).
-  struct Maintenance {
-    std::set<uint32_t> evacuated;  // SetEvacuatedStocs
-    bool busy = false;
-    bool sweep_requested = false;
-    MonoTime next_sweep_at{};  // the periodic sweep (sweep_interval > 0)
-    MonoTime sweep_retry_at{};
-    Backoff sweep_backoff{kMaintenanceRetry};
-    // Tables whose relocation failed: not retried before `at`.
-    struct Retry {
-      MonoTime at{};
-      Backoff backoff{kMaintenanceRetry};
-    };
-    std::map<uint64_t, Retry> retries;
-    // Token bucket: the next relocation starts no earlier (lags now by one second at most).
-    MonoTime relocate_not_before{};
-    uint64_t relocated_tables = 0, relocated_bytes = 0, failures = 0;
-    uint64_t sweeps = 0, swept_files = 0;
-  };
-  Maintenance maint_ GUARDED_BY(mu_);
   EngineStats stats_ GUARDED_BY(mu_);
   // When and how the Drange layout changes (MaybeReorganize installs what it plans).
   DrangeReorganizer reorganizer_;
@@ -589,8 +592,6 @@ class RangeEngine {
   LookupIndex index_;
 
   ThreadPool pool_;
-  // Runs MaintenanceLoop from Open until the destructor joins it.
-  std::thread maintenance_thread_;
 };
 
 }  // namespace nova::ltc

@@ -436,11 +436,11 @@ EngineStats RangeEngine::GetStats() const {
   CountAtRiskLocked(&p);
   s.relocation_copies_at_risk = p.copies_at_risk;
   s.relocation_tables_at_risk = p.tables_at_risk;
-  s.relocated_tables = maint_.relocated_tables;
-  s.relocated_bytes = maint_.relocated_bytes;
-  s.relocation_failures = maint_.failures;
-  s.sweeps = maint_.sweeps;
-  s.swept_files = maint_.swept_files;
+  s.relocated_tables = bg_.maint.relocated_tables;
+  s.relocated_bytes = bg_.maint.relocated_bytes;
+  s.relocation_failures = bg_.maint.failures;
+  s.sweeps = bg_.maint.sweeps;
+  s.swept_files = bg_.maint.swept_files;
   return s;
 }
 

@@ -54,26 +54,26 @@ constexpr auto kRelocationBurst = std::chrono::seconds(1);
 
 void RangeEngine::SetEvacuatedStocs(std::set<uint32_t> stocs) {
   MutexLock lock(&mu_);
-  if (stocs != maint_.evacuated) {
+  if (stocs != bg_.maint.evacuated) {
     LOG(INFO) << "range " << options_.range_id << ": " << stocs.size()
               << " StoCs to move copies off";
   }
-  maint_.evacuated = std::move(stocs);
-  maint_.retries.clear();  // a new configuration: tables that failed may succeed now
+  bg_.maint.evacuated = std::move(stocs);
+  bg_.maint.retries.clear();  // a new configuration: tables that failed may succeed now
   cv_.NotifyAll();
 }
 
 void RangeEngine::RequestSweep() {
   MutexLock lock(&mu_);
-  maint_.sweep_requested = true;
+  bg_.maint.sweep_requested = true;
   cv_.NotifyAll();
 }
 
 void RangeEngine::CountAtRiskLocked(RelocationProgress* p) const {
   p->copies_at_risk = 0;
   p->tables_at_risk = 0;
-  if (maint_.evacuated.empty()) return;
-  auto on = [this](uint32_t stoc) REQUIRES(mu_) { return maint_.evacuated.count(stoc) != 0; };
+  if (bg_.maint.evacuated.empty()) return;
+  auto on = [this](uint32_t stoc) REQUIRES(mu_) { return bg_.maint.evacuated.count(stoc) != 0; };
   for (const auto& level : versions_.current()->levels) {
     for (const TableRef& t : level) {
       const size_t n = lsm::CopiesOn(t->meta(), on);
@@ -87,24 +87,24 @@ RelocationProgress RangeEngine::GetRelocationProgress() const {
   MutexLock lock(&mu_);
   RelocationProgress p;
   CountAtRiskLocked(&p);
-  p.tables_relocated = maint_.relocated_tables;
-  p.bytes_relocated = maint_.relocated_bytes;
-  p.failures = maint_.failures;
-  p.sweeps = maint_.sweeps;
-  p.files_swept = maint_.swept_files;
-  p.idle = !maint_.busy && p.copies_at_risk == 0 && !maint_.sweep_requested;
+  p.tables_relocated = bg_.maint.relocated_tables;
+  p.bytes_relocated = bg_.maint.relocated_bytes;
+  p.failures = bg_.maint.failures;
+  p.sweeps = bg_.maint.sweeps;
+  p.files_swept = bg_.maint.swept_files;
+  p.idle = !bg_.maint.busy && p.copies_at_risk == 0 && !bg_.maint.sweep_requested;
   return p;
 }
 
 TableRef RangeEngine::NextRelocationLocked(int* level, MonoTime* retry_at) const {
-  auto on = [this](uint32_t stoc) REQUIRES(mu_) { return maint_.evacuated.count(stoc) != 0; };
+  auto on = [this](uint32_t stoc) REQUIRES(mu_) { return bg_.maint.evacuated.count(stoc) != 0; };
   const MonoTime now = MonoNow();
   const std::shared_ptr<Version> v = versions_.current();
   for (int l = 0; l < lsm::kNumLevels; ++l) {
     for (const TableRef& t : v->levels[l]) {
       if (lsm::CopiesOn(t->meta(), on) == 0) continue;
-      auto r = maint_.retries.find(t->meta().number);
-      if (r != maint_.retries.end() && r->second.at > now) {
+      auto r = bg_.maint.retries.find(t->meta().number);
+      if (r != bg_.maint.retries.end() && r->second.at > now) {
         *retry_at = std::min(*retry_at, r->second.at);
         continue;
       }
@@ -124,22 +124,22 @@ void RangeEngine::MaintenanceLoop() {
     // out holds both kinds of work (Maintenance, 1).
     if (life_.bg_error.ok() && !life_.migration.out) {
       const bool periodic =
-          options_.sweep_interval.count() > 0 && now >= maint_.next_sweep_at;
-      if ((maint_.sweep_requested || periodic) && now >= maint_.sweep_retry_at) {
+          options_.sweep_interval.count() > 0 && now >= bg_.maint.next_sweep_at;
+      if ((bg_.maint.sweep_requested || periodic) && now >= bg_.maint.sweep_retry_at) {
         SweepLocked();
         continue;
       }
-      if (maint_.sweep_requested) wake = std::min(wake, maint_.sweep_retry_at);
-      if (options_.sweep_interval.count() > 0) wake = std::min(wake, maint_.next_sweep_at);
-      if (!maint_.evacuated.empty()) {
+      if (bg_.maint.sweep_requested) wake = std::min(wake, bg_.maint.sweep_retry_at);
+      if (options_.sweep_interval.count() > 0) wake = std::min(wake, bg_.maint.next_sweep_at);
+      if (!bg_.maint.evacuated.empty()) {
         int level = 0;
         MonoTime retry_at = MonoTime::max();
         if (TableRef t = NextRelocationLocked(&level, &retry_at)) {
-          if (now >= maint_.relocate_not_before) {
+          if (now >= bg_.maint.relocate_not_before) {
             RelocateOneLocked(std::move(t), level);
             continue;
           }
-          wake = std::min(wake, maint_.relocate_not_before);
+          wake = std::min(wake, bg_.maint.relocate_not_before);
         } else {
           wake = std::min(wake, retry_at);
         }
@@ -150,8 +150,8 @@ void RangeEngine::MaintenanceLoop() {
 }
 
 void RangeEngine::RelocationFailedLocked(uint64_t number, const Status& s) {
-  ++maint_.failures;
-  Maintenance::Retry& r = maint_.retries[number];
+  ++bg_.maint.failures;
+  Maintenance::Retry& r = bg_.maint.retries[number];
   const auto delay = r.backoff.Next();
   r.at = MonoNow() + delay;
   LOG(WARNING) << "range " << options_.range_id << ": relocating table " << number
@@ -159,10 +159,10 @@ void RangeEngine::RelocationFailedLocked(uint64_t number, const Status& s) {
 }
 
 void RangeEngine::RelocateOneLocked(TableRef t, int level) {
-  const std::set<uint32_t> evacuated = maint_.evacuated;
+  const std::set<uint32_t> evacuated = bg_.maint.evacuated;
   auto must_move = [&evacuated](uint32_t stoc) { return evacuated.count(stoc) != 0; };
   const lsm::TableMeta& old = t->meta();
-  maint_.busy = true;
+  bg_.maint.busy = true;
   mu_.Unlock();
   uint64_t bytes = 0;
   Result<lsm::TableMeta> moved = store_->RelocateTable(old, must_move, &bytes);
@@ -172,8 +172,8 @@ void RangeEngine::RelocateOneLocked(TableRef t, int level) {
     const auto cost = std::chrono::duration_cast<MonoTime::duration>(
         std::chrono::duration<double>(static_cast<double>(bytes) /
                                       static_cast<double>(options_.relocation_bytes_per_sec)));
-    maint_.relocate_not_before =
-        std::max(maint_.relocate_not_before, MonoNow() - kRelocationBurst) + cost;
+    bg_.maint.relocate_not_before =
+        std::max(bg_.maint.relocate_not_before, MonoNow() - kRelocationBurst) + cost;
   }
   std::optional<lsm::TableMeta> drop;  // new copies to delete (not installed)
   if (!moved.ok()) {
@@ -183,7 +183,7 @@ void RangeEngine::RelocateOneLocked(TableRef t, int level) {
     // Nothing selected (the set changed meanwhile) or the store moved nothing: if copies
     // are still at risk, back off rather than ask again at once.
     if (lsm::CopiesOn(old, [this](uint32_t s) REQUIRES(mu_) {
-          return maint_.evacuated.count(s) != 0;
+          return bg_.maint.evacuated.count(s) != 0;
         }) > 0) {
       RelocationFailedLocked(old.number, Status::IllegalState("the store moved no copy"));
     }
@@ -199,9 +199,9 @@ void RangeEngine::RelocateOneLocked(TableRef t, int level) {
       edit.new_tables.emplace_back(level, std::move(moved.value()));
       Status s = LogAndApplyLocked(&edit);
       if (s.ok()) {
-        ++maint_.relocated_tables;
-        maint_.relocated_bytes += bytes;
-        maint_.retries.erase(old.number);
+        ++bg_.maint.relocated_tables;
+        bg_.maint.relocated_bytes += bytes;
+        bg_.maint.retries.erase(old.number);
       } else if (life_.bg_error.ok()) {
         // (LogAndApplyLocked deleted the new copies with the edit.)
         RelocationFailedLocked(old.number, s);
@@ -218,14 +218,14 @@ void RangeEngine::RelocateOneLocked(TableRef t, int level) {
   // The old handle may go here (deleting its moved copies), without mu_.
   t.reset();
   mu_.Lock();
-  maint_.busy = false;
+  bg_.maint.busy = false;
   cv_.NotifyAll();
 }
 
 void RangeEngine::SweepLocked() {
-  maint_.sweep_requested = false;
+  bg_.maint.sweep_requested = false;
   if (options_.sweep_interval.count() > 0) {
-    maint_.next_sweep_at = MonoNow() + options_.sweep_interval;
+    bg_.maint.next_sweep_at = MonoNow() + options_.sweep_interval;
   }
   // (The file comment, 4-6.)
   uint64_t below = versions_.state().next_file_number();
@@ -238,26 +238,26 @@ void RangeEngine::SweepLocked() {
       below = std::min(below, number);
     }
   }
-  maint_.busy = true;
+  bg_.maint.busy = true;
   mu_.Unlock();
   Result<uint64_t> swept = store_->SweepTableFiles(live, below);
   live.clear();
   mu_.Lock();
-  maint_.busy = false;
+  bg_.maint.busy = false;
   cv_.NotifyAll();
   if (swept.ok()) {
-    ++maint_.sweeps;
-    maint_.swept_files += swept.value();
-    maint_.sweep_backoff = Backoff(kMaintenanceRetry);
+    ++bg_.maint.sweeps;
+    bg_.maint.swept_files += swept.value();
+    bg_.maint.sweep_backoff = Backoff(kMaintenanceRetry);
     LOG_IF(INFO, swept.value() > 0) << "range " << options_.range_id << ": swept "
                                     << swept.value() << " garbage table files";
     return;
   }
   StopIfFencedLocked(swept.status());
   if (swept.status().IsFenced()) return;
-  maint_.sweep_requested = true;
-  const auto delay = maint_.sweep_backoff.Next();
-  maint_.sweep_retry_at = MonoNow() + delay;
+  bg_.maint.sweep_requested = true;
+  const auto delay = bg_.maint.sweep_backoff.Next();
+  bg_.maint.sweep_retry_at = MonoNow() + delay;
   LOG(WARNING) << "range " << options_.range_id << ": sweep failed (retry in " << delay.count()
                << " ms): " << swept.status().ToString();
 }
