@@ -458,6 +458,48 @@ TEST(RangeEngineRelocationTest, NothingIsInstalledWhileAMigrationOutLasts) {
   ExpectRound(&engine, kKeys, 9);
 }
 
+TEST(RangeEngineRelocationTest, RelocationsKeepToTheBandwidthLimit) {
+  lsm::MemoryTableStore store(kStocs);
+  EngineOptions o = SmallOptions();
+  uint64_t total = 0, largest = 0;  // bytes to copy, in all and of the largest table
+  {
+    RangeEngine engine(o, &store);
+    ASSERT_TRUE(engine.Open().ok());
+    WriteRound(&engine, 600, 10);
+    ASSERT_TRUE(engine.FlushAll().ok());
+    ASSERT_TRUE(engine.WaitForCompactions().ok());
+    for (const auto& level : engine.GetShape().levels) {
+      for (const lsm::TableMeta& t : level) {
+        uint64_t b = 0;
+        for (const auto& r : t.fragments) {
+          for (const auto& l : r) b += l.stoc_id == kEvacuated ? l.size : 0;
+        }
+        for (const auto& l : t.filter) b += l.stoc_id == kEvacuated ? l.size : 0;
+        total += b;
+        largest = std::max(largest, b);
+      }
+    }
+  }
+  ASSERT_GT(total, 3 * largest) << "needs several tables to relocate";
+  // A bucket of one second's worth, then a quarter of the bytes per second: every table
+  // but the last waits for what the ones before it copied beyond the first second's worth.
+  o.relocation_bytes_per_sec = total / 4;
+  RangeEngine engine(o, &store);
+  ASSERT_TRUE(engine.Open().ok());
+  store.SetStocs({1, 2, 4});
+  const auto start = std::chrono::steady_clock::now();
+  engine.SetEvacuatedStocs({kEvacuated});
+  ASSERT_TRUE(test::WaitFor([&] { return Relocated(&engine); }, std::chrono::seconds(30)));
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double at_least = static_cast<double>(total - largest - o.relocation_bytes_per_sec) /
+                          static_cast<double>(o.relocation_bytes_per_sec);
+  EXPECT_GE(elapsed, 0.9 * at_least) << total << " bytes at " << o.relocation_bytes_per_sec
+                                     << " B/s";
+  EXPECT_EQ(engine.GetRelocationProgress().bytes_relocated, total);
+  ExpectRound(&engine, 600, 10);
+}
+
 TEST(RangeEngineRelocationTest, AFencedStoreStopsTheWorkQuietly) {
   lsm::MemoryTableStore store(kStocs);
   RangeEngine engine(SmallOptions(), &store);
