@@ -12,8 +12,10 @@
 #include <set>
 #include <thread>
 
+#include "common/lsm/compaction_job.h"
 #include "common/lsm/memory_table_store.h"
 #include "common/lsm/table_meta.h"
+#include "ltc/engine/compaction_offloader.h"
 #include "ltc/engine/range_engine.h"
 #include "tests/util/test_util.h"
 
@@ -120,6 +122,22 @@ class Gate {
   uint64_t held_ = 0;
 };
 
+// Runs offloaded compaction jobs at once, on the same store (as a StoC would).
+class InlineOffloader final : public CompactionOffloader {
+ public:
+  explicit InlineOffloader(lsm::TableStore* store) : store_(store) {}
+  Status Run(lsm::CompactionJob job, lsm::CompactionJobResult* result) override {
+    return lsm::RunCompactionJob(job, &icmp_, store_, result);
+  }
+
+ private:
+  lsm::TableStore* const store_;
+  const lsm::InternalKeyComparator icmp_{leveldb::BytewiseComparator()};
+};
+
+// Parameter: compactions are offloaded.
+class RelocationLoadTest : public ::testing::TestWithParam<bool> {};
+
 TEST(CopiesOnTest, CountsReplicasFilterAndParityWithBytes) {
   lsm::TableMeta t;
   t.fragments = {{{1, 10, 0, 5}, {2, 11, 0, 5}}, {}, {{3, 12, 0, 7}}};
@@ -131,10 +149,12 @@ TEST(CopiesOnTest, CountsReplicasFilterAndParityWithBytes) {
   EXPECT_EQ(lsm::CopiesOn(t, OnAny), 5u);
 }
 
-TEST(RangeEngineRelocationTest, MovesEveryCopyOffWhileWritesFlushesAndCompactionsRun) {
+TEST_P(RelocationLoadTest, MovesEveryCopyOffWhileWritesFlushesAndCompactionsRun) {
   const uint64_t seed = test::TestSeed("RelocationUnderLoad");
   lsm::MemoryTableStore store(kStocs);
+  InlineOffloader offloader(&store);
   EngineOptions o = SmallOptions();
+  if (GetParam()) o.compaction_offloader = &offloader;
   o.level1_bytes = 1 << 20;  // Level 1 holds the cold tables below
   RangeEngine engine(o, &store);
   ASSERT_TRUE(engine.Open().ok());
@@ -198,6 +218,7 @@ TEST(RangeEngineRelocationTest, MovesEveryCopyOffWhileWritesFlushesAndCompaction
   const EngineStats stats = engine.GetStats();
   EXPECT_EQ(stats.relocated_tables, p.tables_relocated);
   EXPECT_EQ(stats.relocation_copies_at_risk, 0u);
+  EXPECT_EQ(stats.compactions_offloaded > 0, GetParam());
   // Nothing leaked: the store holds exactly the copies the current tables name.
   EXPECT_EQ(store.total_copies(), CopiesInShape(engine.GetShape(), OnAny));
   std::unique_ptr<leveldb::Iterator> it(engine.NewIterator());
@@ -346,10 +367,12 @@ TEST(RangeEngineRelocationTest, SweepDeletesCopiesLeftOnAStocThatWasDown) {
   ExpectRound(&engine, kKeys, 6);
 }
 
-TEST(RangeEngineRelocationTest, SweepsRacingFlushesAndCompactionsDeleteNothingLive) {
+TEST_P(RelocationLoadTest, SweepsRacingFlushesAndCompactionsDeleteNothingLive) {
   const uint64_t seed = test::TestSeed("SweepRace");
   lsm::MemoryTableStore store(kStocs);
+  InlineOffloader offloader(&store);
   EngineOptions o = SmallOptions();
+  if (GetParam()) o.compaction_offloader = &offloader;
   o.sweep_interval = std::chrono::milliseconds(1);  // sweeps back to back
   RangeEngine engine(o, &store);
   ASSERT_TRUE(engine.Open().ok());
@@ -389,6 +412,7 @@ TEST(RangeEngineRelocationTest, SweepsRacingFlushesAndCompactionsDeleteNothingLi
   ASSERT_TRUE(engine.FlushAll().ok());
   ASSERT_TRUE(engine.WaitForCompactions().ok());
   EXPECT_GT(engine.GetRelocationProgress().sweeps, 0u);
+  EXPECT_EQ(engine.GetStats().compactions_offloaded > 0, GetParam());
   for (const auto& [mk, mv] : model) {
     std::string got;
     ASSERT_TRUE(engine.Get(mk, &got).ok()) << mk << " (seed " << seed << ")";
@@ -512,6 +536,8 @@ TEST(RangeEngineRelocationTest, AFencedStoreStopsTheWorkQuietly) {
   EXPECT_EQ(engine.GetRelocationProgress().failures, 0u);
   EXPECT_EQ(engine.GetRelocationProgress().tables_relocated, 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(LocalAndOffloadedCompactions, RelocationLoadTest, ::testing::Bool());
 
 }  // namespace
 }  // namespace nova::ltc
