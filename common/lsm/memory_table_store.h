@@ -7,6 +7,16 @@
 // every call, so reading a table after DeleteTable fails (NotFound), as it would over
 // StoCs: an engine that reads a deleted table is caught here rather than in production.
 //
+// StoC mode (constructed with a list of fake StoC ids): each copy (one replica of each
+// non-empty fragment, of the filter) is placed round-robin on the StoCs of SetStocs and
+// recorded as a file (stoc id, a file id unique in the store); reads need the copy they
+// read to exist (a source opened from metadata whose copies were deleted fails), deletes
+// remove the copies the metadata names (the table goes with its last copy), and the
+// relocation and sweep calls work over these files. A StoC marked down (SetDownStocs)
+// gets no new copy and its copies cannot be deleted (those deletes fail, the rest
+// proceed); its copies still read (as the StoC store's degraded reads decode them from the
+// others).
+//
 // Fault hooks make the next calls fail without changing anything: FailNextWrites (tables),
 // FailNextManifestWrites (AppendManifest, RollManifest), FailNextReads (fragment and
 // filter reads), FailNextGcCalls (ListTables, DeleteTableFiles). Counters let tests check
@@ -21,7 +31,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
+#include <set>
+#include <utility>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +51,8 @@ constexpr uint32_t kMemoryStoreStocId = 0xFFFFFFFFu;
 class MemoryTableStore final : public TableStore {
  public:
   MemoryTableStore() = default;
+  // StoC mode over these StoCs (at least one).
+  explicit MemoryTableStore(std::vector<uint32_t> stocs);
   MemoryTableStore(const MemoryTableStore&) = delete;
   MemoryTableStore& operator=(const MemoryTableStore&) = delete;
 
@@ -52,6 +68,16 @@ class MemoryTableStore final : public TableStore {
   // not). Both return IOError for an injected fault (FailNextGcCalls).
   Result<std::vector<uint64_t>> ListTables() override;
   Status DeleteTableFiles(uint64_t number) override;
+  // Relocation and sweeping (StoC mode; otherwise RelocateTable returns `meta` unchanged,
+  // DeleteCopiesNotIn does nothing and SweepTableFiles works on whole tables).
+  // RelocateTable: Unavailable if a copy has no StoC to go to (nothing changes), NotFound
+  // for a table not stored, IOError for an injected fault (FailNextRelocations).
+  Result<TableMeta> RelocateTable(const TableMeta& meta,
+                                  const std::function<bool(uint32_t stoc_id)>& must_move,
+                                  uint64_t* bytes_copied) override;
+  Status DeleteCopiesNotIn(const TableMeta& from, const TableMeta& to) override;
+  Result<uint64_t> SweepTableFiles(const std::map<uint64_t, TableMeta>& live,
+                                   uint64_t unreferenced_below) override;
   Status AppendManifest(const std::string& record) override;
   Status RollManifest(const std::string& snapshot_record) override;
   Result<std::string> ReadManifest() override;
@@ -61,7 +87,14 @@ class MemoryTableStore final : public TableStore {
   void FailNextWrites(int n);          // WriteTable
   void FailNextManifestWrites(int n);  // AppendManifest, RollManifest
   void FailNextReads(int n);           // FragmentSource::ReadFragment, ReadFilter
-  void FailNextGcCalls(int n);         // ListTables, DeleteTableFiles
+  void FailNextGcCalls(int n);         // ListTables, DeleteTableFiles, SweepTableFiles
+  void FailNextRelocations(int n);     // RelocateTable
+  // Called (without the store's lock) at the start of every RelocateTable, with the table
+  // number; tests block in it to hold a relocation at that point. Null: none.
+  void SetRelocateHook(std::function<void(uint64_t number)> hook);
+  // StoC mode: where new copies go (WriteTable, RelocateTable), and the StoCs that are down.
+  void SetStocs(std::vector<uint32_t> stocs);
+  void SetDownStocs(std::set<uint32_t> down);
   // From now on every write, MANIFEST write and delete fails with Fenced and changes nothing
   // (as a StoC answers an owner a newer one fenced off).
   void Fence();
@@ -77,6 +110,14 @@ class MemoryTableStore final : public TableStore {
   bool HasTable(uint64_t number) const;
   // Sum of the fragment and filter bytes of the tables stored now.
   uint64_t live_bytes() const;
+  // StoC mode: copies (files) stored on `stoc` now, and in all.
+  uint64_t CopiesOnStoc(uint32_t stoc) const;
+  uint64_t total_copies() const;
+  // Table numbers stored now, ascending.
+  std::vector<uint64_t> StoredTables() const;
+  uint64_t relocations() const;    // successful RelocateTable calls that moved a copy
+  uint64_t copies_deleted() const; // by DeleteCopiesNotIn
+  uint64_t files_swept() const;    // by SweepTableFiles
 
   // The stored MANIFEST bytes, for tests that damage or cut them. The pointer lives as
   // long as the store. REQUIRES: no other call on the store runs while it is used.
@@ -87,15 +128,37 @@ class MemoryTableStore final : public TableStore {
   struct StoredTable {
     std::vector<std::string> fragments;  // by fragment index; empty data fragments too
     std::string filter;
+    std::set<std::pair<uint32_t, uint64_t>> copies;  // StoC mode: (stoc id, file id)
   };
+  // A StoC for a new copy: the next of stocs_ (round-robin) that is up and that `avoid`
+  // does not select; nullopt if none. REQUIRES: mu_ held.
+  std::optional<uint32_t> PlaceLocked(const std::function<bool(uint32_t)>& avoid)
+      REQUIRES(mu_);
+  // Deletes the copies of `t` at `locs` that `keep` does not select; false if one is on a
+  // down StoC (kept). Counts them in *deleted. REQUIRES: mu_ held.
+  bool DeleteCopiesLocked(StoredTable* t, const std::vector<const FragmentLocation*>& locs,
+                          uint64_t* deleted) REQUIRES(mu_);
 
   // Copies n bytes at `offset` of fragment `fragment` of table `number` into dst.
-  Status ReadFragment(uint64_t number, uint32_t fragment, uint64_t offset, size_t n, char* dst);
+  // `loc`: the copies the reader may read (StoC mode: one must exist).
+  Status ReadFragment(uint64_t number, const std::vector<FragmentLocation>* loc,
+                      uint32_t fragment, uint64_t offset, size_t n, char* dst);
   // Consumes one injected fault of *counter (a member guarded by mu_), if any.
   // REQUIRES: mu_ held.
   static bool TakeFault(int* counter);
 
+  const bool stoc_mode_ = false;
+
   mutable Mutex mu_;
+  std::vector<uint32_t> stocs_ GUARDED_BY(mu_);
+  std::set<uint32_t> down_ GUARDED_BY(mu_);
+  size_t next_stoc_ GUARDED_BY(mu_) = 0;
+  uint64_t next_file_id_ GUARDED_BY(mu_) = 1;
+  int fail_relocations_ GUARDED_BY(mu_) = 0;
+  std::function<void(uint64_t)> relocate_hook_ GUARDED_BY(mu_);
+  uint64_t relocations_ GUARDED_BY(mu_) = 0;
+  uint64_t copies_deleted_ GUARDED_BY(mu_) = 0;
+  uint64_t files_swept_ GUARDED_BY(mu_) = 0;
   std::map<uint64_t, StoredTable> tables_ GUARDED_BY(mu_);  // by table number
   std::string manifest_ GUARDED_BY(mu_);
   bool fenced_ GUARDED_BY(mu_) = false;

@@ -50,6 +50,62 @@ TEST_F(MemoryTableStoreTest, WriteReadDeleteTables) {
   EXPECT_TRUE(source.value()->ReadFragment(0, 0, 1, scratch, &result).IsNotFound());
 }
 
+TEST(MemoryTableStoreStocModeTest, RelocateDeleteCopiesAndSweep) {
+  const InternalKeyComparator icmp{leveldb::BytewiseComparator()};
+  std::unique_ptr<const leveldb::FilterPolicy> bloom(leveldb::NewBloomFilterPolicy(10));
+  std::mt19937_64 rng(test::TestSeed("MemoryTableStoreStocModeTest"));
+  MemoryTableStore store({1, 2, 3});
+  const table_test::TableModel m = table_test::RandomTableModel(&rng, 300, 200);
+  BuiltTable built = table_test::BuildTable(icmp, m, 3, bloom.get());
+  TableMeta meta;
+  meta.number = 7;
+  meta.layout = built.layout;
+  ASSERT_TRUE(store.WriteTable(7, built, &meta).ok());
+  auto on2 = [](uint32_t s) { return s == 2; };
+  ASSERT_GT(CopiesOn(meta, on2), 0u);
+  const uint64_t copies = store.total_copies();
+  EXPECT_EQ(copies, CopiesOn(meta, [](uint32_t) { return true; }));
+
+  // Nowhere to go: refused, nothing changes.
+  store.SetStocs({2});
+  EXPECT_TRUE(store.RelocateTable(meta, on2, nullptr).status().IsUnavailable());
+  store.FailNextRelocations(1);
+  store.SetStocs({1, 3});
+  EXPECT_TRUE(store.RelocateTable(meta, on2, nullptr).status().code() == Status::Code::kIOError);
+  EXPECT_EQ(store.total_copies(), copies);
+
+  uint64_t bytes = 0;
+  auto moved = store.RelocateTable(meta, on2, &bytes);
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  EXPECT_EQ(CopiesOn(moved.value(), on2), 0u);
+  EXPECT_GT(bytes, 0u);
+  EXPECT_EQ(store.total_copies(), copies + CopiesOn(meta, on2));
+  ASSERT_NO_FATAL_FAILURE(table_test::VerifyTable(&store, icmp, moved.value(), m));
+  // The old metadata still reads until its moved copies are deleted.
+  ASSERT_NO_FATAL_FAILURE(table_test::VerifyTable(&store, icmp, meta, m));
+  ASSERT_TRUE(store.DeleteCopiesNotIn(meta, moved.value()).ok());
+  EXPECT_EQ(store.CopiesOnStoc(2), 0u);
+  EXPECT_EQ(store.total_copies(), copies);
+  ASSERT_NO_FATAL_FAILURE(table_test::VerifyTable(&store, icmp, moved.value(), m));
+
+  // A sweep keeps a live table's placed copies, deletes the rest and unreferenced tables
+  // below the bound, and never touches those above it.
+  TableMeta other;
+  other.number = 9;
+  other.layout = built.layout;
+  ASSERT_TRUE(store.WriteTable(9, built, &other).ok());
+  TableMeta young;
+  young.number = 20;
+  young.layout = built.layout;
+  ASSERT_TRUE(store.WriteTable(20, built, &young).ok());
+  auto swept = store.SweepTableFiles({{7, moved.value()}}, 10);
+  ASSERT_TRUE(swept.ok());
+  EXPECT_EQ(swept.value(), CopiesOn(other, [](uint32_t) { return true; }));
+  EXPECT_TRUE(store.HasTable(7));
+  EXPECT_FALSE(store.HasTable(9));
+  EXPECT_TRUE(store.HasTable(20));
+}
+
 TEST_F(MemoryTableStoreTest, InjectedFaultsChangeNothing) {
   BuiltTable built = table_test::BuildTable(icmp_, {{"k", "v"}}, 1, nullptr);
   TableMeta meta;

@@ -117,4 +117,14 @@ bool DecodeTableMeta(std::string_view* in, TableMeta* t) {
   return GetReplicas(in, &t->parity) && !t->parity.empty() && t->parity.size() <= kMaxParity;
 }
 
+size_t CopiesOn(const TableMeta& t, const std::function<bool(uint32_t stoc_id)>& on) {
+  size_t n = 0;
+  for (const auto& replicas : t.fragments) {
+    for (const FragmentLocation& l : replicas) n += l.size > 0 && on(l.stoc_id) ? 1 : 0;
+  }
+  for (const FragmentLocation& l : t.filter) n += l.size > 0 && on(l.stoc_id) ? 1 : 0;
+  for (const FragmentLocation& l : t.parity) n += l.size > 0 && on(l.stoc_id) ? 1 : 0;
+  return n;
+}
+
 }  // namespace nova::lsm

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,5 +67,10 @@ void EncodeTableMeta(std::string* dst, const TableMeta& t);
 // Reads one TableMeta from the front of *in and advances it; false on malformed input
 // (never reads past *in; counts read are bounded, so damage cannot make it allocate much).
 bool DecodeTableMeta(std::string_view* in, TableMeta* t);
+
+// The copies of `t` (replicas of its data and meta fragments, replicas of its filter, its
+// parity fragments; TableStore's "Relocation and sweeping") whose StoC `on` selects. A
+// location of size 0 (an empty filter) holds no bytes and is not a copy.
+size_t CopiesOn(const TableMeta& t, const std::function<bool(uint32_t stoc_id)>& on);
 
 }  // namespace nova::lsm

@@ -2,6 +2,7 @@
 // --ltc_* flags; the paper's symbols are noted.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -85,6 +86,14 @@ struct EngineOptions {
   // A MANIFEST that grows past this many bytes is rolled over: a new one starts with a
   // snapshot of the whole state (tests set it small to exercise the roll-over).
   uint64_t manifest_roll_bytes = 4ull << 20;
+
+  // Relocation (RangeEngine::SetEvacuatedStocs, range_engine_relocation.cc): the bytes per
+  // second relocations may copy, averaged over whole tables (a token bucket holding up to
+  // one second's worth); 0: unlimited.
+  uint64_t relocation_bytes_per_sec = 64ull << 20;
+  // Sweeps of garbage table files (RangeEngine::RequestSweep) run this often; zero: only on
+  // request.
+  std::chrono::milliseconds sweep_interval{60'000};
 
   // Where writes are logged before they are acknowledged (ltc/engine/memtable_log.h); null: no
   // log (log_mode=none: memtable contents die with the process). Must outlive the engine.

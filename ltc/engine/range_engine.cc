@@ -80,13 +80,18 @@ RangeEngine::RangeEngine(const EngineOptions& options, lsm::TableStore* store)
             1024) {}
 
 RangeEngine::~RangeEngine() {
+  std::thread maintenance;
   {
     MutexLock lock(&mu_);
     life_.shutting_down = true;
     write_gate_.blocked = true;
     cv_.NotifyAll();
     cv_.Wait(&lock, [&]() REQUIRES(mu_) { return bg_.running == 0; });
+    maintenance = std::move(bg_.maintenance_thread);
   }
+  // It sees shutting_down after its current step (a relocation or sweep it is in finishes;
+  // nothing is installed after it).
+  if (maintenance.joinable()) maintenance.join();
   pool_.Shutdown();
 }
 
@@ -194,6 +199,8 @@ Status RangeEngine::Open() {
   life_.opened = true;
   write_gate_.blocked = false;
   if (!immutables_.empty()) ScheduleWork();
+  if (options_.sweep_interval.count() > 0) bg_.maint.next_sweep_at = MonoNow() + options_.sweep_interval;
+  bg_.maintenance_thread = std::thread([this] { MaintenanceLoop(); });
   LOG(INFO) << "range " << options_.range_id << " opened: " << versions_.current()->levels[0].size()
             << " L0 tables, " << adopted << " memtables adopted from a migration, "
             << rebuilt.size() - adopted << " rebuilt from logs, last sequence "

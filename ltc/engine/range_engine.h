@@ -31,7 +31,8 @@
 // Sources: range_engine.cc (Open, writes, reads), range_engine_flush.cc (background work,
 // what flush jobs change in the engine), range_engine_compaction.cc (compactions, layout
 // installs, stats), range_engine_index.cc, range_engine_recovery.cc,
-// range_engine_offload.cc, range_engine_migration.cc (live migration, both sides).
+// range_engine_offload.cc, range_engine_migration.cc (live migration, both sides),
+// range_engine_relocation.cc (moving copies off evacuated StoCs, sweeping garbage files).
 //
 // Thread safety: all public methods are thread-safe. Lock order: Drange locks
 // (DrangeState::mu, in index order), then mu_, then the router's lock (a leaf). Members are
@@ -41,6 +42,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -122,6 +124,10 @@ struct EngineStats {
   // The last Open's live migration (EngineOptions::migrated): memtables adopted from the
   // source LTC instead of replayed (their logs were listed, not read), and their entries.
   uint64_t migrated_memtables = 0, migrated_entries = 0;
+  // Relocation and sweeping (RangeEngine::GetRelocationProgress has the meanings).
+  uint64_t relocation_copies_at_risk = 0, relocation_tables_at_risk = 0;
+  uint64_t relocated_tables = 0, relocated_bytes = 0, relocation_failures = 0;
+  uint64_t sweeps = 0, swept_files = 0;
   // Of the last complete window of reorganize_every_writes writes (the load check's
   // figure); until the first window completes, of the writes so far.
   double drange_imbalance = 0;
@@ -141,6 +147,24 @@ struct EngineShape {
   std::vector<lsm::TableMeta> levels[lsm::kNumLevels];
   PersistedDrangeLayout dranges;
   bool operator==(const EngineShape&) const = default;
+};
+
+// Where moving copies off evacuated StoCs stands (RangeEngine::GetRelocationProgress).
+struct RelocationProgress {
+  // Copies (lsm::CopiesOn) of the current version's tables on an evacuated StoC, and the
+  // tables with at least one, now.
+  uint64_t copies_at_risk = 0;
+  uint64_t tables_at_risk = 0;
+  // Totals since Open: relocations installed, the bytes they copied, and relocations that
+  // failed (RelocateTable or the MANIFEST edit; each is retried after a backoff).
+  uint64_t tables_relocated = 0;
+  uint64_t bytes_relocated = 0;
+  uint64_t failures = 0;
+  // Totals since Open: sweeps that completed, and the files they deleted.
+  uint64_t sweeps = 0;
+  uint64_t files_swept = 0;
+  // Nothing runs now, no copy is at risk and no sweep was requested.
+  bool idle = true;
 };
 
 // One write of a batch (RangeEngine::Write); the slices must stay valid for the call.
@@ -224,6 +248,27 @@ class RangeEngine {
   // True between a successful Handoff and EndMigrationOut.
   bool handed_off() const EXCLUDES(mu_);
 
+  // Relocation and sweeping (range_engine_relocation.cc; lsm::TableStore "Relocation and
+  // sweeping"). One maintenance thread, started by Open, runs both, one step at a time.
+  //
+  // The StoCs whose copies must move (a dead StoC removed from the configuration, or one
+  // being drained); replaces the previous set, empty: nothing to move. Table by table over
+  // the current version, the thread has the store relocate every copy on them
+  // (RelocateTable, at most EngineOptions::relocation_bytes_per_sec) and installs the
+  // table's new metadata with a MANIFEST edit replacing it at its level, if the table is
+  // still there unchanged (else the new copies are deleted). The old copies are deleted
+  // once no reader holds the old metadata. A failed relocation is retried after a backoff;
+  // nothing is relocated or installed while a migration out lasts, or after the range
+  // stopped (fenced).
+  void SetEvacuatedStocs(std::set<uint32_t> stocs) EXCLUDES(mu_);
+  RelocationProgress GetRelocationProgress() const EXCLUDES(mu_);
+  // Asks for a sweep of garbage table files (TableStore::SweepTableFiles) as soon as the
+  // thread is free; sweeps also run every EngineOptions::sweep_interval. A sweep keeps
+  // every table any reader may still read and every number a flush, compaction (local or
+  // offloaded) or relocation may still install; it never runs with a relocation, nor while
+  // a migration out lasts. A failed sweep is retried after a backoff.
+  void RequestSweep() EXCLUDES(mu_);
+
   EngineStats GetStats() const;
   std::string DrangeDebugString() const;
   // The current tables and Drange layout (empty before a successful Open).
@@ -236,6 +281,10 @@ class RangeEngine {
   // while, so the retry goes elsewhere; a longer wait would only hold data in memory).
   static constexpr RetryPolicy kBackgroundRetry{std::chrono::milliseconds(10),
                                                 std::chrono::milliseconds(5000)};
+  // Backoff of a table whose relocation failed, and of a failed sweep: the cause (no StoC
+  // to place on, every copy unreadable) lasts until the configuration changes.
+  static constexpr RetryPolicy kMaintenanceRetry{std::chrono::milliseconds(50),
+                                                 std::chrono::milliseconds(30000)};
 
   // What a FlushJob asks of the engine (range_engine_flush.cc).
   class FlushHost;
@@ -383,6 +432,22 @@ class RangeEngine {
   // the next file number past every listed table. REQUIRES: mu_ held, at Open.
   void CollectOrphansLocked() REQUIRES(mu_);
   std::vector<lsm::SequenceNumber> LiveSnapshots() const REQUIRES(mu_);
+
+  // Relocation and sweeping (range_engine_relocation.cc).
+  // The maintenance thread's loop: sweeps and relocations, one at a time, until shutdown.
+  void MaintenanceLoop() EXCLUDES(mu_);
+  // The next table to relocate (its level in *level), or null; *retry_at is the earliest
+  // time a table now in backoff may be retried (unchanged if none). REQUIRES: mu_ held.
+  TableRef NextRelocationLocked(int* level, MonoTime* retry_at) const REQUIRES(mu_);
+  // Relocates table `t` at `level` and installs it. REQUIRES: mu_ held (released during the
+  // copy and the deletes).
+  void RelocateOneLocked(TableRef t, int level) REQUIRES(mu_);
+  // One sweep. REQUIRES: mu_ held (released during the sweep).
+  void SweepLocked() REQUIRES(mu_);
+  // Backs table `number`'s relocation off after a failure. REQUIRES: mu_ held.
+  void RelocationFailedLocked(uint64_t number, const Status& s) REQUIRES(mu_);
+  // Fills the at-risk counts of *p from the current version. REQUIRES: mu_ held.
+  void CountAtRiskLocked(RelocationProgress* p) const REQUIRES(mu_);
   PersistedDrangeLayout PersistLayout(const DrangeLayout& l) const;
   std::unique_ptr<DrangeLayout> RestoreLayout(const PersistedDrangeLayout& p) const;
 
@@ -442,6 +507,30 @@ class RangeEngine {
   std::multiset<lsm::SequenceNumber> snapshots_ GUARDED_BY(mu_);
   // Which compaction next; the tables running ones hold.
   CompactionPicker picker_ GUARDED_BY(mu_);
+  // The maintenance thread's state (range_engine_relocation.cc; Background::maint).
+  // Invariants:
+  //   1. busy while a relocation or sweep runs with mu_ released; none starts while a
+  //      migration out lasts, and Handoff waits until busy is false.
+  //   2. Relocations and sweeps run only on the maintenance thread, so never concurrently
+  //      (SweepTableFiles requires it).
+  struct Maintenance {
+    std::set<uint32_t> evacuated;  // SetEvacuatedStocs
+    bool busy = false;
+    bool sweep_requested = false;
+    MonoTime next_sweep_at{};  // the periodic sweep (sweep_interval > 0)
+    MonoTime sweep_retry_at{};
+    Backoff sweep_backoff{kMaintenanceRetry};
+    // Tables whose relocation failed: not retried before `at`.
+    struct Retry {
+      MonoTime at{};
+      Backoff backoff{kMaintenanceRetry};
+    };
+    std::map<uint64_t, Retry> retries;
+    // Token bucket: the next relocation starts no earlier (lags now by one second at most).
+    MonoTime relocate_not_before{};
+    uint64_t relocated_tables = 0, relocated_bytes = 0, failures = 0;
+    uint64_t sweeps = 0, swept_files = 0;
+  };
   // Background work: the tasks running, and after a failed flush or compaction the
   // backoff (none is tried before its retry time).
   struct Background {
@@ -454,6 +543,13 @@ class RangeEngine {
     // Dranges whose active memtable blocks a Level-0 compaction (the picker): the
     // background thread rotates them whatever the room (RotateForCompaction).
     std::set<uint32_t> rotate_for_compaction;
+    // Pending outputs (LevelDB's pending_outputs_): for each flush or compaction running,
+    // the next table number when it started; every number it takes, and so every table it
+    // may install (an offloaded job's too), is at least that. A sweep spares them.
+    std::multiset<uint64_t> pending_outputs;
+    Maintenance maint;
+    // Runs MaintenanceLoop from Open; the destructor takes it (under mu_) and joins it.
+    std::thread maintenance_thread;
   };
   Background bg_ GUARDED_BY(mu_);
   // Where the range is in its life (write_gate_.blocked mirrors it for the write path).

@@ -432,6 +432,15 @@ EngineStats RangeEngine::GetStats() const {
     s.level_bytes[l] = versions_.current()->LevelBytes(l);
   }
   s.last_sequence = VisibleSequence();
+  RelocationProgress p;
+  CountAtRiskLocked(&p);
+  s.relocation_copies_at_risk = p.copies_at_risk;
+  s.relocation_tables_at_risk = p.tables_at_risk;
+  s.relocated_tables = bg_.maint.relocated_tables;
+  s.relocated_bytes = bg_.maint.relocated_bytes;
+  s.relocation_failures = bg_.maint.failures;
+  s.sweeps = bg_.maint.sweeps;
+  s.swept_files = bg_.maint.swept_files;
   return s;
 }
 

@@ -81,9 +81,11 @@ void RangeEngine::BackgroundWork() {
   // Runs one flush (of a copy: the queue may change meanwhile).
   auto flush = [&](ImmutableMemTable imm) REQUIRES(mu_) {
     bg_.flushing_ids.insert(imm.mem->id());
+    const auto pending = bg_.pending_outputs.insert(versions_.state().next_file_number());
     mu_.Unlock();
     Status s = FlushOne(imm);
     mu_.Lock();
+    bg_.pending_outputs.erase(pending);
     bg_.flushing_ids.erase(imm.mem->id());
     StopIfFencedLocked(s);
     if (s.ok()) {
@@ -115,9 +117,11 @@ void RangeEngine::BackgroundWork() {
     std::optional<CompactionPick> pick;
     if (now >= bg_.compaction_retry_at && (pick = PickCompactionLocked())) {
       picker_.Start(*pick);
+      const auto pending = bg_.pending_outputs.insert(versions_.state().next_file_number());
       lock.Unlock();
       Status s = RunCompaction(pick->level, pick->inputs, pick->next);
       lock.Lock();
+      bg_.pending_outputs.erase(pending);
       picker_.Finish(*pick);
       StopIfFencedLocked(s);
       if (s.ok()) {

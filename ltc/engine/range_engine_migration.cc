@@ -140,6 +140,10 @@ Status RangeEngine::Handoff(MigratedState* out) {
   }
   MutexLock lock(&mu_);
   if (!WaitForFlushesBeforeMigrationLocked(&lock)) return Status::Aborted("engine shutting down");
+  // A relocation or sweep that started before the migration out installs nothing now and
+  // deletes nothing the destination may reference once it returns (Maintenance, 1).
+  cv_.Wait(&lock, [&]() REQUIRES(mu_) { return !bg_.maint.busy || life_.shutting_down; });
+  if (life_.shutting_down) return Status::Aborted("engine shutting down");
   std::vector<std::shared_ptr<MemTable>> mems = live_;
   std::sort(mems.begin(), mems.end(),
             [](const auto& a, const auto& b) { return a->id() < b->id(); });

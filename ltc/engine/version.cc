@@ -36,15 +36,70 @@ OwnedTableContext::OwnedTableContext(lsm::TableStore* store,
   ctx.icmp = icmp;
   ctx.block_cache = block_cache.get();
   ctx.filter_policy = filter_policy.get();
+  ctx.registry = &registry;
+}
+
+void TableRegistry::Add(const TableHandle* t) {
+  MutexLock lock(&mu_);
+  handles_.emplace(t->meta().number, t);
+}
+
+void TableRegistry::Remove(const TableHandle* t) {
+  MutexLock lock(&mu_);
+  auto [begin, end] = handles_.equal_range(t->meta().number);
+  for (auto it = begin; it != end; ++it) {
+    if (it->second == t) {
+      handles_.erase(it);
+      return;
+    }
+  }
+}
+
+std::map<uint64_t, std::vector<lsm::TableMeta>> TableRegistry::Snapshot() const {
+  MutexLock lock(&mu_);
+  std::map<uint64_t, std::vector<lsm::TableMeta>> out;
+  for (const auto& [number, t] : handles_) {
+    std::vector<lsm::TableMeta>& metas = out[number];
+    if (std::find(metas.begin(), metas.end(), t->meta()) == metas.end()) {
+      metas.push_back(t->meta());
+    }
+  }
+  return out;
+}
+
+TableHandle::TableHandle(lsm::TableMeta meta, const TableContext* ctx)
+    : meta_(std::move(meta)), ctx_(ctx) {
+  if (ctx_->registry != nullptr) ctx_->registry->Add(this);
 }
 
 TableHandle::~TableHandle() {
-  if (!obsolete_) return;
+  std::shared_ptr<TableHandle> successor;
+  {
+    MutexLock lock(&mu_);
+    successor = std::move(successor_);
+  }
   table_.reset();
   source_.reset();
-  Status s = ctx_->store->DeleteTable(meta_);
-  LOG_IF(WARNING, !s.ok()) << "could not delete obsolete table " << meta_.number << ": "
-                           << s.ToString();
+  if (successor != nullptr) {
+    // Its copies that moved: those on a dead StoC cannot be deleted (a sweep takes them
+    // once the StoC is back), so one line per table is enough.
+    Status s = ctx_->store->DeleteCopiesNotIn(meta_, successor->meta());
+    LOG_IF(WARNING, !s.ok()) << "could not delete every old copy of relocated table "
+                             << meta_.number << ": " << s.ToString();
+  } else if (obsolete_) {
+    Status s = ctx_->store->DeleteTable(meta_);
+    LOG_IF(WARNING, !s.ok()) << "could not delete obsolete table " << meta_.number << ": "
+                             << s.ToString();
+  }
+  // Registered until its files are gone, so a sweep never races its delete (harmless
+  // either way); the successor is released last.
+  if (ctx_->registry != nullptr) ctx_->registry->Remove(this);
+  successor.reset();
+}
+
+void TableHandle::MarkReplaced(std::shared_ptr<TableHandle> successor) {
+  MutexLock lock(&mu_);
+  successor_ = std::move(successor);
 }
 
 Status TableHandle::EnsureOpen() {

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,12 +41,31 @@ struct LookupHit {
 Status SeekNewest(leveldb::Iterator* it, const lsm::InternalKeyComparator* icmp,
                   const leveldb::Slice& user_key, lsm::SequenceNumber snapshot, LookupHit* hit);
 
+class TableHandle;
+
+// The metadata of every TableHandle alive (in a version, or held by a reader, an iterator or
+// a compaction): what a sweep of garbage table files must keep (RangeEngine, "sweeping").
+// Thread safety: thread-safe; its lock is a leaf.
+class TableRegistry {
+ public:
+  void Add(const TableHandle* t) EXCLUDES(mu_);
+  void Remove(const TableHandle* t) EXCLUDES(mu_);
+  // Table number -> the metadata of each handle of that number alive now (two after a
+  // relocation replaced a table whose old handle is still read).
+  std::map<uint64_t, std::vector<lsm::TableMeta>> Snapshot() const EXCLUDES(mu_);
+
+ private:
+  mutable Mutex mu_;
+  std::multimap<uint64_t, const TableHandle*> handles_ GUARDED_BY(mu_);
+};
+
 // Shared by every table of a range; must outlive them.
 struct TableContext {
   lsm::TableStore* store = nullptr;
   const lsm::InternalKeyComparator* icmp = nullptr;
   leveldb::Cache* block_cache = nullptr;
   const leveldb::FilterPolicy* filter_policy = nullptr;
+  TableRegistry* registry = nullptr;  // null: handles are not registered
 };
 
 // A TableContext with what it points at that the range owns: the bloom filter policy and
@@ -54,13 +75,16 @@ struct OwnedTableContext {
                     int bloom_bits_per_key, size_t block_cache_bytes);
   std::unique_ptr<const leveldb::FilterPolicy> filter_policy;
   std::unique_ptr<leveldb::Cache> block_cache;
+  TableRegistry registry;
   TableContext ctx;  // points at the above
 };
 
 class TableHandle {
  public:
-  TableHandle(lsm::TableMeta meta, const TableContext* ctx) : meta_(std::move(meta)), ctx_(ctx) {}
-  ~TableHandle();  // deletes the table's fragments if it was marked obsolete
+  TableHandle(lsm::TableMeta meta, const TableContext* ctx);
+  // Deletes the table's fragments if it was marked obsolete; if it was replaced, deletes
+  // the copies its successor does not hold (then lets go of the successor).
+  ~TableHandle();
   TableHandle(const TableHandle&) = delete;
   TableHandle& operator=(const TableHandle&) = delete;
 
@@ -71,6 +95,12 @@ class TableHandle {
   Result<leveldb::Iterator*> NewIterator();
   // The table leaves the LSM-tree: delete it once nobody reads it any more.
   void MarkObsolete() { obsolete_ = true; }
+  // The same table, with some copies moved elsewhere (a relocation), replaced this one in
+  // the LSM-tree. This handle keeps reading its own copies; once nobody reads it any more,
+  // the copies `successor` does not hold are deleted. The successor is kept alive until
+  // then, so copies both hold are deleted (with the successor, if it becomes obsolete)
+  // only after neither is read. REQUIRES: called once, before the handle can be released.
+  void MarkReplaced(std::shared_ptr<TableHandle> successor) EXCLUDES(mu_);
   // True if the user-key range of this table overlaps [smallest, largest] (user keys).
   bool Overlaps(const leveldb::Slice& smallest, const leveldb::Slice& largest) const;
 
@@ -89,6 +119,7 @@ class TableHandle {
   std::unique_ptr<lsm::FragmentedTable> table_;
   std::unique_ptr<lsm::TableFilter> filter_;
   std::atomic<bool> obsolete_{false};
+  std::shared_ptr<TableHandle> successor_ GUARDED_BY(mu_);  // set by MarkReplaced
 };
 
 using TableRef = std::shared_ptr<TableHandle>;

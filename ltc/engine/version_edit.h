@@ -6,6 +6,11 @@
 // later; an unknown tag is Corruption (an older binary must not silently drop what it does
 // not understand). DO NOT CHANGE tags or field encodings: persisted.
 //
+// Replacing a table's metadata (a relocation moved some of its copies): one edit that
+// deletes (level, number) and adds the new TableMeta of the same number at the same level.
+// Every reader applies an edit's deletes before its adds (ManifestState::Apply), so this
+// needs no tag of its own and binaries older than relocation read it right.
+//
 // Thread safety: a value type.
 #pragma once
 

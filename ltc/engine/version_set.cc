@@ -77,8 +77,17 @@ Status VersionSet::LogAndApply(const VersionEdit& edit, bool* fatal) {
     }
     manifest_bytes_ = snapshot.size();
     ++manifest_failures_;
-    // The edit is gone for good, and with it the only reference to its new tables.
+    // The edit is gone for good, and with it the only reference to its new tables. A table
+    // it replaced (deleted and added at one level: a relocation) stays with its old
+    // metadata: only the copies the old one does not hold go.
     for (const auto& [level, meta] : edit.new_tables) {
+      if (TableRef old = FindReplaced(edit, level, meta.number)) {
+        Status d = ctx_->store->DeleteCopiesNotIn(meta, old->meta());
+        LOG_IF(WARNING, !d.ok()) << "range " << options_.range_id << ": deleting the new "
+                                 << "copies of table " << meta.number << " of a failed edit: "
+                                 << d.ToString();
+        continue;
+      }
       Status d = ctx_->store->DeleteTable(meta);
       LOG_IF(WARNING, !d.ok()) << "range " << options_.range_id << ": deleting table "
                                << meta.number << " of a failed edit: " << d.ToString();
@@ -119,24 +128,47 @@ void VersionSet::SkipFileNumbersThrough(uint64_t number) {
   state_.Apply(e).IgnoreError();  // only a counter: cannot contradict the state
 }
 
+TableRef VersionSet::FindReplaced(const VersionEdit& edit, int level, uint64_t number) const {
+  const bool deleted = std::any_of(edit.deleted_tables.begin(), edit.deleted_tables.end(),
+                                   [&](const auto& d) { return d == std::pair(level, number); });
+  if (!deleted) return nullptr;
+  for (const TableRef& t : current_->levels[level]) {
+    if (t->meta().number == number) return t;
+  }
+  return nullptr;
+}
+
 std::shared_ptr<Version> VersionSet::BuildVersion(const Version& base,
                                                   const VersionEdit& edit) const {
   auto v = std::make_shared<Version>();
+  // A table deleted and added at the same level is replaced (the edit's encoding, version_
+  // edit.h): its old handle hands its copies over to the new one instead of being deleted.
+  std::vector<std::pair<TableRef, size_t>> replaced;  // old handle, index in new_tables
   for (int l = 0; l < lsm::kNumLevels; ++l) {
     for (const TableRef& t : base.levels[l]) {
       const bool deleted =
           std::any_of(edit.deleted_tables.begin(), edit.deleted_tables.end(),
                       [&](const auto& d) { return d.first == l && d.second == t->meta().number; });
-      if (deleted) {
-        t->MarkObsolete();
-      } else {
+      if (!deleted) {
         v->levels[l].push_back(t);
+        continue;
+      }
+      auto added = std::find_if(edit.new_tables.begin(), edit.new_tables.end(), [&](const auto& n) {
+        return n.first == l && n.second.number == t->meta().number;
+      });
+      if (added != edit.new_tables.end()) {
+        replaced.emplace_back(t, added - edit.new_tables.begin());
+      } else {
+        t->MarkObsolete();
       }
     }
   }
+  std::vector<TableRef> added;
   for (const auto& [level, meta] : edit.new_tables) {
-    v->levels[level].push_back(std::make_shared<TableHandle>(meta, ctx_));
+    added.push_back(std::make_shared<TableHandle>(meta, ctx_));
+    v->levels[level].push_back(added.back());
   }
+  for (const auto& [old, index] : replaced) old->MarkReplaced(added[index]);
   std::sort(v->levels[0].begin(), v->levels[0].end(), [](const TableRef& a, const TableRef& b) {
     return a->meta().number < b->meta().number;
   });

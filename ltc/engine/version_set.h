@@ -10,6 +10,12 @@
 // (Open reads only the newest) and deleting the edit's tables; if even that fails, the
 // caller must stop writing (`*fatal`).
 //
+// An edit that deletes and adds the same table number at one level replaces the table's
+// metadata (a relocation moved some of its copies): readers of the old handle keep reading
+// the old copies, and those the new metadata does not hold are deleted once nobody reads
+// the old handle (TableHandle::MarkReplaced). If such an edit is given up, only the new
+// copies go.
+//
 // Thread safety: not thread-safe (the engine calls it under its mutex). The versions
 // current() returns are immutable and may be read without it.
 #pragma once
@@ -72,8 +78,12 @@ class VersionSet {
   const Status& fenced() const { return fenced_; }
 
  private:
-  // `base` with `edit` applied; tables the edit deletes are marked obsolete.
+  // `base` with `edit` applied; tables the edit deletes are marked obsolete, except those it
+  // also adds at the same level (replaced: MarkReplaced with the new handle).
   std::shared_ptr<Version> BuildVersion(const Version& base, const VersionEdit& edit) const;
+  // The current handle of table `number` at `level` if `edit` replaces it (deletes and adds
+  // it there), else null.
+  TableRef FindReplaced(const VersionEdit& edit, int level, uint64_t number) const;
   // The whole state as the first record of a new MANIFEST.
   std::string SnapshotRecord() const { return EncodeManifestRecord(state_.Snapshot()); }
 

@@ -121,5 +121,38 @@ TEST_F(VersionSetTest, FailedAppendGivesTheEditUp) {
   EXPECT_TRUE(store_.HasTable(3)) << "the MANIFEST may reference it: it must stay";
 }
 
+TEST_F(VersionSetTest, DeletingAndAddingATableAtOneLevelReplacesIt) {
+  bool new_range = false;
+  auto v = Recover(&new_range);
+  bool fatal = false;
+  ASSERT_TRUE(v->LogAndApply(AddTable(4, 1), &fatal).ok());
+  const lsm::TableMeta old = v->current()->levels[1][0]->meta();
+  lsm::TableMeta moved = old;
+  moved.fragments[0][0].stoc_id = 77;  // as if relocated
+  VersionEdit e;
+  e.deleted_tables.emplace_back(1, 4);
+  e.new_tables.emplace_back(1, moved);
+  ASSERT_TRUE(v->LogAndApply(e, &fatal).ok());
+  ASSERT_EQ(v->current()->levels[1].size(), 1u);
+  EXPECT_EQ(v->current()->levels[1][0]->meta(), moved);
+  // The old handle went without deleting the table (only copies the new one lacks).
+  EXPECT_TRUE(store_.HasTable(4));
+  EXPECT_EQ(store_.tables_deleted(), 0u);
+  auto again = Recover(&new_range);
+  EXPECT_EQ(again->current()->levels[1][0]->meta(), moved);
+
+  // A replace whose append fails for good drops only the new copies: the table stays.
+  lsm::TableMeta moved2 = moved;
+  moved2.fragments[0][0].stoc_id = 78;
+  VersionEdit e2;
+  e2.deleted_tables.emplace_back(1, 4);
+  e2.new_tables.emplace_back(1, moved2);
+  store_.FailNextManifestWrites(3);  // every append attempt; the new MANIFEST is written
+  EXPECT_FALSE(again->LogAndApply(e2, &fatal).ok());
+  EXPECT_FALSE(fatal);
+  EXPECT_EQ(again->current()->levels[1][0]->meta(), moved);
+  EXPECT_TRUE(store_.HasTable(4));
+}
+
 }  // namespace
 }  // namespace nova::ltc
