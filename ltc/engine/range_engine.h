@@ -262,6 +262,8 @@ class RangeEngine {
   // stopped (fenced).
   void SetEvacuatedStocs(std::set<uint32_t> stocs) EXCLUDES(mu_);
   RelocationProgress GetRelocationProgress() const EXCLUDES(mu_);
+  // Copies (lsm::CopiesOn) of the current version's tables per StoC that holds any.
+  std::map<uint32_t, uint64_t> CopiesPerStoc() const EXCLUDES(mu_);
   // Asks for a sweep of garbage table files (TableStore::SweepTableFiles) as soon as the
   // thread is free; sweeps also run every EngineOptions::sweep_interval. A sweep keeps
   // every table any reader may still read and every number a flush, compaction (local or

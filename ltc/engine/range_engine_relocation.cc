@@ -54,13 +54,31 @@ constexpr auto kRelocationBurst = std::chrono::seconds(1);
 
 void RangeEngine::SetEvacuatedStocs(std::set<uint32_t> stocs) {
   MutexLock lock(&mu_);
-  if (stocs != bg_.maint.evacuated) {
-    LOG(INFO) << "range " << options_.range_id << ": " << stocs.size()
-              << " StoCs to move copies off";
-  }
+  if (stocs == bg_.maint.evacuated) return;
+  LOG(INFO) << "range " << options_.range_id << ": " << stocs.size()
+            << " StoCs to move copies off";
   bg_.maint.evacuated = std::move(stocs);
   bg_.maint.retries.clear();  // a new configuration: tables that failed may succeed now
   cv_.NotifyAll();
+}
+
+std::map<uint32_t, uint64_t> RangeEngine::CopiesPerStoc() const {
+  MutexLock lock(&mu_);
+  std::map<uint32_t, uint64_t> out;
+  for (const auto& level : versions_.current()->levels) {
+    for (const TableRef& t : level) {
+      const lsm::TableMeta& m = t->meta();
+      auto add = [&out](const lsm::FragmentLocation& l) {
+        if (l.size != 0) out[l.stoc_id]++;
+      };
+      for (const auto& replicas : m.fragments) {
+        for (const auto& l : replicas) add(l);
+      }
+      for (const auto& l : m.filter) add(l);
+      for (const auto& l : m.parity) add(l);
+    }
+  }
+  return out;
 }
 
 void RangeEngine::RequestSweep() {

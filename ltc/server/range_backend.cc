@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <sstream>
 
 #include <glog/logging.h>
@@ -367,11 +368,16 @@ struct NovaBackends::Impl {
     }
     return out;
   }
-  // Tells backend `b` the recorded StoCs. REQUIRES: mu held.
+  // Tells backend `b` the recorded StoCs: placement, and which StoCs its tables must leave
+  // (those its tables use that are draining or gone; recomputed by GetStocStatus, as an
+  // offloaded compaction may still land on a StoC just removed). REQUIRES: mu held.
   void ApplyToLocked(NovaBackend* b) REQUIRES(mu) {
     b->store_->SetStocs(stoc_ids, draining);
-    b->engine_->SetEvacuatedStocs(
-        [ids = stoc_ids, dr = draining](uint32_t id) { return MustMove(ids, dr, id); });
+    std::set<uint32_t> evacuate(draining.begin(), draining.end());
+    for (const auto& [stoc, n] : b->engine_->CopiesPerStoc()) {
+      if (MustMove(stoc_ids, draining, stoc)) evacuate.insert(stoc);
+    }
+    b->engine_->SetEvacuatedStocs(std::move(evacuate));
   }
   // Queues a move of range `range`'s MANIFEST off StoCs it must leave (if any).
   void QueueManifestEvacuation(uint32_t range) {
@@ -592,8 +598,14 @@ void NovaBackends::ApplyStocs(const LtcAssignment& a) {
     if (impl->offloader != nullptr) {
       impl->offloader->SetStocs(impl->UsableLocked(), impl->CurrentLocked(), impl->draining);
     }
+    // A StoC that (re)joined may hold copies its ranges no longer use: sweep soon.
+    bool joined = false;
+    for (uint32_t id : impl->stoc_ids) {
+      joined = joined || !std::binary_search(old_ids.begin(), old_ids.end(), id);
+    }
     for (const auto& [range, b] : impl->open) {
       impl->ApplyToLocked(b);
+      if (joined) b->engine_->RequestSweep();
       ranges.push_back(range);
     }
   }
@@ -610,12 +622,19 @@ NovaBackends::StocStatus NovaBackends::GetStocStatus() {
   };
   for (uint32_t id : impl->draining) st.copies_to_move[id] = 0;
   for (const auto& [range, b] : impl->open) {
+    impl->ApplyToLocked(b);
     const RelocationProgress p = b->engine_->GetRelocationProgress();
-    st.copies_at_risk += p.copies_at_risk;
     st.tables_relocated += p.tables_relocated;
     st.bytes_relocated += p.bytes_relocated;
     st.relocation_failures += p.failures;
-    for (const auto& [stoc, n] : b->engine_->CopiesOnStocs(must_move)) st.copies_to_move[stoc] += n;
+    for (const auto& [stoc, n] : b->engine_->CopiesPerStoc()) {
+      if (!must_move(stoc)) continue;
+      st.copies_to_move[stoc] += n;
+      // At risk: copies on a StoC that left the configuration (a draining one still serves).
+      if (!std::binary_search(impl->draining.begin(), impl->draining.end(), stoc)) {
+        st.copies_at_risk += n;
+      }
+    }
   }
   return st;
 }

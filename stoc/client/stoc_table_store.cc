@@ -270,6 +270,18 @@ Status StocTableStore::Choose(int n, const std::vector<uint32_t>& exclude,
   return ChooseStocs(options_.placement, from, *loads_, n, 2 * n, &rng_, out);
 }
 
+size_t StocTableStore::HealthyStocs() {
+  const MonoTime now = MonoNow();
+  MutexLock lock(&rng_mu_);
+  size_t n = 0;
+  for (uint32_t id : stocs_) {
+    if (std::binary_search(no_new_data_.begin(), no_new_data_.end(), id)) continue;
+    auto it = suspects_.find(id);
+    n += it == suspects_.end() || it->second <= now ? 1 : 0;
+  }
+  return n;
+}
+
 void StocTableStore::MarkSuspect(uint32_t stoc_id, const Status& why) {
   LOG(WARNING) << "range " << options_.range_id << ": leaving StoC " << stoc_id
                << " out of placement for " << kSuspectPeriod.count() << " s after "
@@ -438,13 +450,44 @@ Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table,
   const bool has_filter = !table.filter.empty();
 
   // How many copies of what ("Availability" in the header).
-  const lsm::TableAvailability mode = options_.availability;
+  lsm::TableAvailability mode = options_.availability;
+  int m = options_.parity_fragments;
+  int replicas = options_.fragment_replicas;
+  if (mode == lsm::TableAvailability::kParity || mode == lsm::TableAvailability::kHybrid) {
+    // Fewer StoCs take data than the stripe needs (StoCs lost or draining): fewer parity
+    // fragments, or, if not even one fits, m + 1 copies where they fit. The table records
+    // what it got; relocation does not widen it later (a later compaction rewrites it).
+    int members = mode == lsm::TableAvailability::kParity ? 1 : 0;
+    for (uint32_t i = 0; i < rho; ++i) members += layout.FragmentSize(i) != 0 ? 1 : 0;
+    const int healthy = static_cast<int>(HealthyStocs());
+    if (members + m > healthy) {
+      const int fit = healthy - members;
+      LOG_EVERY_N(WARNING, 100) << what << ": " << healthy << " StoCs take data, too few for "
+                                << members << " + " << m << " stripe fragments: "
+                                << (fit >= 1 ? "writing " + std::to_string(fit) + " parity"
+                                             : "writing copies instead");
+      if (fit >= 1) {
+        m = fit;
+      } else {
+        replicas = std::max(1, std::min(m + 1, healthy));
+        mode = lsm::TableAvailability::kReplicas;
+      }
+    }
+  }
+  if (mode == lsm::TableAvailability::kReplicas && replicas > 1) {
+    const int healthy = static_cast<int>(HealthyStocs());
+    if (healthy < replicas) {
+      LOG_EVERY_N(WARNING, 100) << what << ": " << healthy << " StoCs take data, too few for "
+                                << replicas << " copies: writing " << std::max(healthy, 1);
+      replicas = std::max(healthy, 1);
+    }
+  }
   const bool striped =
       mode == lsm::TableAvailability::kParity || mode == lsm::TableAvailability::kHybrid;
   const bool covers_meta = mode == lsm::TableAvailability::kParity;
-  const int data_copies = mode == lsm::TableAvailability::kReplicas ? options_.fragment_replicas : 1;
-  const int meta_copies = mode == lsm::TableAvailability::kReplicas ? options_.fragment_replicas
-                          : mode == lsm::TableAvailability::kHybrid ? options_.parity_fragments + 1
+  const int data_copies = mode == lsm::TableAvailability::kReplicas ? replicas : 1;
+  const int meta_copies = mode == lsm::TableAvailability::kReplicas ? replicas
+                          : mode == lsm::TableAvailability::kHybrid ? m + 1
                                                                     : 1;
 
   // Parity: the stripe's columns are the data fragments, then (parity mode) the meta
@@ -463,7 +506,7 @@ Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table,
       meta_column.append(table.filter);
       columns.push_back(meta_column);
     }
-    auto code = ErasureCode::Make(static_cast<int>(columns.size()), options_.parity_fragments);
+    auto code = ErasureCode::Make(static_cast<int>(columns.size()), m);
     NOVA_RETURN_NOT_OK_PREPEND(code.status(), what);
     code->EncodeUneven(columns, &parity);
     if (!parity.empty() && parity.front().empty()) parity.clear();  // every column is empty

@@ -320,6 +320,9 @@ class StocTableStore final : public lsm::TableStore {
   // leaving out suspects unless fewer than n StoCs would remain.
   Status Choose(int n, const std::vector<uint32_t>& exclude, std::vector<uint32_t>* out)
       EXCLUDES(rng_mu_);
+  // StoCs that take data and are not suspects (at least this many can be chosen at once
+  // without a likely failure).
+  size_t HealthyStocs() EXCLUDES(rng_mu_);
   // Leaves the StoC out of placement for a while (it failed a write).
   void MarkSuspect(uint32_t stoc_id, const Status& why) EXCLUDES(rng_mu_);
   // Deletes a StoC file; NotFound counts as success. Fenced (sent nothing) once fenced().

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# StoCs come and go under load (issue 16), end to end: deploy/local_cluster.sh starts real
+# daemons and ZooKeeper, nova_ycsb runs workloada with dataintegrity (every read checked)
+# on 3 threads, and StoCs are killed -9, added and drained while it runs.
+#  1. For each availability mode (replicas R=2, parity m=1, hybrid m=1), 4 StoCs: one StoC
+#     killed; the coordinator removes it after --coordinator_stoc_grace_ms and the LTC
+#     rebuilds its copies elsewhere (nova_admin status: no copy at risk); a second StoC
+#     killed. No failed operation, no wrong value, every record still there.
+#  2. Hybrid, 3 StoCs: a StoC added under load receives new tables; a StoC removed under
+#     load (drained by nova_admin remove-stoc, then stopped) ends with no table file and
+#     every record still reads back.
+#
+#   NOVA_BUILD_DIR=build tests/stoc_availability_itest.sh [MODE ...]   # default: all three
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${NOVA_BUILD_DIR:-$root/build}
+bin=$build/bin
+export NOVA_BUILD_DIR=$build
+if [[ ! -r /usr/share/java/zookeeper.jar ]]; then
+  echo "SKIP: ZooKeeper is not installed (deploy/install_deps.sh installs it)"
+  exit 0
+fi
+modes=("$@")
+((${#modes[@]})) || modes=(replicas parity hybrid)
+records=${NOVA_ITEST_RECORDS:-20000}
+
+dir=""
+cleanup() {
+  if [[ -n "$dir" ]]; then
+    "$root/deploy/local_cluster.sh" stop --dir "$dir" >/dev/null 2>&1 || true
+    [[ -n "${ycsb_pid:-}" ]] && kill "$ycsb_pid" 2>/dev/null || true
+    rm -rf "$dir"
+  fi
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  if [[ -n "$dir" ]]; then
+    for f in "$dir"/logs/*.log "$dir"/*.err; do
+      [[ -f "$f" ]] || continue
+      echo "--- $f" >&2; tail -n 20 "$f" >&2
+    done
+  fi
+  exit 1
+}
+# Polls `cond` (a shell command) every 0.5 s until it holds or `secs` pass.
+wait_for() {
+  local secs=$1 what=$2; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@"; do
+    ((SECONDS < deadline)) || fail "timed out after ${secs}s waiting for $what"
+    sleep 0.5
+  done
+}
+
+start_cluster() {  # MODE STOCS
+  dir=$(mktemp -d /tmp/nova-stoc-availability-itest.XXXXXX)
+  "$root/deploy/local_cluster.sh" start --dir "$dir" --ltcs 1 --stocs "$2" --logcs 0 --ranges 2 \
+    --ltc_memtable_size_mb=1 --ltc_sstable_size_mb=1 "--ltc_table_availability=$1" \
+    --ltc_fragment_replicas=2 --ltc_parity_fragments=1 --coordinator_stoc_grace_ms=3000 \
+    > "$dir/start.out" || fail "start ($1)"
+  source "$dir/cluster.env"
+  admin=("$bin/nova_admin" "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER")
+  ycsb=("$bin/nova_ycsb" -db nova -P "$root/benchmarks/ycsb/workloads/workloada"
+        -p "nova.zk=$NOVA_ZK" -p "nova.cluster=$NOVA_CLUSTER" -p "recordcount=$records"
+        -p dataintegrity=true -threads 3)
+  "${ycsb[@]}" -load > "$dir/load.out" 2> "$dir/load.err" || fail "ycsb load: $(tail -3 "$dir/load.err")"
+}
+# Starts the run in the background for at most `secs` seconds.
+start_run() {
+  "${ycsb[@]}" -run -p operationcount=100000000 -p "maxexecutiontime=$1" \
+    -p "timeseries=$dir/ts.csv" > "$dir/run.out" 2> "$dir/run.err" &
+  ycsb_pid=$!
+}
+ts_lines() { [[ -f "$dir/ts.csv" ]] && wc -l < "$dir/ts.csv" || echo 0; }
+ran_for() { (($(ts_lines) >= $1)); }
+finish_run() {
+  wait "$ycsb_pid" || fail "ycsb run exited with an error: $(tail -3 "$dir/run.err")"
+  ycsb_pid=""
+  grep -Eq '^\[VERIFY\], Return=OK, [1-9]' "$dir/run.out" || fail "ycsb: no verified reads"
+  if grep -Eq 'UNEXPECTED_STATE|Return=ERROR|-FAILED\]|Return=NOT_FOUND' "$dir/run.out" "$dir/load.out"; then
+    fail "ycsb: failed operations or wrong values: $(grep -E 'UNEXPECTED|ERROR|FAILED|NOT_FOUND' "$dir/run.out")"
+  fi
+  grep -E '^\[(OVERALL|READ|UPDATE|VERIFY)\], (Throughput|Operations|Return)' "$dir/run.out"
+}
+count_records() {
+  local n
+  n=$("$bin/nova_cli" "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" --timeout_ms=30000 count) ||
+    fail "nova_cli count"
+  [[ "$n" == "$records" ]] || fail "nova_cli count: $n records, expected $records"
+}
+# True once the configuration no longer lists StoC $1 and the LTC reports, at the current
+# epoch, no copy at risk and nothing to move.
+repaired() {
+  local st
+  st=$("${admin[@]}" status 2>/dev/null) || return 1
+  grep -Eq "^ *stoc +$1 .*(alive|dead|joining)" <<<"$st" && return 1
+  grep -Eq "LTC [0-9]+: at epoch [0-9]+: 0 copies at risk; to move: none" <<<"$st"
+}
+table_files() {  # StoC id: its table fragment files, from its catalog listing on disk
+  local n=0 f
+  for f in "$dir/data/stoc-$1"/data/*.dat; do [[ -e "$f" ]] && n=$((n + 1)); done
+  echo "$n"
+}
+has_table_files() { (($(table_files "$1") > 0)); }
+
+for mode in "${modes[@]}"; do
+  echo "== $mode: one StoC of 4 killed, repaired, a second killed, under workloada"
+  start_cluster "$mode" 4
+  start_run 60
+  wait_for 60 "the run to start" ran_for 3
+  "$root/deploy/local_cluster.sh" kill --dir "$dir" stoc-1
+  wait_for 90 "StoC 1 to be removed and its copies rebuilt" repaired 1
+  "${admin[@]}" status | sed -n '/^LTC status/,$p'
+  "$root/deploy/local_cluster.sh" kill --dir "$dir" stoc-2
+  now=$(ts_lines)
+  wait_for 60 "the run to go on for 5 s" ran_for $((now + 5))
+  finish_run
+  count_records
+  "$root/deploy/local_cluster.sh" stop --dir "$dir" >/dev/null
+  rm -rf "$dir"
+  dir=""
+done
+
+echo "== hybrid: a StoC added, then one drained and removed, under workloada"
+start_cluster hybrid 3
+start_run 90
+wait_for 60 "the run to start" ran_for 3
+"$root/deploy/local_cluster.sh" add --dir "$dir" stoc > "$dir/add.out" || fail "add stoc"
+wait_for 60 "new tables on the added StoC 3" has_table_files 3
+(($(table_files 1) > 0)) || fail "StoC 1 holds no table file before its drain"
+"$root/deploy/local_cluster.sh" remove --dir "$dir" stoc --id 1 --timeout_s=120 > "$dir/remove.out" ||
+  fail "remove stoc 1: $(tail -5 "$dir/remove.out")"
+cat "$dir/remove.out"
+[[ "$(table_files 1)" == 0 ]] || fail "StoC 1 still holds $(table_files 1) files after its removal"
+finish_run
+count_records
+echo "PASS"
