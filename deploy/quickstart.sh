@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README command one: installs what is missing, builds, starts a local Nova-LSM cluster
-# (ZooKeeper, a coordinator, 3 StoCs, 2 LogCs with log_mode=memory, 1 LTC, 4 ranges, all on
-# loopback), loads 100,000
+# (ZooKeeper, a coordinator, 3 StoCs with the default table availability, hybrid: parity over
+# each table's data and its index twice, so any one StoC may die; 2 LogCs with
+# log_mode=memory, 1 LTC, 4 ranges, all on loopback), loads 100,000
 # records and runs YCSB workloada against it for about 30 s with nova_ycsb (a progress line
 # every 10 s, every read verified), prints YCSB's summary, then stops the cluster.
 #
@@ -41,6 +42,7 @@ trap stop EXIT
 
 echo "== start a local cluster in $dir"
 deploy/local_cluster.sh start --dir "$dir" --ltcs 1 --stocs 3 --logcs 2 --log-mode memory --ranges 4 \
+  --ltc_table_availability=hybrid \
   "--split_points=$dir/split_points"
 source "$dir/cluster.env"
 deploy/local_cluster.sh status --dir "$dir" 2>/dev/null | sed -n '/^cluster/,$p'

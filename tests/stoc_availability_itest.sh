@@ -22,18 +22,24 @@ if [[ ! -r /usr/share/java/zookeeper.jar ]]; then
 fi
 modes=("$@")
 ((${#modes[@]})) || modes=(replicas parity hybrid)
-records=${NOVA_ITEST_RECORDS:-20000}
+records=${NOVA_ITEST_RECORDS:-40000}
 
 dir=""
 cleanup() {
   if [[ -n "$dir" ]]; then
     "$root/deploy/local_cluster.sh" stop --dir "$dir" >/dev/null 2>&1 || true
     [[ -n "${ycsb_pid:-}" ]] && kill "$ycsb_pid" 2>/dev/null || true
-    rm -rf "$dir"
+    if ((failed)) && [[ -n "${NOVA_KEEP_FAILED:-}" ]]; then
+      echo "kept $dir" >&2
+    else
+      rm -rf "$dir"
+    fi
   fi
 }
 trap cleanup EXIT
+failed=0
 fail() {
+  failed=1
   echo "FAIL: $*" >&2
   if [[ -n "$dir" ]]; then
     for f in "$dir"/logs/*.log "$dir"/*.err; do
@@ -58,6 +64,7 @@ start_cluster() {  # MODE STOCS
   "$root/deploy/local_cluster.sh" start --dir "$dir" --ltcs 1 --stocs "$2" --logcs 0 --ranges 2 \
     --ltc_memtable_size_mb=1 --ltc_sstable_size_mb=1 "--ltc_table_availability=$1" \
     --ltc_fragment_replicas=2 --ltc_parity_fragments=1 --coordinator_stoc_grace_ms=3000 \
+    --zk_session_timeout_ms=2000 \
     > "$dir/start.out" || fail "start ($1)"
   source "$dir/cluster.env"
   admin=("$bin/nova_admin" "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER")
@@ -66,9 +73,10 @@ start_cluster() {  # MODE STOCS
         -p dataintegrity=true -threads 3)
   "${ycsb[@]}" -load > "$dir/load.out" 2> "$dir/load.err" || fail "ycsb load: $(tail -3 "$dir/load.err")"
 }
-# Starts the run in the background for at most `secs` seconds.
+# Starts the run in the background for at most `secs` seconds, at 1,500 operations/s: slow
+# enough that compactions do not rewrite every table before the repair does.
 start_run() {
-  "${ycsb[@]}" -run -p operationcount=100000000 -p "maxexecutiontime=$1" \
+  "${ycsb[@]}" -run -target 1500 -p operationcount=100000000 -p "maxexecutiontime=$1" \
     -p "timeseries=$dir/ts.csv" > "$dir/run.out" 2> "$dir/run.err" &
   ycsb_pid=$!
 }
@@ -111,7 +119,9 @@ for mode in "${modes[@]}"; do
   wait_for 60 "the run to start" ran_for 3
   "$root/deploy/local_cluster.sh" kill --dir "$dir" stoc-1
   wait_for 90 "StoC 1 to be removed and its copies rebuilt" repaired 1
-  "${admin[@]}" status | sed -n '/^LTC status/,$p'
+  st=$("${admin[@]}" status | sed -n '/^LTC status/,$p')
+  echo "$st"
+  grep -Eq "relocated [1-9][0-9]* tables" <<<"$st" || fail "no table was rebuilt off StoC 1"
   "$root/deploy/local_cluster.sh" kill --dir "$dir" stoc-2
   now=$(ts_lines)
   wait_for 60 "the run to go on for 5 s" ran_for $((now + 5))

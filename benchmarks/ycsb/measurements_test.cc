@@ -76,6 +76,7 @@ TEST(ExportTest, YcsbTextFormat) {
       "[READ], AverageLatency(us), 50.5\n",
       "[READ], MinLatency(us), 1\n",
       "[READ], MaxLatency(us), 100\n",
+      "[READ], 50thPercentileLatency(us), 50\n",
       "[READ], 95thPercentileLatency(us), 95\n",
       "[READ], 99thPercentileLatency(us), 99\n",
       "[READ], Return=OK, 100\n",

@@ -414,7 +414,8 @@ int main(int argc, char** argv) {
         l.Unlock();
         const nova::ltc::NovaBackends::StocStatus st = nova_backends->GetStocStatus();
         nova::coordinator::LtcStatus doc;
-        doc.config_epoch = std::max(st.config_epoch, server.epoch());
+        // The epoch the figures were computed at (not the server's, which may be newer).
+        doc.config_epoch = st.config_epoch;
         for (const auto& [stoc, n] : st.copies_to_move) doc.copies_to_move[std::to_string(stoc)] = n;
         doc.copies_at_risk = st.copies_at_risk;
         doc.tables_relocated = st.tables_relocated;
