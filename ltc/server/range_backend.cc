@@ -128,6 +128,7 @@ class NovaBackend final : public RangeBackend {
   NovaBackend() = default;
   ~NovaBackend() override {
     if (unregister_) unregister_();  // NovaBackends stops applying StoC changes to it
+    { MutexLock wait_for_evacuation(&evacuation_mu_); }  // a running one finishes first
     metrics_.reset();
     if (engine_ != nullptr && fence_->fired()) {
       // A newer owner has the range: nothing more is written (its memtables are in the
@@ -202,6 +203,9 @@ class NovaBackend final : public RangeBackend {
   // Shared with the engine's on_fenced callback.
   std::shared_ptr<FenceNotice> fence_ = std::make_shared<FenceNotice>();
   std::function<void()> unregister_;  // set by NovaBackends::Impl::Open
+  // Held while NovaBackends moves this range's MANIFEST (EvacuateManifest), which it starts
+  // only while the backend is registered: the destructor waits for it after unregistering.
+  Mutex evacuation_mu_;
   std::unique_ptr<stoc::StocTableStore> store_;
   std::unique_ptr<LogcMemtableLog> log_;  // null with log mode none
   std::unique_ptr<RangeEngine> engine_;
@@ -331,6 +335,7 @@ struct NovaBackends::Impl {
   // The cluster's StoCs as the newest assignment has them (ApplyStocs, or the first Open):
   // ids ascending, and of them the draining ones.
   uint64_t stocs_epoch GUARDED_BY(mu) = 0;
+  uint64_t status_calls GUARDED_BY(mu) = 0;  // GetStocStatus calls (retry cadence)
   std::vector<uint32_t> stoc_ids GUARDED_BY(mu);
   std::vector<uint32_t> draining GUARDED_BY(mu);
   // The open ranges (range -> backend), to apply StoC changes to.
@@ -382,13 +387,19 @@ struct NovaBackends::Impl {
   // Queues a move of range `range`'s MANIFEST off StoCs it must leave (if any).
   void QueueManifestEvacuation(uint32_t range) {
     Status s = evacuate_pool.Submit([this, range] {
-      MutexLock l(&mu);  // the backend cannot close meanwhile
-      auto it = open.find(range);
-      if (it == open.end()) return;
-      const auto must_move = [ids = stoc_ids, dr = draining](uint32_t id) {
-        return MustMove(ids, dr, id);
-      };
-      Status e = it->second->store_->EvacuateManifest(must_move);
+      NovaBackend* b = nullptr;
+      std::function<bool(uint32_t)> must_move;
+      std::unique_ptr<MutexLock> hold;  // b->evacuation_mu_: b is not destroyed meanwhile
+      {
+        MutexLock l(&mu);
+        auto it = open.find(range);
+        if (it == open.end()) return;
+        b = it->second;
+        hold = std::make_unique<MutexLock>(&b->evacuation_mu_);
+        must_move = [ids = stoc_ids, dr = draining](uint32_t id) { return MustMove(ids, dr, id); };
+      }
+      // Not under mu: a StoC that does not answer must not hold up opens and assignments.
+      Status e = b->store_->EvacuateManifest(must_move);
       LOG_IF(WARNING, !e.ok() && !e.IsFenced()) << e.ToString() << " (retried later)";
     });
     LOG_IF(WARNING, !s.ok()) << "range " << range << ": MANIFEST evacuation not queued: "
@@ -627,7 +638,13 @@ NovaBackends::StocStatus NovaBackends::GetStocStatus() {
     st.tables_relocated += p.tables_relocated;
     st.bytes_relocated += p.bytes_relocated;
     st.relocation_failures += p.failures;
-    for (const auto& [stoc, n] : b->engine_->CopiesPerStoc()) {
+    const std::map<uint32_t, uint64_t> copies = b->engine_->CopiesPerStoc();
+    bool evacuating = !impl->draining.empty();
+    for (const auto& [stoc, n] : copies) evacuating = evacuating || must_move(stoc);
+    // Moving the MANIFEST (queued with every StoC change) is retried every few seconds
+    // while the range has anything to move; it does nothing when the MANIFEST is elsewhere.
+    if (evacuating && impl->status_calls % 5 == 0) impl->QueueManifestEvacuation(range);
+    for (const auto& [stoc, n] : copies) {
       if (!must_move(stoc)) continue;
       st.copies_to_move[stoc] += n;
       // At risk: copies on a StoC that left the configuration (a draining one still serves).
@@ -636,6 +653,7 @@ NovaBackends::StocStatus NovaBackends::GetStocStatus() {
       }
     }
   }
+  impl->status_calls++;
   return st;
 }
 
