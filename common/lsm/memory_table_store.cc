@@ -291,12 +291,21 @@ Result<TableMeta> MemoryTableStore::RelocateTable(
 }
 
 Status MemoryTableStore::DeleteCopiesNotIn(const TableMeta& from, const TableMeta& to) {
+  return DeleteCopiesNotInAny(from, {to});
+}
+
+Status MemoryTableStore::DeleteCopiesNotInAny(const TableMeta& from,
+                                              const std::vector<TableMeta>& keep_metas) {
   MutexLock lock(&mu_);
   if (fenced_) return Status::Fenced("deleting copies of " + TableName(from.number) + ": fenced");
   if (!stoc_mode_) return Status::OK();
   auto it = tables_.find(from.number);
   if (it == tables_.end()) return Status::OK();
-  const auto keep = CopyKeys(to);
+  auto keep = CopyKeys(keep_metas.empty() ? TableMeta() : keep_metas.front());
+  for (size_t k = 1; k < keep_metas.size(); ++k) {
+    const auto more = CopyKeys(keep_metas[k]);
+    keep.insert(more.begin(), more.end());
+  }
   std::vector<const FragmentLocation*> gone;
   for (const FragmentLocation* l : AllCopies(from)) {
     if (keep.count(std::pair(l->stoc_id, l->file_id)) == 0) gone.push_back(l);

@@ -76,6 +76,7 @@ class MemoryTableStore final : public TableStore {
                                   const std::function<bool(uint32_t stoc_id)>& must_move,
                                   uint64_t* bytes_copied) override;
   Status DeleteCopiesNotIn(const TableMeta& from, const TableMeta& to) override;
+  Status DeleteCopiesNotInAny(const TableMeta& from, const std::vector<TableMeta>& keep) override;
   Result<uint64_t> SweepTableFiles(const std::map<uint64_t, TableMeta>& live,
                                    uint64_t unreferenced_below) override;
   Status AppendManifest(const std::string& record) override;

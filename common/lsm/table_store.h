@@ -92,6 +92,14 @@ class TableStore {
   virtual Status DeleteCopiesNotIn(const TableMeta& from, const TableMeta& to) {
     return Status::OK();
   }
+  // The same for a chain of relocations: deletes every copy of `from` that none of `keep`
+  // holds at the same place (an old handle released while newer ones of the same table,
+  // which may have moved a copy back onto a StoC under the same name, are still alive).
+  // Default: DeleteCopiesNotIn with a single `keep`; with several, nothing is deleted.
+  virtual Status DeleteCopiesNotInAny(const TableMeta& from, const std::vector<TableMeta>& keep) {
+    if (keep.size() == 1) return DeleteCopiesNotIn(from, keep.front());
+    return Status::OK();
+  }
   // Deletes, on every reachable StoC, each table file of this range that is garbage:
   //  - a file of a table not in `live` whose number is below `unreferenced_below` (a
   //    failed flush, compaction or relocation, or a table deleted while its StoC was

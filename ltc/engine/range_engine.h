@@ -165,6 +165,9 @@ struct RelocationProgress {
   uint64_t files_swept = 0;
   // Nothing runs now, no copy is at risk and no sweep was requested.
   bool idle = true;
+  // A flush or compaction (local or offloaded) that started before the evacuated StoCs
+  // last changed is still running: it may still install a table with a copy on one.
+  bool writes_from_before = false;
 };
 
 // One write of a batch (RangeEngine::Write); the slices must stay valid for the call.
@@ -262,7 +265,8 @@ class RangeEngine {
   // stopped (fenced).
   void SetEvacuatedStocs(std::set<uint32_t> stocs) EXCLUDES(mu_);
   RelocationProgress GetRelocationProgress() const EXCLUDES(mu_);
-  // Copies (lsm::CopiesOn) of the current version's tables per StoC that holds any.
+  // Copies per StoC that holds any, of every table a reader may still read (the registry:
+  // the current version's, and old handles' whose files are deleted when released).
   std::map<uint32_t, uint64_t> CopiesPerStoc() const EXCLUDES(mu_);
   // Asks for a sweep of garbage table files (TableStore::SweepTableFiles) as soon as the
   // thread is free; sweeps also run every EngineOptions::sweep_interval. A sweep keeps
@@ -517,6 +521,7 @@ class RangeEngine {
   //      (SweepTableFiles requires it).
   struct Maintenance {
     std::set<uint32_t> evacuated;  // SetEvacuatedStocs
+    uint64_t evacuation_floor = 0;  // next table number when `evacuated` last changed
     bool busy = false;
     bool sweep_requested = false;
     MonoTime next_sweep_at{};  // the periodic sweep (sweep_interval > 0)

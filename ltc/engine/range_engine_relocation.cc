@@ -58,18 +58,20 @@ void RangeEngine::SetEvacuatedStocs(std::set<uint32_t> stocs) {
   LOG(INFO) << "range " << options_.range_id << ": " << stocs.size()
             << " StoCs to move copies off";
   bg_.maint.evacuated = std::move(stocs);
+  bg_.maint.evacuation_floor = versions_.state().next_file_number();
   bg_.maint.retries.clear();  // a new configuration: tables that failed may succeed now
   cv_.NotifyAll();
 }
 
 std::map<uint32_t, uint64_t> RangeEngine::CopiesPerStoc() const {
-  MutexLock lock(&mu_);
   std::map<uint32_t, uint64_t> out;
-  for (const auto& level : versions_.current()->levels) {
-    for (const TableRef& t : level) {
-      const lsm::TableMeta& m = t->meta();
-      auto add = [&out](const lsm::FragmentLocation& l) {
-        if (l.size != 0) out[l.stoc_id]++;
+  // Every handle alive (a leaf lock): copies of a replaced or compacted table still read
+  // by someone are still on their StoCs.
+  for (const auto& [number, metas] : table_ctx_.registry.Snapshot()) {
+    std::set<std::pair<uint32_t, uint64_t>> seen;  // a copy shared by two handles once
+    for (const lsm::TableMeta& m : metas) {
+      auto add = [&out, &seen](const lsm::FragmentLocation& l) {
+        if (l.size != 0 && seen.insert({l.stoc_id, l.file_id}).second) out[l.stoc_id]++;
       };
       for (const auto& replicas : m.fragments) {
         for (const auto& l : replicas) add(l);
@@ -111,6 +113,8 @@ RelocationProgress RangeEngine::GetRelocationProgress() const {
   p.sweeps = bg_.maint.sweeps;
   p.files_swept = bg_.maint.swept_files;
   p.idle = !bg_.maint.busy && p.copies_at_risk == 0 && !bg_.maint.sweep_requested;
+  p.writes_from_before = !bg_.pending_outputs.empty() &&
+                         *bg_.pending_outputs.begin() <= bg_.maint.evacuation_floor;
   return p;
 }
 

@@ -82,8 +82,12 @@ TableHandle::~TableHandle() {
   source_.reset();
   if (successor != nullptr) {
     // Its copies that moved: those on a dead StoC cannot be deleted (a sweep takes them
-    // once the StoC is back), so one line per table is enough.
-    Status s = ctx_->store->DeleteCopiesNotIn(meta_, successor->meta());
+    // once the StoC is back), so one line per table is enough. A copy any later handle of
+    // the chain holds stays: a later relocation may have put the same file name back on
+    // a StoC this one used.
+    std::vector<lsm::TableMeta> keep;
+    for (auto s = successor; s != nullptr; s = s->successor()) keep.push_back(s->meta());
+    Status s = ctx_->store->DeleteCopiesNotInAny(meta_, keep);
     LOG_IF(WARNING, !s.ok()) << "could not delete every old copy of relocated table "
                              << meta_.number << ": " << s.ToString();
   } else if (obsolete_) {
@@ -95,6 +99,11 @@ TableHandle::~TableHandle() {
   // either way); the successor is released last.
   if (ctx_->registry != nullptr) ctx_->registry->Remove(this);
   successor.reset();
+}
+
+std::shared_ptr<TableHandle> TableHandle::successor() const {
+  MutexLock lock(&mu_);
+  return successor_;
 }
 
 void TableHandle::MarkReplaced(std::shared_ptr<TableHandle> successor) {

@@ -101,6 +101,8 @@ class TableHandle {
   // then, so copies both hold are deleted (with the successor, if it becomes obsolete)
   // only after neither is read. REQUIRES: called once, before the handle can be released.
   void MarkReplaced(std::shared_ptr<TableHandle> successor) EXCLUDES(mu_);
+  // The handle that replaced this one (null if none).
+  std::shared_ptr<TableHandle> successor() const EXCLUDES(mu_);
   // True if the user-key range of this table overlaps [smallest, largest] (user keys).
   bool Overlaps(const leveldb::Slice& smallest, const leveldb::Slice& largest) const;
 
@@ -111,7 +113,7 @@ class TableHandle {
 
   const lsm::TableMeta meta_;
   const TableContext* const ctx_;  // must outlive this
-  Mutex mu_;
+  mutable Mutex mu_;
   bool opened_ GUARDED_BY(mu_) = false;
   // Set under mu_ before opened_, then constant: read without the lock by whoever saw
   // EnsureOpen() succeed (the analysis cannot express "guarded until published").

@@ -338,8 +338,12 @@ struct NovaBackends::Impl {
   uint64_t status_calls GUARDED_BY(mu) = 0;  // GetStocStatus calls (retry cadence)
   std::vector<uint32_t> stoc_ids GUARDED_BY(mu);
   std::vector<uint32_t> draining GUARDED_BY(mu);
-  // The open ranges (range -> backend), to apply StoC changes to.
+  // The open ranges (range -> backend), to apply StoC changes to; how many callers use each
+  // outside mu (a closing backend waits for 0); the ranges of the newest assignment.
   std::map<uint32_t, NovaBackend*> open GUARDED_BY(mu);
+  std::map<NovaBackend*, int> pins GUARDED_BY(mu);
+  CondVar pins_cv;
+  std::set<uint32_t> assigned GUARDED_BY(mu);
   // Moves MANIFESTs off StoCs that are draining or gone (StocTableStore::EvacuateManifest).
   ThreadPool evacuate_pool{"ltc-evacuate", 1, 1024};
 
@@ -349,7 +353,12 @@ struct NovaBackends::Impl {
     stocs_epoch = a.epoch;
     stoc_ids.clear();
     draining.clear();
-    for (const auto& [id, addr] : a.stocs) stoc_ids.push_back(id);
+    assigned.clear();
+    for (const RangeInfo& r : a.ranges) assigned.insert(r.id);
+    // Only StoCs the client knows (AddStoc may have failed for a new one).
+    for (const auto& [id, addr] : a.stocs) {
+      if (stocs.count(id) != 0) stoc_ids.push_back(id);
+    }
     for (uint32_t id : a.draining_stocs) {
       if (a.stocs.count(id) != 0) draining.push_back(id);
     }
@@ -375,14 +384,34 @@ struct NovaBackends::Impl {
   }
   // Tells backend `b` the recorded StoCs: placement, and which StoCs its tables must leave
   // (those its tables use that are draining or gone; recomputed by GetStocStatus, as an
-  // offloaded compaction may still land on a StoC just removed). REQUIRES: mu held.
-  void ApplyToLocked(NovaBackend* b) REQUIRES(mu) {
-    b->store_->SetStocs(stoc_ids, draining);
-    std::set<uint32_t> evacuate(draining.begin(), draining.end());
+  // offloaded compaction may still land on a StoC just removed). REQUIRES: b pinned, mu
+  // not held (the engine's lock may wait for StoC I/O).
+  void ApplyTo(NovaBackend* b) EXCLUDES(mu) {
+    std::vector<uint32_t> ids, dr;
+    {
+      MutexLock l(&mu);
+      ids = stoc_ids;
+      dr = draining;
+    }
+    b->store_->SetStocs(ids, dr);
+    std::set<uint32_t> evacuate(dr.begin(), dr.end());
     for (const auto& [stoc, n] : b->engine_->CopiesPerStoc()) {
-      if (MustMove(stoc_ids, draining, stoc)) evacuate.insert(stoc);
+      if (MustMove(ids, dr, stoc)) evacuate.insert(stoc);
     }
     b->engine_->SetEvacuatedStocs(std::move(evacuate));
+  }
+  // Pins every open backend (it is not destroyed until unpinned). REQUIRES: mu held.
+  std::vector<std::pair<uint32_t, NovaBackend*>> PinAllLocked() REQUIRES(mu) {
+    std::vector<std::pair<uint32_t, NovaBackend*>> out(open.begin(), open.end());
+    for (const auto& [range, b] : out) pins[b]++;
+    return out;
+  }
+  void Unpin(const std::vector<std::pair<uint32_t, NovaBackend*>>& pinned) EXCLUDES(mu) {
+    MutexLock l(&mu);
+    for (const auto& [range, b] : pinned) {
+      if (--pins[b] == 0) pins.erase(b);
+    }
+    pins_cv.NotifyAll();
   }
   // Queues a move of range `range`'s MANIFEST off StoCs it must leave (if any).
   void QueueManifestEvacuation(uint32_t range) {
@@ -540,16 +569,17 @@ struct NovaBackends::Impl {
     }
     b->metrics_ = std::make_unique<EngineMetrics>(metrics, b->engine_.get(), range.id);
     {
-      // From now on StoC changes reach it; the newest ones apply at once.
+      // From now on StoC changes reach it.
       MutexLock l(&mu);
       open[range.id] = b.get();
-      ApplyToLocked(b.get());
       b->unregister_ = [this, id = range.id, ptr = b.get()] {
         MutexLock l2(&mu);
         auto it = open.find(id);
         if (it != open.end() && it->second == ptr) open.erase(it);
+        pins_cv.Wait(&l2, [&]() REQUIRES(mu) { return pins.count(ptr) == 0; });
       };
     }
+    ApplyTo(b.get());  // the newest StoCs apply at once (no one else can close it yet)
     QueueManifestEvacuation(range.id);
     std::unique_ptr<RangeBackend> out = std::move(b);
     return out;
@@ -588,7 +618,8 @@ BackendFactory NovaBackends::factory() {
 
 void NovaBackends::ApplyStocs(const LtcAssignment& a) {
   Impl* impl = impl_.get();
-  std::vector<uint32_t> ranges;
+  std::vector<std::pair<uint32_t, NovaBackend*>> pinned;
+  bool joined = false;
   {
     MutexLock l(&impl->mu);
     if (a.epoch <= impl->stocs_epoch || impl->client == nullptr) return;
@@ -596,7 +627,8 @@ void NovaBackends::ApplyStocs(const LtcAssignment& a) {
       if (impl->stocs.count(id) > 0) continue;
       Status s = impl->client->AddStoc(id, addr);
       if (!s.ok()) {
-        LOG(WARNING) << "connecting to StoC " << id << " at " << addr << ": " << s.ToString();
+        LOG(WARNING) << "connecting to StoC " << id << " at " << addr << ": " << s.ToString()
+                     << " (left out until a later configuration)";
         continue;
       }
       impl->stocs[id] = addr;
@@ -610,50 +642,66 @@ void NovaBackends::ApplyStocs(const LtcAssignment& a) {
       impl->offloader->SetStocs(impl->UsableLocked(), impl->CurrentLocked(), impl->draining);
     }
     // A StoC that (re)joined may hold copies its ranges no longer use: sweep soon.
-    bool joined = false;
     for (uint32_t id : impl->stoc_ids) {
       joined = joined || !std::binary_search(old_ids.begin(), old_ids.end(), id);
     }
-    for (const auto& [range, b] : impl->open) {
-      impl->ApplyToLocked(b);
-      if (joined) b->engine_->RequestSweep();
-      ranges.push_back(range);
-    }
+    pinned = impl->PinAllLocked();
   }
-  for (uint32_t range : ranges) impl->QueueManifestEvacuation(range);
+  // The engines' locks may wait for StoC I/O: not under mu.
+  for (const auto& [range, b] : pinned) {
+    impl->ApplyTo(b);
+    if (joined) b->engine_->RequestSweep();
+    impl->QueueManifestEvacuation(range);
+  }
+  impl->Unpin(pinned);
 }
 
 NovaBackends::StocStatus NovaBackends::GetStocStatus() {
   Impl* impl = impl_.get();
   StocStatus st;
-  MutexLock l(&impl->mu);
-  st.config_epoch = impl->stocs_epoch;
-  const auto must_move = [ids = impl->stoc_ids, dr = impl->draining](uint32_t id) {
-    return MustMove(ids, dr, id);
-  };
-  for (uint32_t id : impl->draining) st.copies_to_move[id] = 0;
-  for (const auto& [range, b] : impl->open) {
-    impl->ApplyToLocked(b);
+  std::vector<std::pair<uint32_t, NovaBackend*>> pinned;
+  std::vector<uint32_t> ids, draining;
+  bool all_open = true;
+  uint64_t calls = 0;
+  {
+    MutexLock l(&impl->mu);
+    st.config_epoch = impl->stocs_epoch;
+    ids = impl->stoc_ids;
+    draining = impl->draining;
+    for (uint32_t range : impl->assigned) all_open = all_open && impl->open.count(range) != 0;
+    calls = impl->status_calls++;
+    pinned = impl->PinAllLocked();
+  }
+  const auto must_move = [&ids, &draining](uint32_t id) { return MustMove(ids, draining, id); };
+  bool writes_from_before = false;
+  for (uint32_t id : draining) st.copies_to_move[id] = 0;
+  for (const auto& [range, b] : pinned) {
+    impl->ApplyTo(b);
     const RelocationProgress p = b->engine_->GetRelocationProgress();
     st.tables_relocated += p.tables_relocated;
     st.bytes_relocated += p.bytes_relocated;
     st.relocation_failures += p.failures;
-    const std::map<uint32_t, uint64_t> copies = b->engine_->CopiesPerStoc();
-    bool evacuating = !impl->draining.empty();
+    writes_from_before = writes_from_before || p.writes_from_before;
+    std::map<uint32_t, uint64_t> copies = b->engine_->CopiesPerStoc();
+    bool evacuating = !draining.empty();
+    for (uint32_t stoc : b->store_->ManifestStocs()) copies[stoc]++;  // a MANIFEST replica
     for (const auto& [stoc, n] : copies) evacuating = evacuating || must_move(stoc);
     // Moving the MANIFEST (queued with every StoC change) is retried every few seconds
     // while the range has anything to move; it does nothing when the MANIFEST is elsewhere.
-    if (evacuating && impl->status_calls % 5 == 0) impl->QueueManifestEvacuation(range);
+    if (evacuating && calls % 5 == 0) impl->QueueManifestEvacuation(range);
     for (const auto& [stoc, n] : copies) {
       if (!must_move(stoc)) continue;
       st.copies_to_move[stoc] += n;
       // At risk: copies on a StoC that left the configuration (a draining one still serves).
-      if (!std::binary_search(impl->draining.begin(), impl->draining.end(), stoc)) {
-        st.copies_at_risk += n;
-      }
+      if (!std::binary_search(draining.begin(), draining.end(), stoc)) st.copies_at_risk += n;
     }
   }
-  impl->status_calls++;
+  impl->Unpin(pinned);
+  // Not yet a statement about this epoch: a range assigned here is not open (its copies
+  // are not counted), or a write that may still place a copy on a draining StoC runs.
+  if (!all_open || writes_from_before) {
+    st.config_epoch = st.config_epoch == 0 ? 0 : st.config_epoch - 1;
+  }
   return st;
 }
 

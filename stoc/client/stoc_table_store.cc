@@ -422,7 +422,7 @@ Status StocTableStore::ReadAnyReplica(const std::vector<lsm::FragmentLocation>& 
       return last;
     }
     const bool more = k + 1 < replicas.size();
-    if (more) read_failovers_.fetch_add(1, std::memory_order_relaxed);
+    if (more) counters_.read_failovers.fetch_add(1, std::memory_order_relaxed);
     if (!last.IsCorruption()) MarkReadSuspect(replicas[r].stoc_id);
     LOG(WARNING) << "reading " << what << " from replica " << r << " at StoC "
                  << replicas[r].stoc_id << ": " << last.ToString()
@@ -658,7 +658,7 @@ Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table,
     bytes += f.block.size;
     if (f.fragment >= layout.num_fragments()) {
       meta->parity[f.fragment - layout.num_fragments()] = f.block;
-      parity_files_written_.fetch_add(1, std::memory_order_relaxed);
+      counters_.parity_files_written.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
     auto& replicas = meta->fragments[f.fragment];
@@ -670,9 +670,9 @@ Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table,
       bytes += f.filter.size;
     }
   }
-  tables_written_.fetch_add(1, std::memory_order_relaxed);
-  fragment_files_written_.fetch_add(files.size() - parity.size(), std::memory_order_relaxed);
-  bytes_written_.fetch_add(bytes, std::memory_order_relaxed);
+  counters_.tables_written.fetch_add(1, std::memory_order_relaxed);
+  counters_.fragment_files_written.fetch_add(files.size() - parity.size(), std::memory_order_relaxed);
+  counters_.bytes_written.fetch_add(bytes, std::memory_order_relaxed);
   return Status::OK();
 }
 
@@ -746,7 +746,7 @@ Status StocTableStore::DeleteTable(const lsm::TableMeta& meta) {
     if (s.IsFenced()) return s;
     if (!s.ok() && first.ok()) first = s;
   }
-  if (first.ok()) tables_deleted_.fetch_add(1, std::memory_order_relaxed);
+  if (first.ok()) counters_.tables_deleted.fetch_add(1, std::memory_order_relaxed);
   return first;
 }
 
@@ -806,7 +806,7 @@ Status StocTableStore::DeleteTableFiles(uint64_t number) {
       [&](uint32_t id, const std::string& name, const ParsedFileName& p) -> Status {
         if (p.number != number) return Status::OK();
         NOVA_RETURN_NOT_OK(DeleteFile(id, name));
-        table_files_collected_.fetch_add(1, std::memory_order_relaxed);
+        counters_.table_files_collected.fetch_add(1, std::memory_order_relaxed);
         return Status::OK();
       });
   return FirstError(results).Prepend(what);
@@ -814,19 +814,19 @@ Status StocTableStore::DeleteTableFiles(uint64_t number) {
 
 StocTableStoreStats StocTableStore::GetStats() const {
   StocTableStoreStats s;
-  s.tables_written = tables_written_.load(std::memory_order_relaxed);
-  s.tables_deleted = tables_deleted_.load(std::memory_order_relaxed);
-  s.fragment_files_written = fragment_files_written_.load(std::memory_order_relaxed);
-  s.bytes_written = bytes_written_.load(std::memory_order_relaxed);
-  s.read_failovers = read_failovers_.load(std::memory_order_relaxed);
-  s.manifest_appends = manifest_appends_.load(std::memory_order_relaxed);
-  s.manifest_rolls = manifest_rolls_.load(std::memory_order_relaxed);
-  s.manifest_repairs = manifest_repairs_.load(std::memory_order_relaxed);
-  s.table_files_collected = table_files_collected_.load(std::memory_order_relaxed);
-  s.parity_files_written = parity_files_written_.load(std::memory_order_relaxed);
-  s.degraded_reads = degraded_reads_.load(std::memory_order_relaxed);
-  s.copies_relocated = copies_relocated_.load(std::memory_order_relaxed);
-  s.files_swept = files_swept_.load(std::memory_order_relaxed);
+  s.tables_written = counters_.tables_written.load(std::memory_order_relaxed);
+  s.tables_deleted = counters_.tables_deleted.load(std::memory_order_relaxed);
+  s.fragment_files_written = counters_.fragment_files_written.load(std::memory_order_relaxed);
+  s.bytes_written = counters_.bytes_written.load(std::memory_order_relaxed);
+  s.read_failovers = counters_.read_failovers.load(std::memory_order_relaxed);
+  s.manifest_appends = counters_.manifest_appends.load(std::memory_order_relaxed);
+  s.manifest_rolls = counters_.manifest_rolls.load(std::memory_order_relaxed);
+  s.manifest_repairs = counters_.manifest_repairs.load(std::memory_order_relaxed);
+  s.table_files_collected = counters_.table_files_collected.load(std::memory_order_relaxed);
+  s.parity_files_written = counters_.parity_files_written.load(std::memory_order_relaxed);
+  s.degraded_reads = counters_.degraded_reads.load(std::memory_order_relaxed);
+  s.copies_relocated = counters_.copies_relocated.load(std::memory_order_relaxed);
+  s.files_swept = counters_.files_swept.load(std::memory_order_relaxed);
   return s;
 }
 

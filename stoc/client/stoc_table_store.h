@@ -248,6 +248,8 @@ class StocTableStore final : public lsm::TableStore {
                                        const std::function<bool(uint32_t stoc_id)>& must_move,
                                        uint64_t* bytes_copied) override;
   Status DeleteCopiesNotIn(const lsm::TableMeta& from, const lsm::TableMeta& to) override;
+  Status DeleteCopiesNotInAny(const lsm::TableMeta& from,
+                              const std::vector<lsm::TableMeta>& keep) override;
   Result<uint64_t> SweepTableFiles(const std::map<uint64_t, lsm::TableMeta>& live,
                                    uint64_t unreferenced_below) override;
 
@@ -265,6 +267,9 @@ class StocTableStore final : public lsm::TableStore {
   // there is nothing to move or no MANIFEST yet.
   Status EvacuateManifest(const std::function<bool(uint32_t stoc_id)>& must_move)
       EXCLUDES(manifest_mu_);
+  // The StoCs holding the current MANIFEST's replicas as last opened or written (empty
+  // before). Never waits for a MANIFEST operation in progress.
+  std::vector<uint32_t> ManifestStocs() const EXCLUDES(manifest_stocs_mu_);
   // MANIFEST calls find the current MANIFEST first if this store has not yet done so.
   Status AppendManifest(const std::string& record) override;
   Status RollManifest(const std::string& snapshot_record) override;
@@ -376,6 +381,8 @@ class StocTableStore final : public lsm::TableStore {
   // Reads the replica's blocks; OK with *contents, or the error.
   Status ReadManifestReplica(uint32_t stoc_id, uint64_t file_id, std::string* contents);
   void CloseManifestLocked() REQUIRES(manifest_mu_);
+  // Copies manifest_.files' StoCs to manifest_stocs_ (after every change of the files).
+  void NoteManifestFilesLocked() REQUIRES(manifest_mu_) EXCLUDES(manifest_stocs_mu_);
 
   // Constant after construction.
   StocClient* const client_;  // must outlive this
@@ -410,13 +417,19 @@ class StocTableStore final : public lsm::TableStore {
     bool broken = false;   // invariant 2: repair before the next append
   };
   Manifest manifest_ GUARDED_BY(manifest_mu_);
+  mutable Mutex manifest_stocs_mu_ ACQUIRED_AFTER(manifest_mu_);  // a leaf
+  std::vector<uint32_t> manifest_stocs_ GUARDED_BY(manifest_stocs_mu_);
   // F1: StoCs that have not confirmed this store's fence (set by Init, retried by discovery).
   std::vector<uint32_t> unfenced_ GUARDED_BY(manifest_mu_);
   // Counters.
-  std::atomic<uint64_t> tables_written_{0}, tables_deleted_{0}, fragment_files_written_{0},
-      bytes_written_{0}, read_failovers_{0}, manifest_appends_{0}, manifest_rolls_{0},
-      manifest_repairs_{0}, table_files_collected_{0}, parity_files_written_{0},
-      degraded_reads_{0}, copies_relocated_{0}, files_swept_{0};
+  // StocTableStoreStats' counters (GetStats takes a snapshot).
+  struct Counters {
+    std::atomic<uint64_t> tables_written{0}, tables_deleted{0}, fragment_files_written{0},
+        bytes_written{0}, read_failovers{0}, manifest_appends{0}, manifest_rolls{0},
+        manifest_repairs{0}, table_files_collected{0}, parity_files_written{0},
+        degraded_reads{0}, copies_relocated{0}, files_swept{0};
+  };
+  Counters counters_;
 };
 
 }  // namespace nova::stoc

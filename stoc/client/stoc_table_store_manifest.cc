@@ -44,6 +44,7 @@ std::vector<uint32_t> Distinct(std::vector<uint32_t> ids) {
 void StocTableStore::CloseManifestLocked() {
   for (auto& f : manifest_.files) client_->Close(f.get()).IgnoreError();
   manifest_.files.clear();
+  NoteManifestFilesLocked();
   manifest_.found = false;
   manifest_.number = 0;
   manifest_.contents.clear();
@@ -232,6 +233,7 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
   }
 
   manifest_.files.clear();
+  NoteManifestFilesLocked();
   manifest_.number = 0;
   manifest_.contents.clear();
   manifest_.broken = false;
@@ -261,6 +263,7 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
         break;
       }
       manifest_.files.push_back(std::move(f.value()));
+      NoteManifestFilesLocked();
     }
     manifest_.contents = best;
     if (repair) {  // invariant 4
@@ -273,13 +276,14 @@ Status StocTableStore::DiscoverManifestLocked(std::string* contents) {
       }
       for (auto& f : manifest_.files) client_->Close(f.get()).IgnoreError();
       manifest_.files.clear();
+      NoteManifestFilesLocked();
       // Its replicas go only once the new MANIFEST is complete (invariant 1).
       Status s = CreateManifestLocked(best, avoid);
       if (!s.ok()) {
         manifest_.contents.clear();
         return s.Prepend(range + ": repairing " + name);
       }
-      manifest_repairs_.fetch_add(1, std::memory_order_relaxed);
+      counters_.manifest_repairs.fetch_add(1, std::memory_order_relaxed);
       for (const auto& [id, file_id] : healthy) leftovers.emplace_back(id, name);
     } else {
       manifest_.number = chosen;
@@ -349,6 +353,7 @@ Status StocTableStore::CreateManifestLocked(const std::string& first_block,
         LOG_IF(WARNING, !d.ok()) << "retiring " << f->name << ": " << d.ToString();
       }
       manifest_.files = std::move(files);
+      NoteManifestFilesLocked();
       manifest_.number = number;
       manifest_.contents = first_block;
       manifest_.broken = false;
@@ -428,11 +433,11 @@ Status StocTableStore::AppendManifest(const std::string& record) {
   if (manifest_.number != 0 && manifest_.broken) {  // invariant 2
     NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(manifest_.contents, {}),
                                what + ": repairing after a failed write");
-    manifest_repairs_.fetch_add(1, std::memory_order_relaxed);
+    counters_.manifest_repairs.fetch_add(1, std::memory_order_relaxed);
   }
   if (manifest_.number == 0) {  // the range's first record starts its first MANIFEST
     NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(record, {}), what);
-    manifest_appends_.fetch_add(1, std::memory_order_relaxed);
+    counters_.manifest_appends.fetch_add(1, std::memory_order_relaxed);
     return Status::OK();
   }
   ScopedRegistration src(client_->transport(), record.data(), record.size(), transport::kLocalOnly);
@@ -462,7 +467,7 @@ Status StocTableStore::AppendManifest(const std::string& record) {
     return results[k].Prepend(what + " at StoC " + std::to_string(manifest_.files[k]->stoc_id));
   }
   manifest_.contents += record;
-  manifest_appends_.fetch_add(1, std::memory_order_relaxed);
+  counters_.manifest_appends.fetch_add(1, std::memory_order_relaxed);
   return Status::OK();
 }
 
@@ -473,7 +478,7 @@ Status StocTableStore::RollManifest(const std::string& snapshot_record) {
   if (fenced()) return FencedError().Prepend(what);
   NOVA_RETURN_NOT_OK_PREPEND(EnsureManifestLocked(), what);
   NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(snapshot_record, {}), what);
-  manifest_rolls_.fetch_add(1, std::memory_order_relaxed);
+  counters_.manifest_rolls.fetch_add(1, std::memory_order_relaxed);
   return Status::OK();
 }
 
@@ -506,10 +511,22 @@ Status StocTableStore::EvacuateManifest(const std::function<bool(uint32_t)>& mus
   // A repair (invariant 1): the acknowledged bytes as one block of a new MANIFEST, complete
   // on every replica before the old one is deleted.
   NOVA_RETURN_NOT_OK_PREPEND(CreateManifestLocked(manifest_.contents, avoid), what);
-  manifest_repairs_.fetch_add(1, std::memory_order_relaxed);
+  counters_.manifest_repairs.fetch_add(1, std::memory_order_relaxed);
   LOG(INFO) << "range " << options_.range_id << ": MANIFEST " << manifest_.number
             << " written anew off the StoCs being drained or removed";
   return Status::OK();
+}
+
+void StocTableStore::NoteManifestFilesLocked() {
+  std::vector<uint32_t> ids;
+  for (const auto& f : manifest_.files) ids.push_back(f->stoc_id);
+  MutexLock lock(&manifest_stocs_mu_);
+  manifest_stocs_ = std::move(ids);
+}
+
+std::vector<uint32_t> StocTableStore::ManifestStocs() const {
+  MutexLock lock(&manifest_stocs_mu_);
+  return manifest_stocs_;
 }
 
 uint64_t StocTableStore::manifest_number() const {

@@ -187,7 +187,7 @@ Status StocTableStore::RebuildColumn(const lsm::TableMeta& meta, int want, uint6
   for (const std::string& r : rows) ptrs.push_back(reinterpret_cast<const uint8_t*>(r.data()));
   NOVA_RETURN_NOT_OK_PREPEND(
       code->Reconstruct(want, have, n, ptrs.data(), reinterpret_cast<uint8_t*>(dst)), what);
-  degraded_reads_.fetch_add(1, std::memory_order_relaxed);
+  counters_.degraded_reads.fetch_add(1, std::memory_order_relaxed);
   return Status::OK();
 }
 
@@ -236,12 +236,27 @@ Result<lsm::TableMeta> StocTableStore::RelocateTable(
   };
   // Writes `data` (and `filter`, as a second block) as file `name` on a StoC other than
   // `exclude` and `gone`; sets *loc (and *filter_loc).
+  // `fallback_exclude`, if not null: what to exclude instead when nothing outside `exclude`
+  // is left (the copy's own fragment's StoCs: never two copies of a fragment on a StoC).
   auto write_copy = [&](const std::string& name, const std::string& data,
                         const std::string* filter_bytes, std::vector<uint32_t> exclude,
+                        const std::vector<uint32_t>* fallback_exclude,
                         lsm::FragmentLocation* loc, lsm::FragmentLocation* filter_loc) -> Status {
     exclude.insert(exclude.end(), gone.begin(), gone.end());
     std::vector<uint32_t> to;
-    NOVA_RETURN_NOT_OK_PREPEND(Choose(1, exclude, &to), "placing " + name);
+    Status placed = Choose(1, exclude, &to);
+    if (!placed.ok() && fallback_exclude != nullptr) {
+      // Every StoC left holds a member of the stripe: two members on one StoC beat a member
+      // nowhere (the table then survives fewer losses until a compaction rewrites it).
+      std::vector<uint32_t> narrower = *fallback_exclude;
+      narrower.insert(narrower.end(), gone.begin(), gone.end());
+      placed = Choose(1, narrower, &to);
+      if (placed.ok()) {
+        LOG(WARNING) << what << ": no StoC outside the stripe is left; " << name
+                     << " shares StoC " << to.front() << " with another member of its stripe";
+      }
+    }
+    NOVA_RETURN_NOT_OK_PREPEND(placed, "placing " + name);
     const uint32_t stoc = to.front();
     written.push_back({stoc, name});
     ScopedRegistration reg(client_->transport(), data.data(), data.size(), transport::kLocalOnly);
@@ -281,7 +296,7 @@ Result<lsm::TableMeta> StocTableStore::RelocateTable(
       return s.Prepend("writing " + name + " at StoC " + std::to_string(stoc));
     }
     bytes += data.size() + (filter_bytes != nullptr ? filter_bytes->size() : 0);
-    copies_relocated_.fetch_add(1, std::memory_order_relaxed);
+    counters_.copies_relocated.fetch_add(1, std::memory_order_relaxed);
     return Status::OK();
   };
 
@@ -304,12 +319,14 @@ Result<lsm::TableMeta> StocTableStore::RelocateTable(
     const bool in_stripe = ColumnOfFragment(meta, i) >= 0;
     for (uint32_t r = 0; r < replicas.size(); ++r) {
       if (!must_move(replicas[r].stoc_id)) continue;
-      std::vector<uint32_t> exclude;
-      for (const lsm::FragmentLocation& l : out.fragments[i]) exclude.push_back(l.stoc_id);
+      std::vector<uint32_t> own;
+      for (const lsm::FragmentLocation& l : out.fragments[i]) own.push_back(l.stoc_id);
+      std::vector<uint32_t> exclude = own;
       if (in_stripe) exclude.insert(exclude.end(), stripe.begin(), stripe.end());
       lsm::FragmentLocation loc, floc;
       s = write_copy(TableFragmentFileName({options_.range_id, meta.number, i, r}), data,
-                     with_filter ? &filter_bytes : nullptr, exclude, &loc, &floc);
+                     with_filter ? &filter_bytes : nullptr, exclude, in_stripe ? &own : nullptr,
+                     &loc, &floc);
       if (!s.ok()) return fail(s);
       out.fragments[i][r] = loc;
       if (with_filter && r < out.filter.size()) out.filter[r] = floc;
@@ -325,9 +342,10 @@ Result<lsm::TableMeta> StocTableStore::RelocateTable(
     if (!s.ok()) s = RebuildColumn(meta, k + static_cast<int>(j), 0, size, data.data());
     if (!s.ok()) return fail(s);
     std::vector<uint32_t> exclude(stripe.begin(), stripe.end());
+    const std::vector<uint32_t> own{meta.parity[j].stoc_id};
     lsm::FragmentLocation loc;
     s = write_copy(TableFragmentFileName({options_.range_id, meta.number, parity_base + j, 0}),
-                   data, nullptr, exclude, &loc, nullptr);
+                   data, nullptr, exclude, &own, &loc, nullptr);
     if (!s.ok()) return fail(s);
     out.parity[j] = loc;
     stripe.insert(loc.stoc_id);
@@ -337,12 +355,19 @@ Result<lsm::TableMeta> StocTableStore::RelocateTable(
 }
 
 Status StocTableStore::DeleteCopiesNotIn(const lsm::TableMeta& from, const lsm::TableMeta& to) {
+  return DeleteCopiesNotInAny(from, {to});
+}
+
+Status StocTableStore::DeleteCopiesNotInAny(const lsm::TableMeta& from,
+                                            const std::vector<lsm::TableMeta>& keep) {
   const std::string what = "range " + std::to_string(options_.range_id) +
                            ": deleting replaced copies of table " + std::to_string(from.number);
   if (fenced()) return FencedError().Prepend(what);
   Status first;
   auto drop = [&](uint32_t fragment, uint32_t replica, uint32_t stoc) {
-    if (Places(to, fragment, replica, stoc)) return;
+    for (const lsm::TableMeta& k : keep) {
+      if (Places(k, fragment, replica, stoc)) return;  // the same file is still in use
+    }
     Status s = DeleteFile(
         stoc, TableFragmentFileName({options_.range_id, from.number, fragment, replica}));
     if (!s.ok() && first.ok()) first = s;
@@ -377,7 +402,7 @@ Result<uint64_t> StocTableStore::SweepTableFiles(const std::map<uint64_t, lsm::T
                   << (it == live.end() ? " (no live table has it)"
                                        : " (its table's copy is elsewhere now)");
         deleted.fetch_add(1, std::memory_order_relaxed);
-        files_swept_.fetch_add(1, std::memory_order_relaxed);
+        counters_.files_swept.fetch_add(1, std::memory_order_relaxed);
         return Status::OK();
       });
   size_t answered = 0;
