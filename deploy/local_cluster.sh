@@ -246,8 +246,18 @@ stop_one() {
 # draining in the configuration, so it is not reused: its data directory stays as a marker),
 # started like the others (the command of an existing StoC with the new id, directory and a
 # free port). The coordinator adds it to the configuration and the LTCs use it at once.
+# Waits until member KIND N is alive in the configuration (nova_admin status), or dies.
+wait_in_config() {
+  local kind=$1 n=$2 deadline=$((SECONDS + start_timeout))
+  until "$bin/nova_admin" status "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" 2>/dev/null |
+      grep -qE "^$kind +$n +[^ ]+ +alive"; do
+    ((SECONDS < deadline)) || die "$kind-$n is not in the configuration after ${start_timeout}s"
+    sleep 0.2
+  done
+}
+
 add_stoc() {
-  local n=0 template new deadline
+  local n=0 template new
   [[ -f "$dir/cluster.env" ]] || die "no cluster in $dir"
   source "$dir/cluster.env"
   template=$(ls "$dir/cmd" 2>/dev/null | grep -E '^stoc-[0-9]+$' | head -n1 || true)
@@ -259,12 +269,7 @@ add_stoc() {
     -e "s|^--listen_port=.*|--listen_port=0|" "$dir/cmd/$template" > "$dir/cmd/$new"
   launch "$new"
   pin_port "$new" "$(wait_listen "$new")"
-  deadline=$((SECONDS + start_timeout))
-  until "$bin/nova_admin" status "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" 2>/dev/null |
-      grep -qE "^stoc +$n +[^ ]+ +alive"; do
-    ((SECONDS < deadline)) || die "$new is not in the configuration after ${start_timeout}s"
-    sleep 0.2
-  done
+  wait_in_config stoc "$n"
   echo "started $new: in the configuration, the LTCs place new table copies on it" >&2
 }
 
@@ -400,12 +405,7 @@ case "$cmd" in
     pin_port "$new" "$(wait_listen "$new")"
     # The coordinator lists it in the configuration first (rebalance moves ranges only to
     # LTCs in it).
-    deadline=$((SECONDS + start_timeout))
-    until "$bin/nova_admin" status "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" 2>/dev/null |
-        grep -qE "^ltc +$n +[^ ]+ +alive"; do
-      ((SECONDS < deadline)) || die "$new is not in the configuration after ${start_timeout}s"
-      sleep 0.2
-    done
+    wait_in_config ltc "$n"
     echo "started $new; rebalancing" >&2
     "$bin/nova_admin" rebalance "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" >&2
     ;;

@@ -259,16 +259,21 @@ struct Availability {
   int manifest_replicas = 1;
 };
 
+// Reads the cluster setting `key`, if present, into *out: a whole number from lo to hi
+// (`hi_name`, if not null, names where hi comes from in the error). InvalidArgument else.
 Status ParseSmallInt(const std::map<std::string, std::string>& settings, const char* key,
-                     int lo, int hi, int* out) {
+                     int lo, int hi, int* out, const char* hi_name = nullptr) {
   auto it = settings.find(key);
   if (it == settings.end()) return Status::OK();
   char* end = nullptr;
   const long v = std::strtol(it->second.c_str(), &end, 10);
   if (end == it->second.c_str() || *end != '\0' || v < lo || v > hi) {
+    const std::string upper = hi_name == nullptr
+                                  ? std::to_string(hi)
+                                  : std::string(hi_name) + " (" + std::to_string(hi) + ")";
     return Status::InvalidArgument(std::string("the cluster's ") + key + " setting '" +
                                    it->second + "' is not a number from " + std::to_string(lo) +
-                                   " to " + std::to_string(hi));
+                                   " to " + upper);
   }
   *out = static_cast<int>(v);
   return Status::OK();
@@ -481,26 +486,10 @@ struct NovaBackends::Impl {
       NOVA_RETURN_NOT_OK_PREPEND(logc::ParseLogMode(it->second, &mode),
                                  "the cluster's log_mode setting");
     }
-    if (auto it = a.settings.find("log_replicas"); it != a.settings.end()) {
-      char* end = nullptr;
-      const long r = std::strtol(it->second.c_str(), &end, 10);
-      if (end == it->second.c_str() || *end != '\0' || r < 1 || r > 16) {
-        return Status::InvalidArgument("the cluster's log_replicas setting '" + it->second +
-                                       "' is not a number from 1 to 16");
-      }
-      replicas = static_cast<int>(r);
-    }
+    NOVA_RETURN_NOT_OK(ParseSmallInt(a.settings, "log_replicas", 1, 16, &replicas));
     int min_insync = options.log.min_insync_replicas;
-    if (auto it = a.settings.find("log_min_insync_replicas"); it != a.settings.end()) {
-      char* end = nullptr;
-      const long m = std::strtol(it->second.c_str(), &end, 10);
-      if (end == it->second.c_str() || *end != '\0' || m < 0 || m > replicas) {
-        return Status::InvalidArgument("the cluster's log_min_insync_replicas setting '" +
-                                       it->second + "' is not a number from 0 to log_replicas (" +
-                                       std::to_string(replicas) + ")");
-      }
-      min_insync = static_cast<int>(m);
-    }
+    NOVA_RETURN_NOT_OK(ParseSmallInt(a.settings, "log_min_insync_replicas", 0, replicas,
+                                     &min_insync, "log_replicas"));
     if (min_insync > replicas) min_insync = replicas;  // the flag's default with fewer replicas
     {
       MutexLock l(&mu);
