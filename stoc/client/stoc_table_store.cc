@@ -455,8 +455,10 @@ Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table,
   int replicas = options_.fragment_replicas;
   if (mode == lsm::TableAvailability::kParity || mode == lsm::TableAvailability::kHybrid) {
     // Fewer StoCs take data than the stripe needs (StoCs lost or draining): fewer parity
-    // fragments, or, if not even one fits, m + 1 copies where they fit. The table records
-    // what it got; relocation does not widen it later (a later compaction rewrites it).
+    // fragments, or, if not even one fits, m + 1 copies where they fit, never fewer than 2
+    // (with one StoC left the write waits for another, as it always did: a table that one
+    // more loss destroys would let its memtable's log go). The table records what it got;
+    // relocation does not widen it later (a later compaction rewrites it).
     int members = mode == lsm::TableAvailability::kParity ? 1 : 0;
     for (uint32_t i = 0; i < rho; ++i) members += layout.FragmentSize(i) != 0 ? 1 : 0;
     const int healthy = static_cast<int>(HealthyStocs());
@@ -469,7 +471,7 @@ Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table,
       if (fit >= 1) {
         m = fit;
       } else {
-        replicas = std::max(1, std::min(m + 1, healthy));
+        replicas = std::max(2, std::min(m + 1, healthy));
         mode = lsm::TableAvailability::kReplicas;
       }
     }
@@ -477,9 +479,10 @@ Status StocTableStore::WriteTable(uint64_t number, const lsm::BuiltTable& table,
   if (mode == lsm::TableAvailability::kReplicas && replicas > 1) {
     const int healthy = static_cast<int>(HealthyStocs());
     if (healthy < replicas) {
+      // Never fewer than 2 (see above): with one StoC left the write fails and is retried.
       LOG_EVERY_N(WARNING, 100) << what << ": " << healthy << " StoCs take data, too few for "
-                                << replicas << " copies: writing " << std::max(healthy, 1);
-      replicas = std::max(healthy, 1);
+                                << replicas << " copies: writing " << std::max(healthy, 2);
+      replicas = std::max(healthy, 2);
     }
   }
   const bool striped =
