@@ -104,9 +104,13 @@ void ConnectionListener::Admit(int fd) {
     if (conns_.size() < static_cast<size_t>(options_.max_connections)) {
       auto conn = std::make_shared<ClientConn>(fd, next_conn_id_++, options_.write_timeout,
                                                metrics_);
-      // The reader takes conns_mu_ before it leaves, so it finds its entry complete.
-      conns_[conn->id()] = Reader{conn, std::thread([this, conn] { ReadLoop(conn); })};
+      // The gauge counts the connection before its reader can answer anything on it (a
+      // client that got an answer sees itself counted). The reader takes conns_mu_ before it
+      // leaves, so it finds its entry complete.
+      Reader& reader = conns_[conn->id()];
+      reader.conn = conn;
       metrics_->connections->Set(static_cast<double>(conns_.size()));
+      reader.thread = std::thread([this, conn] { ReadLoop(conn); });
       fd = -1;
     }
   }
