@@ -121,19 +121,20 @@ TEST(RangeEngineBigEntryTest, MemtableChunksCarryABigEntryWhole) {
   const std::string big_key = Pattern(kBigKeyBytes, 'k', 4);
   const std::string big_value = Pattern(kBigValueBytes, 'v', 5);
   lsm::InternalKeyComparator icmp(leveldb::BytewiseComparator());
-  MemTable from(&icmp, 1);
-  from.Add(1, lsm::kTypeValue, "a", "1");
-  from.Add(2, lsm::kTypeValue, big_key, big_value);
-  from.Add(3, lsm::kTypeValue, "z", "2");
-  MemTable to(&icmp, 1);
+  // Memtables are shared (their iterators pin them).
+  auto from = std::make_shared<MemTable>(&icmp, 1);
+  from->Add(1, lsm::kTypeValue, "a", "1");
+  from->Add(2, lsm::kTypeValue, big_key, big_value);
+  from->Add(3, lsm::kTypeValue, "z", "2");
+  auto to = std::make_shared<MemTable>(&icmp, 1);
   std::string after, chunk, last;
   bool done = false;
   int chunks = 0;
   uint64_t total = 0;
   while (!done) {
-    EncodeMemtableChunk(from, after, /*max_bytes=*/4 << 20, &chunk, &last, &done);
+    EncodeMemtableChunk(*from, after, /*max_bytes=*/4 << 20, &chunk, &last, &done);
     uint64_t entries = 0;
-    ASSERT_TRUE(DecodeMemtableChunk(chunk, &to, &entries).ok());
+    ASSERT_TRUE(DecodeMemtableChunk(chunk, to.get(), &entries).ok());
     ASSERT_GT(entries, 0u);
     total += entries;
     after = last;
@@ -142,7 +143,7 @@ TEST(RangeEngineBigEntryTest, MemtableChunksCarryABigEntryWhole) {
   EXPECT_EQ(total, 3u);
   EXPECT_GE(chunks, 2);
   std::string got;
-  ASSERT_EQ(to.Get(big_key, lsm::kMaxSequenceNumber, &got), MemTable::GetResult::kFound);
+  ASSERT_EQ(to->Get(big_key, lsm::kMaxSequenceNumber, &got), MemTable::GetResult::kFound);
   EXPECT_TRUE(got == big_value);
 }
 
