@@ -891,6 +891,15 @@ TEST(BigEntryITest, SixtyFourMiBValueAndSixtyFourKiBKeyEndToEnd) {
   c = client();
   ASSERT_NO_FATAL_FAILURE(expect_big(c.get(), "after a restart, from the tables", nullptr));
   EXPECT_EQ(c->Get(other_big_key).value(), "small");
+  // Every filler survives too (no table lost its files to a compaction job of the killed
+  // incarnation still running on a StoC).
+  for (int i = 0; i < round; ++i) {
+    for (const char* prefix : {"a", "z"}) {
+      auto g = c->Get(prefix + std::to_string(i));
+      ASSERT_TRUE(g.ok()) << prefix << i << ": " << g.status().ToString();
+      EXPECT_EQ(g.value().size(), filler.size()) << prefix << i;
+    }
+  }
   std::printf(
       "64 MiB value, 64 KiB key: batch write %.0f ms, Put %.0f ms, Get from the memtable %.0f "
       "ms, after log recovery %.0f ms, from a compacted table %.0f ms (%d filler rounds)\n",
