@@ -105,7 +105,7 @@ class EndpointObserver {
 
 struct RpcEndpointOptions {
   // Largest payload accepted in a message (matches the transport's max_message_bytes).
-  uint64_t max_payload_bytes = 16ull << 20;
+  uint64_t max_payload_bytes = transport::kDefaultMaxMessageBytes;
 };
 
 class RpcEndpoint : public transport::TransportHandler {

@@ -56,7 +56,7 @@ struct FrameHeader {
 
 // Limits a receiver enforces on headers before reading any payload.
 struct FrameLimits {
-  uint64_t max_message_bytes = 16ull << 20;
+  uint64_t max_message_bytes = kDefaultMaxMessageBytes;
   uint64_t max_transfer_bytes = 1ull << 30;
   bool handshake_phase = false;  // only kHandshake frames allowed, and only then
 };

@@ -114,6 +114,14 @@ const char* BackendName(Backend b);
 // Parses "tcp" or "verbs".
 Status ParseBackend(std::string_view name, Backend* out);
 
+// Default bound on a two-sided message. Only a bound: no buffer of this size is ever made
+// in advance (tcp reads a message into a buffer sized by its header, verbs gathers it from
+// the fixed receive buffers), so a process holds a big message only while one is in flight.
+// 256 MiB lets one message carry a whole LTC entry (a 64 MiB value and a 64 KiB key, the
+// LTC's default limits, with room for operators raising them): a live migration copies a
+// memtable entry in one kMigrateFetch response.
+constexpr uint64_t kDefaultMaxMessageBytes = 256ull << 20;
+
 struct TransportOptions {
   Backend backend = Backend::kTcp;
   // Unique name of this process in the cluster (e.g. "stoc-1"); sent to peers on connect.
@@ -127,7 +135,7 @@ struct TransportOptions {
   // anything else is accepted. Must not be empty.
   std::string cluster_secret;
   // Largest two-sided message accepted (bigger ones are refused at the sender).
-  uint64_t max_message_bytes = 16ull << 20;
+  uint64_t max_message_bytes = kDefaultMaxMessageBytes;
   // Largest single one-sided transfer.
   uint64_t max_transfer_bytes = 1ull << 30;
   // Connect() gives up after this long.

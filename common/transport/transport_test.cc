@@ -22,6 +22,8 @@ using test::WaitFor;
 
 constexpr char kSecret[] = "conformance-secret";
 constexpr auto kOpTimeout = 30s;
+// The fixture's transports' message limit: the maximum-size tests send messages of it.
+constexpr uint64_t kTestMaxMessageBytes = 16ull << 20;
 
 // Records everything a transport reports.
 class RecordingHandler : public TransportHandler {
@@ -137,6 +139,7 @@ class TransportTest : public ::testing::TestWithParam<Backend> {
     o.xchg_threads = 2;
     o.reconnect_initial_backoff_ms = 20;
     o.reconnect_max_backoff_ms = 200;
+    o.max_message_bytes = kTestMaxMessageBytes;  // the maximum-size tests stay small
     return o;
   }
 
@@ -271,6 +274,27 @@ TEST_P(TransportTest, SendAndReceiveBothWays) {
   std::string too_big(a_->options().max_message_bytes + 1, 'x');
   Status s = a_->Send(peer_b_, too_big, [](const Status&) {});
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+}
+
+// With the default limit, a 64 MiB message (an LTC entry of the largest default value,
+// copied by a live migration) crosses as one message.
+TEST_P(TransportTest, DefaultLimitCarriesA64MiBMessage) {
+  constexpr uint64_t kBig = 64ull << 20;
+  ASSERT_GE(kDefaultMaxMessageBytes, kBig + (64 << 10));
+  RecordingHandler hc, hd;
+  TransportOptions oc = Options("big-c"), od = Options("big-d");
+  oc.max_message_bytes = od.max_message_bytes = kDefaultMaxMessageBytes;
+  auto c = Make(oc, &hc);
+  auto d = Make(od, &hd);
+  ASSERT_TRUE(c && d);
+  auto p = c->Connect(d->listen_address());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  std::string big = Pattern(kBig, 11);
+  ASSERT_TRUE(Sync([&](Completion done) { return c->Send(p.value(), big, done); }).ok());
+  ASSERT_TRUE(WaitFor([&] { return hd.NumMessages() == 1; }));
+  EXPECT_TRUE(hd.messages[0].second == big);
+  c->Shutdown();
+  d->Shutdown();
 }
 
 TEST_P(TransportTest, MessagesOnOneLaneArriveInOrder) {

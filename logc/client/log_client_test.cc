@@ -334,6 +334,36 @@ TEST_F(LogClientTest, SegmentsRollOverAndConcatenate) {
   }
 }
 
+// A 64 MiB record (an LTC write of a 64 MiB value) is one append: it gets a segment of its
+// own size and reads back whole in every mode (in disk mode in several kReadLog pages).
+TEST_F(LogClientTest, SixtyFourMiBRecordIsAppendedAndReadBackWhole) {
+  constexpr size_t kBigPayload = 64 << 20;
+  for (LogMode mode : {LogMode::kMemory, LogMode::kDisk, LogMode::kMemoryDisk}) {
+    SCOPED_TRACE(LogModeName(mode));
+    StopAll();
+    StartServers(2);
+    StartClient(Options(mode));  // 1 MiB segments
+    const uint64_t seed = test::TestSeed("SixtyFourMiBRecord");
+    std::string expected;
+    for (uint32_t i = 0; i < 3; ++i) {
+      std::string r = Record(0, i, i == 1 ? kBigPayload : 1000, seed);
+      Status s = client_->Append(7, 3, r);
+      ASSERT_TRUE(s.ok()) << "record " << i << ": " << s.ToString();
+      expected += r;
+    }
+    std::vector<uint64_t> missing;
+    auto logs = ReadAll(7, &missing);
+    ASSERT_EQ(logs.size(), 1u);
+    EXPECT_TRUE(missing.empty());
+    const std::string& got = logs[0].bytes;
+    ASSERT_GE(got.size(), expected.size());
+    EXPECT_TRUE(got.compare(0, expected.size(), expected) == 0) << "log bytes differ";
+    uint64_t used = 0;
+    EXPECT_EQ(ParseLog(got, seed, &used)[0].size(), 3u);
+    EXPECT_EQ(used, expected.size());
+  }
+}
+
 TEST_F(LogClientTest, DiskModeAcknowledgesOnlyPersistedBytes) {
   StartServers(2);
   StartClient(Options(LogMode::kDisk));

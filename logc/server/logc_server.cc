@@ -27,6 +27,9 @@ namespace {
 // kReadLog replies stay this far below the transport's message limit: room for the wire
 // header and the reply's own fields.
 constexpr uint64_t kReadReplySlackBytes = 4096;
+// ... and carry at most this much: recovery reads a disk log in pages of this size whatever
+// the message limit (256 MiB by default), so a recovery's memory does not grow with it.
+constexpr uint64_t kMaxReadReplyBytes = 16ull << 20;
 // Request types by pool: reads (disk) on the storage pool, the rest on the control pool.
 // kLogPersisted (0x0210) is left free: it is the client side's notification.
 constexpr wire::TypeRange kControlLow{kOpenLog, kListLogs};
@@ -642,7 +645,8 @@ void LogcServer::HandleRead(std::string_view payload, rpc::Responder* r) {
   const uint64_t max_reply = options_.transport.max_message_bytes > kReadReplySlackBytes
                                  ? options_.transport.max_message_bytes - kReadReplySlackBytes
                                  : 1;
-  const uint64_t n = std::min({req.length, persisted - req.offset, max_reply});
+  const uint64_t n =
+      std::min({req.length, persisted - req.offset, max_reply, kMaxReadReplyBytes});
   ReadLogResponse resp;
   resp.persisted_length = persisted;
   resp.data.resize(n);

@@ -104,6 +104,15 @@ constexpr uint64_t kRecoveryMemtableIdGap = 1ull << 32;
 // Sequences an owner skips when it opens a range at an owner epoch (see Open): more than any
 // owner assigns between its last MANIFEST edit and being fenced; 2^24 owner changes fit.
 constexpr lsm::SequenceNumber kOwnerSequenceGap = 1ull << 32;
+// Table numbers an Open skips past the largest it knows (CollectOrphansLocked). An offloaded
+// compaction job outlives the LTC that started it (its StoC does not know the LTC died, and
+// without owner epochs nothing fences it) and creates its outputs, under numbers that LTC
+// handed it and never recorded, after this Open listed the tables: reusing them, the new
+// incarnation's flush and the old job would replace each other's files (the table in the
+// MANIFEST then has none). A job gets at most lsm::kMaxJobOutputNumbers numbers, and an
+// incarnation takes few between its last MANIFEST edit and its death; u64 numbers leave
+// room for 2^40 Opens.
+constexpr uint64_t kFileNumbersSkippedAtOpen = 1ull << 24;
 }  // namespace
 
 Status RangeEngine::Open() {
@@ -211,12 +220,16 @@ Status RangeEngine::Open() {
 void RangeEngine::CollectOrphansLocked() {
   // Tables no MANIFEST references: outputs of a flush or compaction that a crash (or a
   // failed MANIFEST append that could not be rolled over) cut off before they were
-  // recorded. Nothing writes this range's tables yet, so every unreferenced one is garbage.
+  // recorded. This engine writes none of its tables yet, so every unreferenced one is
+  // garbage (an offloaded job of an earlier incarnation may still be writing one: it fails
+  // or leaves an orphan for the next Open).
   auto listed = store_->ListTables();
   if (!listed.ok()) {
     LOG(WARNING) << "range " << options_.range_id
                  << ": cannot list tables to collect orphans (next Open retries): "
                  << listed.status().ToString();
+    versions_.SkipFileNumbersThrough(versions_.state().next_file_number() +
+                                     kFileNumbersSkippedAtOpen);
     return;
   }
   std::set<uint64_t> live;
@@ -239,8 +252,10 @@ void RangeEngine::CollectOrphansLocked() {
       << "range " << options_.range_id << ": collected " << stats_.orphans_collected
       << " orphaned tables";
   // Never reuse the number of a table file that may still exist (an orphan whose deletion
-  // failed, or one a StoC was still writing).
-  versions_.SkipFileNumbersThrough(largest);
+  // failed, or one a StoC was still writing), nor one a StoC may still create: see
+  // kFileNumbersSkippedAtOpen.
+  versions_.SkipFileNumbersThrough(std::max(largest, versions_.state().next_file_number()) +
+                                   kFileNumbersSkippedAtOpen);
 }
 
 // ---- Writes ---------------------------------------------------------------------------

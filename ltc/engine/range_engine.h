@@ -435,7 +435,9 @@ class RangeEngine {
   // What writes, FlushAll and WaitForCompactions return while the range is handed off.
   Status HandedOffStatus() const;
   // Deletes tables the store has but the current version does not reference, and moves
-  // the next file number past every listed table. REQUIRES: mu_ held, at Open.
+  // the next file number past every listed table and every number an earlier incarnation
+  // may have handed to an offloaded job still running (kFileNumbersSkippedAtOpen).
+  // REQUIRES: mu_ held, at Open.
   void CollectOrphansLocked() REQUIRES(mu_);
   std::vector<lsm::SequenceNumber> LiveSnapshots() const REQUIRES(mu_);
 

@@ -129,6 +129,46 @@ TEST(RecoveryTest, TornTailIsIgnored) {
   EXPECT_EQ(v, "again");
 }
 
+// An offloaded compaction job outlives the LTC that started it and then creates its outputs
+// under the numbers that LTC handed it, after the next incarnation listed the tables: the
+// new incarnation never gives its own tables those numbers (they would replace each other's
+// files; seen in ltc_server_itest BigEntryITest, a kill -9 during offloaded compactions).
+TEST(RecoveryTest, NumbersAnEarlierIncarnationMayHaveHandedOutAreNotReused) {
+  lsm::MemoryTableStore store;
+  InMemoryMemtableLog log;
+  uint64_t largest = 0;
+  {
+    RangeEngine engine(BigMemtables(&log), &store);
+    ASSERT_TRUE(engine.Open().ok());
+    ASSERT_TRUE(engine.Put("old", "1").ok());
+    ASSERT_TRUE(engine.FlushAll().ok());
+    ASSERT_FALSE(store.StoredTables().empty());
+    largest = store.StoredTables().back();
+  }  // a crash while a job holding numbers largest + 1... still runs on a StoC
+  RangeEngine engine(BigMemtables(&log), &store);
+  ASSERT_TRUE(engine.Open().ok());
+  ASSERT_TRUE(engine.Put("new", "2").ok());
+  ASSERT_TRUE(engine.FlushAll().ok());
+  // The old job now writes its outputs.
+  const lsm::InternalKeyComparator icmp(leveldb::BytewiseComparator());
+  for (uint64_t n = largest + 1; n <= largest + 4; ++n) {
+    lsm::FragmentedTableBuilder b(&icmp, lsm::TableBuildOptions());
+    b.Add(lsm::MakeInternalKey("zombie", 1, lsm::kTypeValue), "z");
+    lsm::BuiltTable built;
+    ASSERT_TRUE(b.Finish(&built).ok());
+    lsm::TableMeta meta;
+    meta.number = n;
+    meta.layout = built.layout;
+    Status s = store.WriteTable(n, built, &meta);
+    EXPECT_TRUE(s.ok()) << "table " << n << " was reused: " << s.ToString();
+  }
+  std::string v;
+  ASSERT_TRUE(engine.Get("old", &v).ok());
+  EXPECT_EQ(v, "1");
+  ASSERT_TRUE(engine.Get("new", &v).ok());
+  EXPECT_EQ(v, "2");
+}
+
 // A damaged record stops the replay of its log there: earlier records come back, later
 // ones do not (they were after a write whose bytes cannot be trusted).
 TEST(RecoveryTest, CorruptedRecordStopsReplay) {

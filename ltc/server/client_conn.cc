@@ -3,6 +3,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <glog/logging.h>
 
 #include "common/clock.h"
@@ -50,17 +52,24 @@ void ClientConn::SendError(uint16_t type, uint64_t request_id, const Status& err
   Send(wire::EncodeErrorResponse(type, request_id, error));
 }
 
-bool ClientConn::BeginRequest(int max_inflight) {
+bool ClientConn::BeginRequest(int max_inflight, uint64_t bytes, uint64_t max_inflight_bytes) {
   MutexLock l(&mu_);
-  room_cv_.Wait(&l, [&]() REQUIRES(mu_) { return inflight_ < max_inflight || stop_reading_; });
+  room_cv_.Wait(&l, [&]() REQUIRES(mu_) {
+    if (stop_reading_) return true;
+    // A request bigger than the budget goes alone, so it is never refused for its size.
+    return inflight_ == 0 ||
+           (inflight_ < max_inflight && inflight_bytes_ + bytes <= max_inflight_bytes);
+  });
   if (stop_reading_) return false;
   ++inflight_;
+  inflight_bytes_ += bytes;
   return true;
 }
 
-void ClientConn::EndRequest() {
+void ClientConn::EndRequest(uint64_t bytes) {
   MutexLock l(&mu_);
   --inflight_;
+  inflight_bytes_ -= std::min(bytes, inflight_bytes_);
   room_cv_.NotifyAll();
 }
 

@@ -62,11 +62,13 @@ class ClientConn {
   // Sends the error response to request (type, request_id) and counts it.
   void SendError(uint16_t type, uint64_t request_id, const Status& error) EXCLUDES(write_mu_);
 
-  // Waits until fewer than `max_inflight` requests are in flight, then counts one more.
-  // False (and nothing counted) once StopReading() was called.
-  bool BeginRequest(int max_inflight) EXCLUDES(mu_);
-  // A request counted by BeginRequest is answered.
-  void EndRequest() EXCLUDES(mu_);
+  // Waits until fewer than `max_inflight` requests are in flight and, unless none is, their
+  // payloads and this one's `bytes` add up to at most `max_inflight_bytes`; then counts this
+  // one. False (and nothing counted) once StopReading() was called.
+  bool BeginRequest(int max_inflight, uint64_t bytes, uint64_t max_inflight_bytes)
+      EXCLUDES(mu_);
+  // A request counted by BeginRequest with these `bytes` is answered.
+  void EndRequest(uint64_t bytes) EXCLUDES(mu_);
   // Shuts the socket down and wakes a reader waiting in BeginRequest (shutdown).
   void StopReading() EXCLUDES(mu_);
 
@@ -90,6 +92,7 @@ class ClientConn {
   mutable Mutex mu_;
   CondVar room_cv_;  // signalled when a request ends, and by StopReading
   int inflight_ GUARDED_BY(mu_) = 0;
+  uint64_t inflight_bytes_ GUARDED_BY(mu_) = 0;  // payload bytes of the requests in flight
   bool stop_reading_ GUARDED_BY(mu_) = false;
   std::map<uint64_t, Snap> snapshots_ GUARDED_BY(mu_);
 };

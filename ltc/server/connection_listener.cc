@@ -156,10 +156,13 @@ void ConnectionListener::ReadLoop(const std::shared_ptr<ClientConn>& conn) {
       break;
     }
     metrics_->requests->Increment();
-    if (!conn->BeginRequest(options_.max_inflight_per_connection)) break;
+    if (!conn->BeginRequest(options_.max_inflight_per_connection, payload.size(),
+                            options_.max_request_bytes)) {
+      break;
+    }
     Status taken = handler_(conn, h.type, h.request_id, std::string(payload));
     if (!taken.ok()) {
-      conn->EndRequest();
+      conn->EndRequest(payload.size());
       conn->SendError(h.type, h.request_id, taken);
     }
   }

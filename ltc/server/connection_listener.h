@@ -3,9 +3,12 @@
 //
 // Connections are bounded by max_connections (one over is told ResourceExhausted on a
 // connection-level error message, then closed), so readers are too. A reader stops
-// reading while its connection has max_inflight_per_connection requests in flight, which
-// bounds memory. A request too long, or a malformed frame, is answered with an error and
-// the connection is closed (the stream cannot be trusted past it).
+// reading while its connection has max_inflight_per_connection requests, or more than
+// max_request_bytes of request payloads, in flight (one request is admitted alone whatever
+// its size), which bounds memory: a connection holds at most about twice max_request_bytes
+// (what is in flight and the request its reader holds). A request too long, or a malformed
+// frame, is answered with an error and the connection is closed (the stream cannot be
+// trusted past it).
 //
 // Lifecycle: constructor cannot fail; Start() listens; Shutdown() stops accepting, shuts
 // every connection's socket down and joins the readers (idempotent; the destructor calls
@@ -39,7 +42,7 @@ struct ConnectionListenerOptions {
 };
 
 // Takes one request read from `conn` (on its reader thread): runs it, usually by handing it
-// to a worker, and calls conn->EndRequest() once it is answered. A non-OK return means it
+// to a worker, and calls conn->EndRequest(payload.size()) once it is answered. A non-OK return means it
 // was not taken: the listener ends the request and answers it with that error.
 using RequestHandler = std::function<Status(const std::shared_ptr<ClientConn>& conn,
                                             uint16_t type, uint64_t request_id,

@@ -51,7 +51,7 @@ class Handler {
   // Echoes the payload back and ends the request.
   static void Answer(const Request& r) {
     r.conn->Send(wire::EncodeMessage(r.type, r.id, r.payload, wire::kFlagResponse));
-    r.conn->EndRequest();
+    r.conn->EndRequest(r.payload.size());
   }
 
   size_t held() {
@@ -161,6 +161,34 @@ TEST(ConnectionListenerTest, RequestsInFlightPerConnectionAreBounded) {
   ASSERT_TRUE(test::WaitFor([&] { return h.held() == 2; }));
   listener.Shutdown();
   EXPECT_FALSE(r6.get().first.ok());
+}
+
+// Requests in flight on a connection hold at most max_request_bytes of payload together
+// (so raising the request limit does not multiply a connection's memory by the count).
+TEST(ConnectionListenerTest, RequestBytesInFlightPerConnectionAreBounded) {
+  MetricsRegistry registry;
+  ClientMetrics metrics(&registry);
+  Handler h(/*answer_at_once=*/false);
+  ConnectionListenerOptions o;
+  o.max_request_bytes = 1000;
+  ConnectionListener listener(o, h.handler(), &metrics);
+  ASSERT_TRUE(listener.Start().ok());
+  auto c = Connect(listener);
+  ASSERT_NE(c, nullptr);
+  const std::string p1(400, '1'), p2(400, '2'), p3(400, '3');
+  auto r1 = Call(c.get(), p1);
+  auto r2 = Call(c.get(), p2);
+  auto r3 = Call(c.get(), p3);
+  ASSERT_TRUE(test::WaitFor([&] { return h.held() == 2; }));
+  EXPECT_EQ(h.held(), 2u);  // 1200 bytes would be in flight: the third waits in the reader
+  h.AnswerOldest();
+  EXPECT_EQ(r1.get().second, p1);
+  ASSERT_TRUE(test::WaitFor([&] { return h.held() == 2; }));
+  h.AnswerOldest();
+  h.AnswerOldest();
+  EXPECT_EQ(r2.get().second, p2);
+  EXPECT_EQ(r3.get().second, p3);
+  listener.Shutdown();
 }
 
 TEST(ConnectionListenerTest, RequestOverTheSizeLimitIsAnsweredAndTheConnectionClosed) {

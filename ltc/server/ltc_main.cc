@@ -56,10 +56,15 @@ DEFINE_string(stoc, "", "StoCs: id@host:port,... (required with --engine=nova, u
 DEFINE_int32(ltc_transport_port, 0, "Port of the exchange transport to StoCs (0: any)");
 DEFINE_int32(ltc_client_threads, 4, "Workers serving client requests");
 DEFINE_int32(ltc_max_connections, 256, "Client connections accepted at once");
-DEFINE_uint32(ltc_max_key_bytes, 16 << 10, "Largest key accepted, bytes");
-DEFINE_uint32(ltc_max_value_bytes, 4 << 20, "Largest value accepted, bytes");
-DEFINE_uint32(ltc_max_batch_ops, 10000, "Most operations in one Write batch");
-DEFINE_uint64(ltc_max_request_mb, 32, "Largest client request, MiB");
+// Size limits (docs/ltc_server.md "Limits" says why these defaults): LevelDB's practical
+// ones, each kept only where a bound protects memory.
+DEFINE_uint32(ltc_max_key_bytes, 64 << 10, "Largest key accepted, bytes");
+DEFINE_uint32(ltc_max_value_bytes, 64 << 20, "Largest value accepted, bytes");
+DEFINE_uint32(ltc_max_batch_ops, 1 << 20,
+              "Most operations in one range's part of a Write batch (bounds the per-operation "
+              "bookkeeping, about 250 bytes each, of a batch of tiny operations)");
+DEFINE_uint64(ltc_max_request_mb, 256,
+              "Largest client request (a range's part of a Write batch is one), MiB");
 DEFINE_uint32(ltc_max_scan_count, 100000, "Most pairs one Scan request may ask for");
 
 // Engine (RangeEngine) flags; the paper's symbols in the help text.
@@ -135,6 +140,11 @@ DEFINE_int32(ltc_recovery_wait_ms, 100,
 namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
+// A log record holds a range's part of a batch and is at most 1 GiB (ltc/engine/
+// log_record.h), so a request stays below that.
+constexpr uint64_t kMaxRequestMb = 1000;
+// Room for the framing around one entry in a kMigrateFetch response (headers, lengths).
+constexpr uint64_t kMigrationEntrySlackBytes = 4096;
 
 int BadFlags(const std::string& why) {
   std::fprintf(stderr, "nova_ltc: %s\n", why.c_str());
@@ -230,6 +240,9 @@ int main(int argc, char** argv) {
   so.limits.max_batch_ops = FLAGS_ltc_max_batch_ops;
   so.limits.max_request_bytes = FLAGS_ltc_max_request_mb * kMiB;
   so.limits.max_scan_count = FLAGS_ltc_max_scan_count;
+  if (FLAGS_ltc_max_request_mb < 1 || FLAGS_ltc_max_request_mb > kMaxRequestMb) {
+    return BadFlags("--ltc_max_request_mb must be in [1, " + std::to_string(kMaxRequestMb) + "]");
+  }
   if (so.client_threads < 1 || so.max_connections < 1) {
     return BadFlags("--ltc_client_threads and --ltc_max_connections must be positive");
   }
@@ -320,6 +333,13 @@ int main(int argc, char** argv) {
     if (!to.ok()) return BadFlags(to.status().ToString());
     no.transport = to.value();
     no.transport.listen_port = static_cast<uint16_t>(FLAGS_ltc_transport_port);
+    // A live migration copies each memtable entry in one transport message.
+    const uint64_t largest_entry = uint64_t{FLAGS_ltc_max_key_bytes} + FLAGS_ltc_max_value_bytes +
+                                   kMigrationEntrySlackBytes;
+    LOG_IF(WARNING, zk && no.transport.max_message_bytes < largest_entry)
+        << "--transport_max_message_mb (" << (no.transport.max_message_bytes >> 20)
+        << ") is below --ltc_max_key_bytes + --ltc_max_value_bytes: a live migration of a "
+           "range holding an entry that large fails (raise --transport_max_message_mb)";
     if (zk) {
       nova::ltc::RangeMigratorOptions mo;
       mo.ltc_id = std::to_string(FLAGS_ltc_id);

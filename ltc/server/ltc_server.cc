@@ -164,7 +164,7 @@ void LtcServer::Serve(const std::shared_ptr<ClientConn>& conn, uint16_t type,
       conn->SendError(type, request_id, resp.status());
     }
   }
-  conn->EndRequest();
+  conn->EndRequest(payload.size());
 }
 
 }  // namespace nova::ltc

@@ -59,8 +59,9 @@ struct LtcServerOptions {
   size_t max_queue = 4096;       // requests waiting for a worker, all connections
   int max_connections = 256;     // --ltc_max_connections
   int max_inflight_per_connection = 256;
-  ClientLimits limits{/*max_key_bytes=*/16 << 10, /*max_value_bytes=*/4 << 20,
-                      /*max_batch_ops=*/10000, /*max_request_bytes=*/32ull << 20,
+  // The defaults are nova_ltc's (docs/ltc_server.md "Limits").
+  ClientLimits limits{/*max_key_bytes=*/64 << 10, /*max_value_bytes=*/64 << 20,
+                      /*max_batch_ops=*/1 << 20, /*max_request_bytes=*/256ull << 20,
                       /*max_scan_count=*/100000};
   // A scan reply stops growing past this many key and value bytes (the client continues).
   uint64_t max_scan_reply_bytes = 4ull << 20;

@@ -86,8 +86,10 @@
 // buffers of a SlabAllocator registered once; a read larger than its largest class, or
 // made while the pool is exhausted, registers its destination for the call instead.
 //
-// Limits: a fragment, and a repaired MANIFEST's contents, must fit in one StoC block
-// (StocOptions::max_block_bytes); choose rho and the roll-over size accordingly.
+// Sizes: none. Fragments and MANIFEST records of any size are appended in StoC blocks of
+// at most max_append_bytes (which must not exceed the StoCs' --stoc_max_block_mb) and read
+// back in pieces of at most that, so a table holding one 64 MiB value, or a MANIFEST
+// snapshot of many tables with 64 KiB keys, needs no bigger StoC block.
 //
 //   StocTableStoreOptions o;
 //   o.range_id = 3;

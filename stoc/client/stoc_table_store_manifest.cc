@@ -27,6 +27,13 @@ constexpr uint64_t kManifestSlotBytes = 64 << 10;
 // bounding how many StoC timeouts one call can wait for.
 constexpr int kManifestPlacements = 3;
 
+// The slot a new MANIFEST replica asks for: its first record's size (written in blocks of
+// at most max_append_bytes), at least kManifestSlotBytes.
+uint64_t ManifestSlotBytes(uint64_t first_record, uint64_t max_append_bytes) {
+  return std::max<uint64_t>(kManifestSlotBytes,
+                            std::min(first_record, std::max<uint64_t>(1, max_append_bytes)));
+}
+
 bool Contains(const std::vector<uint32_t>& ids, uint32_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
@@ -383,13 +390,15 @@ Status StocTableStore::WriteManifestReplicas(uint64_t number, const std::string&
   for (size_t i = 0; i < where.size(); ++i) {
     jobs.push_back([&, i]() -> Status {
       touched[i] = 1;
-      auto f =
-          CreateFile(where[i], name, std::max<uint64_t>(kManifestSlotBytes, first_block.size()));
+      auto f = CreateFile(where[i], name,
+                          ManifestSlotBytes(first_block.size(), options_.max_append_bytes));
       if (!f.ok()) return f.status();
       files[i] = std::move(f.value());
       if (fenced()) return FencedError();
-      return NoteFenced(
-          client_->Append(files[i].get(), src.region(), 0, first_block.size()).status());
+      // In StoC blocks of at most max_append_bytes: a snapshot of many tables with big keys
+      // outgrows one block. Readers concatenate the blocks (ReadManifestReplica), and an
+      // append cut short by a crash is a torn last record (lsm/manifest_format.h).
+      return AppendInBlocks(files[i].get(), src.region(), 0, first_block.size()).status();
     });
   }
   std::vector<Status> results = RunAll(jobs);
@@ -446,7 +455,7 @@ Status StocTableStore::AppendManifest(const std::string& record) {
   for (auto& f : manifest_.files) {
     jobs.push_back([&, file = f.get()] {
       if (fenced()) return FencedError();
-      return NoteFenced(client_->Append(file, src.region(), 0, record.size()).status());
+      return AppendInBlocks(file, src.region(), 0, record.size()).status();  // as above
     });
   }
   std::vector<Status> results = RunAll(jobs);

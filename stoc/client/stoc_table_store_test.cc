@@ -247,6 +247,9 @@ TEST_F(StocTableStoreTest, FragmentsLargerThanAnAppend) {
   const Case cases[] = {
       {"10 MiB fragment, 4 MiB appends", 2600, 4096, 64 << 10, 4 << 20},
       {"1 KiB appends", 5000, 20, 1024, 1024},
+      // One entry bigger than a StoC block (the fixture's StoCs take 4 MiB): its data block
+      // is as big as the entry and is written and read in pieces.
+      {"one 24 MiB entry", 1, 24 << 20, 4096, 4 << 20},
   };
   uint64_t number = 100;
   for (const Case& c : cases) {
@@ -435,6 +438,31 @@ TEST_F(StocTableStoreTest, ManifestSurvivesRestartAndRollOver) {
   auto fourth = NewStore(o);
   ASSERT_TRUE(fourth->AppendManifest(Record(false, 12)).ok());
   EXPECT_EQ(NewStore(o)->ReadManifest().value(), want + Record(false, 12));
+}
+
+// MANIFEST records larger than a StoC block (a snapshot of many tables with big keys) are
+// appended in pieces and read back whole, as a first record and as a later one.
+TEST_F(StocTableStoreTest, ManifestRecordsLargerThanAStocBlock) {
+  StocTableStoreOptions o;
+  o.manifest_replicas = 2;
+  auto store = NewStore(o);
+  auto big = [](char c, size_t n) {
+    std::string payload(n, c);
+    for (size_t i = 0; i < n; i += 4093) payload[i] = static_cast<char>(i / 4093);
+    return lsm::FrameManifestRecord(payload);
+  };
+  const std::string first = big('s', 10 << 20), later = big('e', 9 << 20);
+  ASSERT_TRUE(store->AppendManifest(first).ok());
+  ASSERT_TRUE(store->AppendManifest(Record(false, 2)).ok());
+  ASSERT_TRUE(store->AppendManifest(later).ok());
+  const std::string want = first + Record(false, 2) + later;
+  auto got = NewStore(o)->ReadManifest();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(got.value() == want) << got.value().size() << " bytes, not " << want.size();
+  ASSERT_TRUE(store->RollManifest(big('r', 12 << 20)).ok());
+  got = NewStore(o)->ReadManifest();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(got.value() == big('r', 12 << 20));
 }
 
 TEST_F(StocTableStoreTest, ManifestRepairsAfterAStocFails) {
