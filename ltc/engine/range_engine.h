@@ -306,8 +306,10 @@ class RangeEngine {
   // waits for it. Writes go on meanwhile; what they add after the flush may stay in
   // memtables or Level 0. Returns when done: OK; FlushAll's or a step's error (the span is
   // then partly compacted: all data stays readable); Fenced once handed off; Aborted if the
-  // engine shuts down meanwhile; IllegalState if not open.
-  Status CompactRange(const KeyRange& span) EXCLUDES(mu_);
+  // engine shuts down meanwhile or `cancel` (if not null) becomes true (checked between
+  // steps); IllegalState if not open.
+  Status CompactRange(const KeyRange& span, const std::atomic<bool>* cancel = nullptr)
+      EXCLUDES(mu_);
 
   EngineStats GetStats() const;
   std::string DrangeDebugString() const;
@@ -463,7 +465,8 @@ class RangeEngine {
                        const std::vector<TableRef>& next);
   // CompactRange's steps at `level`: moves the tables of `level` holding keys of `span`
   // (when the call began) to level + 1. REQUIRES: mu_ not held.
-  Status CompactSpanAtLevel(int level, const KeyRange& span) EXCLUDES(mu_);
+  Status CompactSpanAtLevel(int level, const KeyRange& span, const std::atomic<bool>* cancel)
+      EXCLUDES(mu_);
   // True if table `t` holds keys of `span` (by its smallest and largest user keys).
   bool TableOverlapsSpan(const TableHandle& t, const KeyRange& span) const;
   // Runs the job through options_.compaction_offloader (range_engine_offload.cc); on OK,

@@ -87,7 +87,7 @@ Result<uint64_t> RangeEngine::ApproximateSize(const KeyRange& span) {
   return total;
 }
 
-Status RangeEngine::CompactRange(const KeyRange& span) {
+Status RangeEngine::CompactRange(const KeyRange& span, const std::atomic<bool>* cancel) {
   NOVA_RETURN_NOT_OK_PREPEND(FlushAll(), "CompactRange: flushing the memtables");
   // LevelDB's rule: down to the deepest level holding data of the span, at least Level 1.
   int deepest = 1;
@@ -100,12 +100,13 @@ Status RangeEngine::CompactRange(const KeyRange& span) {
     }
   }
   for (int level = 0; level < deepest; ++level) {
-    NOVA_RETURN_NOT_OK(CompactSpanAtLevel(level, span));
+    NOVA_RETURN_NOT_OK(CompactSpanAtLevel(level, span, cancel));
   }
   return Status::OK();
 }
 
-Status RangeEngine::CompactSpanAtLevel(int level, const KeyRange& span) {
+Status RangeEngine::CompactSpanAtLevel(int level, const KeyRange& span,
+                                       const std::atomic<bool>* cancel) {
   MutexLock lock(&mu_);
   // The tables to move: those of the level holding keys of the span now. Tables arriving
   // later (flushes, background compactions) are left where they land, so the call ends.
@@ -117,6 +118,7 @@ Status RangeEngine::CompactSpanAtLevel(int level, const KeyRange& span) {
   for (;;) {
     if (!life_.opened) return Status::IllegalState("range is not open");
     if (life_.shutting_down) return Status::Aborted("CompactRange: the range is closing");
+    if (cancel != nullptr && cancel->load()) return Status::Aborted("CompactRange cancelled");
     if (life_.migration.handed_off) return HandedOffStatus();
     if (!life_.bg_error.ok()) return life_.bg_error;
     bool wait = false;

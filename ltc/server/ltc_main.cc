@@ -56,6 +56,9 @@ DEFINE_string(stoc, "", "StoCs: id@host:port,... (required with --engine=nova, u
 DEFINE_int32(ltc_transport_port, 0, "Port of the exchange transport to StoCs (0: any)");
 DEFINE_int32(ltc_client_threads, 4, "Workers serving client requests");
 DEFINE_int32(ltc_max_connections, 256, "Client connections accepted at once");
+DEFINE_int32(ltc_compact_threads, 1,
+             "Threads running clients' CompactRange requests (apart from the client workers); "
+             "further requests wait for one");
 DEFINE_uint32(ltc_max_key_bytes, 16 << 10, "Largest key accepted, bytes");
 DEFINE_uint32(ltc_max_value_bytes, 4 << 20, "Largest value accepted, bytes");
 DEFINE_uint32(ltc_max_batch_ops, 10000, "Most operations in one Write batch");
@@ -223,6 +226,7 @@ int main(int argc, char** argv) {
   if (FLAGS_listen_port < 0 || FLAGS_listen_port > 65535) return BadFlags("bad --listen_port");
   so.port = static_cast<uint16_t>(FLAGS_listen_port);
   so.client_threads = FLAGS_ltc_client_threads;
+  so.compact_threads = FLAGS_ltc_compact_threads;
   so.recovery_wait = std::chrono::milliseconds(std::max(0, FLAGS_ltc_recovery_wait_ms));
   so.max_connections = FLAGS_ltc_max_connections;
   so.limits.max_key_bytes = FLAGS_ltc_max_key_bytes;
@@ -230,8 +234,10 @@ int main(int argc, char** argv) {
   so.limits.max_batch_ops = FLAGS_ltc_max_batch_ops;
   so.limits.max_request_bytes = FLAGS_ltc_max_request_mb * kMiB;
   so.limits.max_scan_count = FLAGS_ltc_max_scan_count;
-  if (so.client_threads < 1 || so.max_connections < 1) {
-    return BadFlags("--ltc_client_threads and --ltc_max_connections must be positive");
+  if (so.client_threads < 1 || so.max_connections < 1 || so.compact_threads < 1) {
+    return BadFlags(
+        "--ltc_client_threads, --ltc_max_connections and --ltc_compact_threads must be "
+        "positive");
   }
 
   nova::MetricsRegistry metrics;
