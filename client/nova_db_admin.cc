@@ -12,6 +12,9 @@ namespace nova::client {
 namespace {
 
 constexpr std::string_view kFilesAtLevel = "leveldb.num-files-at-level";
+// LevelDB's levels (its config::kNumLevels; Nova's engine has as many): the levels
+// num-files-at-level<N> accepts and sstables lists, whatever the ranges report.
+constexpr size_t kLevelDbLevels = 7;
 constexpr double kMiB = 1048576.0;
 // The sequence and type tag ending an internal key (user key, then 8 bytes).
 constexpr size_t kTagBytes = 8;
@@ -24,9 +27,9 @@ std::string InternalKeyText(std::string_view ikey) {
          std::to_string(tag >> 8) + " : " + std::to_string(tag & 0xff);
 }
 
-// The levels any range reports.
+// The levels any range reports (at least LevelDB's).
 size_t NumLevels(const NovaClient::ClusterFigures& f) {
-  size_t n = 0;
+  size_t n = kLevelDbLevels;
   for (const auto& r : f.ranges) n = std::max(n, r.levels.size());
   return n;
 }
@@ -60,7 +63,7 @@ std::string StatsTable(const NovaClient::ClusterFigures& f) {
 
 std::string Sstables(const NovaClient::ClusterFigures& f) {
   std::string out;
-  for (size_t l = 0; l < std::max<size_t>(NumLevels(f), 1); ++l) {
+  for (size_t l = 0; l < NumLevels(f); ++l) {
     out += "--- level " + std::to_string(l) + " ---\n";
     for (const auto& r : f.ranges) {
       for (const ltc::TableFigures& t : r.tables) {
@@ -93,7 +96,7 @@ bool GetLevelDbProperty(NovaClient* client, std::string_view property, std::stri
   Result<NovaClient::ClusterFigures> f = client->RangeStats(property == "leveldb.sstables");
   if (!f.ok()) return false;
   if (files_at_level) {
-    if (level >= std::max<size_t>(NumLevels(f.value()), 1)) return false;
+    if (level >= NumLevels(f.value())) return false;
     uint64_t files = 0;
     for (const auto& r : f.value().ranges) {
       if (level < r.levels.size()) files += r.levels[level].files;

@@ -300,7 +300,8 @@ class RangeEngine {
   Result<uint64_t> ApproximateSize(const KeyRange& span) EXCLUDES(mu_);
   // LevelDB's manual compaction: flushes every memtable (FlushAll), then compacts the
   // tables holding keys of `span` down, level by level from Level 0, until the span's data
-  // lies in one level: the deepest that held any of it, at least Level 1. The steps are
+  // lies in one level: the deepest holding any of it (looked at again after each level),
+  // at least Level 1. The steps are
   // picked by CompactionPicker::PickManual and run by RunCompaction (offloaded if
   // configured) on the calling thread; a step whose tables a background compaction holds
   // waits for it. Writes go on meanwhile; what they add after the flush may stay in

@@ -90,16 +90,19 @@ Result<uint64_t> RangeEngine::ApproximateSize(const KeyRange& span) {
 Status RangeEngine::CompactRange(const KeyRange& span, const std::atomic<bool>* cancel) {
   NOVA_RETURN_NOT_OK_PREPEND(FlushAll(), "CompactRange: flushing the memtables");
   // LevelDB's rule: down to the deepest level holding data of the span, at least Level 1.
-  int deepest = 1;
-  {
+  // Looked at again after each level: a background compaction may have moved some of the
+  // span's data deeper meanwhile.
+  auto deepest = [&]() EXCLUDES(mu_) {
     MutexLock lock(&mu_);
+    int d = 1;
     for (int level = 1; level < lsm::kNumLevels; ++level) {
       for (const TableRef& t : versions_.current()->levels[level]) {
-        if (TableOverlapsSpan(*t, span)) deepest = level;
+        if (TableOverlapsSpan(*t, span)) d = level;
       }
     }
-  }
-  for (int level = 0; level < deepest; ++level) {
+    return d;
+  };
+  for (int level = 0; level < deepest(); ++level) {
     NOVA_RETURN_NOT_OK(CompactSpanAtLevel(level, span, cancel));
   }
   return Status::OK();
