@@ -301,10 +301,9 @@ class RangeEngine {
   // LevelDB's manual compaction: flushes every memtable (FlushAll), then compacts the
   // tables holding keys of `span` down, level by level from Level 0, until the span's data
   // lies in one level: the deepest holding any of it (looked at again after each level),
-  // at least Level 1. The steps are
-  // picked by CompactionPicker::PickManual and run by RunCompaction (offloaded if
-  // configured) on the calling thread; a step whose tables a background compaction holds
-  // waits for it. Writes go on meanwhile; what they add after the flush may stay in
+  // at least Level 1. The steps are picked by CompactionPicker::PickManual and run by
+  // RunCompaction (offloaded if configured) on the calling thread; a step whose tables a
+  // background compaction holds waits for it. Writes go on meanwhile; what they add after the flush may stay in
   // memtables or Level 0. Returns when done: OK; FlushAll's or a step's error (the span is
   // then partly compacted: all data stays readable); Fenced once handed off; Aborted if the
   // engine shuts down meanwhile or `cancel` (if not null) becomes true (checked between
