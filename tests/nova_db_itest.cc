@@ -536,24 +536,31 @@ TEST_P(NovaDbITest, PropertiesSizesAndCompactRange) {
   EXPECT_FALSE(db_->GetProperty("nova.nosuch", &v));
   EXPECT_FALSE(db_->GetProperty("leveldb.nosuch", &v));
 
-  // 4 ranges x 600 keys x 1000 bytes: several 1 MiB memtables flushed per range.
-  constexpr int kPerRange = 600;
+  // 4 ranges x 3000 keys x 1000 bytes: a few 1 MiB memtables flushed per range, in
+  // batches of 250 (each within one range).
+  constexpr int kPerRange = 3000;
+  constexpr int kBatch = 250;
   std::map<std::string, std::string> model;
   char suffix[16];
   for (int r = 0; r < 4; ++r) {
+    leveldb::WriteBatch batch;
     for (int i = 0; i < kPerRange; ++i) {
       std::snprintf(suffix, sizeof(suffix), "k%05d", i);
       const std::string key = KeyIn(r, suffix);
       const std::string value = key + std::string(1000 - key.size(), static_cast<char>('a' + r));
-      ASSERT_TRUE(db_->Put(leveldb::WriteOptions(), key, value).ok());
+      batch.Put(key, value);
       model[key] = value;
+      if ((i + 1) % kBatch == 0) {
+        ASSERT_TRUE(db_->Write(leveldb::WriteOptions(), &batch).ok());
+        batch.Clear();
+      }
     }
   }
   const uint64_t data = 4ull * kPerRange * 1000;
 
   // Sizes: the whole key space, two ranges, half a range, nothing (limit before start).
   const std::string r0 = KeyIn(0, ""), r2 = KeyIn(2, "");
-  const std::string half_lo = KeyIn(1, "k00000"), half_hi = KeyIn(1, "k00300");
+  const std::string half_lo = KeyIn(1, "k00000"), half_hi = KeyIn(1, "k01500");
   leveldb::Range ranges[] = {leveldb::Range("", "\xff\xff"), leveldb::Range(r0, r2),
                              leveldb::Range(half_lo, half_hi), leveldb::Range("b", "a")};
   uint64_t sizes[4] = {9, 9, 9, 9};
