@@ -543,6 +543,20 @@ Result<std::string> NovaClient::Stats() {
   return out;
 }
 
+void NovaClient::CallLtc(const std::string& address, ClientMsg type, std::string payload,
+                         Deadline deadline, std::function<void(Status, std::string)> done) {
+  auto conn = impl_->Connection(address, -1, deadline, nullptr);
+  if (!conn.ok()) return done(conn.status(), std::string());
+  conn.value()->Call(T(type), payload, deadline,
+                     [done = std::move(done)](const Status& s, std::string r) {
+                       done(s, std::move(r));
+                     });
+}
+
+void NovaClient::RefreshRouting() { impl_->Refresh(); }
+
+const ClientOptions& NovaClient::options() const { return impl_->options; }
+
 Result<NovaClient::Snapshot> NovaClient::GetSnapshot(const std::string& key) {
   const Deadline deadline = Deadline::After(impl_->options.timeout);
   const RoutingTable t = routing();

@@ -38,6 +38,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
+#include "common/key_range.h"
 #include "common/status.h"
 #include "ltc/protocol/client_protocol.h"
 
@@ -76,6 +78,12 @@ struct ClientOptions {
   std::chrono::milliseconds initial_backoff{5};
   std::chrono::milliseconds max_backoff{500};
   uint64_t max_response_bytes = 64ull << 20;
+  // Deadline of CompactRange, retries included. LevelDB's CompactRange has none; this one
+  // only bounds an LTC that stops answering (a dead one fails the call at once, which is
+  // then retried at the range's next owner). Each LTC compacts one request at a time (its
+  // --ltc_compact_threads), at roughly a StoC's write bandwidth: a large key span on a
+  // busy LTC can take minutes, hence an hour.
+  std::chrono::milliseconds compact_range_timeout{std::chrono::hours(1)};
 };
 
 class NovaClient {
@@ -130,7 +138,41 @@ class NovaClient {
                 ltc::ScanResponse* out);
   Status ReleaseSnapshot(const Snapshot& snap);
 
+  // Administration (nova_client_admin.cc; the leveldb::DB adapter's GetApproximateSizes,
+  // CompactRange and properties). A span holds the keys start <= k < end (no end: to the
+  // end of the key space); one that holds no key counts 0 / does nothing.
+  //
+  // Approximately the bytes each span's keys take in tables and memtables, in the order of
+  // `spans`: each span is split by the routing table, the parts are asked of their ranges'
+  // LTCs (one request per LTC, all in parallel) and summed. Retried as other calls (parts
+  // whose LTC failed are split again by the refreshed routing) until options.timeout.
+  Result<std::vector<uint64_t>> ApproximateSizes(const std::vector<KeyRange>& spans);
+  // Compacts the keys of `span` in every range holding some: their LTCs flush the range's
+  // memtables, then compact its tables holding the span down until they lie in one level
+  // (docs/protocol.md, CompactRange). All ranges in parallel (each LTC compacts one at a
+  // time); returns when every one is done. Retried until options.compact_range_timeout
+  // (compacting again is harmless).
+  Status CompactRange(const KeyRange& span);
+  // The figures of every routed range (LevelDB's properties, summed by the caller), each
+  // from the LTC the routing table names for it, ascending by range start. A range whose
+  // LTC did not answer is missing and its error is in `errors`; an error only when no LTC
+  // answered. One attempt per LTC, each bounded by options.timeout.
+  struct ClusterFigures {
+    uint64_t epoch = 0;  // of the routing table used
+    std::vector<ltc::RangeFigures> ranges;
+    std::vector<Status> errors;
+  };
+  Result<ClusterFigures> RangeStats(bool with_tables);
+
  private:
+  // For the administration calls (nova_client_admin.cc): one request to the LTC at
+  // `address` on a pooled connection, without retries; `done` runs once.
+  void CallLtc(const std::string& address, ltc::ClientMsg type, std::string payload,
+               Deadline deadline, std::function<void(Status, std::string)> done);
+  // Fetches the routing table again (after a failure), at most once per initial_backoff.
+  void RefreshRouting();
+  const ClientOptions& options() const;
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

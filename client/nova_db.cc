@@ -7,6 +7,7 @@
 
 #include "client/cluster_iterator.h"
 #include "client/cluster_uri.h"
+#include "client/nova_db_admin.h"
 #include "common/hex.h"
 #include "common/mutex.h"
 #include "leveldb/comparator.h"
@@ -243,7 +244,7 @@ class NovaDB final : public leveldb::DB {
 
   bool GetProperty(const leveldb::Slice& property, std::string* value) override {
     const std::string p = property.ToString();
-    if (p == "nova.stats" || p == "leveldb.stats") {
+    if (p == "nova.stats") {
       Result<std::string> r = client_->Stats();
       if (!r.ok()) return false;
       *value = std::move(r.value());
@@ -263,14 +264,16 @@ class NovaDB final : public leveldb::DB {
       }
       return true;
     }
-    return false;
+    return GetLevelDbProperty(client_, p, value);
   }
 
-  void GetApproximateSizes(const leveldb::Range*, int n, uint64_t* sizes) override {
-    std::fill(sizes, sizes + std::max(n, 0), 0);
+  void GetApproximateSizes(const leveldb::Range* range, int n, uint64_t* sizes) override {
+    client::GetApproximateSizes(client_, range, n, sizes);
   }
 
-  void CompactRange(const leveldb::Slice*, const leveldb::Slice*) override {}
+  void CompactRange(const leveldb::Slice* begin, const leveldb::Slice* end) override {
+    client::CompactRange(client_, begin, end);
+  }
 
  private:
   // Takes one snapshot per routed range into *snap (releasing any it held). Aborted when

@@ -24,11 +24,16 @@
 //                     when the snapshot could not be taken for the key's range, when the
 //                     LTC holding it died or the range moved (snapshots live on one LTC
 //                     connection), or after ReleaseSnapshot. Costs one round trip per range.
-//   GetProperty       "nova.stats" (every LTC's Stats text; "leveldb.stats" is an alias),
-//                     "nova.routing" (epoch and range -> LTC lines), "nova.num-ranges";
-//                     false for LevelDB's file-level properties.
-//   GetApproximateSizes  not supported: sets every size to 0.
-//   CompactRange      not supported: a no-op (compaction is the LTCs' and StoCs' business).
+//   GetProperty       "nova.stats" (every LTC's Stats text), "nova.routing" (epoch and
+//                     range -> LTC lines), "nova.num-ranges", and LevelDB's
+//                     "leveldb.num-files-at-level<N>", "leveldb.sstables",
+//                     "leveldb.approximate-memory-usage" and "leveldb.stats" summed over
+//                     the ranges (nova_db_admin.h has the formats).
+//   GetApproximateSizes  from the LTCs' table metadata plus their memtables' bytes in the
+//                     range (LevelDB counts tables only).
+//   CompactRange      flushes the ranges holding the keys and compacts them down on their
+//                     LTCs, in parallel; returns when done (or at
+//                     ClientOptions::compact_range_timeout, an hour by default).
 //
 // Thread safety: the DB is thread-safe, as LevelDB's; an iterator is used by one thread at
 // a time. Snapshots and iterators must be released/deleted before the DB.

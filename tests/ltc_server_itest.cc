@@ -541,7 +541,7 @@ TEST_F(LtcServerITest, BadRequestsGetErrorsAndOthersKeepBeingServed) {
     SCOPED_TRACE("(b) unknown types and malformed payloads");
     auto c = RawConn::Connect(addr);
     ASSERT_NE(c, nullptr);
-    const std::vector<uint16_t> unknown = {0x030a, 0x03ff, kConnectionErrorType, 0x0100, 0x0001,
+    const std::vector<uint16_t> unknown = {0x033f, 0x03ff, kConnectionErrorType, 0x0100, 0x0001,
                                            0x0401, 0xffff};
     std::string frames;
     for (size_t i = 0; i < unknown.size(); ++i) {

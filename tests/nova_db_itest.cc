@@ -1,8 +1,9 @@
 // The leveldb::DB adapter over a real cluster (client/nova_db.h): LevelDB's db_test
 // behaviours (put/get/delete, overwrite, empty and binary keys and values, batches,
-// iterators in both directions, snapshots, properties) against 3 nova_stoc and 2 nova_ltc
-// processes serving 4 ranges (split at 0x40, 0x80, 0xc0; ranges 0-1 on one LTC, 2-3 on
-// the other), so that every multi-key behaviour crosses ranges and LTCs.
+// iterators in both directions, snapshots, properties, approximate sizes, CompactRange)
+// against 3 nova_stoc and 2 nova_ltc processes serving 4 ranges (split at 0x40, 0x80, 0xc0;
+// ranges 0-1 on one LTC, 2-3 on the other), so that every multi-key behaviour crosses
+// ranges and LTCs.
 //
 // Every test runs in two modes (the test name's suffix):
 //   Static     the LTCs own their ranges by static flags (--ranges, --ltc_ranges); the DB
@@ -507,7 +508,22 @@ TEST_P(NovaDbITest, SnapshotReadsFailWhenTheirLtcDies) {
   db->ReleaseSnapshot(snap);
 }
 
-TEST_P(NovaDbITest, PropertiesAndUnsupportedCalls) {
+// Counts the tables "leveldb.sstables" lists under "--- level <level> ---".
+int SstablesAtLevel(const std::string& sstables, int level) {
+  std::istringstream in(sstables);
+  std::string line;
+  int current = -1, n = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("--- level ", 0) == 0) {
+      current = std::stoi(line.substr(10));
+    } else if (current == level && line.find(" range ") != std::string::npos) {
+      ++n;
+    }
+  }
+  return n;
+}
+
+TEST_P(NovaDbITest, PropertiesSizesAndCompactRange) {
   std::string v;
   ASSERT_TRUE(db_->GetProperty("nova.num-ranges", &v));
   EXPECT_EQ(v, "4");
@@ -517,15 +533,83 @@ TEST_P(NovaDbITest, PropertiesAndUnsupportedCalls) {
   ASSERT_TRUE(db_->GetProperty("nova.stats", &v));
   EXPECT_NE(v.find("== " + ltcs_[0]->address() + " =="), std::string::npos) << v;
   EXPECT_NE(v.find("== " + ltcs_[1]->address() + " =="), std::string::npos) << v;
-  EXPECT_TRUE(db_->GetProperty("leveldb.stats", &v));
-  EXPECT_FALSE(db_->GetProperty("leveldb.num-files-at-level0", &v));
   EXPECT_FALSE(db_->GetProperty("nova.nosuch", &v));
+  EXPECT_FALSE(db_->GetProperty("leveldb.nosuch", &v));
 
-  leveldb::Range r("", "\xff");
-  uint64_t size = 99;
-  db_->GetApproximateSizes(&r, 1, &size);
-  EXPECT_EQ(size, 0u);
-  db_->CompactRange(nullptr, nullptr);  // a no-op
+  // 4 ranges x 3000 keys x 1000 bytes: a few 1 MiB memtables flushed per range, in
+  // batches of 250 (each within one range).
+  constexpr int kPerRange = 3000;
+  constexpr int kBatch = 250;
+  std::map<std::string, std::string> model;
+  char suffix[16];
+  for (int r = 0; r < 4; ++r) {
+    leveldb::WriteBatch batch;
+    for (int i = 0; i < kPerRange; ++i) {
+      std::snprintf(suffix, sizeof(suffix), "k%05d", i);
+      const std::string key = KeyIn(r, suffix);
+      const std::string value = key + std::string(1000 - key.size(), static_cast<char>('a' + r));
+      batch.Put(key, value);
+      model[key] = value;
+      if ((i + 1) % kBatch == 0) {
+        ASSERT_TRUE(db_->Write(leveldb::WriteOptions(), &batch).ok());
+        batch.Clear();
+      }
+    }
+  }
+  const uint64_t data = 4ull * kPerRange * 1000;
+
+  // Sizes: the whole key space, two ranges, half a range, nothing (limit before start).
+  const std::string r0 = KeyIn(0, ""), r2 = KeyIn(2, "");
+  const std::string half_lo = KeyIn(1, "k00000"), half_hi = KeyIn(1, "k01500");
+  leveldb::Range ranges[] = {leveldb::Range("", "\xff\xff"), leveldb::Range(r0, r2),
+                             leveldb::Range(half_lo, half_hi), leveldb::Range("b", "a")};
+  uint64_t sizes[4] = {9, 9, 9, 9};
+  db_->GetApproximateSizes(ranges, 4, sizes);
+  EXPECT_GT(sizes[0], data * 8 / 10);
+  EXPECT_LT(sizes[0], data * 2);
+  EXPECT_NEAR(static_cast<double>(sizes[1]) / sizes[0], 0.5, 0.15);
+  EXPECT_NEAR(static_cast<double>(sizes[2]) / sizes[0], 0.125, 0.07);
+  EXPECT_EQ(sizes[3], 0u);
+
+  // Properties parse.
+  uint64_t files = 0;
+  for (int level = 0; level < 7; ++level) {
+    ASSERT_TRUE(db_->GetProperty("leveldb.num-files-at-level" + std::to_string(level), &v));
+    files += std::stoull(v);
+  }
+  EXPECT_GT(files, 0u);
+  EXPECT_FALSE(db_->GetProperty("leveldb.num-files-at-level7", &v));
+  EXPECT_FALSE(db_->GetProperty("leveldb.num-files-at-levelx", &v));
+  ASSERT_TRUE(db_->GetProperty("leveldb.approximate-memory-usage", &v));
+  EXPECT_GT(std::stoull(v), 0u);
+  ASSERT_TRUE(db_->GetProperty("leveldb.stats", &v));
+  EXPECT_NE(v.find("Level  Files Size(MB) Time(sec) Read(MB) Write(MB)"), std::string::npos) << v;
+  EXPECT_NE(v.find("Nova-LSM: 4 ranges"), std::string::npos) << v;
+  EXPECT_NE(v.find("== " + ltcs_[0]->address() + " =="), std::string::npos) << v;
+  ASSERT_TRUE(db_->GetProperty("leveldb.sstables", &v));
+  EXPECT_NE(v.find("--- level 0 ---"), std::string::npos) << v;
+  int listed = 0;
+  for (int level = 0; level < 7; ++level) listed += SstablesAtLevel(v, level);
+  EXPECT_EQ(static_cast<uint64_t>(listed), files) << v;
+
+  // Part of one range, then everything: afterwards no table is left in Level 0 and every
+  // key reads back.
+  const leveldb::Slice lo(half_lo), hi(half_hi);
+  db_->CompactRange(&lo, &hi);
+  db_->CompactRange(nullptr, nullptr);
+  ASSERT_TRUE(db_->GetProperty("leveldb.num-files-at-level0", &v));
+  EXPECT_EQ(v, "0");
+  ASSERT_TRUE(db_->GetProperty("leveldb.sstables", &v));
+  EXPECT_EQ(SstablesAtLevel(v, 0), 0) << v;
+  EXPECT_GT(SstablesAtLevel(v, 1), 0) << v;
+  for (const auto& [key, value] : model) {
+    std::string got;
+    ASSERT_TRUE(db_->Get(leveldb::ReadOptions(), key, &got).ok()) << key;
+    ASSERT_EQ(got, value);
+  }
+  uint64_t after = 0;
+  db_->GetApproximateSizes(ranges, 1, &after);
+  EXPECT_NEAR(static_cast<double>(after) / sizes[0], 1.0, 0.35);
 }
 
 TEST_P(NovaDbITest, OpenErrors) {

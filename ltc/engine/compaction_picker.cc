@@ -17,40 +17,14 @@ std::optional<CompactionPick> CompactionPicker::Pick(const Version& v, int num_d
                                                      const OlderVersionsInMemory& older_in_memory) {
   auto busy = [&](const TableRef& t) { return compacting_.count(t->meta().number) != 0; };
   auto overlapping = [&](int lvl, const std::string& lo, const std::string& hi) {
-    std::vector<TableRef> out;
-    for (const TableRef& t : v.levels[lvl]) {
-      if (t->Overlaps(lo, hi)) out.push_back(t);
-    }
-    return out;
+    return Overlapping(v, lvl, lo, hi);
   };
 
   // Level 0: clusters of overlapping tables. Dranges keep them apart, so each Drange's
   // Level-0 tables form their own cluster, compacted independently and in parallel.
   std::vector<std::vector<TableRef>> clusters;
   std::vector<std::pair<std::string, std::string>> cluster_ranges;
-  {
-    std::vector<TableRef> rest = v.levels[0];
-    while (!rest.empty()) {
-      std::vector<TableRef> cluster = {rest.front()};
-      rest.erase(rest.begin());
-      std::string lo, hi;
-      for (bool grew = true; grew;) {
-        grew = false;
-        UserKeyRange(options_.comparator, cluster, &lo, &hi);
-        for (auto it = rest.begin(); it != rest.end();) {
-          if ((*it)->Overlaps(lo, hi)) {
-            cluster.push_back(*it);
-            it = rest.erase(it);
-            grew = true;
-          } else {
-            ++it;
-          }
-        }
-      }
-      clusters.push_back(std::move(cluster));
-      cluster_ranges.emplace_back(std::move(lo), std::move(hi));
-    }
-  }
+  Level0Clusters(v, &clusters, &cluster_ranges);
 
   const uint64_t l0_full = std::max<uint64_t>(
       1, std::min(options_.l0_slowdown_writes_bytes, options_.l0_stop_writes_bytes));
@@ -115,6 +89,103 @@ std::optional<CompactionPick> CompactionPicker::Pick(const Version& v, int num_d
     }
   }
   return std::nullopt;
+}
+
+void CompactionPicker::Level0Clusters(
+    const Version& v, std::vector<std::vector<TableRef>>* clusters,
+    std::vector<std::pair<std::string, std::string>>* ranges) const {
+  std::vector<TableRef> rest = v.levels[0];
+  while (!rest.empty()) {
+    std::vector<TableRef> cluster = {rest.front()};
+    rest.erase(rest.begin());
+    std::string lo, hi;
+    for (bool grew = true; grew;) {
+      grew = false;
+      UserKeyRange(options_.comparator, cluster, &lo, &hi);
+      for (auto it = rest.begin(); it != rest.end();) {
+        if ((*it)->Overlaps(lo, hi)) {
+          cluster.push_back(*it);
+          it = rest.erase(it);
+          grew = true;
+        } else {
+          ++it;
+        }
+      }
+    }
+    clusters->push_back(std::move(cluster));
+    ranges->emplace_back(std::move(lo), std::move(hi));
+  }
+}
+
+std::vector<TableRef> CompactionPicker::Overlapping(const Version& v, int level,
+                                                    const std::string& lo,
+                                                    const std::string& hi) const {
+  std::vector<TableRef> out;
+  for (const TableRef& t : v.levels[level]) {
+    if (t->Overlaps(lo, hi)) out.push_back(t);
+  }
+  return out;
+}
+
+bool CompactionPicker::Busy(const std::vector<TableRef>& tables) const {
+  return std::any_of(tables.begin(), tables.end(), [this](const TableRef& t) {
+    return compacting_.count(t->meta().number) != 0;
+  });
+}
+
+std::optional<CompactionPick> CompactionPicker::PickManual(
+    const Version& v, int level, std::set<uint64_t>* todo, uint64_t max_bytes,
+    const OlderVersionsInMemory& older_in_memory, bool* wait) {
+  *wait = false;
+  // Forget what left the level.
+  std::set<uint64_t> present;
+  for (const TableRef& t : v.levels[level]) present.insert(t->meta().number);
+  for (auto it = todo->begin(); it != todo->end();) {
+    it = present.count(*it) != 0 ? std::next(it) : todo->erase(it);
+  }
+  if (todo->empty()) return std::nullopt;
+  if (level == 0) {
+    std::vector<std::vector<TableRef>> clusters;
+    std::vector<std::pair<std::string, std::string>> ranges;
+    Level0Clusters(v, &clusters, &ranges);
+    for (size_t c = 0; c < clusters.size(); ++c) {
+      const std::vector<TableRef>& cluster = clusters[c];
+      if (std::none_of(cluster.begin(), cluster.end(),
+                       [&](const TableRef& t) { return todo->count(t->meta().number) != 0; })) {
+        continue;
+      }
+      std::vector<TableRef> below = Overlapping(v, 1, ranges[c].first, ranges[c].second);
+      if (Busy(cluster) || Busy(below) ||
+          older_in_memory(cluster, ranges[c].first, ranges[c].second)) {
+        *wait = true;
+        return std::nullopt;
+      }
+      for (const TableRef& t : cluster) todo->erase(t->meta().number);
+      return CompactionPick{0, cluster, std::move(below)};
+    }
+    todo->clear();  // (unreachable: every number in *todo is in some cluster)
+    return std::nullopt;
+  }
+  const std::vector<TableRef>& tables = v.levels[level];
+  size_t first = 0;
+  while (todo->count(tables[first]->meta().number) == 0) ++first;  // *todo is not empty
+  std::vector<TableRef> inputs;
+  uint64_t bytes = 0;
+  for (size_t i = first; i < tables.size() && todo->count(tables[i]->meta().number) != 0 &&
+                         (inputs.empty() || bytes < max_bytes);
+       ++i) {
+    inputs.push_back(tables[i]);
+    bytes += tables[i]->meta().layout.file_size;
+  }
+  const std::string lo = lsm::ExtractUserKey(inputs.front()->meta().smallest).ToString();
+  const std::string hi = lsm::ExtractUserKey(inputs.back()->meta().largest).ToString();
+  std::vector<TableRef> below = Overlapping(v, level + 1, lo, hi);
+  if (Busy(inputs) || Busy(below)) {
+    *wait = true;
+    return std::nullopt;
+  }
+  for (const TableRef& t : inputs) todo->erase(t->meta().number);
+  return CompactionPick{level, std::move(inputs), std::move(below)};
 }
 
 void CompactionPicker::Start(const CompactionPick& pick) {

@@ -66,12 +66,36 @@ class CompactionPicker {
   std::optional<CompactionPick> Pick(const Version& v, int num_dranges,
                                      const OlderVersionsInMemory& older_in_memory);
 
+  // A manual compaction's next step (RangeEngine::CompactRange, LevelDB's manual
+  // compaction): tables of `level` whose numbers are in *todo move to level + 1.
+  //  - Level 0: the first cluster of overlapping tables holding a table of *todo; the whole
+  //    cluster moves (a newer table must never stay above an older version moved down), and
+  //    only once no memtable holds older versions of its keys (`older_in_memory`).
+  //  - Above: tables of *todo in key order from the first, consecutive in the level, until
+  //    they hold `max_bytes` (at least one table).
+  // Numbers no longer in the level (a background compaction moved them) leave *todo, and
+  // the picked ones too. nullopt when *todo is empty (done), or when its next step must
+  // wait: then *wait is true (a table of it is busy, or memtables hold older versions).
+  // Tables that join the level meanwhile are not in *todo: the step count is bounded.
+  std::optional<CompactionPick> PickManual(const Version& v, int level,
+                                           std::set<uint64_t>* todo, uint64_t max_bytes,
+                                           const OlderVersionsInMemory& older_in_memory,
+                                           bool* wait);
+
   // The pick's tables are busy (never picked again) until Finish(pick).
   void Start(const CompactionPick& pick);
   void Finish(const CompactionPick& pick);
   bool IsCompacting(uint64_t table_number) const { return compacting_.count(table_number) != 0; }
 
  private:
+  // Level 0's clusters of overlapping tables and each one's user-key range.
+  void Level0Clusters(const Version& v, std::vector<std::vector<TableRef>>* clusters,
+                      std::vector<std::pair<std::string, std::string>>* ranges) const;
+  // The tables of `level` overlapping [lo, hi] (user keys).
+  std::vector<TableRef> Overlapping(const Version& v, int level, const std::string& lo,
+                                    const std::string& hi) const;
+  bool Busy(const std::vector<TableRef>& tables) const;
+
   const CompactionPickerOptions options_;
   std::set<uint64_t> compacting_;  // table numbers of running compactions
   // Per level >= 1: the largest user key its last pick took (empty: from the front).

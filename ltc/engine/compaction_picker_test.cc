@@ -1,12 +1,13 @@
 // CompactionPicker: Level-0 clusters at their trigger (each Drange's its own), tables held
 // by running compactions, memtables holding older versions, Level 0 first once writes slow
-// down, and round-robin above Level 0.
+// down, and round-robin above Level 0. Manual compaction steps (PickManual).
 #include "ltc/engine/compaction_picker.h"
 
 #include <gtest/gtest.h>
 #include <leveldb/comparator.h>
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -131,6 +132,57 @@ TEST_F(CompactionPickerTest, RoundRobinAboveLevel0) {
     }
   }
   EXPECT_EQ(order, (std::vector<uint64_t>{10, 11, 12, 10}));
+}
+
+TEST_F(CompactionPickerTest, ManualStepsMoveWholeClustersAndConsecutiveTables) {
+  CompactionPicker picker(options_);
+  Version v;
+  // Level 0: clusters [a..e] (tables 1, 3) and [m..n] (table 2), below the trigger.
+  v.levels[0] = {tables_.Span(1, 'a', 'c'), tables_.Span(2, 'm', 'n'), tables_.Span(3, 'c', 'e')};
+  v.levels[1] = {tables_.Span(10, 'a', 'b'), tables_.Span(11, 'x', 'z')};
+  // Asked for table 3 only: its whole cluster moves, with the Level-1 table below it.
+  std::set<uint64_t> todo = {3, 99};  // 99 is not in the level: dropped
+  bool wait = true;
+  std::optional<CompactionPick> pick =
+      picker.PickManual(v, 0, &todo, 1 << 20, NoneInMemory, &wait);
+  ASSERT_TRUE(pick.has_value());
+  EXPECT_FALSE(wait);
+  EXPECT_EQ(Numbers(pick->inputs), (std::vector<uint64_t>{1, 3}));
+  EXPECT_EQ(Numbers(pick->next), (std::vector<uint64_t>{10}));
+  EXPECT_TRUE(todo.empty());
+  EXPECT_FALSE(picker.PickManual(v, 0, &todo, 1 << 20, NoneInMemory, &wait).has_value());
+  EXPECT_FALSE(wait);  // done
+
+  // Busy tables and memtables with older versions make the step wait.
+  todo = {2};
+  picker.Start(*pick);
+  CompactionPick busy{0, {v.levels[0][1]}, {}};
+  picker.Start(busy);
+  EXPECT_FALSE(picker.PickManual(v, 0, &todo, 1 << 20, NoneInMemory, &wait).has_value());
+  EXPECT_TRUE(wait);
+  picker.Finish(busy);
+  picker.Finish(*pick);
+  auto older = [](const std::vector<TableRef>&, const std::string&, const std::string&) {
+    return true;
+  };
+  EXPECT_FALSE(picker.PickManual(v, 0, &todo, 1 << 20, older, &wait).has_value());
+  EXPECT_TRUE(wait);
+  EXPECT_EQ(todo, (std::set<uint64_t>{2}));
+
+  // Above Level 0: consecutive tables of *todo, up to the byte budget (one at least).
+  v.levels[1] = {tables_.Span(20, 'a', 'b'), tables_.Span(21, 'c', 'd'),
+                 tables_.Span(22, 'e', 'f'), tables_.Span(23, 'g', 'h')};
+  v.levels[2] = {tables_.Span(30, 'b', 'c'), tables_.Span(31, 'h', 'i')};
+  todo = {21, 22, 23};
+  pick = picker.PickManual(v, 1, &todo, 1, NoneInMemory, &wait);  // budget: one table
+  ASSERT_TRUE(pick.has_value());
+  EXPECT_EQ(Numbers(pick->inputs), (std::vector<uint64_t>{21}));
+  EXPECT_EQ(Numbers(pick->next), (std::vector<uint64_t>{30}));
+  pick = picker.PickManual(v, 1, &todo, 1 << 20, NoneInMemory, &wait);
+  ASSERT_TRUE(pick.has_value());
+  EXPECT_EQ(Numbers(pick->inputs), (std::vector<uint64_t>{22, 23}));
+  EXPECT_EQ(Numbers(pick->next), (std::vector<uint64_t>{31}));
+  EXPECT_TRUE(todo.empty());
 }
 
 }  // namespace

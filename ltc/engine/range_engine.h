@@ -56,6 +56,7 @@
 #include <leveldb/iterator.h>
 
 #include "common/clock.h"
+#include "common/key_range.h"
 #include "common/lsm/compaction_merge.h"
 #include "common/lsm/internal_key.h"
 #include "common/mutex.h"
@@ -137,6 +138,17 @@ struct EngineStats {
   int immutable_memtables = 0;
   uint64_t level_tables[lsm::kNumLevels] = {};
   uint64_t level_bytes[lsm::kNumLevels] = {};
+  // What writing each level cost since Open (LevelDB's "leveldb.stats" columns): flushes
+  // into Level 0 and compactions into the level (by its output level, offloaded ones
+  // included): their time, and the table bytes they read and wrote.
+  uint64_t level_compaction_micros[lsm::kNumLevels] = {};
+  uint64_t level_read_bytes[lsm::kNumLevels] = {};
+  uint64_t level_write_bytes[lsm::kNumLevels] = {};
+  // Memtables readers see (active and immutable), the memory they hold, and the bytes the
+  // block cache holds.
+  int memtables = 0;
+  uint64_t memtable_bytes = 0;
+  uint64_t block_cache_bytes = 0;
   lsm::SequenceNumber last_sequence = 0;
 };
 
@@ -275,6 +287,30 @@ class RangeEngine {
   // a migration out lasts. A failed sweep is retried after a backoff.
   void RequestSweep() EXCLUDES(mu_);
 
+  // Administration (range_engine_admin.cc): what the leveldb::DB adapter's
+  // GetApproximateSizes and CompactRange ask of a range. `span` holds the user keys
+  // start <= k < end (no end: unbounded) in options.comparator's order.
+  //
+  // Approximately the bytes the span's keys take: for each table of the current version
+  // holding keys of it, the table's size if the span covers it, else the part between the
+  // span's bounds as the table's index places them (LevelDB's ApproximateOffsetOf: the
+  // table is opened, reading its index from StoCs once); plus, for each memtable, its key
+  // and value bytes in the span (every version counts, as in tables). A table that cannot be
+  // opened counts half its size (logged). IllegalState if the range is not open.
+  Result<uint64_t> ApproximateSize(const KeyRange& span) EXCLUDES(mu_);
+  // LevelDB's manual compaction: flushes every memtable (FlushAll), then compacts the
+  // tables holding keys of `span` down, level by level from Level 0, until the span's data
+  // lies in one level: the deepest holding any of it (looked at again after each level),
+  // at least Level 1. The steps are picked by CompactionPicker::PickManual and run by
+  // RunCompaction (offloaded if configured) on the calling thread; a step whose tables a
+  // background compaction holds waits for it. Writes go on meanwhile; what they add after the flush may stay in
+  // memtables or Level 0. Returns when done: OK; FlushAll's or a step's error (the span is
+  // then partly compacted: all data stays readable); Fenced once handed off; Aborted if the
+  // engine shuts down meanwhile or `cancel` (if not null) becomes true (checked between
+  // steps); IllegalState if not open.
+  Status CompactRange(const KeyRange& span, const std::atomic<bool>* cancel = nullptr)
+      EXCLUDES(mu_);
+
   EngineStats GetStats() const;
   std::string DrangeDebugString() const;
   // The current tables and Drange layout (empty before a successful Open).
@@ -283,6 +319,13 @@ class RangeEngine {
  private:
   // A write waiting this long for earlier writes to become visible logs a warning.
   static constexpr std::chrono::seconds kSealWaitLog{10};
+  // A CompactRange step above Level 0 moves down about this many tables' worth
+  // (sstable_bytes each; one table at least), so background compactions interleave with a
+  // long CompactRange and no one step holds a large part of a level.
+  static constexpr int kManualStepTables = 10;
+  // A CompactRange step that must wait (busy tables, memtables to flush) looks again after
+  // at most this long (background progress wakes it earlier).
+  static constexpr std::chrono::milliseconds kManualStepRecheck{50};
   // Backoff of a flush or compaction that failed (a StoC that failed is a suspect for a
   // while, so the retry goes elsewhere; a longer wait would only hold data in memory).
   static constexpr RetryPolicy kBackgroundRetry{std::chrono::milliseconds(10),
@@ -420,6 +463,12 @@ class RangeEngine {
       REQUIRES(mu_);
   Status RunCompaction(int level, const std::vector<TableRef>& inputs,
                        const std::vector<TableRef>& next);
+  // CompactRange's steps at `level`: moves the tables of `level` holding keys of `span`
+  // (when the call began) to level + 1. REQUIRES: mu_ not held.
+  Status CompactSpanAtLevel(int level, const KeyRange& span, const std::atomic<bool>* cancel)
+      EXCLUDES(mu_);
+  // True if table `t` holds keys of `span` (by its smallest and largest user keys).
+  bool TableOverlapsSpan(const TableHandle& t, const KeyRange& span) const;
   // Runs the job through options_.compaction_offloader (range_engine_offload.cc); on OK,
   // *outputs are the written outputs for level + 1. REQUIRES: mu_ not held.
   Status OffloadCompaction(int level, const std::vector<TableRef>& inputs,

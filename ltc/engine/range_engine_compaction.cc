@@ -127,6 +127,7 @@ bool RangeEngine::OlderVersionsInMemory(const std::vector<TableRef>& cluster,
 
 Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs,
                                   const std::vector<TableRef>& next) {
+  const MonoTime started = MonoNow();
   std::vector<TableRef> all = inputs;
   all.insert(all.end(), next.begin(), next.end());
   std::string lo, hi;
@@ -227,6 +228,12 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
   }
   ++stats_.compactions;
   if (offloaded) ++stats_.compactions_offloaded;
+  stats_.level_compaction_micros[level + 1] += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - started).count());
+  for (const TableRef& t : all) stats_.level_read_bytes[level + 1] += t->meta().layout.file_size;
+  for (const auto& [lvl, m] : edit.new_tables) {
+    stats_.level_write_bytes[level + 1] += m.layout.file_size;
+  }
   lock.Unlock();
   if (level == 0 && options_.lookup_index) ForgetCompactedLevel0(inputs, recorded_keys);
   return Status::OK();
@@ -427,6 +434,9 @@ EngineStats RangeEngine::GetStats() const {
   const double window = reorganizer_.last_window_imbalance();
   s.drange_imbalance = std::isnan(window) ? layout->Load().imbalance : window;
   s.immutable_memtables = static_cast<int>(immutables_.size());
+  s.memtables = static_cast<int>(live_.size());
+  for (const auto& m : live_) s.memtable_bytes += m->ApproximateMemoryUsage();
+  s.block_cache_bytes = table_ctx_.block_cache->TotalCharge();
   for (int l = 0; l < lsm::kNumLevels; ++l) {
     s.level_tables[l] = versions_.current()->levels[l].size();
     s.level_bytes[l] = versions_.current()->LevelBytes(l);

@@ -162,7 +162,7 @@ void RangeEngine::BackgroundWork() {
 // calls them, and MergeTarget runs under the Drange's lock, which comes first.
 class RangeEngine::FlushHost final : public FlushJob::Host {
  public:
-  explicit FlushHost(RangeEngine* engine) : e_(engine) {}
+  explicit FlushHost(RangeEngine* engine) : e_(engine), started_(MonoNow()) {}
 
   std::vector<lsm::SequenceNumber> LiveSnapshots() override EXCLUDES(e_->mu_) {
     MutexLock lock(&e_->mu_);
@@ -251,11 +251,17 @@ class RangeEngine::FlushHost final : public FlushJob::Host {
           MidLocation{nullptr, edit.new_tables.front().second.number};
     }
     ++e_->stats_.flushes;
+    e_->stats_.level_compaction_micros[0] += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - started_).count());
+    for (const auto& [level, m] : edit.new_tables) {
+      e_->stats_.level_write_bytes[0] += m.layout.file_size;
+    }
     return Status::OK();
   }
 
  private:
   RangeEngine* const e_;  // must outlive this
+  const MonoTime started_;  // when the flush job began (leveldb.stats' Level-0 time)
 };
 
 Status RangeEngine::FlushOne(const ImmutableMemTable& imm) {

@@ -149,6 +149,11 @@ Result<leveldb::Iterator*> TableHandle::NewIterator() {
   return table_->NewIterator(leveldb::ReadOptions()).release();
 }
 
+Result<uint64_t> TableHandle::ApproximateOffsetOf(const leveldb::Slice& ikey) {
+  NOVA_RETURN_NOT_OK(EnsureOpen());
+  return std::min<uint64_t>(table_->table()->ApproximateOffsetOf(ikey), meta_.layout.file_size);
+}
+
 bool TableHandle::Overlaps(const leveldb::Slice& smallest, const leveldb::Slice& largest) const {
   const leveldb::Comparator* ucmp = ctx_->icmp->user_comparator();
   return !(ucmp->Compare(lsm::ExtractUserKey(meta_.largest), smallest) < 0 ||

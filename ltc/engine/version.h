@@ -93,6 +93,10 @@ class TableHandle {
   Status Get(const leveldb::Slice& user_key, lsm::SequenceNumber snapshot, LookupHit* hit);
   // An iterator over the table's internal keys; it keeps the table open. Caller deletes.
   Result<leveldb::Iterator*> NewIterator();
+  // The offset in the table's bytes where the entries at or after internal key `ikey`
+  // begin, approximately (from the index block, as leveldb::Table::ApproximateOffsetOf:
+  // no data block is read; file_size past the last entry). Opens the table on first use.
+  Result<uint64_t> ApproximateOffsetOf(const leveldb::Slice& ikey);
   // The table leaves the LSM-tree: delete it once nobody reads it any more.
   void MarkObsolete() { obsolete_ = true; }
   // The same table, with some copies moved elsewhere (a relocation), replaced this one in

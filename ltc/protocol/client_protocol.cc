@@ -14,6 +14,23 @@ constexpr size_t kMaxReserve = 1024;
 constexpr uint8_t kScanKeysOnly = 1;
 constexpr uint8_t kScanKnownFlags = kScanKeysOnly;
 
+// RangeStats flag bits. DO NOT CHANGE: on the wire.
+constexpr uint8_t kStatsWithTables = 1;
+constexpr uint8_t kRangeKnownFlags = 1;  // RangeFigures: bit 0 open
+
+// A span or range bound on the wire: bytes start, bytes end (empty: unbounded).
+void PutSpan(wire::PayloadWriter* w, const KeyRange& k) {
+  w->PutBytes(k.start);
+  w->PutBytes(k.end.value_or(""));
+}
+void GetSpan(wire::PayloadReader* rd, KeyRange* k) {
+  std::string end;
+  rd->GetString("start", &k->start);
+  rd->GetString("end", &end);
+  k->end.reset();
+  if (!end.empty()) k->end = std::move(end);
+}
+
 Status Finish(const wire::PayloadReader& r, const char* what) {
   Status s = r.Finish();
   if (!s.ok()) return s.Prepend(what);
@@ -33,6 +50,9 @@ const char* ClientMsgName(uint16_t type) {
     case ClientMsg::kGetSnapshot: return "GetSnapshot";
     case ClientMsg::kReleaseSnapshot: return "ReleaseSnapshot";
     case ClientMsg::kStats: return "Stats";
+    case ClientMsg::kApproximateSizes: return "ApproximateSizes";
+    case ClientMsg::kCompactRange: return "CompactRange";
+    case ClientMsg::kRangeStats: return "RangeStats";
   }
   return "unknown";
 }
@@ -224,6 +244,168 @@ Status DecodeBytes(std::string_view in, std::string* v) {
   wire::PayloadReader rd(in);
   rd.GetString("bytes", v);
   return rd.Finish();
+}
+
+// ApproximateSizes: u64 epoch, vN spans x (bytes start, bytes end).
+std::string EncodeApproximateSizesRequest(const ApproximateSizesRequest& r) {
+  wire::PayloadWriter w;
+  w.PutU64(r.epoch);
+  w.PutVarint32(static_cast<uint32_t>(r.spans.size()));
+  for (const KeyRange& k : r.spans) PutSpan(&w, k);
+  return w.Finish();
+}
+
+Status DecodeApproximateSizesRequest(std::string_view in, ApproximateSizesRequest* r) {
+  wire::PayloadReader rd(in);
+  uint32_t n = 0;
+  rd.GetU64("epoch", &r->epoch);
+  rd.GetVarint32("spans", &n);
+  r->spans.clear();
+  r->spans.reserve(std::min<size_t>(n, kMaxReserve));
+  for (uint32_t i = 0; i < n && rd.status().ok(); ++i) {
+    KeyRange k;
+    GetSpan(&rd, &k);
+    r->spans.push_back(std::move(k));
+  }
+  return Finish(rd, "ApproximateSizes request");
+}
+
+std::string EncodeU64List(const std::vector<uint64_t>& v) {
+  wire::PayloadWriter w;
+  w.PutVarint32(static_cast<uint32_t>(v.size()));
+  for (uint64_t x : v) w.PutU64(x);
+  return w.Finish();
+}
+
+Status DecodeU64List(std::string_view in, std::vector<uint64_t>* v) {
+  wire::PayloadReader rd(in);
+  uint32_t n = 0;
+  rd.GetVarint32("count", &n);
+  v->clear();
+  v->reserve(std::min<size_t>(n, kMaxReserve));
+  for (uint32_t i = 0; i < n && rd.status().ok(); ++i) {
+    uint64_t x = 0;
+    if (rd.GetU64("value", &x)) v->push_back(x);
+  }
+  return Finish(rd, "u64 list");
+}
+
+// CompactRange: u64 epoch, bytes start, bytes end.
+std::string EncodeCompactRangeRequest(const CompactRangeRequest& r) {
+  wire::PayloadWriter w;
+  w.PutU64(r.epoch);
+  PutSpan(&w, r.span);
+  return w.Finish();
+}
+
+Status DecodeCompactRangeRequest(std::string_view in, CompactRangeRequest* r) {
+  wire::PayloadReader rd(in);
+  rd.GetU64("epoch", &r->epoch);
+  GetSpan(&rd, &r->span);
+  return Finish(rd, "CompactRange request");
+}
+
+// RangeStats request: u8 flags (bit 0: with tables).
+std::string EncodeRangeStatsRequest(const RangeStatsRequest& r) {
+  wire::PayloadWriter w;
+  w.PutU8(r.with_tables ? kStatsWithTables : 0);
+  return w.Finish();
+}
+
+Status DecodeRangeStatsRequest(std::string_view in, RangeStatsRequest* r) {
+  wire::PayloadReader rd(in);
+  uint8_t flags = 0;
+  rd.GetU8("flags", &flags);
+  NOVA_RETURN_NOT_OK(Finish(rd, "RangeStats request"));
+  if ((flags & ~kStatsWithTables) != 0) {
+    return Status::Corruption("RangeStats request: unknown flags " + std::to_string(flags));
+  }
+  r->with_tables = (flags & kStatsWithTables) != 0;
+  return Status::OK();
+}
+
+// RangeStats response: u64 epoch, u32 ltc_id, vN ranges x (u32 id, bytes start, bytes end,
+// u8 flags (bit 0 open), u64 memtable_bytes, u32 memtables, u64 block_cache_bytes,
+// vN levels x (u64 files, u64 bytes, u64 compaction_micros, u64 read_bytes, u64 write_bytes),
+// vN tables x (u32 level, u64 number, u64 bytes, bytes smallest, bytes largest)).
+std::string EncodeRangeStatsResponse(const RangeStatsResponse& r) {
+  wire::PayloadWriter w;
+  w.PutU64(r.epoch);
+  w.PutU32(r.ltc_id);
+  w.PutVarint32(static_cast<uint32_t>(r.ranges.size()));
+  for (const RangeFigures& f : r.ranges) {
+    w.PutU32(f.range.id);
+    PutSpan(&w, f.range.keys);
+    w.PutU8(f.open ? 1 : 0);
+    w.PutU64(f.memtable_bytes);
+    w.PutU32(f.memtables);
+    w.PutU64(f.block_cache_bytes);
+    w.PutVarint32(static_cast<uint32_t>(f.levels.size()));
+    for (const LevelFigures& l : f.levels) {
+      w.PutU64(l.files);
+      w.PutU64(l.bytes);
+      w.PutU64(l.compaction_micros);
+      w.PutU64(l.read_bytes);
+      w.PutU64(l.write_bytes);
+    }
+    w.PutVarint32(static_cast<uint32_t>(f.tables.size()));
+    for (const TableFigures& t : f.tables) {
+      w.PutU32(t.level);
+      w.PutU64(t.number);
+      w.PutU64(t.bytes);
+      w.PutBytes(t.smallest);
+      w.PutBytes(t.largest);
+    }
+  }
+  return w.Finish();
+}
+
+Status DecodeRangeStatsResponse(std::string_view in, RangeStatsResponse* r) {
+  wire::PayloadReader rd(in);
+  uint32_t n = 0;
+  rd.GetU64("epoch", &r->epoch);
+  rd.GetU32("ltc_id", &r->ltc_id);
+  rd.GetVarint32("ranges", &n);
+  r->ranges.clear();
+  r->ranges.reserve(std::min<size_t>(n, kMaxReserve));
+  for (uint32_t i = 0; i < n && rd.status().ok(); ++i) {
+    RangeFigures f;
+    uint8_t flags = 0;
+    uint32_t levels = 0, tables = 0;
+    rd.GetU32("range_id", &f.range.id);
+    GetSpan(&rd, &f.range.keys);
+    rd.GetU8("flags", &flags);
+    if (rd.status().ok() && (flags & ~kRangeKnownFlags) != 0) {
+      return Status::Corruption("RangeStats response: unknown range flags " +
+                                std::to_string(flags));
+    }
+    f.open = (flags & 1) != 0;
+    rd.GetU64("memtable_bytes", &f.memtable_bytes);
+    rd.GetU32("memtables", &f.memtables);
+    rd.GetU64("block_cache_bytes", &f.block_cache_bytes);
+    rd.GetVarint32("levels", &levels);
+    for (uint32_t l = 0; l < levels && rd.status().ok(); ++l) {
+      LevelFigures lf;
+      rd.GetU64("files", &lf.files);
+      rd.GetU64("bytes", &lf.bytes);
+      rd.GetU64("compaction_micros", &lf.compaction_micros);
+      rd.GetU64("read_bytes", &lf.read_bytes);
+      rd.GetU64("write_bytes", &lf.write_bytes);
+      f.levels.push_back(lf);
+    }
+    rd.GetVarint32("tables", &tables);
+    for (uint32_t t = 0; t < tables && rd.status().ok(); ++t) {
+      TableFigures tf;
+      rd.GetU32("level", &tf.level);
+      rd.GetU64("number", &tf.number);
+      rd.GetU64("bytes", &tf.bytes);
+      rd.GetString("smallest", &tf.smallest);
+      rd.GetString("largest", &tf.largest);
+      f.tables.push_back(std::move(tf));
+    }
+    r->ranges.push_back(std::move(f));
+  }
+  return Finish(rd, "RangeStats response");
 }
 
 Status FormatWrongRange(uint64_t epoch, std::string_view why) {

@@ -43,8 +43,11 @@ enum class ClientMsg : uint16_t {
   kGetSnapshot = 0x0307,      // key (names the range) -> snapshot id
   kReleaseSnapshot = 0x0308,  // snapshot id
   kStats = 0x0309,            // -> human-readable text per range
+  kApproximateSizes = 0x030A,  // spans within owned ranges -> approximate bytes of each
+  kCompactRange = 0x030B,      // span within one owned range: flush, compact; when done
+  kRangeStats = 0x030C,        // -> per owned range: levels, memtables [, tables]
 };
-constexpr wire::TypeRange kClientTypes{0x0301, 0x0309};
+constexpr wire::TypeRange kClientTypes{0x0301, 0x030C};
 const char* ClientMsgName(uint16_t type);
 
 // One owned range: its id and its keys.
@@ -111,6 +114,63 @@ struct ReleaseSnapshotRequest {
   uint64_t snapshot = 0;
 };
 
+// ApproximateSizes: each span [start, end) (no end: to the end of the key space) must lie
+// within one range this LTC owns (the client splits a user range by the routing table and
+// sums the parts). The response has one figure per span, in order: the bytes of the tables
+// holding its keys (a table the span only partly covers counts by the offset of the span's
+// bounds in its index) plus those of its memtables' entries in the span.
+struct ApproximateSizesRequest {
+  uint64_t epoch = 0;
+  std::vector<KeyRange> spans;
+};
+
+// CompactRange: `span` must lie within one range this LTC owns. The range's memtables are
+// flushed, then every table holding keys of the span is compacted down, level after level,
+// until the span's data lies in one level (the deepest that held any of it, at least
+// Level 1); answered when done (an empty response).
+struct CompactRangeRequest {
+  uint64_t epoch = 0;
+  KeyRange span;
+};
+
+// RangeStats: figures of every range the LTC hosts (LevelDB's properties, aggregated by
+// the client). Per level: tables and their bytes, and what flushes (into Level 0) and
+// compactions (into the level) cost since the range opened: time, bytes read and written.
+struct RangeStatsRequest {
+  bool with_tables = false;  // also list every table (leveldb.sstables)
+};
+struct LevelFigures {
+  uint64_t files = 0;
+  uint64_t bytes = 0;
+  uint64_t compaction_micros = 0;
+  uint64_t read_bytes = 0;
+  uint64_t write_bytes = 0;
+  bool operator==(const LevelFigures&) const = default;
+};
+struct TableFigures {
+  uint32_t level = 0;
+  uint64_t number = 0;  // unique within its range only
+  uint64_t bytes = 0;
+  std::string smallest;  // internal keys (user key, then the 8-byte sequence and type tag)
+  std::string largest;
+  bool operator==(const TableFigures&) const = default;
+};
+struct RangeFigures {
+  RangeInfo range;
+  bool open = false;  // false: still being opened (recovering); the figures are all zero
+  uint64_t memtable_bytes = 0;     // memory held by its memtables, active and immutable
+  uint32_t memtables = 0;
+  uint64_t block_cache_bytes = 0;  // held by its block cache
+  std::vector<LevelFigures> levels;  // Level 0 first
+  std::vector<TableFigures> tables;  // with_tables only: by level, then as the level orders
+  bool operator==(const RangeFigures&) const = default;
+};
+struct RangeStatsResponse {
+  uint64_t epoch = 0;
+  uint32_t ltc_id = 0;
+  std::vector<RangeFigures> ranges;  // ascending by start
+};
+
 // Codecs. Encode* return the payload; Decode* return Corruption for malformed input.
 std::string EncodeDescribeResponse(const DescribeResponse& r);
 Status DecodeDescribeResponse(std::string_view in, DescribeResponse* r);
@@ -129,6 +189,18 @@ Status DecodeU64(std::string_view in, uint64_t* v);
 // kGet's response and kStats's response: one length-prefixed byte string.
 std::string EncodeBytes(std::string_view v);
 Status DecodeBytes(std::string_view in, std::string* v);
+
+std::string EncodeApproximateSizesRequest(const ApproximateSizesRequest& r);
+Status DecodeApproximateSizesRequest(std::string_view in, ApproximateSizesRequest* r);
+// kApproximateSizes's response: vN sizes x u64.
+std::string EncodeU64List(const std::vector<uint64_t>& v);
+Status DecodeU64List(std::string_view in, std::vector<uint64_t>* v);
+std::string EncodeCompactRangeRequest(const CompactRangeRequest& r);
+Status DecodeCompactRangeRequest(std::string_view in, CompactRangeRequest* r);
+std::string EncodeRangeStatsRequest(const RangeStatsRequest& r);
+Status DecodeRangeStatsRequest(std::string_view in, RangeStatsRequest* r);
+std::string EncodeRangeStatsResponse(const RangeStatsResponse& r);
+Status DecodeRangeStatsResponse(std::string_view in, RangeStatsResponse* r);
 
 // WrongRange carrying the LTC's epoch: "epoch=<N>: <why>".
 Status FormatWrongRange(uint64_t epoch, std::string_view why);

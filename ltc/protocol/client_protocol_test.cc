@@ -86,7 +86,7 @@ TEST(ClientProtocolTest, HostileInputIsRefused) {
   for (int i = 0; i < 2000; ++i) {
     std::string junk(rng() % 64, '\0');
     for (char& c : junk) c = static_cast<char>(rng());
-    (void)DecodeClientRequest(static_cast<uint16_t>(0x0301 + rng() % 9), junk, &r);
+    (void)DecodeClientRequest(static_cast<uint16_t>(0x0301 + rng() % 12), junk, &r);
   }
 }
 
@@ -105,6 +105,66 @@ TEST(ClientProtocolTest, LimitsNameTheFlag) {
   r.type = ClientMsg::kScan;
   r.scan = {1, "", 11, 0, false};
   EXPECT_NE(CheckClientLimits(r, l).message().find("--ltc_max_scan_count"), std::string::npos);
+}
+
+TEST(ClientProtocolTest, AdminRequestsRoundTrip) {
+  ClientRequest r;
+  ApproximateSizesRequest a{6, {{"a", "m"}, {"m", std::nullopt}, {"", "\x01"}}};
+  ASSERT_TRUE(DecodeClientRequest(0x030A, EncodeApproximateSizesRequest(a), &r).ok());
+  EXPECT_EQ(r.sizes.spans, a.spans);
+  EXPECT_TRUE(r.sizes.spans[1].unbounded());
+  EXPECT_EQ(r.epoch(), 6u);
+  std::vector<uint64_t> sizes;
+  ASSERT_TRUE(DecodeU64List(EncodeU64List({1, 0, 1ull << 40}), &sizes).ok());
+  EXPECT_EQ(sizes, (std::vector<uint64_t>{1, 0, 1ull << 40}));
+  CompactRangeRequest c{8, {"k", std::nullopt}};
+  ASSERT_TRUE(DecodeClientRequest(0x030B, EncodeCompactRangeRequest(c), &r).ok());
+  EXPECT_EQ(r.compact.span, c.span);
+  EXPECT_EQ(r.epoch(), 8u);
+  ASSERT_TRUE(DecodeClientRequest(0x030C, EncodeRangeStatsRequest({true}), &r).ok());
+  EXPECT_TRUE(r.stats.with_tables);
+  EXPECT_TRUE(DecodeClientRequest(0x030C, std::string(1, '\x02'), &r).IsCorruption());
+  EXPECT_TRUE(DecodeClientRequest(0x030C, "", &r).IsCorruption());
+
+  RangeStatsResponse s;
+  s.epoch = 3;
+  s.ltc_id = 2;
+  RangeFigures f;
+  f.range = {5, {"a", std::nullopt}};
+  f.open = true;
+  f.memtable_bytes = 1000;
+  f.memtables = 2;
+  f.block_cache_bytes = 77;
+  f.levels = {{1, 100, 5, 6, 7}, {0, 0, 0, 0, 0}, {3, 300, 50, 60, 70}};
+  f.tables = {{0, 12, 100, "a\x01", "b\x02"}, {2, 9, 300, "c", "d"}};
+  s.ranges = {f, RangeFigures{{6, {"", "a"}}, false, 0, 0, 0, {}, {}}};
+  RangeStatsResponse out;
+  ASSERT_TRUE(DecodeRangeStatsResponse(EncodeRangeStatsResponse(s), &out).ok());
+  EXPECT_EQ(out.epoch, 3u);
+  EXPECT_EQ(out.ltc_id, 2u);
+  EXPECT_EQ(out.ranges, s.ranges);
+  // Every truncation fails cleanly.
+  const std::string full = EncodeRangeStatsResponse(s);
+  for (size_t i = 0; i < full.size(); ++i) {
+    EXPECT_FALSE(DecodeRangeStatsResponse(full.substr(0, i), &out).ok()) << i;
+  }
+  const std::string req = EncodeApproximateSizesRequest(a);
+  for (size_t i = 0; i < req.size(); ++i) {
+    EXPECT_FALSE(DecodeClientRequest(0x030A, req.substr(0, i), &r).ok()) << i;
+  }
+}
+
+TEST(ClientProtocolTest, AdminLimitsNameTheFlag) {
+  ClientLimits l{4, 8, 2, 1 << 20, 10};
+  ClientRequest r;
+  r.type = ClientMsg::kApproximateSizes;
+  r.sizes.spans = {{"a", "12345"}};
+  EXPECT_NE(CheckClientLimits(r, l).message().find("--ltc_max_key_bytes"), std::string::npos);
+  r.sizes.spans = {{"a", std::nullopt}};
+  EXPECT_TRUE(CheckClientLimits(r, l).ok());
+  r.type = ClientMsg::kCompactRange;
+  r.compact.span = {"12345", std::nullopt};
+  EXPECT_NE(CheckClientLimits(r, l).message().find("--ltc_max_key_bytes"), std::string::npos);
 }
 
 TEST(ClientProtocolTest, WrongRangeCarriesEpoch) {

@@ -35,6 +35,8 @@ uint64_t ClientRequest::epoch() const {
     case ClientMsg::kPut:
     case ClientMsg::kDelete:
     case ClientMsg::kGetSnapshot: return key.epoch;
+    case ClientMsg::kApproximateSizes: return sizes.epoch;
+    case ClientMsg::kCompactRange: return compact.epoch;
     default: return 0;
   }
 }
@@ -62,6 +64,12 @@ Status DecodeClientRequest(uint16_t type, std::string_view payload, ClientReques
       return DecodeScanRequest(payload, &out->scan);
     case ClientMsg::kReleaseSnapshot:
       return DecodeU64(payload, &out->snapshot);
+    case ClientMsg::kApproximateSizes:
+      return DecodeApproximateSizesRequest(payload, &out->sizes);
+    case ClientMsg::kCompactRange:
+      return DecodeCompactRangeRequest(payload, &out->compact);
+    case ClientMsg::kRangeStats:
+      return DecodeRangeStatsRequest(payload, &out->stats);
   }
   return Status::NotSupported("not a client request type: " + std::to_string(type));
 }
@@ -97,6 +105,16 @@ Status CheckClientLimits(const ClientRequest& r, const ClientLimits& limits) {
                                        " (--ltc_max_scan_count)");
       }
       return CheckKey(r.scan.start, limits);
+    case ClientMsg::kApproximateSizes:
+      // Bounded by the request size only; each span costs a few table index lookups.
+      for (const KeyRange& k : r.sizes.spans) {
+        NOVA_RETURN_NOT_OK(CheckKey(k.start, limits));
+        NOVA_RETURN_NOT_OK(CheckKey(k.end.value_or(""), limits));
+      }
+      return Status::OK();
+    case ClientMsg::kCompactRange:
+      NOVA_RETURN_NOT_OK(CheckKey(r.compact.span.start, limits));
+      return CheckKey(r.compact.span.end.value_or(""), limits);
     default:
       return Status::OK();
   }

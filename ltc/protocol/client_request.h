@@ -19,6 +19,9 @@ struct ClientRequest {
   WriteRequest write;  // kWrite
   ScanRequest scan;    // kScan
   uint64_t snapshot = 0;  // kReleaseSnapshot
+  ApproximateSizesRequest sizes;  // kApproximateSizes
+  CompactRangeRequest compact;    // kCompactRange
+  RangeStatsRequest stats;        // kRangeStats
   // The epoch the request was routed with (0: unchecked).
   uint64_t epoch() const;
 };

@@ -38,6 +38,9 @@ std::string Reencode(const ClientRequest& r) {
     case ClientMsg::kWrite: return EncodeWriteRequest(r.write);
     case ClientMsg::kScan: return EncodeScanRequest(r.scan);
     case ClientMsg::kReleaseSnapshot: return EncodeU64(r.snapshot);
+    case ClientMsg::kApproximateSizes: return EncodeApproximateSizesRequest(r.sizes);
+    case ClientMsg::kCompactRange: return EncodeCompactRangeRequest(r.compact);
+    case ClientMsg::kRangeStats: return EncodeRangeStatsRequest(r.stats);
     default: return std::string();
   }
 }
@@ -55,6 +58,11 @@ bool SameRequest(const ClientRequest& a, const ClientRequest& b) {
     const BatchEntry& x = a.write.entries[i];
     const BatchEntry& y = b.write.entries[i];
     if (x.op != y.op || x.key != y.key || x.value != y.value) return false;
+  }
+  if (a.sizes.epoch != b.sizes.epoch || a.sizes.spans != b.sizes.spans ||
+      a.compact.epoch != b.compact.epoch || !(a.compact.span == b.compact.span) ||
+      a.stats.with_tables != b.stats.with_tables) {
+    return false;
   }
   return a.scan.epoch == b.scan.epoch && a.scan.start == b.scan.start &&
          a.scan.count == b.scan.count && a.scan.snapshot == b.scan.snapshot &&

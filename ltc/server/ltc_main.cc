@@ -56,6 +56,9 @@ DEFINE_string(stoc, "", "StoCs: id@host:port,... (required with --engine=nova, u
 DEFINE_int32(ltc_transport_port, 0, "Port of the exchange transport to StoCs (0: any)");
 DEFINE_int32(ltc_client_threads, 4, "Workers serving client requests");
 DEFINE_int32(ltc_max_connections, 256, "Client connections accepted at once");
+DEFINE_int32(ltc_compact_threads, 1,
+             "Threads running clients' CompactRange requests (apart from the client workers); "
+             "further requests wait for one");
 // Size limits (docs/ltc_server.md "Limits" says why these defaults): LevelDB's practical
 // ones, each kept only where a bound protects memory.
 DEFINE_uint32(ltc_max_key_bytes, 64 << 10, "Largest key accepted, bytes");
@@ -233,6 +236,7 @@ int main(int argc, char** argv) {
   if (FLAGS_listen_port < 0 || FLAGS_listen_port > 65535) return BadFlags("bad --listen_port");
   so.port = static_cast<uint16_t>(FLAGS_listen_port);
   so.client_threads = FLAGS_ltc_client_threads;
+  so.compact_threads = FLAGS_ltc_compact_threads;
   so.recovery_wait = std::chrono::milliseconds(std::max(0, FLAGS_ltc_recovery_wait_ms));
   so.max_connections = FLAGS_ltc_max_connections;
   so.limits.max_key_bytes = FLAGS_ltc_max_key_bytes;
@@ -243,8 +247,10 @@ int main(int argc, char** argv) {
   if (FLAGS_ltc_max_request_mb < 1 || FLAGS_ltc_max_request_mb > kMaxRequestMb) {
     return BadFlags("--ltc_max_request_mb must be in [1, " + std::to_string(kMaxRequestMb) + "]");
   }
-  if (so.client_threads < 1 || so.max_connections < 1) {
-    return BadFlags("--ltc_client_threads and --ltc_max_connections must be positive");
+  if (so.client_threads < 1 || so.max_connections < 1 || so.compact_threads < 1) {
+    return BadFlags(
+        "--ltc_client_threads, --ltc_max_connections and --ltc_compact_threads must be "
+        "positive");
   }
 
   nova::MetricsRegistry metrics;

@@ -66,6 +66,9 @@ Status LtcServer::Init() {
 Status LtcServer::Start() {
   pool_ = std::make_unique<ThreadPool>("ltc-client", static_cast<size_t>(options_.client_threads),
                                        options_.max_queue);
+  compact_pool_ = std::make_unique<ThreadPool>(
+      "ltc-compact", static_cast<size_t>(std::max(1, options_.compact_threads)),
+      std::max<size_t>(1, options_.max_compact_queue));
   NOVA_RETURN_NOT_OK(listener_.Start());
   applier_ = std::thread([this] { ApplyLoop(); });
   source_->Watch([this](const LtcAssignment& a) {
@@ -131,12 +134,15 @@ void LtcServer::Shutdown() {
   ranges_.StopOpening();  // an open in progress finishes first
   listener_.Shutdown();   // no request is read any more
   if (pool_) pool_->Shutdown();
+  if (compact_pool_) compact_pool_->Shutdown();  // running ones stop at their next step
   ranges_.Clear();  // closes the ranges no request holds any more
 }
 
 Status LtcServer::Dispatch(const std::shared_ptr<ClientConn>& conn, uint16_t type,
                            uint64_t request_id, std::string payload) {
-  Status sub = pool_->Submit([this, conn, type, request_id, p = std::move(payload)]() mutable {
+  ThreadPool* pool =
+      type == static_cast<uint16_t>(ClientMsg::kCompactRange) ? compact_pool_.get() : pool_.get();
+  Status sub = pool->Submit([this, conn, type, request_id, p = std::move(payload)]() mutable {
     Serve(conn, type, request_id, std::move(p));
   });
   if (sub.ok()) return sub;

@@ -65,6 +65,11 @@ struct LtcServerOptions {
                       /*max_scan_count=*/100000};
   // A scan reply stops growing past this many key and value bytes (the client continues).
   uint64_t max_scan_reply_bytes = 4ull << 20;
+  // Threads running CompactRange requests (long: a flush and compactions of a whole key
+  // span), apart from the client_threads workers so they never hold up reads and writes;
+  // further CompactRange requests wait for one, up to max_compact_queue of them.
+  int compact_threads = 1;
+  size_t max_compact_queue = 64;
   // A client that does not take a response within this long is disconnected.
   std::chrono::milliseconds write_timeout{10000};
   // A request for a range still being opened (recovering from its MANIFEST and logs) waits
@@ -119,6 +124,15 @@ class LtcServer {
                                  const ClientRequest& r);
   Result<std::string> HandleSnapshotOp(ClientConn* conn, const HostedRanges& t,
                                        const ClientRequest& r);
+  // Administration (ltc_server_admin.cc; the leveldb::DB adapter's GetApproximateSizes,
+  // CompactRange and properties).
+  Result<std::string> HandleApproximateSizes(const HostedRanges& t, const ClientRequest& r);
+  Result<std::string> HandleCompactRange(const HostedRanges& t, const ClientRequest& r);
+  Result<std::string> HandleRangeStats(const HostedRanges& t, const ClientRequest& r);
+  // The hosted range holding all of `span` at `epoch`: Route's errors for its start,
+  // WrongRange if it goes past that range's end, InvalidArgument if it holds no key.
+  Result<const HostedRange*> RouteSpan(const HostedRanges& t, uint64_t epoch,
+                                       const KeyRange& span) const;
   // The hosted range owning `key` at the request's epoch, or WrongRange / Unavailable.
   Result<const HostedRange*> Route(const HostedRanges& t, uint64_t epoch,
                                    std::string_view key) const;
@@ -133,6 +147,7 @@ class LtcServer {
   RangeTable ranges_;
   ConnectionListener listener_;
   std::unique_ptr<ThreadPool> pool_;  // set by Start(), before the listener runs
+  std::unique_ptr<ThreadPool> compact_pool_;  // CompactRange requests; as pool_
   std::atomic<uint64_t> next_snapshot_id_{1};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> shut_down_{false};

@@ -79,6 +79,12 @@ Result<std::string> LtcServer::Handle(ClientConn* conn, const ClientRequest& r) 
     case ClientMsg::kGetSnapshot:
     case ClientMsg::kReleaseSnapshot:
       return HandleSnapshotOp(conn, *t, r);
+    case ClientMsg::kApproximateSizes:
+      return HandleApproximateSizes(*t, r);
+    case ClientMsg::kCompactRange:
+      return HandleCompactRange(*t, r);
+    case ClientMsg::kRangeStats:
+      return HandleRangeStats(*t, r);
   }
   return Status::NotSupported("unknown request type");
 }

@@ -1,6 +1,7 @@
 #include "ltc/server/range_backend.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -36,6 +37,9 @@ Status FromLevelDb(const leveldb::Status& s) {
 
 class LevelDbBackend final : public RangeBackend {
  public:
+  // LevelDB's levels (its config::kNumLevels, which its public headers do not export).
+  static constexpr int kLevelDbLevels = 7;
+
   // `cache` and `filter` (either may be null) are the ones `db` was opened with.
   LevelDbBackend(std::unique_ptr<leveldb::Cache> cache,
                  std::unique_ptr<const leveldb::FilterPolicy> filter,
@@ -73,6 +77,63 @@ class LevelDbBackend final : public RangeBackend {
     std::string s;
     if (!db_->GetProperty("leveldb.stats", &s)) s = "(no stats)";
     return "engine=leveldb\n" + s;
+  }
+  Result<uint64_t> ApproximateSize(const KeyRange& span) override {
+    std::string limit;
+    if (span.end) {
+      limit = *span.end;
+    } else {
+      // LevelDB's ranges are bounded: just past the last key.
+      std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+      it->SeekToLast();
+      if (!it->Valid()) return uint64_t{0};
+      limit = it->key().ToString() + '\0';
+    }
+    const leveldb::Range r(span.start, limit);
+    uint64_t size = 0;
+    db_->GetApproximateSizes(&r, 1, &size);
+    return size;
+  }
+  Status CompactRange(const KeyRange& span, const std::atomic<bool>*) override {
+    // (LevelDB compacts [begin, end] inclusively: the key equal to the span's end, outside
+    // the span, may be compacted too; harmless.)
+    const leveldb::Slice begin(span.start);
+    const leveldb::Slice end(span.end.value_or(""));
+    db_->CompactRange(&begin, span.end ? &end : nullptr);
+    return Status::OK();
+  }
+  void GetFigures(bool, RangeFigures* out) override {
+    // LevelDB's own properties; it lists no tables here (its table list is text).
+    std::string v;
+    if (db_->GetProperty("leveldb.approximate-memory-usage", &v)) {
+      out->memtable_bytes = std::strtoull(v.c_str(), nullptr, 10);
+    }
+    out->levels.assign(kLevelDbLevels, LevelFigures{});
+    for (int l = 0; l < kLevelDbLevels; ++l) {
+      if (db_->GetProperty("leveldb.num-files-at-level" + std::to_string(l), &v)) {
+        out->levels[l].files = std::strtoull(v.c_str(), nullptr, 10);
+      }
+    }
+    // Its stats table: "<level> <files> <size MB> <time s> <read MB> <write MB>" rows.
+    if (!db_->GetProperty("leveldb.stats", &v)) return;
+    std::istringstream in(v);
+    std::string line;
+    while (std::getline(in, line)) {
+      int level = 0;
+      unsigned long long files = 0;
+      double mb = 0, secs = 0, read_mb = 0, write_mb = 0;
+      if (std::sscanf(line.c_str(), "%d %llu %lf %lf %lf %lf", &level, &files, &mb, &secs,
+                      &read_mb, &write_mb) != 6 ||
+          level < 0 || level >= kLevelDbLevels) {
+        continue;
+      }
+      constexpr double kMiB = 1048576.0;
+      LevelFigures& f = out->levels[level];
+      f.bytes = static_cast<uint64_t>(mb * kMiB);
+      f.compaction_micros = static_cast<uint64_t>(secs * 1e6);
+      f.read_bytes = static_cast<uint64_t>(read_mb * kMiB);
+      f.write_bytes = static_cast<uint64_t>(write_mb * kMiB);
+    }
   }
 
  private:
@@ -187,6 +248,15 @@ class NovaBackend final : public RangeBackend {
   Status Handoff(MigratedState* out) override { return engine_->Handoff(out); }
   void EndMigrationOut() override { engine_->EndMigrationOut(); }
   bool MemtablesLogged() const override { return log_ != nullptr; }
+  Result<uint64_t> ApproximateSize(const KeyRange& span) override {
+    return engine_->ApproximateSize(span);
+  }
+  Status CompactRange(const KeyRange& span, const std::atomic<bool>* cancel) override {
+    return engine_->CompactRange(span, cancel);
+  }
+  void GetFigures(bool with_tables, RangeFigures* out) override {
+    FillEngineFigures(engine_.get(), with_tables, out);
+  }
   std::string StatsText() override {
     const EngineStats st = engine_->GetStats();
     std::ostringstream out;
@@ -213,6 +283,27 @@ class NovaBackend final : public RangeBackend {
 };
 
 }  // namespace
+
+void FillEngineFigures(RangeEngine* engine, bool with_tables, RangeFigures* out) {
+  const EngineStats st = engine->GetStats();
+  out->memtable_bytes = st.memtable_bytes;
+  out->memtables = static_cast<uint32_t>(st.memtables);
+  out->block_cache_bytes = st.block_cache_bytes;
+  out->levels.resize(lsm::kNumLevels);
+  for (int l = 0; l < lsm::kNumLevels; ++l) {
+    out->levels[l] = LevelFigures{st.level_tables[l], st.level_bytes[l],
+                                  st.level_compaction_micros[l], st.level_read_bytes[l],
+                                  st.level_write_bytes[l]};
+  }
+  if (!with_tables) return;
+  const EngineShape shape = engine->GetShape();
+  for (int l = 0; l < lsm::kNumLevels; ++l) {
+    for (const lsm::TableMeta& m : shape.levels[l]) {
+      out->tables.push_back(TableFigures{static_cast<uint32_t>(l), m.number, m.layout.file_size,
+                                         m.smallest, m.largest});
+    }
+  }
+}
 
 BackendFactory LevelDbBackendFactory(LevelDbBackendOptions options) {
   return [options](const RangeInfo& range,

@@ -9,6 +9,7 @@
 // Thread safety: every RangeBackend method is thread-safe. Factories are thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -77,11 +78,36 @@ class RangeBackend {
   // migration that cannot finish its hand-off must not fall back to the logs.
   virtual bool MemtablesLogged() const { return false; }
 
+  // Administration for the leveldb::DB adapter (issue 19; docs/protocol.md). `span` lies
+  // within the range. Backends without them answer NotSupported.
+  // Approximately the bytes the span's keys take, in tables and memtables.
+  virtual Result<uint64_t> ApproximateSize(const KeyRange& span) {
+    (void)span;
+    return Status::NotSupported("this backend has no approximate sizes");
+  }
+  // Flushes the memtables, then compacts the span's tables down until they lie in one
+  // level; returns when done, or with Aborted once `cancel` (not null) becomes true.
+  virtual Status CompactRange(const KeyRange& span, const std::atomic<bool>* cancel) {
+    (void)span;
+    (void)cancel;
+    return Status::NotSupported("this backend cannot compact a key range");
+  }
+  // Fills the figures of *out other than `range` and `open` (the caller's): memtables,
+  // block cache, levels, and the table list if `with_tables`.
+  virtual void GetFigures(bool with_tables, RangeFigures* out) {
+    (void)with_tables;
+    (void)out;
+  }
+
  private:
   static Status NotMovable() {
     return Status::NotSupported("this engine cannot migrate a range live (--engine=leveldb)");
   }
 };
+
+class RangeEngine;
+// RangeStats figures of a Nova engine (RangeBackend::GetFigures of its backends).
+void FillEngineFigures(RangeEngine* engine, bool with_tables, RangeFigures* out);
 
 // Opens the backend of `range` (recovering what it held). `assignment` is the one that
 // gave the range (its StoC set).
