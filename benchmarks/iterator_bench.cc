@@ -9,10 +9,14 @@
 //   last_prev      NewIterator, SeekToLast, --steps x Prev
 //   seek_prev      NewIterator, Seek(random key), --steps x Prev (a backward page mid-range)
 // and, --walk_reps times, a whole walk of the key space forward and backward (one
-// iterator each), to compare the two directions' cost per key.
+// iterator each), to compare the two directions' cost per key. For what taking the ranges'
+// snapshots at once saves, a NovaClient of its own also times one snapshot per range
+// taken one after the other (GetSnapshot in a loop: the old way) and all at once
+// (GetSnapshots), --reps times each, releases included.
 //
 //   build/bin/iterator_bench --uri=nova://127.0.0.1:2181/local [--load] [--json]
 #include <gflags/gflags.h>
+#include <glog/logging.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -25,6 +29,7 @@
 #include <vector>
 
 #include "benchmarks/bench_util.h"
+#include "client/cluster_uri.h"
 #include "client/nova_db.h"
 #include "common/clock.h"
 #include "leveldb/write_batch.h"
@@ -124,6 +129,38 @@ int Run() {
   });
   if (failed) return 1;
 
+  // Snapshots of every range: one after the other, then all at once.
+  auto where = client::ParseClusterUri(FLAGS_uri);
+  auto conn = where.ok() ? client::ConnectToCluster(where.value(), o.client)
+                         : Result<std::unique_ptr<client::ClusterConnection>>(where.status());
+  if (!conn.ok()) {
+    std::fprintf(stderr, "iterator_bench: %s\n", conn.status().ToString().c_str());
+    return 1;
+  }
+  client::NovaClient* nc = conn.value()->client.get();
+  std::vector<std::string> starts;
+  for (const auto& r : nc->routing().routes) starts.push_back(r.range.keys.start);
+  for (bool pipelined : {false, true}) {
+    std::vector<double>& us = cases[pipelined ? "snapshots_at_once" : "snapshots_one_by_one"];
+    for (int r = 0; r < FLAGS_reps; ++r) {
+      const MonoTime start = MonoNow();
+      std::vector<Result<client::NovaClient::Snapshot>> taken;
+      if (pipelined) {
+        taken = nc->GetSnapshots(starts);
+      } else {
+        for (const std::string& k : starts) taken.push_back(nc->GetSnapshot(k));
+      }
+      for (const auto& t : taken) {
+        if (!t.ok()) {
+          std::fprintf(stderr, "iterator_bench: %s\n", t.status().ToString().c_str());
+          return 1;
+        }
+        nc->ReleaseSnapshotAsync(t.value());
+      }
+      us.push_back(MicrosSince(start));
+    }
+  }
+
   std::vector<double> forward_ms, backward_ms;
   uint64_t walked = 0;
   for (int r = 0; r < FLAGS_walk_reps; ++r) {
@@ -164,9 +201,10 @@ int Run() {
   std::printf("%s ranges, %llu keys, pages of %d pairs, %d steps, %d reps\n", ranges.c_str(),
               static_cast<unsigned long long>(walked), FLAGS_page_pairs, FLAGS_steps,
               FLAGS_reps);
-  std::printf("%-14s %10s %10s\n", "case", "p50 us", "p99 us");
-  for (const char* name : {"new_iterator", "seek_next", "last_prev", "seek_prev"}) {
-    std::printf("%-14s %10.0f %10.0f\n", name, Percentile(cases[name], 50),
+  std::printf("%-20s %10s %10s\n", "case", "p50 us", "p99 us");
+  for (const char* name : {"new_iterator", "seek_next", "last_prev", "seek_prev",
+                           "snapshots_one_by_one", "snapshots_at_once"}) {
+    std::printf("%-20s %10.0f %10.0f\n", name, Percentile(cases[name], 50),
                 Percentile(cases[name], 99));
   }
   std::printf("whole walk: forward %.0f ms, backward %.0f ms (median of %d)\n",
@@ -180,5 +218,8 @@ int Run() {
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("latency of NewIterator + Next and SeekToLast + Prev (see the source)");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
+  FLAGS_logtostderr = true;
+  FLAGS_minloglevel = std::max(FLAGS_minloglevel, 1);  // keep the table readable
+  google::InitGoogleLogging(argv[0]);
   return nova::bench::Run();
 }
