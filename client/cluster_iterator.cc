@@ -1,7 +1,6 @@
 #include "client/cluster_iterator.h"
 
 #include <algorithm>
-#include <deque>
 
 namespace nova::client {
 
@@ -24,6 +23,7 @@ leveldb::Status ToLevelDbStatus(const Status& s) {
 
 namespace {
 
+// Thread safety: none (leveldb::Iterator's contract: one thread at a time).
 class ClusterIterator final : public leveldb::Iterator {
  public:
   ClusterIterator(std::unique_ptr<PageSource> source, size_t page)
@@ -31,15 +31,16 @@ class ClusterIterator final : public leveldb::Iterator {
 
   bool Valid() const override { return pos_ < page_.size(); }
 
-  void SeekToFirst() override { Seek(leveldb::Slice()); }
+  void SeekToFirst() override { LoadForward(std::string()); }
 
-  void SeekToLast() override { LoadBackward(nullptr); }
+  void SeekToLast() override { LoadBackward(std::string()); }
 
   void Seek(const leveldb::Slice& target) override { LoadForward(target.ToString()); }
 
   void Next() override {
     if (!Valid()) return;  // leveldb REQUIRES Valid(); be lenient rather than crash
     if (++pos_ < page_.size()) return;
+    if (!more_after_) return Clear();
     // The smallest key after the last one seen.
     LoadForward(page_.back().first + '\0');
   }
@@ -50,8 +51,8 @@ class ClusterIterator final : public leveldb::Iterator {
       --pos_;
       return;
     }
-    const std::string before = page_.front().first;
-    LoadBackward(&before);
+    if (!more_before_) return Clear();
+    LoadBackward(page_.front().first);
   }
 
   leveldb::Slice key() const override { return page_[pos_].first; }
@@ -59,12 +60,18 @@ class ClusterIterator final : public leveldb::Iterator {
   leveldb::Status status() const override { return status_; }
 
  private:
-  void Invalidate(const Status& s) {
+  // Off either end, as leveldb's Next from the last key or Prev from the first.
+  void Clear() {
     page_.clear();
     pos_ = 0;
+  }
+
+  void Invalidate(const Status& s) {
+    Clear();
     status_ = ToLevelDbStatus(s);
   }
 
+  // Loads the pairs with key >= start and points at the first.
   void LoadForward(const std::string& start) {
     std::vector<KeyValue> page;
     bool exhausted = false;
@@ -73,55 +80,31 @@ class ClusterIterator final : public leveldb::Iterator {
     status_ = leveldb::Status::OK();
     page_ = std::move(page);
     pos_ = 0;
+    more_after_ = !exhausted;
+    more_before_ = !start.empty();  // nothing is below the empty key
   }
 
-  // Loads up to page_size_ of the largest keys < *before (all keys when null) and points
-  // at the last of them.
-  void LoadBackward(const std::string* before) {
-    const std::vector<std::string> starts = source_->RangeStarts();
-    // The range holding `before` (or the last range): the nearest keys below it are there
-    // or in earlier ranges.
-    size_t i = starts.size();
-    if (before != nullptr) {
-      i = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), *before) -
-                              starts.begin());
-    }
-    for (; i > 0; --i) {
-      std::deque<KeyValue> tail;  // the last page_size_ keys below `before` seen so far
-      std::string pos = starts[i - 1];
-      for (bool done = false; !done;) {
-        std::vector<KeyValue> page;
-        bool exhausted = false;
-        Status s = source_->Forward(pos, page_size_, &page, &exhausted);
-        if (!s.ok()) return Invalidate(s.Prepend("iterator: backward page"));
-        for (KeyValue& kv : page) {
-          if (before != nullptr && kv.first >= *before) {
-            done = true;
-            break;
-          }
-          tail.push_back(std::move(kv));
-          if (tail.size() > page_size_) tail.pop_front();
-        }
-        if (exhausted || page.empty()) done = true;
-        if (!done) pos = tail.back().first + '\0';
-      }
-      if (!tail.empty()) {
-        status_ = leveldb::Status::OK();
-        page_.assign(std::make_move_iterator(tail.begin()), std::make_move_iterator(tail.end()));
-        pos_ = page_.size() - 1;
-        return;
-      }
-    }
-    // Nothing below `before`: off the front, as leveldb's Prev from the first key.
+  // Loads the largest keys < before (all keys when empty) and points at the last of them.
+  void LoadBackward(const std::string& before) {
+    std::vector<KeyValue> page;
+    bool exhausted = false;
+    Status s = source_->Backward(before, page_size_, &page, &exhausted);
+    if (!s.ok()) return Invalidate(s.Prepend("iterator: backward page"));
     status_ = leveldb::Status::OK();
-    page_.clear();
-    pos_ = 0;
+    page_.assign(std::make_move_iterator(page.rbegin()), std::make_move_iterator(page.rend()));
+    pos_ = page_.empty() ? 0 : page_.size() - 1;
+    more_before_ = !exhausted;
+    more_after_ = !before.empty();  // from the end: nothing follows the last key
   }
 
   const std::unique_ptr<PageSource> source_;
   const size_t page_size_;
   std::vector<KeyValue> page_;  // ascending; the current pair is page_[pos_]
   size_t pos_ = 0;              // Valid() iff pos_ < page_.size()
+  // Whether keys may lie after page_.back() / before page_.front() (false: the page
+  // reached that end of the key space, and stepping off it needs no request).
+  bool more_after_ = true;
+  bool more_before_ = true;
   leveldb::Status status_;
 };
 

@@ -1,17 +1,17 @@
-// A leveldb::Iterator over a Nova-LSM cluster, built on forward Scan pages (the protocol
-// has no reverse scan), and the conversion of our Status into leveldb's. Internal to the
-// DB adapter (nova_db.h), which documents the user-visible semantics.
+// A leveldb::Iterator over a Nova-LSM cluster, built on Scan pages in both directions, and
+// the conversion of our Status into leveldb's. Internal to the DB adapter (nova_db.h),
+// which documents the user-visible semantics.
 //
 // How it moves:
-//   - Seek/SeekToFirst/Next load one forward page of up to `page` pairs; Next past a page's
-//     end loads the page after its last key.
-//   - SeekToLast/Prev past a page's start need the keys *before* a position: the iterator
-//     scans forward from the start of the range holding the position, keeping the last
-//     `page` keys below it, and walks to earlier ranges while it finds none. A backward
-//     page therefore costs a scan of its range from the range's start to the position:
-//     fine for short reverse walks, slow for reverse scans of large ranges.
-//   - Each page is a separate read: pages are read-committed (or, over a snapshot source,
-//     consistent within each range; see nova_db.h).
+//   - Seek/SeekToFirst load one forward page of up to `page` pairs (keys >= target); Next
+//     past a page's end loads the forward page after its last key.
+//   - SeekToLast loads one backward page (the last `page` keys); Prev past a page's start
+//     loads the backward page below its first key. A backward page is one reverse Scan
+//     (per range it crosses), so walking backwards costs what walking forwards does.
+//   - A page that reached an end of the key space is remembered: stepping off that end
+//     needs no request.
+//   - The pages come from a PageSource; which state they show (one snapshot per range) is
+//     the source's business.
 #pragma once
 
 #include <memory>
@@ -27,8 +27,7 @@ namespace nova::client {
 
 using KeyValue = std::pair<std::string, std::string>;
 
-// Where the pages come from: the latest data or a snapshot. Used by one iterator (one
-// thread at a time).
+// Where the pages come from. Used by one iterator (one thread at a time).
 class PageSource {
  public:
   virtual ~PageSource() = default;
@@ -36,8 +35,11 @@ class PageSource {
   // when no key follows the last pair appended (the key space ended).
   virtual Status Forward(const std::string& start, size_t count, std::vector<KeyValue>* out,
                          bool* exhausted) = 0;
-  // The start keys of the cluster's ranges, ascending; the first is "" (the smallest key).
-  virtual std::vector<std::string> RangeStarts() = 0;
+  // Appends up to `count` pairs with key < before to *out, descending; an empty `before`
+  // means from the last key (no key is below the empty key, so nothing is lost).
+  // *exhausted is set when no key precedes the last pair appended (the key space began).
+  virtual Status Backward(const std::string& before, size_t count, std::vector<KeyValue>* out,
+                          bool* exhausted) = 0;
 };
 
 // A new iterator (owned by the caller) reading `source` in pages of `page` pairs (>= 1).

@@ -32,6 +32,18 @@ const RoutingTable::Route* RoutingTable::Find(std::string_view key) const {
   return it->range.Contains(key) ? &*it : nullptr;
 }
 
+const RoutingTable::Route* RoutingTable::FindBelow(std::string_view key) const {
+  // The last route starting before `key` is the only candidate (the last route, for "").
+  auto it = key.empty() ? routes.end()
+                        : std::lower_bound(routes.begin(), routes.end(), key,
+                                           [](const Route& r, std::string_view k) {
+                                             return r.range.keys.start < k;
+                                           });
+  if (it == routes.begin()) return nullptr;
+  --it;
+  return it->range.HoldsKeysBelow(key) ? &*it : nullptr;
+}
+
 StaticRoutingSource::StaticRoutingSource(std::vector<std::string> ltcs,
                                          std::chrono::milliseconds timeout)
     : ltcs_(std::move(ltcs)), timeout_(timeout) {}
@@ -94,6 +106,7 @@ struct NovaClient::Impl {
   struct Op {
     uint16_t type = 0;
     std::string route_key;
+    bool route_below = false;  // route to the range holding the keys just below route_key
     std::function<std::string(uint64_t epoch)> encode;
     Deadline deadline = Deadline::Never();
     std::optional<Backoff> backoff;  // from the first retry on
@@ -202,7 +215,9 @@ struct NovaClient::Impl {
     {
       MutexLock l(&mu);
       epoch = table.epoch;
-      if (const RoutingTable::Route* r = table.Find(op->route_key)) {
+      const RoutingTable::Route* r =
+          op->route_below ? table.FindBelow(op->route_key) : table.Find(op->route_key);
+      if (r != nullptr) {
         route = *r;
         found = true;
       }
@@ -266,10 +281,12 @@ struct NovaClient::Impl {
 
   // Starts a routed call with retries.
   void Start(const char* what, ClientMsg type, std::string route_key,
-             std::function<std::string(uint64_t)> encode, CallCallback done) {
+             std::function<std::string(uint64_t)> encode, CallCallback done,
+             bool route_below = false) {
     auto op = std::make_shared<Op>();
     op->type = T(type);
     op->route_key = std::move(route_key);
+    op->route_below = route_below;
     op->encode = std::move(encode);
     op->deadline = Deadline::After(options.timeout);
     op->what = what;
@@ -277,13 +294,20 @@ struct NovaClient::Impl {
     Execute(std::move(op));
   }
 
+  // One Scan page at `snap` (either direction), on the snapshot's connection, no retries.
+  Status ScanAtSnapshot(const Snapshot& snap, const std::string& start, uint32_t count,
+                        bool reverse, ltc::ScanResponse* out);
+
   // Blocking form of Start.
   std::pair<Status, std::string> Run(const char* what, ClientMsg type, std::string route_key,
-                                     std::function<std::string(uint64_t)> encode) {
+                                     std::function<std::string(uint64_t)> encode,
+                                     bool route_below = false) {
     std::promise<std::pair<Status, std::string>> p;
     auto f = p.get_future();
-    Start(what, type, std::move(route_key), std::move(encode),
-          [&p](const Status& s, std::string payload) { p.set_value({s, std::move(payload)}); });
+    Start(
+        what, type, std::move(route_key), std::move(encode),
+        [&p](const Status& s, std::string payload) { p.set_value({s, std::move(payload)}); },
+        route_below);
     return f.get();
   }
 };
@@ -494,6 +518,33 @@ Status NovaClient::Scan(const std::string& start, size_t limit,
   return Status::OK();
 }
 
+Status NovaClient::ScanReverse(const std::string& before, size_t limit,
+                               std::vector<std::pair<std::string, std::string>>* out) {
+  std::string pos = before;  // pairs below it; "" while at the end of the key space
+  size_t added = 0;
+  while (added < limit) {
+    const uint32_t count = static_cast<uint32_t>(std::min<size_t>(limit - added, kScanPage));
+    auto [s, payload] = impl_->Run(
+        "ScanReverse", ClientMsg::kScan, pos,
+        [&pos, count](uint64_t epoch) {
+          return ltc::EncodeScanRequest(ltc::ScanRequest{epoch, pos, count, 0, false, true});
+        },
+        /*route_below=*/true);
+    if (!s.ok()) return s;
+    ltc::ScanResponse r;
+    NOVA_RETURN_NOT_OK(ltc::DecodeScanResponse(payload, &r));
+    added += r.pairs.size();
+    for (auto& kv : r.pairs) out->push_back(std::move(kv));
+    if (r.end_of_keys) break;
+    // Each reply ends strictly below where it began (at a range start or its last key).
+    if (r.next_start.empty() || (!pos.empty() && r.next_start >= pos)) {
+      return Status::Corruption("ScanReverse: the LTC did not move below " + pos);
+    }
+    pos = std::move(r.next_start);
+  }
+  return Status::OK();
+}
+
 Result<uint64_t> NovaClient::Count(const std::string& start, const std::string& end) {
   std::string pos = start;
   uint64_t n = 0;
@@ -558,21 +609,56 @@ void NovaClient::RefreshRouting() { impl_->Refresh(); }
 const ClientOptions& NovaClient::options() const { return impl_->options; }
 
 Result<NovaClient::Snapshot> NovaClient::GetSnapshot(const std::string& key) {
+  return std::move(GetSnapshots({key}).front());
+}
+
+std::vector<Result<NovaClient::Snapshot>> NovaClient::GetSnapshots(
+    const std::vector<std::string>& keys) {
   const Deadline deadline = Deadline::After(impl_->options.timeout);
   const RoutingTable t = routing();
-  const RoutingTable::Route* r = t.Find(key);
-  if (r == nullptr) return Status::Unavailable("no LTC is known to serve the key's range");
-  Snapshot snap;
-  snap.ltc_address = r->ltc_address;
-  auto conn = impl_->Connection(r->ltc_address, -1, deadline, &snap.connection);
-  if (!conn.ok()) return conn.status();
-  auto [s, payload] = CallOnce(conn.value().get(), ClientMsg::kGetSnapshot,
-                               ltc::EncodeKeyRequest(ClientMsg::kGetSnapshot,
-                                                     ltc::KeyRequest{t.epoch, key, "", 0}),
-                               deadline);
-  if (!s.ok()) return s.Prepend("GetSnapshot");
-  NOVA_RETURN_NOT_OK(ltc::DecodeU64(payload, &snap.id));
-  return snap;
+  // Send every request first, then collect the answers: the LTCs work on them together.
+  struct Call {
+    Snapshot snap;
+    Status error;  // the call could not be sent
+    std::future<std::pair<Status, std::string>> reply;
+  };
+  std::vector<Call> calls(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    Call& c = calls[i];
+    const RoutingTable::Route* r = t.Find(keys[i]);
+    if (r == nullptr) {
+      c.error = Status::Unavailable("no LTC is known to serve the key's range");
+      continue;
+    }
+    c.snap.ltc_address = r->ltc_address;
+    auto conn = impl_->Connection(r->ltc_address, -1, deadline, &c.snap.connection);
+    if (!conn.ok()) {
+      c.error = conn.status();
+      continue;
+    }
+    auto p = std::make_shared<std::promise<std::pair<Status, std::string>>>();
+    c.reply = p->get_future();
+    conn.value()->Call(
+        T(ClientMsg::kGetSnapshot),
+        ltc::EncodeKeyRequest(ClientMsg::kGetSnapshot, ltc::KeyRequest{t.epoch, keys[i], "", 0}),
+        deadline, [p](const Status& s, std::string r) { p->set_value({s, std::move(r)}); });
+  }
+  std::vector<Result<Snapshot>> out;
+  out.reserve(calls.size());
+  for (Call& c : calls) {
+    if (!c.error.ok()) {
+      out.emplace_back(c.error);
+      continue;
+    }
+    auto [s, payload] = c.reply.get();
+    if (s.ok()) s = ltc::DecodeU64(payload, &c.snap.id);
+    if (!s.ok()) {
+      out.emplace_back(s.Prepend("GetSnapshot"));
+      continue;
+    }
+    out.emplace_back(std::move(c.snap));
+  }
+  return out;
 }
 
 Result<std::string> NovaClient::GetAt(const Snapshot& snap, const std::string& key) {
@@ -589,19 +675,29 @@ Result<std::string> NovaClient::GetAt(const Snapshot& snap, const std::string& k
   return v;
 }
 
-Status NovaClient::ScanAt(const Snapshot& snap, const std::string& start, uint32_t count,
-                          ltc::ScanResponse* out) {
-  const Deadline deadline = Deadline::After(impl_->options.timeout);
-  auto conn = impl_->Connection(snap.ltc_address, snap.connection, deadline, nullptr);
+Status NovaClient::Impl::ScanAtSnapshot(const Snapshot& snap, const std::string& start,
+                                        uint32_t count, bool reverse, ltc::ScanResponse* out) {
+  const Deadline deadline = Deadline::After(options.timeout);
+  auto conn = Connection(snap.ltc_address, snap.connection, deadline, nullptr);
   if (!conn.ok()) return conn.status();
   // Epoch 0: a snapshot is bound to its connection and range, not to a routing epoch.
-  auto [s, payload] = CallOnce(conn.value().get(), ClientMsg::kScan,
-                               ltc::EncodeScanRequest(ltc::ScanRequest{0, start, count, snap.id,
-                                                                       false}),
-                               deadline);
+  auto [s, payload] = CallOnce(
+      conn.value().get(), ClientMsg::kScan,
+      ltc::EncodeScanRequest(ltc::ScanRequest{0, start, count, snap.id, false, reverse}),
+      deadline);
   if (!s.ok()) return s;
   *out = ltc::ScanResponse();
   return ltc::DecodeScanResponse(payload, out);
+}
+
+Status NovaClient::ScanAt(const Snapshot& snap, const std::string& start, uint32_t count,
+                          ltc::ScanResponse* out) {
+  return impl_->ScanAtSnapshot(snap, start, count, /*reverse=*/false, out);
+}
+
+Status NovaClient::ScanReverseAt(const Snapshot& snap, const std::string& before, uint32_t count,
+                                 ltc::ScanResponse* out) {
+  return impl_->ScanAtSnapshot(snap, before, count, /*reverse=*/true, out);
 }
 
 Status NovaClient::ReleaseSnapshot(const Snapshot& snap) {
@@ -610,6 +706,14 @@ Status NovaClient::ReleaseSnapshot(const Snapshot& snap) {
   if (!conn.ok()) return conn.status();
   return CallOnce(conn.value().get(), ClientMsg::kReleaseSnapshot, ltc::EncodeU64(snap.id),
                   deadline).first;
+}
+
+void NovaClient::ReleaseSnapshotAsync(const Snapshot& snap) {
+  const Deadline deadline = Deadline::After(impl_->options.timeout);
+  auto conn = impl_->Connection(snap.ltc_address, snap.connection, deadline, nullptr);
+  if (!conn.ok()) return;  // the connection, and the snapshot with it, is gone
+  conn.value()->Call(T(ClientMsg::kReleaseSnapshot), ltc::EncodeU64(snap.id), deadline,
+                     [](const Status&, std::string) {});
 }
 
 }  // namespace nova::client

@@ -22,8 +22,9 @@
 //
 // Write(batch) is split by range; each range's part is applied atomically (all or
 // nothing), but parts in different ranges are independent: a failed Write may have
-// applied some ranges' parts. Scan continues from range to range and LTC to LTC; it is
-// read-committed across ranges (each LTC reply is consistent within the ranges it covered).
+// applied some ranges' parts. Scan and ScanReverse continue from range to range and LTC to
+// LTC; they are read-committed across ranges (each LTC reply is consistent within the
+// ranges it covered).
 //
 // Thread safety: thread-safe. Lifecycle: constructor cannot fail; Init() fetches the
 // routing; the destructor fails outstanding calls with Aborted.
@@ -55,6 +56,9 @@ struct RoutingTable {
   std::vector<Route> routes;  // ascending by range start, disjoint
   // The route holding `key`, or null.
   const Route* Find(std::string_view key) const;
+  // The route holding the keys just below `key` (ltc::RangeInfo::HoldsKeysBelow: the one
+  // ending at or after `key` and starting before it; the last range for ""), or null.
+  const Route* FindBelow(std::string_view key) const;
 };
 
 // Where routing comes from. Fetch() may block (network).
@@ -108,6 +112,12 @@ class NovaClient {
   // Up to `limit` pairs with key >= start, in key order, across ranges and LTCs.
   Status Scan(const std::string& start, size_t limit,
               std::vector<std::pair<std::string, std::string>>* out);
+  // Up to `limit` pairs with key < before (strictly; empty `before`: from the last key), in
+  // descending key order, across ranges and LTCs: one reverse Scan request per page, routed
+  // to the range holding the keys just below the position (RoutingTable::FindBelow).
+  // Appends to *out; errors as Scan.
+  Status ScanReverse(const std::string& before, size_t limit,
+                     std::vector<std::pair<std::string, std::string>>* out);
   // Live keys k with start <= k < end (end empty: no bound).
   Result<uint64_t> Count(const std::string& start, const std::string& end);
   // Every LTC's Stats text, each under a "== <address> ==" line.
@@ -130,13 +140,29 @@ class NovaClient {
     int connection = 0;
   };
   Result<Snapshot> GetSnapshot(const std::string& key);
+  // GetSnapshot for each key, the calls sent at once (pipelined on the LTCs' connections,
+  // so the whole costs about one round trip, not one per key) under one deadline. Element i
+  // is key i's snapshot or its error, as GetSnapshot's; the caller releases those taken.
+  std::vector<Result<Snapshot>> GetSnapshots(const std::vector<std::string>& keys);
   Result<std::string> GetAt(const Snapshot& snap, const std::string& key);
   // One Scan page at `snap`, within the snapshot's range only: up to `count` pairs with
   // key >= start (start must lie in that range, else InvalidArgument); out->next_start is
   // the range's end when the range is exhausted (out->end_of_keys if it has no end).
   Status ScanAt(const Snapshot& snap, const std::string& start, uint32_t count,
                 ltc::ScanResponse* out);
+  // One reverse Scan page at `snap`, within the snapshot's range only: up to `count` pairs
+  // with key < before, descending (empty `before`: from the range's end; else the keys just
+  // below `before` must be in the range, ltc::RangeInfo::HoldsKeysBelow, else
+  // InvalidArgument). out->next_start is the range's start when the range is exhausted,
+  // the smallest key returned when the page is full; out->end_of_keys when nothing is below.
+  Status ScanReverseAt(const Snapshot& snap, const std::string& before, uint32_t count,
+                       ltc::ScanResponse* out);
+  // Blocking; the LTC's answer, or the connection's error (the snapshot is gone with it).
   Status ReleaseSnapshot(const Snapshot& snap);
+  // Sends the release and returns at once, without waiting for the answer (for
+  // destructors): a release that cannot be sent is moot, its connection and the snapshot
+  // with it are gone.
+  void ReleaseSnapshotAsync(const Snapshot& snap);
 
   // Administration (nova_client_admin.cc; the leveldb::DB adapter's GetApproximateSizes,
   // CompactRange and properties). A span holds the keys start <= k < end (no end: to the

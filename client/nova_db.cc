@@ -27,26 +27,45 @@ constexpr std::string_view kUnknownSnapshotPrefix = "no snapshot ";
 
 std::string Printable(std::string_view key) { return EscapeBytes(key); }
 
+// One range's part of a cluster snapshot.
+struct SnapshotPart {
+  ltc::RangeInfo range;
+  NovaClient::Snapshot snap;
+};
+
+// The part of `parts` (ascending by range start, disjoint) whose range holds `key`, or
+// null (no view of that range).
+const SnapshotPart* FindPart(const std::vector<SnapshotPart>& parts, std::string_view key) {
+  auto it = std::upper_bound(
+      parts.begin(), parts.end(), key,
+      [](std::string_view k, const SnapshotPart& p) { return k < p.range.keys.start; });
+  if (it == parts.begin()) return nullptr;
+  --it;
+  return it->range.Contains(key) ? &*it : nullptr;
+}
+
+// The part whose range holds the keys just below `key` (RangeInfo::HoldsKeysBelow; the
+// last range for ""), or null.
+const SnapshotPart* FindPartBelow(const std::vector<SnapshotPart>& parts, std::string_view key) {
+  auto it = key.empty() ? parts.end()
+                        : std::lower_bound(parts.begin(), parts.end(), key,
+                                           [](const SnapshotPart& p, std::string_view k) {
+                                             return p.range.keys.start < k;
+                                           });
+  if (it == parts.begin()) return nullptr;
+  --it;
+  return it->range.HoldsKeysBelow(key) ? &*it : nullptr;
+}
+
 // A snapshot of the cluster: one LTC snapshot per range (see nova_db.h for what that
 // guarantees). Immutable after GetSnapshot returns it, so readers need no lock.
 class NovaSnapshot final : public leveldb::Snapshot {
  public:
-  struct Part {
-    ltc::RangeInfo range;
-    NovaClient::Snapshot snap;
-  };
+  using Part = SnapshotPart;
   std::vector<Part> parts;  // ascending by range start, disjoint
   Status status;            // not OK: the snapshot could not be taken; reads fail with it
 
-  // The part whose range holds `key`, or null (no view of that range).
-  const Part* Find(std::string_view key) const {
-    auto it =
-        std::upper_bound(parts.begin(), parts.end(), key,
-                         [](std::string_view k, const Part& p) { return k < p.range.keys.start; });
-    if (it == parts.begin()) return nullptr;
-    --it;
-    return it->range.Contains(key) ? &*it : nullptr;
-  }
+  const Part* Find(std::string_view key) const { return FindPart(parts, key); }
 };
 
 // An LTC's NotFound for an unknown snapshot id becomes an error; a missing key stays
@@ -58,37 +77,23 @@ Status SnapshotReadError(const Status& s) {
   return s;
 }
 
-// Latest data: the client's cross-range Scan.
-class LatestSource final : public PageSource {
- public:
-  explicit LatestSource(NovaClient* client) : client_(client) {}
-
-  Status Forward(const std::string& start, size_t count, std::vector<KeyValue>* out,
-                 bool* exhausted) override {
-    const size_t before = out->size();
-    NOVA_RETURN_NOT_OK(client_->Scan(start, count, out));
-    // Scan stops short of `count` only at the end of the key space.
-    *exhausted = out->size() - before < count;
-    return Status::OK();
-  }
-
-  std::vector<std::string> RangeStarts() override {
-    std::vector<std::string> starts{""};
-    for (const auto& r : client_->routing().routes) {
-      if (!r.range.keys.start.empty()) starts.push_back(r.range.keys.start);
-    }
-    return starts;
-  }
-
- private:
-  NovaClient* const client_;  // must outlive this source (the DB owns it)
-};
-
-// A snapshot: each range read at its own LTC snapshot, range after range.
+// Pages of a cluster snapshot: each range read at its own LTC snapshot, range after range
+// (forward) or range before range (backward).
 class SnapshotSource final : public PageSource {
  public:
-  SnapshotSource(NovaClient* client, const NovaSnapshot& snap)
-      : client_(client), parts_(snap.parts), status_(snap.status) {}
+  // Reads at `parts` with `status` (not OK: every read fails with it). When `owned` (an
+  // iterator's implicit snapshot), the source releases the parts when destroyed; otherwise
+  // they are a copy of a leveldb::Snapshot's, which the application releases (reads fail
+  // after that, never reading the latest data). `client` must outlive the source.
+  SnapshotSource(NovaClient* client, std::vector<SnapshotPart> parts, Status status, bool owned)
+      : client_(client), parts_(std::move(parts)), status_(std::move(status)), owned_(owned) {}
+
+  ~SnapshotSource() override {
+    if (!owned_) return;
+    // Without waiting: deleting an iterator must not block on an LTC. A release that is
+    // lost is moot (its connection is gone, and the snapshot with it).
+    for (const SnapshotPart& p : parts_) client_->ReleaseSnapshotAsync(p.snap);
+  }
 
   Status Forward(const std::string& start, size_t count, std::vector<KeyValue>* out,
                  bool* exhausted) override {
@@ -97,7 +102,7 @@ class SnapshotSource final : public PageSource {
     std::string pos = start;
     size_t added = 0;
     while (added < count) {
-      const NovaSnapshot::Part* part = Find(pos);
+      const SnapshotPart* part = FindPart(parts_, pos);
       if (part == nullptr) {
         return Status::Unavailable("the snapshot has no view of the range holding key '" +
                                    Printable(pos) + "' (its LTC was unreachable)");
@@ -121,27 +126,43 @@ class SnapshotSource final : public PageSource {
     return Status::OK();
   }
 
-  std::vector<std::string> RangeStarts() override {
-    std::vector<std::string> starts{""};
-    for (const auto& p : parts_) {
-      if (!p.range.keys.start.empty()) starts.push_back(p.range.keys.start);
+  Status Backward(const std::string& before, size_t count, std::vector<KeyValue>* out,
+                  bool* exhausted) override {
+    NOVA_RETURN_NOT_OK(status_.Prepend("read at a snapshot that could not be taken"));
+    *exhausted = false;
+    std::string pos = before;  // the keys below it; "" while at the end of the key space
+    size_t added = 0;
+    while (added < count) {
+      const SnapshotPart* part = FindPartBelow(parts_, pos);
+      if (part == nullptr) {
+        return Status::Unavailable("the snapshot has no view of the range holding the keys "
+                                   "below '" + Printable(pos) + "' (its LTC was unreachable)");
+      }
+      ltc::ScanResponse r;
+      const uint32_t n = static_cast<uint32_t>(std::min<size_t>(count - added, UINT32_MAX));
+      Status s = client_->ScanReverseAt(part->snap, pos, n, &r);
+      if (!s.ok()) return SnapshotReadError(s).Prepend("reverse scan at snapshot");
+      added += r.pairs.size();
+      for (KeyValue& kv : r.pairs) out->push_back(std::move(kv));
+      if (r.end_of_keys) {
+        *exhausted = true;
+        break;
+      }
+      // Each reply ends strictly below where it began (at its range's start or its last key).
+      if (r.next_start.empty() || (!pos.empty() && r.next_start >= pos)) {
+        return Status::Corruption("reverse scan at snapshot: the LTC did not move below '" +
+                                  Printable(pos) + "'");
+      }
+      pos = std::move(r.next_start);
     }
-    return starts;
+    return Status::OK();
   }
 
  private:
-  const NovaSnapshot::Part* Find(std::string_view key) const {
-    for (const auto& p : parts_) {
-      if (p.range.Contains(key)) return &p;
-    }
-    return nullptr;
-  }
-
   NovaClient* const client_;  // must outlive this source (the DB owns it)
-  // Copies: the iterator keeps working until the snapshot is released, and fails (never
-  // reads the latest data) after.
-  const std::vector<NovaSnapshot::Part> parts_;
+  const std::vector<SnapshotPart> parts_;
   const Status status_;
+  const bool owned_;
 };
 
 class NovaDB final : public leveldb::DB {
@@ -212,14 +233,25 @@ class NovaDB final : public leveldb::DB {
   }
 
   leveldb::Iterator* NewIterator(const leveldb::ReadOptions& options) override {
-    std::unique_ptr<PageSource> source;
-    if (options.snapshot == nullptr) {
-      source = std::make_unique<LatestSource>(client_);
-    } else {
-      source = std::make_unique<SnapshotSource>(
-          client_, *static_cast<const NovaSnapshot*>(options.snapshot));
+    if (options.snapshot != nullptr) {
+      const auto* snap = static_cast<const NovaSnapshot*>(options.snapshot);
+      return NewClusterIterator(
+          std::make_unique<SnapshotSource>(client_, snap->parts, snap->status, /*owned=*/false),
+          page_);
     }
-    return NewClusterIterator(std::move(source), page_);
+    // LevelDB's iterator is an implicit snapshot: take one per range (all at once), owned
+    // by the iterator. Never fall back to the latest data: without them, an error.
+    NovaSnapshot snap;
+    Status s = TakeWithRetries(&snap);
+    if (!s.ok()) {
+      ReleaseParts(&snap);
+      return leveldb::NewErrorIterator(
+          ToLevelDbStatus(s.Prepend("NewIterator: the ranges' snapshots could not be taken")));
+    }
+    return NewClusterIterator(
+        std::make_unique<SnapshotSource>(client_, std::move(snap.parts), Status::OK(),
+                                         /*owned=*/true),
+        page_);
   }
 
   const leveldb::Snapshot* GetSnapshot() override {
@@ -276,18 +308,29 @@ class NovaDB final : public leveldb::DB {
   }
 
  private:
-  // Takes one snapshot per routed range into *snap (releasing any it held). Aborted when
-  // the routing changed meanwhile (worth another try), else the first failure.
+  // Takes one snapshot per routed range into *snap (releasing any it held), all requests
+  // sent at once (NovaClient::GetSnapshots). Aborted when the routing changed meanwhile
+  // (worth another try), else the failure of the first range that failed.
   Status Take(NovaSnapshot* snap) {
     ReleaseParts(snap);
     const RoutingTable t = client_->routing();
-    for (const auto& route : t.routes) {
-      Result<NovaClient::Snapshot> s = client_->GetSnapshot(route.range.keys.start);
-      if (!s.ok()) {
-        return s.status().Prepend("GetSnapshot of range " + std::to_string(route.range.id));
+    std::vector<std::string> starts;
+    starts.reserve(t.routes.size());
+    for (const auto& route : t.routes) starts.push_back(route.range.keys.start);
+    std::vector<Result<NovaClient::Snapshot>> taken = client_->GetSnapshots(starts);
+    Status first_failure;
+    for (size_t i = 0; i < taken.size(); ++i) {
+      const ltc::RangeInfo& range = t.routes[i].range;
+      if (!taken[i].ok()) {
+        if (first_failure.ok()) {
+          first_failure =
+              taken[i].status().Prepend("GetSnapshot of range " + std::to_string(range.id));
+        }
+        continue;
       }
-      snap->parts.push_back({route.range, s.value()});
+      snap->parts.push_back({range, taken[i].value()});  // released by the caller
     }
+    NOVA_RETURN_NOT_OK(first_failure);
     // The LTCs granted each snapshot at t.epoch (they refuse older epochs), so its range is
     // the route's, unless the client refreshed to a newer table while we were going.
     if (client_->routing().epoch != t.epoch) {
@@ -296,9 +339,18 @@ class NovaDB final : public leveldb::DB {
     return Status::OK();
   }
 
+  // Take, retried while the routing changes under it (up to kSnapshotAttempts).
+  Status TakeWithRetries(NovaSnapshot* snap) {
+    for (int attempt = 1;; ++attempt) {
+      Status s = Take(snap);
+      if (s.code() != Status::Code::kAborted || attempt == kSnapshotAttempts) return s;
+    }
+  }
+
   void ReleaseParts(NovaSnapshot* snap) {
-    // Best effort: an LTC that cannot be reached has lost the snapshot with its connection.
-    for (const auto& p : snap->parts) (void)client_->ReleaseSnapshot(p.snap);
+    // Best effort, without waiting: an LTC that cannot be reached has lost the snapshot
+    // with its connection.
+    for (const auto& p : snap->parts) client_->ReleaseSnapshotAsync(p.snap);
     snap->parts.clear();
   }
 

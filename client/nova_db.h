@@ -10,10 +10,17 @@
 //                     ranges are independent (a failed Write may have applied some parts).
 //                     A part may hold at most the LTCs' --ltc_max_batch_ops operations.
 //   NewIterator       forward and backward over all ranges, in pages of
-//                     NovaDBOptions::iterator_page_pairs. Without a snapshot each page is
-//                     read-committed (a later page may reflect newer writes than an earlier
-//                     one). Backward pages rescan their range from its start (no reverse
-//                     scan on the wire): cheap for short reverse walks only.
+//                     NovaDBOptions::iterator_page_pairs (forward and reverse Scans: a
+//                     backward walk costs what a forward one does). The iterator is an
+//                     implicit snapshot: without ReadOptions::snapshot, NewIterator takes
+//                     one LTC snapshot per range as GetSnapshot does (all requests at once:
+//                     about one round trip, not one per range) and releases them when the
+//                     iterator is deleted (a lost connection releases them anyway); every
+//                     page, in every range and either direction, shows that range's state at
+//                     NewIterator(). If they cannot be taken the iterator is !Valid() with
+//                     an error status() (never the latest data instead); so is a read whose
+//                     snapshot's LTC died. With ReadOptions::snapshot it reads at that
+//                     snapshot and takes none.
 //   GetSnapshot       takes one LTC snapshot per range of the current routing table (at
 //                     slightly different instants, all within the GetSnapshot call). A read
 //                     at the snapshot sees, in each range, that range's state at its
@@ -23,7 +30,8 @@
 //                     a snapshot never fall back to the latest data: they fail (IOError)
 //                     when the snapshot could not be taken for the key's range, when the
 //                     LTC holding it died or the range moved (snapshots live on one LTC
-//                     connection), or after ReleaseSnapshot. Costs one round trip per range.
+//                     connection), or after ReleaseSnapshot. The ranges' snapshots are
+//                     requested all at once (about one round trip, not one per range).
 //   GetProperty       "nova.stats" (every LTC's Stats text), "nova.routing" (epoch and
 //                     range -> LTC lines), "nova.num-ranges", and LevelDB's
 //                     "leveldb.num-files-at-level<N>", "leveldb.sstables",
@@ -54,7 +62,7 @@ struct NovaDBOptions {
   // configuration watcher), set client.routing_source (it must outlive the DB) and pass an
   // empty URI; `ltcs` is taken from the URI.
   ClientOptions client;
-  // Pairs per iterator Scan request (and per backward page).
+  // Pairs per iterator page (one forward or reverse Scan request per range it crosses).
   size_t iterator_page_pairs = 1000;
 };
 

@@ -447,6 +447,174 @@ TEST_P(NovaDbITest, IteratorMatchesModelAcrossRanges) {
   }
 }
 
+// The full contents through a forward walk and through a backward walk of `it`, each
+// checked against `model`.
+void ExpectWalksMatch(leveldb::Iterator* it, const std::map<std::string, std::string>& model) {
+  auto m = model.begin();
+  for (it->SeekToFirst(); it->Valid(); it->Next(), ++m) {
+    ASSERT_NE(m, model.end()) << "extra key " << it->key().ToString();
+    ASSERT_EQ(it->key().ToString(), m->first);
+    ASSERT_EQ(it->value().ToString(), m->second) << m->first;
+  }
+  ASSERT_TRUE(it->status().ok()) << it->status().ToString();
+  EXPECT_EQ(m, model.end());
+  auto rm = model.rbegin();
+  for (it->SeekToLast(); it->Valid(); it->Prev(), ++rm) {
+    ASSERT_NE(rm, model.rend()) << "extra key " << it->key().ToString();
+    ASSERT_EQ(it->key().ToString(), rm->first);
+    ASSERT_EQ(it->value().ToString(), rm->second) << rm->first;
+  }
+  ASSERT_TRUE(it->status().ok()) << it->status().ToString();
+  EXPECT_EQ(rm, model.rend());
+}
+
+// LevelDB's iterator is an implicit snapshot: writes made after NewIterator() (new keys,
+// overwrites, deletes, in every range) are never seen, on any page, in either direction,
+// before or after the first Seek.
+TEST_P(NovaDbITest, IteratorIsASnapshot) {
+  std::map<std::string, std::string> model;
+  leveldb::WriteBatch batch;
+  for (int r = 0; r < 4; ++r) {
+    for (int i = 0; i < 5 * static_cast<int>(kIteratorPage); i += 2) {
+      const std::string k = KeyIn(r, "k" + std::to_string(100 + i));
+      model[k] = "old" + std::to_string(i);
+      batch.Put(k, model[k]);
+    }
+  }
+  ASSERT_TRUE(db_->Write(leveldb::WriteOptions(), &batch).ok());
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+  std::unique_ptr<leveldb::Iterator> started(db_->NewIterator(leveldb::ReadOptions()));
+  started->Seek(KeyIn(1, ""));  // one page loaded before the writes
+  ASSERT_TRUE(started->Valid());
+
+  // After NewIterator: a new key between every two old ones, every old key overwritten or
+  // deleted.
+  leveldb::WriteBatch later;
+  for (int r = 0; r < 4; ++r) {
+    for (int i = 1; i < 5 * static_cast<int>(kIteratorPage); i += 2) {
+      later.Put(KeyIn(r, "k" + std::to_string(100 + i)), "new");
+    }
+  }
+  int n = 0;
+  for (const auto& [k, v] : model) {
+    if (n++ % 3 == 0) {
+      later.Delete(k);
+    } else {
+      later.Put(k, "overwritten");
+    }
+  }
+  later.Put("", "new empty key");
+  later.Put("\xff\xff", "new last key");
+  ASSERT_TRUE(db_->Write(leveldb::WriteOptions(), &later).ok());
+
+  ExpectWalksMatch(it.get(), model);
+  ExpectWalksMatch(started.get(), model);
+  // Seeks into each range, then steps both ways across pages and ranges.
+  for (int r = 0; r < 4; ++r) {
+    it->Seek(KeyIn(r, "k1"));
+    auto m = model.lower_bound(KeyIn(r, "k1"));
+    for (int step = 0; step < 3 * static_cast<int>(kIteratorPage) && m != model.end(); ++step, ++m) {
+      ASSERT_TRUE(it->Valid());
+      ASSERT_EQ(it->key().ToString(), m->first);
+      ASSERT_EQ(it->value().ToString(), m->second);
+      it->Next();
+    }
+    it->Seek(KeyIn(r, "k1"));
+    m = model.lower_bound(KeyIn(r, "k1"));
+    for (int step = 0; step < 3 * static_cast<int>(kIteratorPage); ++step) {
+      it->Prev();
+      if (m == model.begin()) {
+        ASSERT_FALSE(it->Valid());
+        break;
+      }
+      --m;
+      ASSERT_TRUE(it->Valid());
+      ASSERT_EQ(it->key().ToString(), m->first);
+      ASSERT_EQ(it->value().ToString(), m->second);
+    }
+  }
+  // A new iterator sees the writes.
+  std::unique_ptr<leveldb::Iterator> fresh(db_->NewIterator(leveldb::ReadOptions()));
+  fresh->SeekToLast();
+  ASSERT_TRUE(fresh->Valid());
+  EXPECT_EQ(fresh->value().ToString(), "new last key");
+  fresh->SeekToFirst();
+  ASSERT_TRUE(fresh->Valid());
+  EXPECT_EQ(fresh->value().ToString(), "new empty key");
+}
+
+// Reverse walks over many keys and pages compared with a std::map: SeekToLast + Prev to the
+// front, and Seek + Prev from random places (backward pages, not forward rescans).
+TEST_P(NovaDbITest, ReverseWalksMatchModel) {
+  const uint64_t seed = test::TestSeed("ReverseWalksMatchModel");
+  std::mt19937_64 rnd(seed);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::map<std::string, std::string> model;
+  leveldb::WriteBatch batch;
+  for (int i = 0; i < 1000; ++i) {
+    std::string k(1 + rnd() % 4, '\0');
+    for (char& c : k) c = static_cast<char>(rnd() % 256);
+    model[k] = "v" + std::to_string(i);
+    batch.Put(k, model[k]);
+  }
+  // Keys on the range boundaries and the empty key.
+  for (const std::string& k : {std::string(), std::string("\x40"), std::string("\x80"),
+                               std::string("\xc0")}) {
+    model[k] = "edge";
+    batch.Put(k, "edge");
+  }
+  ASSERT_TRUE(db_->Write(leveldb::WriteOptions(), &batch).ok());
+  std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(leveldb::ReadOptions()));
+  ExpectWalksMatch(it.get(), model);
+  for (int round = 0; round < 30; ++round) {
+    std::string target(rnd() % 3, '\0');
+    for (char& c : target) c = static_cast<char>(rnd() % 256);
+    it->Seek(target);
+    auto pos = model.lower_bound(target);
+    ASSERT_EQ(it->Valid(), pos != model.end());
+    if (!it->Valid()) continue;
+    for (int step = 0; step < 50; ++step) {
+      it->Prev();
+      if (pos == model.begin()) {
+        ASSERT_FALSE(it->Valid());
+        break;
+      }
+      --pos;
+      ASSERT_TRUE(it->Valid()) << "round " << round << " step " << step;
+      ASSERT_EQ(it->key().ToString(), pos->first);
+    }
+  }
+  ASSERT_TRUE(it->status().ok()) << it->status().ToString();
+}
+
+// An iterator whose ranges' snapshots cannot be taken says so in status(); one whose
+// snapshot's LTC dies fails there; neither ever shows the latest data instead.
+TEST_P(NovaDbITest, IteratorFailsWithoutItsSnapshots) {
+  for (int r = 0; r < 4; ++r) ASSERT_TRUE(Put(KeyIn(r, "k"), "v1").ok());
+  // A whole page in range 0, so that the first page needs no other range.
+  for (size_t i = 0; i < kIteratorPage; ++i) {
+    ASSERT_TRUE(Put(KeyIn(0, "p" + std::to_string(i)), "v1").ok());
+  }
+  auto db = Open(2s);  // short deadlines: the dead LTC is not coming back
+  std::unique_ptr<leveldb::Iterator> before(db->NewIterator(leveldb::ReadOptions()));
+  ltcs_[1]->Kill();  // ranges 2 and 3
+  before->Seek(KeyIn(0, ""));
+  ASSERT_TRUE(before->Valid()) << before->status().ToString();
+  EXPECT_EQ(before->key().ToString(), KeyIn(0, "k"));
+  before->SeekToLast();  // range 3
+  EXPECT_FALSE(before->Valid());
+  EXPECT_TRUE(before->status().IsIOError()) << before->status().ToString();
+
+  std::unique_ptr<leveldb::Iterator> after(db->NewIterator(leveldb::ReadOptions()));
+  EXPECT_FALSE(after->Valid());
+  EXPECT_TRUE(after->status().IsIOError()) << after->status().ToString();
+  EXPECT_NE(after->status().ToString().find("snapshot"), std::string::npos)
+      << after->status().ToString();
+  after->SeekToFirst();  // range 0 is alive, but the iterator is no snapshot: no data
+  EXPECT_FALSE(after->Valid());
+  EXPECT_FALSE(after->status().ok());
+}
+
 TEST_P(NovaDbITest, SnapshotsAcrossRanges) {
   for (int r = 0; r < 4; ++r) ASSERT_TRUE(Put(KeyIn(r, "k"), "v1").ok());
   const leveldb::Snapshot* snap = db_->GetSnapshot();

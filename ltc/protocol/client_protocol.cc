@@ -13,6 +13,9 @@ constexpr size_t kMaxReserve = 1024;
 // Snapshot/keys-only flag bits of a Scan request. DO NOT CHANGE: on the wire.
 constexpr uint8_t kScanKeysOnly = 1;
 constexpr uint8_t kScanKnownFlags = kScanKeysOnly;
+// The trailing direction byte of a reverse Scan request (absent: forward). DO NOT CHANGE:
+// on the wire.
+constexpr uint8_t kScanReverse = 1;
 
 // RangeStats flag bits. DO NOT CHANGE: on the wire.
 constexpr uint8_t kStatsWithTables = 1;
@@ -161,7 +164,9 @@ Status DecodeWriteRequest(std::string_view in, WriteRequest* r) {
   return Finish(rd, "Write request");
 }
 
-// Scan: u64 epoch, bytes start, u32 count, u64 snapshot, u8 flags.
+// Scan: u64 epoch, bytes start, u32 count, u64 snapshot, u8 flags [, u8 direction]. The
+// direction byte is trailing (written only for a reverse scan, read only when bytes remain)
+// and must then be kScanReverse.
 std::string EncodeScanRequest(const ScanRequest& r) {
   wire::PayloadWriter w;
   w.PutU64(r.epoch);
@@ -169,22 +174,30 @@ std::string EncodeScanRequest(const ScanRequest& r) {
   w.PutU32(r.count);
   w.PutU64(r.snapshot);
   w.PutU8(r.keys_only ? kScanKeysOnly : 0);
+  if (r.reverse) w.PutU8(kScanReverse);
   return w.Finish();
 }
 
 Status DecodeScanRequest(std::string_view in, ScanRequest* r) {
   wire::PayloadReader rd(in);
   uint8_t flags = 0;
+  uint8_t direction = 0;
   rd.GetU64("epoch", &r->epoch);
   rd.GetString("start", &r->start);
   rd.GetU32("count", &r->count);
   rd.GetU64("snapshot", &r->snapshot);
   rd.GetU8("flags", &flags);
+  const bool has_direction = rd.status().ok() && rd.remaining() > 0;
+  if (has_direction) rd.GetU8("direction", &direction);
   NOVA_RETURN_NOT_OK(Finish(rd, "Scan request"));
   if ((flags & ~kScanKnownFlags) != 0) {
     return Status::Corruption("Scan request: unknown flags " + std::to_string(flags));
   }
+  if (has_direction && direction != kScanReverse) {
+    return Status::Corruption("Scan request: unknown direction " + std::to_string(direction));
+  }
   r->keys_only = (flags & kScanKeysOnly) != 0;
+  r->reverse = has_direction;
   return Status::OK();
 }
 

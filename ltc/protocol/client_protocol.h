@@ -55,6 +55,14 @@ struct RangeInfo {
   uint32_t id = 0;
   KeyRange keys;
   bool Contains(std::string_view key) const { return keys.Contains(key); }
+  // True if the keys just below `key` are this range's: start < key <= end; for the empty
+  // key (a reverse scan "from the end"), if the range has no end. The range a reverse Scan
+  // from `key` reads first (see ScanRequest).
+  bool HoldsKeysBelow(std::string_view key) const {
+    if (key.empty()) return keys.unbounded();
+    return std::string_view(keys.start) < key &&
+           (keys.unbounded() || key <= std::string_view(*keys.end));
+  }
   bool operator==(const RangeInfo&) const = default;
 };
 
@@ -94,18 +102,29 @@ struct WriteRequest {
   std::vector<BatchEntry> entries;
 };
 
+// Forward (the default): up to `count` pairs with key >= start, ascending, from the range
+// holding `start`. Reverse: up to `count` pairs with key < start (strictly below; an empty
+// start means from the end of the key space, or of the snapshot's range), descending, from
+// the range holding the keys just below `start` (the range r with r.start < start <= r.end;
+// the range ending at `start`, not the one beginning there). docs/protocol.md "Scan".
 struct ScanRequest {
   uint64_t epoch = 0;
   std::string start;
   uint32_t count = 0;
   uint64_t snapshot = 0;   // 0: latest; else the scan stays within the snapshot's range
   bool keys_only = false;  // values are returned empty (counting)
+  // A trailing field (added after the first version): encoded only when true, so a forward
+  // scan's bytes are the old encoding, and an old LTC refuses a reverse scan (Corruption:
+  // trailing bytes) instead of answering it forward.
+  bool reverse = false;
 };
 struct ScanResponse {
   std::vector<std::pair<std::string, std::string>> pairs;
-  // Where the scan should go on: empty with `end_of_keys` when the key space is exhausted.
-  // Otherwise the next key to ask for (the end of the last range scanned, which another LTC
-  // may own, or just past the last key when the reply filled up).
+  // Where the scan should go on, as the next request's `start` (same direction): empty with
+  // `end_of_keys` when the key space is exhausted in the scan's direction. Forward: the end
+  // of the last range scanned (which another LTC may own), or just past the last key when
+  // the reply filled up. Reverse: the start of the last range scanned (the keys below it
+  // are in the previous range), or the last (smallest) key when the reply filled up.
   std::string next_start;
   bool end_of_keys = false;
 };

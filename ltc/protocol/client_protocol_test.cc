@@ -58,6 +58,45 @@ TEST(ClientProtocolTest, RequestsRoundTrip) {
   EXPECT_EQ(sr2.next_start, "c");
 }
 
+// The reverse flag is a trailing byte: a forward request is byte for byte the encoding of
+// before it existed (so old clients' requests decode, as forward), a reverse one is that
+// plus one byte, and anything else there is refused.
+TEST(ClientProtocolTest, ScanDirectionIsATrailingField) {
+  wire::PayloadWriter w;  // the first version's layout, written field by field
+  w.PutU64(4);
+  w.PutBytes(std::string("s\0t", 3));
+  w.PutU32(10);
+  w.PutU64(3);
+  w.PutU8(1);  // keys only
+  const std::string legacy = w.Finish();
+  ScanRequest forward{4, std::string("s\0t", 3), 10, 3, true};
+  EXPECT_EQ(EncodeScanRequest(forward), legacy);
+  ClientRequest r;
+  r.scan.reverse = true;
+  ASSERT_TRUE(DecodeClientRequest(0x0306, legacy, &r).ok());
+  EXPECT_FALSE(r.scan.reverse);
+  EXPECT_TRUE(r.scan.keys_only);
+  EXPECT_EQ(r.scan.start, forward.start);
+
+  ScanRequest reverse = forward;
+  reverse.reverse = true;
+  const std::string rev = EncodeScanRequest(reverse);
+  ASSERT_EQ(rev, legacy + std::string(1, '\x01'));
+  ASSERT_TRUE(DecodeClientRequest(0x0306, rev, &r).ok());
+  EXPECT_TRUE(r.scan.reverse);
+  EXPECT_TRUE(r.scan.keys_only);
+  EXPECT_EQ(r.scan.count, 10u);
+  EXPECT_EQ(r.scan.snapshot, 3u);
+  // An unknown direction, or more bytes after it, is corrupt.
+  EXPECT_TRUE(DecodeClientRequest(0x0306, legacy + std::string(1, '\0'), &r).IsCorruption());
+  EXPECT_TRUE(DecodeClientRequest(0x0306, legacy + "\x02", &r).IsCorruption());
+  EXPECT_TRUE(DecodeClientRequest(0x0306, rev + "\x01", &r).IsCorruption());
+  // Truncations short of the legacy fields fail cleanly.
+  for (size_t i = 0; i < legacy.size(); ++i) {
+    EXPECT_FALSE(DecodeClientRequest(0x0306, rev.substr(0, i), &r).ok()) << i;
+  }
+}
+
 TEST(ClientProtocolTest, HostileInputIsRefused) {
   ClientRequest r;
   EXPECT_EQ(DecodeClientRequest(0x0399, "", &r).code(), Status::Code::kNotSupported);

@@ -66,7 +66,7 @@ bool SameRequest(const ClientRequest& a, const ClientRequest& b) {
   }
   return a.scan.epoch == b.scan.epoch && a.scan.start == b.scan.start &&
          a.scan.count == b.scan.count && a.scan.snapshot == b.scan.snapshot &&
-         a.scan.keys_only == b.scan.keys_only;
+         a.scan.keys_only == b.scan.keys_only && a.scan.reverse == b.scan.reverse;
 }
 
 }  // namespace

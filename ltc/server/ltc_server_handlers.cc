@@ -1,4 +1,5 @@
 // LtcServer's request handlers: routing by key and epoch, and each request type.
+#include <algorithm>
 #include <memory>
 #include <sstream>
 
@@ -7,6 +8,140 @@
 #include "common/hex.h"
 
 namespace nova::ltc {
+namespace {
+
+// Where a Scan reads: one range's backend, its bounds, and the snapshot (null: latest).
+struct ScanCursor {
+  std::shared_ptr<RangeBackend> backend;
+  RangeInfo info;
+  RangeBackend::Snapshot snap = nullptr;
+};
+
+struct ScanLimits {
+  uint32_t count = 0;      // pairs
+  uint64_t max_bytes = 0;  // keys + values (the reply stops at the first pair reaching it)
+  bool keys_only = false;
+};
+
+Status IteratorStatus(const leveldb::Iterator& it) {
+  return it.status().ok() ? Status::OK() : Status::IOError(it.status().ToString());
+}
+
+// Appends the pair at `it` to *resp; true when the reply is full.
+bool AddPair(const leveldb::Iterator& it, const ScanLimits& limits, uint64_t* bytes,
+             ScanResponse* resp) {
+  const leveldb::Slice k = it.key();
+  const leveldb::Slice v = limits.keys_only ? leveldb::Slice() : it.value();
+  resp->pairs.emplace_back(k.ToString(), v.ToString());
+  *bytes += k.size() + v.size();
+  return resp->pairs.size() >= limits.count || *bytes >= limits.max_bytes;
+}
+
+// The hosted range holding the keys just below `key` (RangeInfo::HoldsKeysBelow), or null.
+const HostedRange* FindBelow(const HostedRanges& t, std::string_view key) {
+  // The last range starting before `key` is the only candidate (the last range, for "").
+  auto it = key.empty() ? t.ranges.end()
+                        : std::lower_bound(t.ranges.begin(), t.ranges.end(), key,
+                                           [](const HostedRange& h, std::string_view k) {
+                                             return h.info.keys.start < k;
+                                           });
+  if (it == t.ranges.begin()) return nullptr;
+  --it;
+  return it->info.HoldsKeysBelow(key) ? &*it : nullptr;
+}
+
+// Forward: pairs with key >= start from c's range on, ascending; when `t` is set (not a
+// snapshot) the scan continues into the next range while this LTC owns it and it is open.
+Status ScanForward(const HostedRanges* t, std::string start, const ScanLimits& limits,
+                   ScanCursor c, ScanResponse* resp) {
+  uint64_t bytes = 0;
+  for (;;) {
+    std::unique_ptr<leveldb::Iterator> it(c.backend->NewIterator(c.snap));
+    bool full = false;
+    for (it->Seek(start); it->Valid(); it->Next()) {
+      if (!c.info.keys.unbounded() && it->key().compare(*c.info.keys.end) >= 0) break;
+      full = AddPair(*it, limits, &bytes, resp);
+      if (full) break;
+    }
+    NOVA_RETURN_NOT_OK(IteratorStatus(*it));
+    if (full) {
+      // Continue just past the last key: the smallest key greater than it.
+      resp->next_start = resp->pairs.back().first + '\0';
+      return Status::OK();
+    }
+    if (c.info.keys.unbounded()) {
+      resp->end_of_keys = true;
+      return Status::OK();
+    }
+    resp->next_start = *c.info.keys.end;
+    if (t == nullptr) return Status::OK();
+    const HostedRange* next = t->Find(*c.info.keys.end);
+    if (next == nullptr || next->info.keys.start != *c.info.keys.end) return Status::OK();
+    auto b = next->slot->TryGet();
+    if (b == nullptr) return Status::OK();  // still recovering: the client continues there later
+    c.backend = std::move(b);
+    c.info = next->info;
+    start = c.info.keys.start;
+  }
+}
+
+// Reverse: pairs with key < before (empty: to the end of c's range) from c's range back,
+// descending; when `t` is set the scan continues into the previous range while this LTC
+// owns it and it is open.
+//   1. next_start is the start of the last range scanned when that range is exhausted (the
+//      keys below it are the previous range's), or the last (smallest) key returned when
+//      the reply is full: the next request asks for the keys strictly below it.
+//   2. The empty key is the smallest: a reply ending at it, or a range starting at "" that
+//      is exhausted, ends the key space (end_of_keys).
+Status ScanBackward(const HostedRanges* t, std::string before, const ScanLimits& limits,
+                    ScanCursor c, ScanResponse* resp) {
+  uint64_t bytes = 0;
+  for (;;) {
+    if (before.empty() && !c.info.keys.unbounded()) before = *c.info.keys.end;
+    std::unique_ptr<leveldb::Iterator> it(c.backend->NewIterator(c.snap));
+    // The last key < before: one step back from the first key >= before.
+    if (before.empty()) {
+      it->SeekToLast();
+    } else {
+      it->Seek(before);
+      if (it->Valid()) {
+        it->Prev();
+      } else if (it->status().ok()) {
+        it->SeekToLast();
+      }
+    }
+    bool full = false;
+    for (; it->Valid(); it->Prev()) {
+      if (it->key().compare(c.info.keys.start) < 0) break;
+      full = AddPair(*it, limits, &bytes, resp);
+      if (full) break;
+    }
+    NOVA_RETURN_NOT_OK(IteratorStatus(*it));
+    if (full) {
+      resp->next_start = resp->pairs.back().first;
+      resp->end_of_keys = resp->next_start.empty();
+      return Status::OK();
+    }
+    if (c.info.keys.start.empty()) {
+      resp->end_of_keys = true;
+      return Status::OK();
+    }
+    resp->next_start = c.info.keys.start;
+    if (t == nullptr) return Status::OK();
+    const HostedRange* prev = FindBelow(*t, c.info.keys.start);
+    if (prev == nullptr || prev->info.keys.unbounded() ||
+        *prev->info.keys.end != c.info.keys.start) {
+      return Status::OK();
+    }
+    auto b = prev->slot->TryGet();
+    if (b == nullptr) return Status::OK();  // still recovering: the client continues there later
+    c.backend = std::move(b);
+    c.info = prev->info;
+    before = *c.info.keys.end;
+  }
+}
+
+}  // namespace
 
 Result<const HostedRange*> LtcServer::Route(const HostedRanges& t, uint64_t epoch,
                                             std::string_view key) const {
@@ -111,70 +246,48 @@ Result<std::string> LtcServer::HandleWrite(const HostedRanges& t, const ClientRe
 Result<std::string> LtcServer::HandleScan(ClientConn* conn, const HostedRanges& t,
                                           const ClientRequest& r) {
   const ScanRequest& q = r.scan;
-  // The ranges to scan, in order: the snapshot's range only, or the owned ranges from the
-  // one holding `start` for as long as they are contiguous.
-  std::shared_ptr<RangeBackend> backend;
-  RangeInfo info;
-  RangeBackend::Snapshot snap = nullptr;
+  // The first range to scan: the snapshot's range (the scan stays in it), or the owned
+  // range holding `start` (forward) or the keys just below it (reverse).
+  ScanCursor c;
   if (q.snapshot != 0) {
     ClientConn::Snap s;
     NOVA_RETURN_NOT_OK(conn->FindSnapshot(q.snapshot, &s));
-    backend = s.backend.lock();
-    info = std::move(s.info);
-    snap = s.handle;
-    if (backend == nullptr) {
+    c.backend = s.backend.lock();
+    c.info = std::move(s.info);
+    c.snap = s.handle;
+    if (c.backend == nullptr) {
       return FormatWrongRange(t.epoch, "the snapshot's range has left this LTC");
     }
-    if (!info.Contains(q.start)) {
+    if (!q.reverse && !c.info.Contains(q.start)) {
       return Status::InvalidArgument("scan start is outside the snapshot's range");
     }
+    if (q.reverse && !q.start.empty() && !c.info.HoldsKeysBelow(q.start)) {
+      return Status::InvalidArgument(
+          "reverse scan start is outside the snapshot's range (the keys just below it are "
+          "not in range " + std::to_string(c.info.id) + ")");
+    }
   } else {
-    auto h = Route(t, q.epoch, q.start);
+    const HostedRange* below = q.reverse ? FindBelow(t, q.start) : nullptr;
+    // Route checks the epoch; a reverse scan is routed by its first range's start, which
+    // that range holds.
+    auto h = Route(t, q.epoch, below != nullptr ? std::string_view(below->info.keys.start)
+                                                : std::string_view(q.start));
     if (!h.ok()) return h.status();
+    if (q.reverse && below == nullptr) {
+      return FormatWrongRange(t.epoch, "LTC " + std::to_string(t.ltc_id) +
+                                           " does not own the range holding the keys below "
+                                           "the scan's start");
+    }
     auto b = ranges_.BackendOf(*h.value());
     if (!b.ok()) return b.status();
-    backend = b.value();
-    info = h.value()->info;
+    c.backend = b.value();
+    c.info = h.value()->info;
   }
   ScanResponse resp;
-  uint64_t bytes = 0;
-  std::string start = q.start;
-  for (;;) {
-    std::unique_ptr<leveldb::Iterator> it(backend->NewIterator(snap));
-    bool full = false;
-    for (it->Seek(start); it->Valid(); it->Next()) {
-      const leveldb::Slice k = it->key();
-      if (!info.keys.unbounded() && k.compare(*info.keys.end) >= 0) break;
-      const leveldb::Slice v = q.keys_only ? leveldb::Slice() : it->value();
-      resp.pairs.emplace_back(k.ToString(), v.ToString());
-      bytes += k.size() + v.size();
-      if (resp.pairs.size() >= q.count || bytes >= options_.max_scan_reply_bytes) {
-        full = true;
-        break;
-      }
-    }
-    NOVA_RETURN_NOT_OK(Status(it->status().ok() ? Status::OK()
-                                                : Status::IOError(it->status().ToString())));
-    if (full) {
-      // Continue just past the last key: the smallest key greater than it.
-      resp.next_start = resp.pairs.back().first + '\0';
-      break;
-    }
-    if (info.keys.unbounded()) {
-      resp.end_of_keys = true;
-      break;
-    }
-    resp.next_start = *info.keys.end;
-    if (q.snapshot != 0) break;
-    // Go on into the next range if this LTC owns it too.
-    const HostedRange* next = t.Find(*info.keys.end);
-    if (next == nullptr || next->info.keys.start != *info.keys.end) break;
-    auto b = next->slot->TryGet();
-    if (b == nullptr) break;  // still recovering: the client continues there later
-    backend = b;
-    info = next->info;
-    start = info.keys.start;
-  }
+  const ScanLimits limits{q.count, options_.max_scan_reply_bytes, q.keys_only};
+  const HostedRanges* more = q.snapshot != 0 ? nullptr : &t;
+  NOVA_RETURN_NOT_OK(q.reverse ? ScanBackward(more, q.start, limits, c, &resp)
+                               : ScanForward(more, q.start, limits, c, &resp));
   return EncodeScanResponse(resp);
 }
 

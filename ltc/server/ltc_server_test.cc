@@ -1,17 +1,21 @@
 // LtcServer in process (--engine=leveldb backends): a new assignment opens added ranges,
 // closes removed ones, and makes requests with the old epoch WrongRange; a range that is
-// still opening blocks only its own requests. Administration (ApproximateSizes,
-// CompactRange, RangeStats) over Nova engines on in-memory table stores and over LevelDB.
+// still opening blocks only its own requests; reverse scans cross ranges and LTCs, and stay
+// in a snapshot's range. Administration (ApproximateSizes, CompactRange, RangeStats) over
+// Nova engines on in-memory table stores and over LevelDB.
 #include "ltc/server/ltc_server.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <future>
+#include <map>
+#include <random>
 
 #include "client/ltc_connection.h"
 #include "client/nova_client.h"
 #include "common/lsm/memory_table_store.h"
+#include "common/hex.h"
 #include "common/mutex.h"
 #include "ltc/engine/range_engine.h"
 #include "tests/util/test_util.h"
@@ -338,6 +342,235 @@ TEST(LtcServerAdminTest, LevelDbBackendsAnswerToo) {
     EXPECT_EQ(f.levels[0].files, 0u) << f.range.id;  // compacted
   }
   server.Shutdown();
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+// Two in-process LTCs over 4 equal ranges (starts "", 0x40, 0x80, 0xc0): ranges 0-1 on the
+// first, 2-3 on the second, at epoch 1.
+class TwoLtcs {
+ public:
+  explicit TwoLtcs(const std::string& name, uint64_t max_scan_reply_bytes = 4ull << 20) {
+    auto all = EqualRanges(4);
+    EXPECT_TRUE(all.ok());
+    for (int i = 0; i < 2; ++i) {
+      LtcAssignment a;
+      a.epoch = 1;
+      a.ltc_id = static_cast<uint32_t>(i + 1);
+      a.ranges = {all.value()[2 * i], all.value()[2 * i + 1]};
+      sources_[i] = std::make_unique<StaticAssignmentSource>(a);
+      LtcServerOptions so;
+      so.max_scan_reply_bytes = max_scan_reply_bytes;
+      servers_[i] = std::make_unique<LtcServer>(
+          so, sources_[i].get(),
+          LevelDbBackendFactory({.dir = test::TestTempDir(name + std::to_string(i)),
+                                 .write_buffer_bytes = 1 << 20}),
+          &metrics_[i]);
+      EXPECT_TRUE(servers_[i]->Init().ok());
+      EXPECT_TRUE(servers_[i]->Start().ok());
+    }
+  }
+  ~TwoLtcs() {
+    for (auto& s : servers_) s->Shutdown();
+  }
+  std::string address(int i) const { return servers_[i]->address(); }
+
+ private:
+  MetricsRegistry metrics_[2];
+  std::unique_ptr<StaticAssignmentSource> sources_[2];
+  std::unique_ptr<LtcServer> servers_[2];
+};
+
+// One request on a fresh connection to `address`: the raw reply of a Scan.
+Status RawScan(const std::string& address, const ScanRequest& q, ScanResponse* out) {
+  const Deadline deadline = Deadline::After(10s);
+  auto conn = client::LtcConnection::Connect(address, deadline, 64 << 20);
+  if (!conn.ok()) return conn.status();
+  std::promise<std::pair<Status, std::string>> p;
+  conn.value()->Call(static_cast<uint16_t>(ClientMsg::kScan), EncodeScanRequest(q), deadline,
+                     [&p](const Status& s, std::string r) { p.set_value({s, std::move(r)}); });
+  auto [s, payload] = p.get_future().get();
+  conn.value()->Close();
+  if (!s.ok()) return s;
+  return DecodeScanResponse(payload, out);
+}
+
+// The model's pairs with key < before (all for ""), descending, at most `limit`.
+KeyValues Below(const std::map<std::string, std::string>& model, const std::string& before,
+                size_t limit) {
+  KeyValues out;
+  auto it = before.empty() ? model.end() : model.lower_bound(before);
+  while (it != model.begin() && out.size() < limit) {
+    --it;
+    out.emplace_back(it->first, it->second);
+  }
+  return out;
+}
+
+// A reverse scan starts in the range holding the keys just below its start (the range
+// *ending* at a range boundary), continues into earlier ranges of the same LTC, hands over
+// to the other LTC through next_start, and pages by its last key when the reply is full.
+TEST(LtcServerTest, ReverseScanAcrossRangesAndLtcs) {
+  TwoLtcs ltcs("ltc_server_test_reverse");
+  client::ClientOptions co;
+  co.ltcs = {ltcs.address(0), ltcs.address(1)};
+  client::NovaClient c(co);
+  ASSERT_TRUE(c.Init().ok());
+  const uint64_t seed = test::TestSeed("ReverseScanAcrossRangesAndLtcs");
+  std::mt19937_64 rnd(seed);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::map<std::string, std::string> model;
+  // The boundaries and their neighbours, the empty key, and random keys.
+  for (const std::string& k :
+       {std::string(), std::string("\x3f\xff", 2), std::string("\x40", 1),
+        std::string("\x40\x00", 2), std::string("\x7f", 1), std::string("\x80", 1),
+        std::string("\xc0", 1), std::string("\xff\xff", 2)}) {
+    model[k] = "b" + std::to_string(model.size());
+  }
+  for (int i = 0; i < 200; ++i) {
+    std::string k(1 + rnd() % 3, '\0');
+    for (char& ch : k) ch = static_cast<char>(rnd() % 256);
+    model[k] = "v" + std::to_string(i);
+  }
+  for (const auto& [k, v] : model) ASSERT_TRUE(c.Put(k, v).ok()) << EscapeBytes(k);
+
+  // Whole reverse walks and walks from every boundary and some keys, with several limits.
+  std::vector<std::string> starts = {"", "\x40", "\x80", "\xc0", std::string("\x40\x00", 2),
+                                     std::string(1, '\0')};
+  for (int i = 0; i < 20; ++i) starts.push_back(std::next(model.begin(), rnd() % model.size())->first);
+  for (const std::string& start : starts) {
+    for (size_t limit : {size_t{1}, size_t{3}, size_t{1000}}) {
+      KeyValues got;
+      Status s = c.ScanReverse(start, limit, &got);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(got, Below(model, start, limit)) << "from '" << EscapeBytes(start) << "'";
+    }
+  }
+  // Paging by hand: each page continues below the last key of the one before.
+  KeyValues all;
+  std::string pos;
+  for (;;) {
+    KeyValues page;
+    ASSERT_TRUE(c.ScanReverse(pos, 7, &page).ok());
+    all.insert(all.end(), page.begin(), page.end());
+    if (page.size() < 7 || page.back().first.empty()) break;
+    pos = page.back().first;
+  }
+  EXPECT_EQ(all, Below(model, "", model.size()));
+
+  // The raw replies: the second LTC's from the end stops at its first range's start...
+  ScanResponse r;
+  ASSERT_TRUE(RawScan(ltcs.address(1), {0, "", 1000, 0, false, true}, &r).ok());
+  KeyValues upper;  // the keys of ranges 2 and 3, descending
+  for (auto it = model.rbegin(); it != model.rend() && it->first >= "\x80"; ++it) {
+    upper.emplace_back(it->first, it->second);
+  }
+  EXPECT_EQ(r.pairs, upper);
+  EXPECT_EQ(r.next_start, "\x80");
+  EXPECT_FALSE(r.end_of_keys);
+  // ...which names the first LTC's range 1 (the range ending there), whence it goes on
+  // through range 0 to the beginning of the key space (the empty key included).
+  ASSERT_TRUE(RawScan(ltcs.address(0), {0, "\x80", 1000, 0, false, true}, &r).ok());
+  EXPECT_EQ(r.pairs, Below(model, "\x80", model.size()));
+  EXPECT_TRUE(r.end_of_keys);
+  // A full reply continues at its last key.
+  ASSERT_TRUE(RawScan(ltcs.address(0), {0, "\x80", 2, 0, false, true}, &r).ok());
+  ASSERT_EQ(r.pairs.size(), 2u);
+  EXPECT_EQ(r.next_start, r.pairs.back().first);
+  EXPECT_FALSE(r.end_of_keys);
+  // A full reply ending at the empty key ends the key space.
+  ASSERT_TRUE(RawScan(ltcs.address(0), {0, std::string(1, '\0'), 1, 0, false, true}, &r).ok());
+  ASSERT_EQ(r.pairs, (KeyValues{{"", model[""]}}));
+  EXPECT_TRUE(r.end_of_keys);
+  // The range below the start belongs to the other LTC: WrongRange, both ways round.
+  Status s = RawScan(ltcs.address(1), {0, "\x80", 10, 0, false, true}, &r);
+  EXPECT_TRUE(s.IsWrongRange()) << s.ToString();
+  s = RawScan(ltcs.address(0), {0, "", 10, 0, false, true}, &r);
+  EXPECT_TRUE(s.IsWrongRange()) << s.ToString();
+  // Keys only, in reverse.
+  ASSERT_TRUE(RawScan(ltcs.address(1), {0, "", 1, 0, true, true}, &r).ok());
+  ASSERT_EQ(r.pairs.size(), 1u);
+  EXPECT_EQ(r.pairs[0].first, model.rbegin()->first);
+  EXPECT_EQ(r.pairs[0].second, "");
+}
+
+// Small replies (the byte cap) make the LTC stop inside a range: the client pages on.
+TEST(LtcServerTest, ReverseScanPagesByReplySize) {
+  TwoLtcs ltcs("ltc_server_test_reverse_small", /*max_scan_reply_bytes=*/16);
+  client::ClientOptions co;
+  co.ltcs = {ltcs.address(0), ltcs.address(1)};
+  client::NovaClient c(co);
+  ASSERT_TRUE(c.Init().ok());
+  std::map<std::string, std::string> model;
+  for (int i = 0; i < 256; i += 3) {
+    model[std::string(1, static_cast<char>(i)) + "key"] = "value" + std::to_string(i);
+  }
+  for (const auto& [k, v] : model) ASSERT_TRUE(c.Put(k, v).ok());
+  KeyValues got;
+  ASSERT_TRUE(c.ScanReverse("", 100000, &got).ok());
+  EXPECT_EQ(got, Below(model, "", model.size()));
+  got.clear();
+  ASSERT_TRUE(c.ScanReverse("\xc0", 10, &got).ok());
+  EXPECT_EQ(got, Below(model, "\xc0", 10));
+}
+
+// A reverse scan at a snapshot reads the snapshot's state, only within its range; its
+// start must have the keys just below it in that range.
+TEST(LtcServerTest, ReverseScanAtSnapshotStaysInItsRange) {
+  TwoLtcs ltcs("ltc_server_test_reverse_snap");
+  client::ClientOptions co;
+  co.ltcs = {ltcs.address(0), ltcs.address(1)};
+  client::NovaClient c(co);
+  ASSERT_TRUE(c.Init().ok());
+  for (const char* k : {"\x10", "\x41", "\x50", "\x60", "\x7f", "\x90", "\xd0"}) {
+    ASSERT_TRUE(c.Put(k, "old").ok());
+  }
+  auto snap = c.GetSnapshot("\x50");  // range 1: [0x40, 0x80)
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  ASSERT_TRUE(c.Put("\x55", "new").ok());
+  ASSERT_TRUE(c.Put("\x60", "new").ok());
+  ASSERT_TRUE(c.Delete("\x41").ok());
+  const KeyValues old_range1 = {{"\x7f", "old"}, {"\x60", "old"}, {"\x50", "old"}, {"\x41", "old"}};
+  for (const std::string before : {"", "\x80"}) {  // from the range's end
+    ScanResponse r;
+    ASSERT_TRUE(c.ScanReverseAt(snap.value(), before, 100, &r).ok());
+    EXPECT_EQ(r.pairs, old_range1);
+    EXPECT_EQ(r.next_start, "\x40");  // exhausted: the range's start, never into range 0
+    EXPECT_FALSE(r.end_of_keys);
+  }
+  ScanResponse r;
+  ASSERT_TRUE(c.ScanReverseAt(snap.value(), "\x60", 1, &r).ok());
+  EXPECT_EQ(r.pairs, (KeyValues{{"\x50", "old"}}));
+  EXPECT_EQ(r.next_start, "\x50");
+  ASSERT_TRUE(c.ScanReverseAt(snap.value(), "\x41", 10, &r).ok());
+  EXPECT_TRUE(r.pairs.empty());
+  EXPECT_EQ(r.next_start, "\x40");
+  // The keys below 0x40 and 0x90 are not range 1's.
+  Status s = c.ScanReverseAt(snap.value(), "\x40", 10, &r);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  s = c.ScanReverseAt(snap.value(), "\x90", 10, &r);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  // The latest data has moved on.
+  KeyValues latest;
+  ASSERT_TRUE(c.ScanReverse("\x80", 10, &latest).ok());
+  EXPECT_EQ(latest, (KeyValues{{"\x7f", "old"}, {"\x60", "new"}, {"\x55", "new"}, {"\x50", "old"},
+                              {"\x10", "old"}}));
+  EXPECT_TRUE(c.ReleaseSnapshot(snap.value()).ok());
+  // The first range's snapshot reaches the beginning of the key space.
+  auto first = c.GetSnapshot("");
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(c.ScanReverseAt(first.value(), "", 10, &r).ok());
+  EXPECT_EQ(r.pairs, (KeyValues{{"\x10", "old"}}));
+  EXPECT_TRUE(r.end_of_keys);
+  EXPECT_TRUE(c.ReleaseSnapshot(first.value()).ok());
+  // Snapshots of every range at once, each in its range.
+  auto all = c.GetSnapshots({"", "\x40", "\x80", "\xc0", "\x99"});
+  ASSERT_EQ(all.size(), 5u);
+  for (const auto& one : all) ASSERT_TRUE(one.ok()) << one.status().ToString();
+  ASSERT_TRUE(c.ScanReverseAt(all[3].value(), "", 10, &r).ok());
+  EXPECT_EQ(r.pairs, (KeyValues{{"\xd0", "old"}}));
+  EXPECT_EQ(r.next_start, "\xc0");
+  ASSERT_TRUE(c.ScanReverseAt(all[4].value(), "\xc0", 10, &r).ok());  // range 2, via "\x99"
+  EXPECT_EQ(r.pairs, (KeyValues{{"\x90", "old"}}));
+  for (const auto& one : all) EXPECT_TRUE(c.ReleaseSnapshot(one.value()).ok());
 }
 
 }  // namespace
