@@ -342,6 +342,8 @@ TEST(LtcServerAdminTest, LevelDbBackendsAnswerToo) {
     EXPECT_EQ(f.levels[0].files, 0u) << f.range.id;  // compacted
   }
   server.Shutdown();
+}
+
 using KeyValues = std::vector<std::pair<std::string, std::string>>;
 
 // Two in-process LTCs over 4 equal ranges (starts "", 0x40, 0x80, 0xc0): ranges 0-1 on the
