@@ -31,6 +31,7 @@
 #include "client/cluster_uri.h"
 #include "client/nova_db.h"
 #include "common/clock.h"
+#include "common/wire/message.h"
 #include "coordinator/config_store.h"
 #include "leveldb/comparator.h"
 #include "leveldb/write_batch.h"
@@ -688,12 +689,15 @@ TEST_P(NovaDbITest, ThirtyTwoMiBBatchRefusedAtOnceWhenOverTheRequestLimit) {
   leveldb::WriteBatch b;
   b.Put(KeyIn(2, "small"), "v");  // another range's part, on the other LTC
   const std::string value(value_bytes, 'x');
+  ltc::WriteRequest range0;  // range 0's part, to size its request as the wire does
   uint64_t bytes = 0;
   for (int i = 0; bytes < kBatchBytes; ++i) {
-    b.Put(KeyIn(0, "big" + std::to_string(i)), value);
+    range0.entries.push_back({ltc::BatchOp::kPut, KeyIn(0, "big" + std::to_string(i)), value});
+    b.Put(range0.entries.back().key, value);
     bytes += value.size();
   }
-  if (bytes > l.max_request_bytes) {
+  const uint64_t request_bytes = wire::kHeaderBytes + ltc::EncodeWriteRequest(range0).size();
+  if (request_bytes > l.max_request_bytes) {
     ExpectRefusedAtOnce(db_.get(), &b, "--ltc_max_request_mb", {KeyIn(2, "small")});
     EXPECT_EQ(Get(KeyIn(0, "big0")), "NOT_FOUND");
   } else {
