@@ -2,7 +2,7 @@
 # Multi-range vs single-range batch latency and throughput (build/bin/batch_bench) against
 # a local cluster started with deploy/local_cluster.sh: 2 LTCs, 8 ranges (4 per LTC),
 # 3 StoCs, no LogCs. Stops the cluster and removes its directory at the end. Extra
-# arguments go to batch_bench (e.g. --json, --seconds=10, --batch_ops=256).
+# arguments go to batch_bench (e.g. --json, --seconds=5, --batch_ops=256).
 #
 #   benchmarks/batch_bench.sh [batch_bench flags]
 set -euo pipefail

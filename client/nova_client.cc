@@ -65,9 +65,10 @@ struct WritePart {
 };
 
 // `s` saying what became of the batch: nothing is applied until a part is sent.
-Status WithOutcome(const Status& s, bool sent_any) {
-  return Status(s.code(), s.message() + (sent_any ? "; parts in other ranges may have been applied"
-                                                  : "; nothing was applied"));
+Status WithOutcome(const Status& s, bool maybe_applied) {
+  const char* outcome =
+      maybe_applied ? "; parts of the batch may have been applied" : "; nothing was applied";
+  return Status(s.code(), s.message() + outcome);
 }
 
 }  // namespace
@@ -565,8 +566,9 @@ Status NovaClient::Write(const std::vector<ltc::BatchEntry>& batch) {
         const Status st = results[i].get();
         if (st.ok()) continue;
         if (!RetryPolicy::Retryable(st)) {
+          // An LTC's refusal applied nothing of its part; a timeout may have applied it.
           return WithOutcome(st.Prepend("Write: " + parts[i].Name()),
-                             sent_before || parts.size() > 1);
+                             sent_before || parts.size() > 1 || st.IsTimedOut());
         }
         last = st.Prepend(parts[i].Name());
         for (auto& e : parts[i].request.write.entries) retry.push_back(std::move(e));
