@@ -60,7 +60,7 @@ struct WritePart {
 
   std::string Name() const {
     return "the part for range " + std::to_string(range_id) + " (" +
-           std::to_string(request.write.entries.size()) + " operations, LTC " + address + ")";
+           std::to_string(request.write.entries.size()) + " operations)";
   }
 };
 
@@ -280,7 +280,7 @@ struct NovaClient::Impl {
                                   std::to_string(l.max_request_bytes) +
                                   " bytes (--ltc_max_request_mb)");
     }
-    return s.Prepend("refused by the limits of LTC " + address + ", nothing sent");
+    return s.Prepend("LTC " + address + " would refuse it");
   }
 
   void Execute(std::shared_ptr<Op> op) EXCLUDES(mu) {
