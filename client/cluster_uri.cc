@@ -78,7 +78,30 @@ class OwningZkRoutingSource final : public RoutingSource {
   OwningZkRoutingSource(coordinator::ConfigStoreOptions o, std::chrono::milliseconds wait)
       : store_(std::move(o)), source_(&store_, wait) {}
   ~OwningZkRoutingSource() override { store_.Shutdown(); }
-  Status Init() { return store_.Init(); }
+
+  // Starts the session and fails fast on what no wait would cure: Unavailable when no
+  // session is established within `open_timeout` (ZooKeeper unreachable, or too slow to
+  // be of use), NotFound when the cluster's configuration node does not exist (one read;
+  // it waits up to the store's op_timeout, as a ZooKeeper that gave a session is
+  // reachable, if slow).
+  Status Init(std::chrono::milliseconds open_timeout) {
+    NOVA_RETURN_NOT_OK(store_.Init());
+    const coordinator::ConfigStoreOptions& o = store_.options();
+    if (!store_.WaitConnected(open_timeout)) {
+      return Status::Unavailable("cannot reach ZooKeeper at " + o.zk_servers +
+                                 ": no session within " + std::to_string(open_timeout.count()) +
+                                 " ms (ClientOptions::zk_open_timeout)");
+    }
+    Result<coordinator::ClusterConfig> config = store_.ReadConfig();
+    if (config.status().IsNotFound()) {
+      return Status::NotFound("cluster '" + o.cluster + "' does not exist in ZooKeeper at " +
+                              o.zk_servers + " (no " + store_.ConfigPath() +
+                              "; create it with nova_admin create-cluster)");
+    }
+    if (!config.ok()) return config.status().Prepend("reading the cluster configuration");
+    return Status::OK();
+  }
+
   Result<RoutingTable> Fetch() override { return source_.Fetch(); }
 
  private:
@@ -90,13 +113,14 @@ class OwningZkRoutingSource final : public RoutingSource {
 
 Result<std::unique_ptr<RoutingSource>> NewZooKeeperRoutingSource(
     const std::string& zk, const std::string& cluster,
-    std::chrono::milliseconds first_config_wait) {
+    std::chrono::milliseconds first_config_wait, std::chrono::milliseconds open_timeout) {
   coordinator::ConfigStoreOptions o;
   o.zk_servers = zk;
   o.cluster = cluster;
   o.op_timeout = std::min<std::chrono::milliseconds>(o.op_timeout, first_config_wait);
   auto source = std::make_unique<OwningZkRoutingSource>(std::move(o), first_config_wait);
-  NOVA_RETURN_NOT_OK_PREPEND(source->Init(), "ZooKeeper " + zk + ", cluster " + cluster);
+  NOVA_RETURN_NOT_OK_PREPEND(source->Init(open_timeout),
+                             "ZooKeeper " + zk + ", cluster " + cluster);
   return std::unique_ptr<RoutingSource>(std::move(source));
 }
 
@@ -105,7 +129,8 @@ Result<std::unique_ptr<ClusterConnection>> ConnectToCluster(const ClusterLocator
   auto conn = std::make_unique<ClusterConnection>();
   std::string target;
   if (where.zookeeper()) {
-    auto source = NewZooKeeperRoutingSource(where.zk, where.cluster, options.timeout);
+    auto source = NewZooKeeperRoutingSource(where.zk, where.cluster, options.timeout,
+                                            options.zk_open_timeout);
     if (!source.ok()) return source.status();
     conn->routing = std::move(source.value());
     options.ltcs.clear();

@@ -43,11 +43,16 @@ Result<ClusterLocator> ParseClusterUri(std::string_view uri);
 Result<std::vector<std::string>> ParseAddressList(std::string_view list, std::string_view what);
 
 // The routing source of a ZooKeeper-managed cluster: a ZooKeeper session of its own and
-// the cluster's configuration as it changes. Its Fetch waits up to `first_config_wait` for
-// the first configuration (Unavailable after that, naming ZooKeeper).
+// the cluster's configuration as it changes. Fails when no ZooKeeper session is
+// established within `open_timeout` (Unavailable, "cannot reach ZooKeeper") or when the
+// cluster does not exist in ZooKeeper (NotFound, naming nova_admin create-cluster: one
+// read, once the session exists, waited for up to min(5 s, first_config_wait)). Its Fetch
+// waits up to `first_config_wait` for the first configuration (Unavailable after that,
+// naming ZooKeeper).
 Result<std::unique_ptr<RoutingSource>> NewZooKeeperRoutingSource(
     const std::string& zk, const std::string& cluster,
-    std::chrono::milliseconds first_config_wait = std::chrono::seconds(10));
+    std::chrono::milliseconds first_config_wait = std::chrono::seconds(10),
+    std::chrono::milliseconds open_timeout = kDefaultZkOpenTimeout);
 
 // A client and the routing source it reads (if the mode needs one of its own).
 struct ClusterConnection {
@@ -57,9 +62,11 @@ struct ClusterConnection {
 };
 
 // A client for `where`, Init()ed (its routing fetched). `options` supplies timeouts and
-// pool sizes; its ltcs/routing_source are replaced by `where`'s. Returns the error of the
-// routing source (e.g. Unavailable naming ZooKeeper) or of Init (e.g. NetworkError when no
-// LTC answers), prefixed with where it was connecting to.
+// pool sizes (and, in ZooKeeper mode, zk_open_timeout); its ltcs/routing_source are
+// replaced by `where`'s. Returns the error of the routing source (Unavailable naming
+// ZooKeeper within zk_open_timeout when it cannot be reached, NotFound when the cluster
+// does not exist in it) or of Init (e.g. NetworkError when no LTC answers), prefixed with
+// where it was connecting to.
 Result<std::unique_ptr<ClusterConnection>> ConnectToCluster(const ClusterLocator& where,
                                                             ClientOptions options);
 

@@ -7,9 +7,11 @@
 #include <thread>
 
 #include "client/ltc_connection.h"
+#include "common/hex.h"
 #include "common/mutex.h"
 #include "common/retry_policy.h"
 #include "common/wire/message.h"
+#include "ltc/protocol/client_request.h"
 
 namespace nova::client {
 namespace {
@@ -20,6 +22,54 @@ using ltc::ClientMsg;
 constexpr uint32_t kScanPage = 10000;
 
 uint16_t T(ClientMsg m) { return static_cast<uint16_t>(m); }
+
+// Sends one request on `conn` and waits for its outcome (no retries).
+std::pair<Status, std::string> CallOnce(LtcConnection* conn, ClientMsg type,
+                                        std::string_view payload, Deadline deadline) {
+  std::promise<std::pair<Status, std::string>> p;
+  auto f = p.get_future();
+  conn->Call(T(type), payload, deadline,
+             [&p](const Status& s, std::string r) { p.set_value({s, std::move(r)}); });
+  return f.get();
+}
+
+// A Get, Put or Delete: the request shared by its encoder and its limit check (an op's
+// attempts run one at a time, so the encoder may set the epoch in place).
+std::shared_ptr<ltc::ClientRequest> KeyOp(ClientMsg type, const std::string& key,
+                                          const std::string& value) {
+  auto r = std::make_shared<ltc::ClientRequest>();
+  r->type = type;
+  r->key = ltc::KeyRequest{0, key, value, 0};
+  return r;
+}
+
+std::function<std::string(uint64_t)> EncodeKeyOp(std::shared_ptr<ltc::ClientRequest> r) {
+  return [r = std::move(r)](uint64_t epoch) {
+    r->key.epoch = epoch;
+    return ltc::EncodeKeyRequest(r->type, r->key);
+  };
+}
+
+// One range's part of a batch, routed, connected and checked: ready to send.
+struct WritePart {
+  uint32_t range_id = 0;
+  std::string address;
+  std::shared_ptr<LtcConnection> conn;
+  ltc::ClientRequest request;  // kWrite: the part's entries, in batch order
+  std::string payload;         // request.write, encoded
+
+  std::string Name() const {
+    return "the part for range " + std::to_string(range_id) + " (" +
+           std::to_string(request.write.entries.size()) + " operations)";
+  }
+};
+
+// `s` saying what became of the batch: nothing is applied until a part is sent.
+Status WithOutcome(const Status& s, bool maybe_applied) {
+  const char* outcome =
+      maybe_applied ? "; parts of the batch may have been applied" : "; nothing was applied";
+  return Status(s.code(), s.message() + outcome);
+}
 
 }  // namespace
 
@@ -113,6 +163,8 @@ struct NovaClient::Impl {
     Status last;
     const char* what = "";
     CallCallback done;
+    // Checked against the limits of the LTC it is sent to, before each send (null: none).
+    std::shared_ptr<const ltc::ClientRequest> request;
   };
 
   const ClientOptions options;
@@ -126,6 +178,8 @@ struct NovaClient::Impl {
   mutable Mutex mu;
   RoutingTable table GUARDED_BY(mu);
   std::map<std::string, std::vector<std::shared_ptr<LtcConnection>>> pools GUARDED_BY(mu);
+  // What each LTC reported of its limits on the newest connection to it (by address).
+  std::map<std::string, ltc::ClientLimits> limits GUARDED_BY(mu);
   uint64_t round_robin GUARDED_BY(mu) = 0;
   MonoTime last_refresh GUARDED_BY(mu){};
 
@@ -202,10 +256,44 @@ struct NovaClient::Impl {
         Deadline(std::min(deadline.when(), MonoNow() + options.connect_timeout));
     auto c = LtcConnection::Connect(address, connect_deadline, options.max_response_bytes);
     if (!c.ok()) return c.status();
+    // Learn the LTC's limits before anything is sent on the connection: a new connection may
+    // reach a restarted LTC with other flags.
+    auto [s, payload] = CallOnce(c.value().get(), ClientMsg::kDescribe, "", deadline);
+    ltc::DescribeResponse d;
+    if (s.ok()) s = ltc::DecodeDescribeResponse(payload, &d);
+    if (!s.ok()) {
+      c.value()->Close();
+      return s.Prepend("describing LTC " + address);
+    }
     MutexLock l(&mu);
     pools[address][i] = c.value();
+    limits[address] = d.limits;
     if (chosen) *chosen = i;
     return c.value();
+  }
+
+  // InvalidArgument naming the limit and its flag when `request`, `payload_bytes` long once
+  // encoded, is over the limits `address` reported; OK within them, or when none are known
+  // (no connection to it yet: the LTC checks anyway).
+  Status CheckLimits(const std::string& address, const ltc::ClientRequest& request,
+                     size_t payload_bytes) const EXCLUDES(mu) {
+    ltc::ClientLimits l;
+    {
+      MutexLock lock(&mu);
+      auto it = limits.find(address);
+      if (it == limits.end()) return Status::OK();
+      l = it->second;
+    }
+    Status s = ltc::CheckClientLimits(request, l);
+    const uint64_t request_bytes = wire::kHeaderBytes + payload_bytes;
+    if (s.ok() && request_bytes > l.max_request_bytes) {
+      // The LTC's own words (connection_listener.cc) for the same refusal.
+      s = Status::InvalidArgument("request of " + std::to_string(request_bytes) +
+                                  " bytes exceeds the limit of " +
+                                  std::to_string(l.max_request_bytes) +
+                                  " bytes (--ltc_max_request_mb)");
+    }
+    return s.Prepend("LTC " + address + " would refuse it");
   }
 
   void Execute(std::shared_ptr<Op> op) EXCLUDES(mu) {
@@ -232,7 +320,15 @@ struct NovaClient::Impl {
       Retry(op, conn.status());
       return;
     }
-    conn.value()->Call(op->type, op->encode(epoch), op->deadline,
+    const std::string payload = op->encode(epoch);
+    if (op->request != nullptr) {
+      Status refused = CheckLimits(route.ltc_address, *op->request, payload.size());
+      if (!refused.ok()) {
+        op->done(refused.Prepend(op->what), std::string());
+        return;
+      }
+    }
+    conn.value()->Call(op->type, payload, op->deadline,
                        [this, op](const Status& s, std::string payload) {
                          if (s.ok()) {
                            op->done(s, std::move(payload));
@@ -240,6 +336,50 @@ struct NovaClient::Impl {
                            Retry(op, s);
                          }
                        });
+  }
+
+  // Splits `entries` by the current routing into *parts and readies every part: checks it
+  // against its LTC's limits where they are known (no network), then connects to every LTC
+  // concerned (learning the limits of new ones) and checks the rest. Sends nothing, so a
+  // batch that fails here has applied nothing. Returns the first refusal (InvalidArgument
+  // naming the flag), Unavailable for a key no LTC is known to serve, or the connection's
+  // error.
+  Status PrepareWrite(const std::vector<ltc::BatchEntry>& entries, Deadline deadline,
+                      std::vector<WritePart>* parts) EXCLUDES(mu) {
+    std::map<std::string, WritePart> by_start;
+    {
+      MutexLock l(&mu);
+      for (const ltc::BatchEntry& e : entries) {
+        const RoutingTable::Route* r = table.Find(e.key);
+        if (r == nullptr) {
+          return Status::Unavailable("no LTC is known to serve the range holding key '" +
+                                     EscapeBytes(e.key) + "' (is an LTC down?)");
+        }
+        WritePart& part = by_start[r->range.keys.start];
+        if (part.address.empty()) {
+          part.range_id = r->range.id;
+          part.address = r->ltc_address;
+          part.request.type = ClientMsg::kWrite;
+          part.request.write.epoch = table.epoch;
+        }
+        part.request.write.entries.push_back(e);
+      }
+    }
+    parts->clear();
+    for (auto& [start, part] : by_start) {
+      part.payload = ltc::EncodeWriteRequest(part.request.write);
+      NOVA_RETURN_NOT_OK_PREPEND(CheckLimits(part.address, part.request, part.payload.size()),
+                                 part.Name());
+      parts->push_back(std::move(part));
+    }
+    for (WritePart& part : *parts) {
+      auto conn = Connection(part.address, -1, deadline, nullptr);
+      if (!conn.ok()) return conn.status().Prepend(part.Name());
+      part.conn = std::move(conn.value());
+      NOVA_RETURN_NOT_OK_PREPEND(CheckLimits(part.address, part.request, part.payload.size()),
+                                 part.Name());
+    }
+    return Status::OK();
   }
 
   // Completes `op` with `s` unless it may be retried before its deadline.
@@ -279,9 +419,12 @@ struct NovaClient::Impl {
     retry_cv.NotifyAll();
   }
 
-  // Starts a routed call with retries.
+  // Starts a routed call with retries. `request` (optional) is checked against the limits
+  // of the LTC before each send. `route_below` routes to the range holding the keys just
+  // below `route_key` (reverse scans).
   void Start(const char* what, ClientMsg type, std::string route_key,
              std::function<std::string(uint64_t)> encode, CallCallback done,
+             std::shared_ptr<const ltc::ClientRequest> request = nullptr,
              bool route_below = false) {
     auto op = std::make_shared<Op>();
     op->type = T(type);
@@ -291,6 +434,7 @@ struct NovaClient::Impl {
     op->deadline = Deadline::After(options.timeout);
     op->what = what;
     op->done = std::move(done);
+    op->request = std::move(request);
     Execute(std::move(op));
   }
 
@@ -307,7 +451,7 @@ struct NovaClient::Impl {
     Start(
         what, type, std::move(route_key), std::move(encode),
         [&p](const Status& s, std::string payload) { p.set_value({s, std::move(payload)}); },
-        route_below);
+        nullptr, route_below);
     return f.get();
   }
 };
@@ -359,36 +503,31 @@ RoutingTable NovaClient::routing() const {
 }
 
 void NovaClient::GetAsync(const std::string& key, std::function<void(Result<std::string>)> done) {
-  impl_->Start("Get", ClientMsg::kGet, key,
-               [key](uint64_t epoch) {
-                 return ltc::EncodeKeyRequest(ClientMsg::kGet, ltc::KeyRequest{epoch, key, "", 0});
-               },
+  auto request = KeyOp(ClientMsg::kGet, key, "");
+  impl_->Start("Get", ClientMsg::kGet, key, EncodeKeyOp(request),
                [done = std::move(done)](const Status& s, std::string payload) {
                  if (!s.ok()) return done(s);
                  std::string v;
                  Status d = ltc::DecodeBytes(payload, &v);
                  if (!d.ok()) return done(d);
                  done(std::move(v));
-               });
+               },
+               request);
 }
 
 void NovaClient::PutAsync(const std::string& key, const std::string& value,
                           std::function<void(Status)> done) {
+  auto request = KeyOp(ClientMsg::kPut, key, value);
   impl_->Start(
-      "Put", ClientMsg::kPut, key,
-      [key, value](uint64_t epoch) {
-        return ltc::EncodeKeyRequest(ClientMsg::kPut, ltc::KeyRequest{epoch, key, value, 0});
-      },
-      [done = std::move(done)](const Status& s, std::string) { done(s); });
+      "Put", ClientMsg::kPut, key, EncodeKeyOp(request),
+      [done = std::move(done)](const Status& s, std::string) { done(s); }, request);
 }
 
 void NovaClient::DeleteAsync(const std::string& key, std::function<void(Status)> done) {
+  auto request = KeyOp(ClientMsg::kDelete, key, "");
   impl_->Start(
-      "Delete", ClientMsg::kDelete, key,
-      [key](uint64_t epoch) {
-        return ltc::EncodeKeyRequest(ClientMsg::kDelete, ltc::KeyRequest{epoch, key, "", 0});
-      },
-      [done = std::move(done)](const Status& s, std::string) { done(s); });
+      "Delete", ClientMsg::kDelete, key, EncodeKeyOp(request),
+      [done = std::move(done)](const Status& s, std::string) { done(s); }, request);
 }
 
 std::future<Result<std::string>> NovaClient::GetFuture(const std::string& key) {
@@ -421,80 +560,72 @@ Status NovaClient::Delete(const std::string& key) {
 }  // namespace nova::client
 
 namespace nova::client {
-namespace {
-
-// Sends one request on `conn` and waits for its outcome (no retries).
-std::pair<Status, std::string> CallOnce(LtcConnection* conn, ClientMsg type,
-                                        std::string_view payload, Deadline deadline) {
-  std::promise<std::pair<Status, std::string>> p;
-  auto f = p.get_future();
-  conn->Call(T(type), payload, deadline,
-             [&p](const Status& s, std::string r) { p.set_value({s, std::move(r)}); });
-  return f.get();
-}
-
-}  // namespace
 
 Status NovaClient::Write(const std::vector<ltc::BatchEntry>& batch) {
   if (batch.empty()) return Status::OK();
   const Deadline deadline = Deadline::After(impl_->options.timeout);
-  std::vector<ltc::BatchEntry> left = batch;
   Backoff backoff(impl_->Policy());
+  // What is left to apply: the whole batch, then the entries of the parts that failed.
+  const std::vector<ltc::BatchEntry>* todo = &batch;
+  std::vector<ltc::BatchEntry> left;
+  bool sent_any = false;  // a part was sent: it may have been applied, whatever its answer
   for (;;) {
-    // Split what is left by the current routing: one part per range, sent in parallel.
-    const RoutingTable t = routing();
-    std::map<std::string, std::pair<std::string, std::vector<ltc::BatchEntry>>> parts;
-    std::vector<ltc::BatchEntry> retry;
-    Status last;
-    for (ltc::BatchEntry& e : left) {
-      const RoutingTable::Route* r = t.Find(e.key);
-      if (r == nullptr) {
-        last = Status::Unavailable("no LTC is known to serve the range holding a key");
-        retry.push_back(std::move(e));
-        continue;
+    std::vector<WritePart> parts;
+    Status last = impl_->PrepareWrite(*todo, deadline, &parts);
+    if (!last.ok() && !RetryPolicy::Retryable(last)) {
+      return WithOutcome(last.Prepend("Write"), sent_any);
+    }
+    if (last.ok()) {
+      // Every part may be sent: send them all, in parallel.
+      std::vector<std::future<Status>> results;
+      for (WritePart& part : parts) {
+        auto p = std::make_shared<std::promise<Status>>();
+        results.push_back(p->get_future());
+        part.conn->Call(T(ClientMsg::kWrite), part.payload, deadline,
+                        [p](const Status& s, std::string) { p->set_value(s); });
       }
-      auto& part = parts[r->range.keys.start];
-      part.first = r->ltc_address;
-      part.second.push_back(std::move(e));
-    }
-    struct Sent {
-      std::vector<ltc::BatchEntry>* entries;
-      std::future<std::pair<Status, std::string>> result;
-    };
-    std::vector<Sent> sent;
-    for (auto& [start, part] : parts) {
-      auto conn = impl_->Connection(part.first, -1, deadline, nullptr);
-      if (!conn.ok()) {
-        last = conn.status();
-        for (auto& e : part.second) retry.push_back(std::move(e));
-        continue;
+      const bool sent_before = sent_any;
+      sent_any = true;
+      std::vector<ltc::BatchEntry> retry;
+      for (size_t i = 0; i < parts.size(); ++i) {
+        const Status st = results[i].get();
+        if (st.ok()) continue;
+        if (!RetryPolicy::Retryable(st)) {
+          // An LTC's refusal applied nothing of its part; a timeout may have applied it.
+          return WithOutcome(st.Prepend("Write: " + parts[i].Name()),
+                             sent_before || parts.size() > 1 || st.IsTimedOut());
+        }
+        last = st.Prepend(parts[i].Name());
+        for (auto& e : parts[i].request.write.entries) retry.push_back(std::move(e));
       }
-      auto p = std::make_shared<std::promise<std::pair<Status, std::string>>>();
-      sent.push_back(Sent{&part.second, p->get_future()});
-      conn.value()->Call(T(ClientMsg::kWrite),
-                         ltc::EncodeWriteRequest(ltc::WriteRequest{t.epoch, part.second}),
-                         deadline, [p](const Status& s, std::string r) {
-                           p->set_value({s, std::move(r)});
-                         });
+      if (retry.empty()) return Status::OK();
+      left = std::move(retry);
+      todo = &left;
     }
-    for (Sent& s : sent) {
-      const Status st = s.result.get().first;
-      if (st.ok()) continue;
-      if (!RetryPolicy::Retryable(st)) return st.Prepend("Write");
-      last = st;
-      for (auto& e : *s.entries) retry.push_back(std::move(e));
-    }
-    if (retry.empty()) return Status::OK();
     if (deadline.Expired()) {
-      return last.Prepend("Write gave up at its deadline (" +
-                          std::to_string(impl_->options.timeout.count()) +
-                          " ms); parts in other ranges may have been applied");
+      return WithOutcome(last.Prepend("Write gave up at its deadline (" +
+                                      std::to_string(impl_->options.timeout.count()) + " ms)"),
+                         sent_any);
     }
     // Back off (this is the calling thread, not a shared one), then re-route.
     std::this_thread::sleep_until(backoff.NextAttempt(deadline));
     impl_->Refresh();
-    left = std::move(retry);
   }
+}
+
+Result<ltc::ClientLimits> NovaClient::LimitsFor(const std::string& key) {
+  const Deadline deadline = Deadline::After(impl_->options.timeout);
+  const RoutingTable t = routing();
+  const RoutingTable::Route* r = t.Find(key);
+  if (r == nullptr) return Status::Unavailable("no LTC is known to serve the key's range");
+  auto conn = impl_->Connection(r->ltc_address, -1, deadline, nullptr);
+  if (!conn.ok()) return conn.status();
+  MutexLock l(&impl_->mu);
+  auto it = impl_->limits.find(r->ltc_address);
+  if (it == impl_->limits.end()) {
+    return Status::Unavailable("LTC " + r->ltc_address + " has not described itself");
+  }
+  return it->second;
 }
 
 Status NovaClient::Scan(const std::string& start, size_t limit,
@@ -665,10 +796,13 @@ Result<std::string> NovaClient::GetAt(const Snapshot& snap, const std::string& k
   const Deadline deadline = Deadline::After(impl_->options.timeout);
   auto conn = impl_->Connection(snap.ltc_address, snap.connection, deadline, nullptr);
   if (!conn.ok()) return conn.status();
-  auto [s, payload] = CallOnce(conn.value().get(), ClientMsg::kGet,
-                               ltc::EncodeKeyRequest(ClientMsg::kGet,
-                                                     ltc::KeyRequest{0, key, "", snap.id}),
-                               deadline);
+  ltc::ClientRequest request;
+  request.type = ClientMsg::kGet;
+  request.key = ltc::KeyRequest{0, key, "", snap.id};
+  const std::string get = ltc::EncodeKeyRequest(ClientMsg::kGet, request.key);
+  NOVA_RETURN_NOT_OK_PREPEND(impl_->CheckLimits(snap.ltc_address, request, get.size()),
+                             "Get at a snapshot");
+  auto [s, payload] = CallOnce(conn.value().get(), ClientMsg::kGet, get, deadline);
   if (!s.ok()) return s;
   std::string v;
   NOVA_RETURN_NOT_OK(ltc::DecodeBytes(payload, &v));

@@ -15,16 +15,24 @@
 // limit, Corruption) are returned at once. Puts and deletes are idempotent, so a retry
 // after a lost response is safe.
 //
+// Limits. Every new connection first asks its LTC to Describe itself and keeps the
+// ClientLimits it reports (--ltc_max_key_bytes, --ltc_max_value_bytes, --ltc_max_batch_ops,
+// --ltc_max_request_mb), so a key, value, batch part or request over them is refused before
+// it is sent: InvalidArgument naming the flag, at once, with no round trip (the LTC checks
+// again; the client never assumes numbers of its own).
+//
 // Pipelining. Each LTC gets connections_per_ltc connections used round-robin; calls are
 // sent without waiting for earlier ones. The *Async methods return at once and complete
 // through a callback (on a connection's reader thread or the retry thread: keep it short)
 // or a std::future.
 //
 // Write(batch) is split by range; each range's part is applied atomically (all or
-// nothing), but parts in different ranges are independent: a failed Write may have
-// applied some ranges' parts. Scan and ScanReverse continue from range to range and LTC to
-// LTC; they are read-committed across ranges (each LTC reply is consistent within the
-// ranges it covered).
+// nothing). Before any part is sent, every part is routed, its LTC connected and every
+// part checked against its LTC's limits: a batch refused there applies nothing. After
+// that, parts in different ranges are independent: a Write that fails later (an LTC dies
+// or does not answer in time) may have applied some ranges' parts. Scan and ScanReverse
+// continue from range to range and LTC to LTC; they are read-committed across ranges (each
+// LTC reply is consistent within the ranges it covered).
 //
 // Thread safety: thread-safe. Lifecycle: constructor cannot fail; Init() fetches the
 // routing; the destructor fails outstanding calls with Aborted.
@@ -69,6 +77,10 @@ class RoutingSource {
   virtual Result<RoutingTable> Fetch() = 0;
 };
 
+// ClientOptions::zk_open_timeout's default: a reachable ZooKeeper gives a session in
+// milliseconds; an application should learn within 2 s that it named an unreachable one.
+inline constexpr std::chrono::milliseconds kDefaultZkOpenTimeout{2000};
+
 struct ClientOptions {
   // Static mode: LTC addresses ("host:port"); each is asked to Describe its ranges.
   std::vector<std::string> ltcs;
@@ -88,6 +100,11 @@ struct ClientOptions {
   // --ltc_compact_threads), at roughly a StoC's write bandwidth: a large key span on a
   // busy LTC can take minutes, hence an hour.
   std::chrono::milliseconds compact_range_timeout{std::chrono::hours(1)};
+  // ZooKeeper mode only (ConnectToCluster and OpenDB, cluster_uri.h; NovaClient itself does
+  // not use it): how long to wait for a ZooKeeper session before failing as "cannot reach
+  // ZooKeeper". Once a session exists ZooKeeper is reachable, and its answer on whether the
+  // cluster exists is waited for up to `timeout`.
+  std::chrono::milliseconds zk_open_timeout = kDefaultZkOpenTimeout;
 };
 
 class NovaClient {
@@ -104,11 +121,20 @@ class NovaClient {
   void SetRouting(RoutingTable t);
   RoutingTable routing() const;
 
-  // Blocking calls. Get: the value, NotFound, or the error.
+  // Blocking calls. Get: the value, NotFound, or the error. A key or value over its LTC's
+  // limits is InvalidArgument naming the flag, before anything is sent.
   Result<std::string> Get(const std::string& key);
   Status Put(const std::string& key, const std::string& value);
   Status Delete(const std::string& key);
+  // Applies `batch`, in order within each range. Returns OK when every range's part was
+  // applied. InvalidArgument naming the flag when a part is over its LTC's limits
+  // (operations, a key, a value, the request size): then nothing was applied. Otherwise the
+  // last error at the deadline; the message says whether some parts may have been applied
+  // (only once a part was sent: the LTC died or timed out after receiving it).
   Status Write(const std::vector<ltc::BatchEntry>& batch);
+  // The limits of the LTC serving `key`'s range, as it reported them (connecting and
+  // asking it if no connection to it exists yet); the routed call's errors otherwise.
+  Result<ltc::ClientLimits> LimitsFor(const std::string& key);
   // Up to `limit` pairs with key >= start, in key order, across ranges and LTCs.
   Status Scan(const std::string& start, size_t limit,
               std::vector<std::pair<std::string, std::string>>* out);

@@ -68,6 +68,23 @@ class NovaSnapshot final : public leveldb::Snapshot {
   const Part* Find(std::string_view key) const { return FindPart(parts, key); }
 };
 
+// Unavailable naming the first keys no route of `t` covers (a snapshot would have no view
+// of them); OK when the routes cover the whole key space.
+Status CheckCoversAllKeys(const RoutingTable& t) {
+  std::string from;  // the first key not covered yet
+  for (const auto& route : t.routes) {
+    const ltc::RangeInfo& r = route.range;
+    if (r.keys.start != from) {
+      return Status::Unavailable("no LTC is known to serve keys ['" + Printable(from) + "', '" +
+                                 Printable(r.keys.start) + "') (is an LTC down?)");
+    }
+    if (r.keys.unbounded()) return Status::OK();
+    from = *r.keys.end;
+  }
+  return Status::Unavailable("no LTC is known to serve keys from '" + Printable(from) +
+                             "' on (is an LTC down?)");
+}
+
 // An LTC's NotFound for an unknown snapshot id becomes an error; a missing key stays
 // NotFound.
 Status SnapshotReadError(const Status& s) {
@@ -254,15 +271,31 @@ class NovaDB final : public leveldb::DB {
         page_);
   }
 
+  // Never null (LevelDB's contract; a null snapshot would mean "read the latest data"):
+  // a snapshot that could not be taken holds no LTC snapshot, only the reason, and every
+  // read at it fails with that reason, at once. TakeSnapshot() (nova_db.h) returns it.
   const leveldb::Snapshot* GetSnapshot() override {
     auto* snap = new NovaSnapshot;
     for (int attempt = 1;; ++attempt) {
       snap->status = Take(snap);
       if (snap->status.code() != Status::Code::kAborted || attempt == kSnapshotAttempts) break;
     }
+    if (!snap->status.ok()) ReleaseParts(snap);
     MutexLock l(&mu_);
     snapshots_.insert(snap);
     return snap;
+  }
+
+  leveldb::Status TakeSnapshot(const leveldb::Snapshot** out) {
+    const auto* snap = static_cast<const NovaSnapshot*>(GetSnapshot());
+    if (snap->status.ok()) {
+      *out = snap;
+      return leveldb::Status::OK();
+    }
+    leveldb::Status s = ToLevelDbStatus(snap->status.Prepend("GetSnapshot"));
+    ReleaseSnapshot(snap);
+    *out = nullptr;
+    return s;
   }
 
   void ReleaseSnapshot(const leveldb::Snapshot* snapshot) override {
@@ -310,10 +343,12 @@ class NovaDB final : public leveldb::DB {
  private:
   // Takes one snapshot per routed range into *snap (releasing any it held), all requests
   // sent at once (NovaClient::GetSnapshots). Aborted when the routing changed meanwhile
-  // (worth another try), else the failure of the first range that failed.
+  // (worth another try); Unavailable when some keys have no route (an LTC unreachable when
+  // the routing was read); else the failure of the first range that failed.
   Status Take(NovaSnapshot* snap) {
     ReleaseParts(snap);
     const RoutingTable t = client_->routing();
+    NOVA_RETURN_NOT_OK(CheckCoversAllKeys(t));
     std::vector<std::string> starts;
     starts.reserve(t.routes.size());
     for (const auto& route : t.routes) starts.push_back(route.range.keys.start);
@@ -369,6 +404,10 @@ class NovaDB final : public leveldb::DB {
 };
 
 }  // namespace
+
+leveldb::Status TakeSnapshot(leveldb::DB* db, const leveldb::Snapshot** snapshot) {
+  return static_cast<NovaDB*>(db)->TakeSnapshot(snapshot);
+}
 
 leveldb::Status OpenDB(const leveldb::Options& options, const std::string& uri,
                        leveldb::DB** dbptr) {

@@ -5,10 +5,16 @@
 // What differs from a local LevelDB, call by call:
 //   Put/Delete/Get    as LevelDB (routed to the LTC owning the key, retried on failover
 //                     until ClientOptions::timeout). WriteOptions::sync is ignored: the
-//                     cluster decides durability.
-//   Write(batch)      split by range; each range's part is atomic, parts in different
-//                     ranges are independent (a failed Write may have applied some parts).
-//                     A part may hold at most the LTCs' --ltc_max_batch_ops operations.
+//                     cluster decides durability. A key or value over the LTC's
+//                     --ltc_max_key_bytes / --ltc_max_value_bytes is InvalidArgument naming
+//                     the flag, at once (the client knows every LTC's limits).
+//   Write(batch)      split by range; each range's part is atomic. Every part is checked
+//                     against its LTC's limits (--ltc_max_batch_ops, --ltc_max_key_bytes,
+//                     --ltc_max_value_bytes, --ltc_max_request_mb) before any is sent: a
+//                     batch refused so fails at once with InvalidArgument naming the flag and
+//                     applies nothing. Once sent, parts in different ranges are independent:
+//                     a Write that fails after that (an LTC died or did not answer in time)
+//                     may have applied some parts; its message says so.
 //   NewIterator       forward and backward over all ranges, in pages of
 //                     NovaDBOptions::iterator_page_pairs (forward and reverse Scans: a
 //                     backward walk costs what a forward one does). The iterator is an
@@ -32,6 +38,10 @@
 //                     LTC holding it died or the range moved (snapshots live on one LTC
 //                     connection), or after ReleaseSnapshot. The ranges' snapshots are
 //                     requested all at once (about one round trip, not one per range).
+//                     A snapshot that cannot be taken (an LTC unreachable, a range with no
+//                     LTC) is still returned, never null (null means "latest" in LevelDB):
+//                     it holds no LTC snapshot and every read at it fails at once (IOError)
+//                     with the reason; TakeSnapshot below returns that reason instead.
 //   GetProperty       "nova.stats" (every LTC's Stats text), "nova.routing" (epoch and
 //                     range -> LTC lines), "nova.num-ranges", and LevelDB's
 //                     "leveldb.num-files-at-level<N>", "leveldb.sstables",
@@ -73,11 +83,20 @@ struct NovaDBOptions {
 // On success stores the DB in *dbptr (the caller deletes it) and returns OK; else *dbptr
 // is null and the status says why: InvalidArgument for a bad URI, a comparator other than
 // the bytewise one (the cluster orders keys bytewise) or error_if_exists (a cluster always
-// exists); IOError when no LTC can be reached. Other leveldb::Options are ignored
+// exists); IOError when no LTC can be reached, or in ZooKeeper mode when no ZooKeeper
+// session is established within nova_options.client.zk_open_timeout (2 s); NotFound when
+// the cluster does not exist in ZooKeeper. Other leveldb::Options are ignored
 // (create_if_missing is implied).
 leveldb::Status OpenDB(const leveldb::Options& options, const std::string& uri,
                        leveldb::DB** dbptr);
 leveldb::Status OpenDB(const leveldb::Options& options, const std::string& uri,
                        const NovaDBOptions& nova_options, leveldb::DB** dbptr);
+
+// GetSnapshot for a program that knows it talks to a cluster: on success stores the
+// snapshot in *snapshot (release it with db->ReleaseSnapshot) and returns OK; when it
+// cannot be taken in every range, sets *snapshot to null (nothing to release) and returns
+// why (IOError naming the range and its LTC; the code of the cause is in the message).
+// REQUIRES: `db` was opened by OpenDB.
+leveldb::Status TakeSnapshot(leveldb::DB* db, const leveldb::Snapshot** snapshot);
 
 }  // namespace nova::client

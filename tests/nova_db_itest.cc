@@ -17,7 +17,9 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -29,6 +31,8 @@
 
 #include "client/cluster_uri.h"
 #include "client/nova_db.h"
+#include "common/clock.h"
+#include "common/wire/message.h"
 #include "coordinator/config_store.h"
 #include "leveldb/comparator.h"
 #include "leveldb/write_batch.h"
@@ -842,6 +846,187 @@ TEST_P(NovaDbITest, OpenWithARoutingSource) {
   std::unique_ptr<leveldb::DB> db(raw);
   ASSERT_TRUE(db->Put(leveldb::WriteOptions(), KeyIn(2, "x"), "y").ok());
   EXPECT_EQ(Get(KeyIn(2, "x")), "y");  // seen through the other DB handle
+}
+
+// ---- Limits and refused batches (all checked by the client before anything is sent) ----
+
+// How soon a refused call must fail: no round trip, no retry, far below the 10 s timeout.
+constexpr auto kAtOnce = 1s;
+
+// What the LTC serving `key` reports of its limits (the tests never assume numbers: the
+// LTCs' defaults may change).
+ltc::ClientLimits LimitsAt(const std::string& uri, const std::string& key) {
+  auto where = client::ParseClusterUri(uri);
+  EXPECT_TRUE(where.ok()) << where.status().ToString();
+  if (!where.ok()) return {};
+  auto conn = client::ConnectToCluster(where.value(), client::ClientOptions());
+  EXPECT_TRUE(conn.ok()) << conn.status().ToString();
+  if (!conn.ok()) return {};
+  auto limits = conn.value()->client->LimitsFor(key);
+  EXPECT_TRUE(limits.ok()) << limits.status().ToString();
+  return limits.ok() ? limits.value() : ltc::ClientLimits();
+}
+
+// Writes `batch` and expects it refused at once with InvalidArgument naming `flag`, and
+// none of `other_parts_keys` (keys of its parts within the limits) written.
+void ExpectRefusedAtOnce(leveldb::DB* db, leveldb::WriteBatch* batch, const std::string& flag,
+                         const std::vector<std::string>& other_parts_keys) {
+  const MonoTime start = MonoNow();
+  leveldb::Status s = db->Write(leveldb::WriteOptions(), batch);
+  const auto took = MonoNow() - start;
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.ToString().find(flag), std::string::npos) << s.ToString();
+  EXPECT_NE(s.ToString().find("nothing was applied"), std::string::npos) << s.ToString();
+  EXPECT_LT(took, kAtOnce) << s.ToString();
+  for (const std::string& k : other_parts_keys) {
+    std::string v;
+    leveldb::Status g = db->Get(leveldb::ReadOptions(), k, &v);
+    EXPECT_TRUE(g.IsNotFound()) << "a refused batch applied its part with key '" << k
+                                << "': " << g.ToString();
+  }
+}
+
+TEST_P(NovaDbITest, BatchWithAnOverLimitPartAppliesNothing) {
+  const ltc::ClientLimits l = LimitsAt(uri_, KeyIn(3, ""));
+  ASSERT_GT(l.max_key_bytes, 0u);
+  // Good parts in ranges 0, 1 and 2 (both LTCs); range 3's part breaks one limit.
+  std::vector<std::string> good_keys;
+  for (int r = 0; r < 3; ++r) good_keys.push_back(KeyIn(r, "good"));
+  const auto batch_with = [&](const std::function<void(leveldb::WriteBatch*)>& bad_part) {
+    leveldb::WriteBatch b;
+    for (const std::string& k : good_keys) b.Put(k, "v");
+    bad_part(&b);
+    for (const std::string& k : good_keys) b.Put(k + "2", "v");  // after the bad part too
+    return b;
+  };
+  std::vector<std::string> all_good = good_keys;
+  for (const std::string& k : good_keys) all_good.push_back(k + "2");
+  {
+    SCOPED_TRACE("a key over --ltc_max_key_bytes");
+    leveldb::WriteBatch b = batch_with([&](leveldb::WriteBatch* w) {
+      w->Put(KeyIn(3, std::string(l.max_key_bytes, 'k')), "v");
+    });
+    ExpectRefusedAtOnce(db_.get(), &b, "--ltc_max_key_bytes", all_good);
+  }
+  constexpr uint32_t kLargestValueTried = 256u << 20;  // a bound on what this test allocates
+  if (l.max_value_bytes < kLargestValueTried) {
+    SCOPED_TRACE("a value over --ltc_max_value_bytes");
+    leveldb::WriteBatch b = batch_with([&](leveldb::WriteBatch* w) {
+      w->Put(KeyIn(3, "fat"), std::string(l.max_value_bytes + 1, 'v'));
+    });
+    ExpectRefusedAtOnce(db_.get(), &b, "--ltc_max_value_bytes", all_good);
+  }
+  constexpr uint32_t kMostOpsTried = 1u << 20;  // a bound on the batch this test builds
+  if (l.max_batch_ops < kMostOpsTried) {
+    SCOPED_TRACE("more operations than --ltc_max_batch_ops in one range");
+    leveldb::WriteBatch b = batch_with([&](leveldb::WriteBatch* w) {
+      for (uint32_t i = 0; i <= l.max_batch_ops; ++i) w->Delete(KeyIn(3, std::to_string(i)));
+    });
+    ExpectRefusedAtOnce(db_.get(), &b, "--ltc_max_batch_ops", all_good);
+  }
+  // The same batch without its bad part is applied whole.
+  leveldb::WriteBatch ok = batch_with([](leveldb::WriteBatch*) {});
+  ASSERT_TRUE(db_->Write(leveldb::WriteOptions(), &ok).ok());
+  for (const std::string& k : all_good) EXPECT_EQ(Get(k), "v") << k;
+}
+
+// 32 MiB for one range, as in the issue: refused at once when that is over the LTC's
+// --ltc_max_request_mb (it used to fail after 0.2 to 10 s, sometimes as a timeout), and
+// applied whole when the LTC takes it.
+TEST_P(NovaDbITest, ThirtyTwoMiBBatchRefusedAtOnceWhenOverTheRequestLimit) {
+  constexpr uint64_t kBatchBytes = 32ull << 20;
+  const ltc::ClientLimits l = LimitsAt(uri_, KeyIn(0, ""));
+  ASSERT_GT(l.max_value_bytes, 0u);
+  const size_t value_bytes = std::min<size_t>(l.max_value_bytes, 1u << 20);
+  leveldb::WriteBatch b;
+  b.Put(KeyIn(2, "small"), "v");  // another range's part, on the other LTC
+  const std::string value(value_bytes, 'x');
+  ltc::WriteRequest range0;  // range 0's part, to size its request as the wire does
+  uint64_t bytes = 0;
+  for (int i = 0; bytes < kBatchBytes; ++i) {
+    range0.entries.push_back({ltc::BatchOp::kPut, KeyIn(0, "big" + std::to_string(i)), value});
+    b.Put(range0.entries.back().key, value);
+    bytes += value.size();
+  }
+  const uint64_t request_bytes = wire::kHeaderBytes + ltc::EncodeWriteRequest(range0).size();
+  if (request_bytes > l.max_request_bytes) {
+    ExpectRefusedAtOnce(db_.get(), &b, "--ltc_max_request_mb", {KeyIn(2, "small")});
+    EXPECT_EQ(Get(KeyIn(0, "big0")), "NOT_FOUND");
+  } else {
+    leveldb::Status s = db_->Write(leveldb::WriteOptions(), &b);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(Get(KeyIn(2, "small")), "v");
+    EXPECT_EQ(Get(KeyIn(0, "big0")), value);
+  }
+}
+
+TEST_P(NovaDbITest, OverLimitKeysAndValuesFailAtOnce) {
+  const ltc::ClientLimits l = LimitsAt(uri_, KeyIn(1, ""));
+  ASSERT_GT(l.max_key_bytes, 0u);
+  ASSERT_LT(l.max_value_bytes, 256u << 20) << "a bound on what this test allocates";
+  const std::string long_key = KeyIn(1, std::string(l.max_key_bytes, 'k'));
+  const std::string fat_value(l.max_value_bytes + 1, 'v');
+  const leveldb::Snapshot* snap = db_->GetSnapshot();
+  leveldb::ReadOptions at;
+  at.snapshot = snap;
+  struct Case {
+    const char* what;
+    std::function<leveldb::Status()> call;
+    const char* flag;
+  };
+  std::string v;
+  const Case cases[] = {
+      {"Put, long key", [&] { return Put(long_key, "v"); }, "--ltc_max_key_bytes"},
+      {"Put, fat value", [&] { return Put(KeyIn(1, "k"), fat_value); }, "--ltc_max_value_bytes"},
+      {"Get", [&] { return db_->Get(leveldb::ReadOptions(), long_key, &v); },
+       "--ltc_max_key_bytes"},
+      {"Get at a snapshot", [&] { return db_->Get(at, long_key, &v); }, "--ltc_max_key_bytes"},
+      {"Delete", [&] { return db_->Delete(leveldb::WriteOptions(), long_key); },
+       "--ltc_max_key_bytes"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const MonoTime start = MonoNow();
+    leveldb::Status s = c.call();
+    EXPECT_LT(MonoNow() - start, kAtOnce) << s.ToString();
+    EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+    EXPECT_NE(s.ToString().find(c.flag), std::string::npos) << s.ToString();
+  }
+  db_->ReleaseSnapshot(snap);
+  EXPECT_EQ(Get(KeyIn(1, "k")), "NOT_FOUND");
+}
+
+// With every LTC gone, GetSnapshot cannot be taken: LevelDB's GetSnapshot still returns a
+// snapshot (never null), but every read at it fails at once with the reason, and
+// TakeSnapshot returns the reason itself.
+TEST_P(NovaDbITest, GetSnapshotFailsWhenTheLtcsAreUnreachable) {
+  ASSERT_TRUE(Put(KeyIn(0, "k"), "v").ok());
+  for (auto& l : ltcs_) l->Kill();
+  const leveldb::Snapshot* snap = db_->GetSnapshot();
+  ASSERT_NE(snap, nullptr);
+  leveldb::ReadOptions at;
+  at.snapshot = snap;
+  std::string v;
+  for (int r = 0; r < 4; ++r) {
+    const MonoTime start = MonoNow();
+    leveldb::Status s = db_->Get(at, KeyIn(r, "k"), &v);
+    EXPECT_LT(MonoNow() - start, kAtOnce) << s.ToString();
+    EXPECT_TRUE(s.IsIOError()) << s.ToString();
+    EXPECT_NE(s.ToString().find("snapshot that could not be taken"), std::string::npos)
+        << s.ToString();
+  }
+  {
+    std::unique_ptr<leveldb::Iterator> it(db_->NewIterator(at));
+    it->SeekToFirst();
+    EXPECT_FALSE(it->Valid());
+    EXPECT_TRUE(it->status().IsIOError()) << it->status().ToString();
+  }
+  db_->ReleaseSnapshot(snap);
+  const leveldb::Snapshot* taken = snap;
+  leveldb::Status s = client::TakeSnapshot(db_.get(), &taken);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(s.ToString().find("GetSnapshot"), std::string::npos) << s.ToString();
+  EXPECT_EQ(taken, nullptr);
 }
 
 TEST_P(NovaDbITest, ConcurrentThreadsShareOneDb) {
