@@ -93,7 +93,9 @@ struct ClientOptions {
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds initial_backoff{5};
   std::chrono::milliseconds max_backoff{500};
-  uint64_t max_response_bytes = 64ull << 20;
+  // Largest response accepted: a bound, never preallocated. At least the LTCs' largest
+  // value plus key plus framing (a Get of a 64 MiB value), and a 4 MiB Scan page.
+  uint64_t max_response_bytes = 256ull << 20;
   // Deadline of CompactRange, retries included. LevelDB's CompactRange has none; this one
   // only bounds an LTC that stops answering (a dead one fails the call at once, which is
   // then retried at the range's next owner). Each LTC compacts one request at a time (its

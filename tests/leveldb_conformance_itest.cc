@@ -635,7 +635,9 @@ TEST(LevelDbConformance, ApproximateSizes) {
     uint64_t unflushed = 0;
     db->GetApproximateSizes(&tail, 1, &unflushed);
     (*t)["sizes.unflushed"] = unflushed > 0 ? "counted" : "zero";
-    if (b->name() == "nova") EXPECT_GT(unflushed, 40u * 1024) << "memtable bytes are counted";
+    if (b->name() == "nova") {
+      EXPECT_GT(unflushed, 40u * 1024) << "memtable bytes are counted";
+    }
     db->CompactRange(nullptr, nullptr);
     const leveldb::Range ranges[] = {
         leveldb::Range("\x30", "\x31"),      // one block of data
