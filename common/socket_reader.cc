@@ -11,10 +11,17 @@ namespace nova {
 SocketReader::SocketReader(int fd, size_t capacity)
     : fd_(fd),
       buf_(new char[std::max<size_t>(capacity, 1)]),
-      capacity_(std::max<size_t>(capacity, 1)) {}
+      initial_capacity_(std::max<size_t>(capacity, 1)),
+      capacity_(initial_capacity_) {}
 
 SocketReader::Result SocketReader::Fill(bool dont_wait, size_t min_room, size_t max_bytes) {
   min_room = std::max<size_t>(min_room, 1);
+  if (start_ == end_ && capacity_ > initial_capacity_ && min_room <= initial_capacity_) {
+    // A long frame grew the buffer and has been consumed: give the memory back.
+    buf_.reset(new char[initial_capacity_]);
+    capacity_ = initial_capacity_;
+    start_ = end_ = 0;
+  }
   if (capacity_ - end_ < min_room && start_ > 0) {
     // The consumed prefix is dead space: move the partial frame to the front.
     std::memmove(buf_.get(), buf_.get() + start_, end_ - start_);

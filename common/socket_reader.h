@@ -12,8 +12,10 @@
 // copy through the buffer.
 //
 // Every call is at most one recv() system call; no call allocates except Fill when the
-// buffer must grow: when the room asked for (`min_room`) does not fit even after the
-// buffered bytes move to the front. The buffer never shrinks.
+// buffer must grow (when the room asked for, `min_room`, does not fit even after the
+// buffered bytes move to the front) or shrink: a buffer grown past its starting capacity
+// goes back to it at the next Fill that finds nothing buffered, so a connection that once
+// carried a 64 MiB message does not keep 128 MiB for the rest of its life.
 //
 //   SocketReader in(fd, 64 << 10);
 //   for (;;) {
@@ -71,12 +73,15 @@ class SocketReader {
 
   // errno of the last kError.
   int last_errno() const { return last_errno_; }
+  // Bytes the buffer holds room for now (grows for long frames, shrinks back after them).
+  size_t capacity() const { return capacity_; }
 
  private:
   Result Classify(long got);
 
   const int fd_;
   std::unique_ptr<char[]> buf_;
+  const size_t initial_capacity_;
   size_t capacity_;
   size_t start_ = 0;  // buffered bytes are [start_, end_)
   size_t end_ = 0;

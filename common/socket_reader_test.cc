@@ -1,5 +1,5 @@
 // SocketReader over a socketpair: bytes accumulate until consumed, a consumed prefix is
-// reclaimed before the buffer grows, a long frame grows it, ReadDirect bypasses it, and the
+// reclaimed before the buffer grows, a long frame grows it (and it shrinks back after), ReadDirect bypasses it, and the
 // ends of a stream (would block, closed, error) are told apart.
 #include "common/socket_reader.h"
 
@@ -62,6 +62,29 @@ TEST_F(SocketReaderTest, GrowsForAFrameLongerThanTheBuffer) {
     ASSERT_EQ(in.Fill(false, frame.size() - in.buffered().size()), SocketReader::kData);
   }
   EXPECT_EQ(in.buffered(), frame);
+}
+
+TEST_F(SocketReaderTest, ShrinksBackAfterALongFrameIsConsumed) {
+  SocketReader in(fds_[0], 8);
+  Send(std::string(1000, 'x'));
+  while (in.buffered().size() < 1000) {
+    ASSERT_EQ(in.Fill(false, 1000 - in.buffered().size()), SocketReader::kData);
+  }
+  EXPECT_GE(in.capacity(), 1000u);
+  in.Consume(1000);
+  Send("next");
+  ASSERT_EQ(in.Fill(false, 1), SocketReader::kData);
+  EXPECT_EQ(in.capacity(), 8u);  // the memory went back with the long frame
+  EXPECT_EQ(in.buffered(), "next");
+  // A partial frame still buffered keeps the buffer as it is.
+  Send(std::string(100, 'y'));
+  while (in.buffered().size() < 104) ASSERT_EQ(in.Fill(false, 64), SocketReader::kData);
+  const size_t grown = in.capacity();
+  in.Consume(50);
+  Send("z");
+  ASSERT_EQ(in.Fill(false, 1), SocketReader::kData);
+  EXPECT_EQ(in.capacity(), grown);
+  EXPECT_EQ(in.buffered().substr(0, 54), std::string(54, 'y'));
 }
 
 TEST_F(SocketReaderTest, MaxBytesBoundsOneRead) {
