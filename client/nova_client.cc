@@ -762,11 +762,12 @@ std::vector<Result<NovaClient::Snapshot>> NovaClient::GetSnapshots(
       continue;
     }
     c.snap.ltc_address = r->ltc_address;
-    auto conn = impl_->Connection(r->ltc_address, -1, deadline, &c.snap.connection);
+    auto conn = impl_->Connection(r->ltc_address, -1, deadline, nullptr);
     if (!conn.ok()) {
       c.error = conn.status();
       continue;
     }
+    c.snap.connection = conn.value();
     auto p = std::make_shared<std::promise<std::pair<Status, std::string>>>();
     c.reply = p->get_future();
     conn.value()->Call(
@@ -792,9 +793,25 @@ std::vector<Result<NovaClient::Snapshot>> NovaClient::GetSnapshots(
   return out;
 }
 
+namespace {
+
+// The connection holding `snap`: the only one its id means anything on.
+Result<std::shared_ptr<LtcConnection>> SnapshotConnection(const NovaClient::Snapshot& snap) {
+  if (snap.connection == nullptr) {
+    return Status::InvalidArgument("not a snapshot this client took");
+  }
+  if (!snap.connection->healthy()) {
+    return Status::NetworkError("the connection holding the snapshot to LTC " +
+                                snap.ltc_address + " failed");
+  }
+  return snap.connection;
+}
+
+}  // namespace
+
 Result<std::string> NovaClient::GetAt(const Snapshot& snap, const std::string& key) {
   const Deadline deadline = Deadline::After(impl_->options.timeout);
-  auto conn = impl_->Connection(snap.ltc_address, snap.connection, deadline, nullptr);
+  auto conn = SnapshotConnection(snap);
   if (!conn.ok()) return conn.status();
   ltc::ClientRequest request;
   request.type = ClientMsg::kGet;
@@ -812,7 +829,7 @@ Result<std::string> NovaClient::GetAt(const Snapshot& snap, const std::string& k
 Status NovaClient::Impl::ScanAtSnapshot(const Snapshot& snap, const std::string& start,
                                         uint32_t count, bool reverse, ltc::ScanResponse* out) {
   const Deadline deadline = Deadline::After(options.timeout);
-  auto conn = Connection(snap.ltc_address, snap.connection, deadline, nullptr);
+  auto conn = SnapshotConnection(snap);
   if (!conn.ok()) return conn.status();
   // Epoch 0: a snapshot is bound to its connection and range, not to a routing epoch.
   auto [s, payload] = CallOnce(
@@ -836,7 +853,7 @@ Status NovaClient::ScanReverseAt(const Snapshot& snap, const std::string& before
 
 Status NovaClient::ReleaseSnapshot(const Snapshot& snap) {
   const Deadline deadline = Deadline::After(impl_->options.timeout);
-  auto conn = impl_->Connection(snap.ltc_address, snap.connection, deadline, nullptr);
+  auto conn = SnapshotConnection(snap);
   if (!conn.ok()) return conn.status();
   return CallOnce(conn.value().get(), ClientMsg::kReleaseSnapshot, ltc::EncodeU64(snap.id),
                   deadline).first;
@@ -844,7 +861,7 @@ Status NovaClient::ReleaseSnapshot(const Snapshot& snap) {
 
 void NovaClient::ReleaseSnapshotAsync(const Snapshot& snap) {
   const Deadline deadline = Deadline::After(impl_->options.timeout);
-  auto conn = impl_->Connection(snap.ltc_address, snap.connection, deadline, nullptr);
+  auto conn = SnapshotConnection(snap);
   if (!conn.ok()) return;  // the connection, and the snapshot with it, is gone
   conn.value()->Call(T(ClientMsg::kReleaseSnapshot), ltc::EncodeU64(snap.id), deadline,
                      [](const Status&, std::string) {});

@@ -23,8 +23,9 @@
 //
 // Pipelining. Each LTC gets connections_per_ltc connections used round-robin; calls are
 // sent without waiting for earlier ones. The *Async methods return at once and complete
-// through a callback (on a connection's reader thread or the retry thread: keep it short)
-// or a std::future.
+// through a callback (on a connection's reader thread or the retry thread, or on the
+// calling thread itself when the call fails before anything is sent, e.g. a key over the
+// LTC's limit: keep it short, and take no lock the caller may hold) or a std::future.
 //
 // Write(batch) is split by range; each range's part is applied atomically (all or
 // nothing). Before any part is sent, every part is routed, its LTC connected and every
@@ -53,6 +54,8 @@
 #include "ltc/protocol/client_protocol.h"
 
 namespace nova::client {
+
+class LtcConnection;  // client/ltc_connection.h
 
 // Which LTC serves which range, at which configuration epoch.
 struct RoutingTable {
@@ -163,9 +166,12 @@ class NovaClient {
   // A snapshot id is valid with GetAt until ReleaseSnapshot. Not retried across failures:
   // an LTC that restarts forgets its snapshots (NotFound).
   struct Snapshot {
-    uint64_t id = 0;
+    uint64_t id = 0;  // the LTC's id: unique on its connection only (ids restart with the LTC)
     std::string ltc_address;
-    int connection = 0;
+    // The connection holding it: reads and the release go over exactly this one, and fail
+    // once it is closed (never over a newer connection, where the same id may name another
+    // client's snapshot after the LTC restarted).
+    std::shared_ptr<LtcConnection> connection;
   };
   Result<Snapshot> GetSnapshot(const std::string& key);
   // GetSnapshot for each key, the calls sent at once (pipelined on the LTCs' connections,

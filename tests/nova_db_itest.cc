@@ -619,6 +619,30 @@ TEST_P(NovaDbITest, IteratorFailsWithoutItsSnapshots) {
   EXPECT_FALSE(after->status().ok());
 }
 
+// Snapshot ids restart with their LTC: a snapshot taken before an LTC restarted must fail,
+// never read at a snapshot a later call took under the same id on a new connection.
+TEST_P(NovaDbITest, SnapshotFromBeforeAnLtcRestartFails) {
+  if (zookeeper()) GTEST_SKIP() << "static ranges only: a restart there needs no reassignment";
+  ASSERT_TRUE(Put(KeyIn(3, "k"), "old").ok());
+  const leveldb::Snapshot* before = db_->GetSnapshot();
+  ASSERT_EQ(Get(KeyIn(3, "k"), before), "old");
+  ASSERT_TRUE(ltcs_[1]->Restart().ok());  // ranges 2 and 3; its snapshot ids start again
+  ASSERT_TRUE(test::WaitFor([&] { return Put(KeyIn(3, "k"), "new").ok(); }, 30s));
+  // New snapshots on new connections to the restarted LTC reuse the old ids.
+  std::vector<const leveldb::Snapshot*> later;
+  for (int i = 0; i < 8; ++i) {
+    const leveldb::Snapshot* s = nullptr;
+    ASSERT_TRUE(test::WaitFor([&] { return client::TakeSnapshot(db_.get(), &s).ok(); }, 30s));
+    later.push_back(s);
+  }
+  for (const leveldb::Snapshot* s : later) EXPECT_EQ(Get(KeyIn(3, "k"), s), "new");
+  const std::string seen = Get(KeyIn(3, "k"), before);
+  EXPECT_NE(seen, "new") << "a read at the old snapshot used a later one";
+  EXPECT_EQ(seen.rfind("IO error", 0), 0u) << seen;
+  for (const leveldb::Snapshot* s : later) db_->ReleaseSnapshot(s);
+  db_->ReleaseSnapshot(before);
+}
+
 TEST_P(NovaDbITest, SnapshotsAcrossRanges) {
   for (int r = 0; r < 4; ++r) ASSERT_TRUE(Put(KeyIn(r, "k"), "v1").ok());
   const leveldb::Snapshot* snap = db_->GetSnapshot();

@@ -19,7 +19,9 @@ DEFINE_string(cluster_secret_file, "",
               "(HMAC-SHA256 challenge). Required");
 DEFINE_string(listen_host, "127.0.0.1", "Address the exchange transport listens on");
 DEFINE_int32(listen_port, 0, "Port the exchange transport listens on (0 = any free port)");
-DEFINE_int32(transport_max_message_mb, 16, "Largest two-sided message accepted, in MiB");
+DEFINE_int32(transport_max_message_mb, static_cast<int>(nova::transport::kDefaultMaxMessageBytes >> 20),
+             "Largest two-sided message accepted, in MiB (a bound, never preallocated; a live "
+             "migration sends a memtable entry, key and value, in one message)");
 
 namespace nova {
 

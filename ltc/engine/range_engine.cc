@@ -185,8 +185,14 @@ Status RangeEngine::Open() {
     immutables_.push_back(
         ImmutableMemTable{mem, d, mem->largest_sequence(), states[d], /*no_merge=*/true});
   }
+  // The numbers skipped here (kFileNumbersSkippedAtOpen) are recorded before the range
+  // serves: were they only in memory, an incarnation killed before its first flush or
+  // compaction edit would leave the MANIFEST's counter where it was, and the next one would
+  // hand out again the numbers this one gave to an offloaded job still running.
+  CollectOrphansLocked();
+  VersionEdit e;
+  e.next_file_number = versions_.state().next_file_number();
   if (options_.log != nullptr && !new_range) {
-    VersionEdit e;
     // Replayed logs stay live, and so do the ids of logless memtables whose entries a
     // replayed log took (absorbed): a later recovery must route those entries again.
     std::vector<uint64_t> kept;
@@ -199,10 +205,10 @@ Status RangeEngine::Open() {
       begin = std::max(begin, id + 1);
     }
     if (first_new_id > begin) e.obsolete_log_ranges.emplace_back(begin, first_new_id);
-    NOVA_RETURN_NOT_OK_PREPEND(LogAndApplyLocked(&e),
-                               "recording the logs recovery did not replay");
   }
-  CollectOrphansLocked();
+  NOVA_RETURN_NOT_OK_PREPEND(LogAndApplyLocked(&e),
+                             "recording the table numbers skipped and the logs recovery did "
+                             "not replay");
   RebuildRangeIndexLocked();
   write_gate_.l0_bytes = versions_.current()->LevelBytes(0);
   life_.opened = true;

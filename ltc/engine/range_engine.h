@@ -478,6 +478,10 @@ class RangeEngine {
   // Records the edit in the MANIFEST and installs the new version (versions_); after a
   // failure that leaves the MANIFEST unknown, stops the range. REQUIRES: mu_ held.
   Status LogAndApplyLocked(VersionEdit* edit) REQUIRES(mu_);
+  // FlushAll's work: rotates every active memtable holding entries and waits until every
+  // immutable memtable (`all`) or those immutable when it rotated (!all) are flushed, or
+  // until `cancel` (checked every 100 ms; may be null) is set: then Aborted.
+  Status FlushMemtables(const std::atomic<bool>* cancel, bool all) EXCLUDES(mu_);
   // If `s` is Fenced (a newer owner took the range over): writes stop for good with it as
   // the background error, background work ends, and options_.on_fenced runs (once).
   void StopIfFencedLocked(const Status& s) REQUIRES(mu_);

@@ -88,7 +88,10 @@ Result<uint64_t> RangeEngine::ApproximateSize(const KeyRange& span) {
 }
 
 Status RangeEngine::CompactRange(const KeyRange& span, const std::atomic<bool>* cancel) {
-  NOVA_RETURN_NOT_OK_PREPEND(FlushAll(), "CompactRange: flushing the memtables");
+  // The memtables holding data now: not those later writes rotate meanwhile (LevelDB's
+  // CompactRange also leaves what arrives after its flush in memtables or Level 0).
+  NOVA_RETURN_NOT_OK_PREPEND(FlushMemtables(cancel, /*all=*/false),
+                             "CompactRange: flushing the memtables");
   // LevelDB's rule: down to the deepest level holding data of the span, at least Level 1.
   // Looked at again after each level: a background compaction may have moved some of the
   // span's data deeper meanwhile.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -272,7 +273,9 @@ void RangeEngine::ForgetCompactedLevel0(const std::vector<TableRef>& tables,
   }
 }
 
-Status RangeEngine::FlushAll() {
+Status RangeEngine::FlushAll() { return FlushMemtables(/*cancel=*/nullptr, /*all=*/true); }
+
+Status RangeEngine::FlushMemtables(const std::atomic<bool>* cancel, bool all) {
   {
     MutexLock lock(&mu_);
     if (!life_.opened) return Status::IllegalState("range is not open");
@@ -301,13 +304,35 @@ Status RangeEngine::FlushAll() {
     }
   }
   MutexLock lock(&mu_);
+  // Unless `all`: only what is immutable now, so that steady writes (which keep rotating
+  // memtables) cannot keep the wait going for ever.
+  std::set<uint64_t> rotated;
+  if (!all) {
+    for (const ImmutableMemTable& im : immutables_) rotated.insert(im.mem->id());
+  }
+  auto flushed = [&]() REQUIRES(mu_) {
+    if (all) return immutables_.empty();
+    for (const ImmutableMemTable& im : immutables_) {
+      if (rotated.count(im.mem->id()) != 0) return false;
+    }
+    return true;
+  };
   ++life_.migration.flush_alls;  // a migration out's hold yields to it
   ScheduleWork();
-  cv_.Wait(&lock, [&]() REQUIRES(mu_) {
-    return immutables_.empty() || !life_.bg_error.ok() || life_.shutting_down ||
-           stats_.flush_failures != failures || life_.migration.handed_off;
-  });
+  bool cancelled = false;
+  for (;;) {
+    const bool done = cv_.WaitFor(&lock, std::chrono::milliseconds(100), [&]() REQUIRES(mu_) {
+      return flushed() || !life_.bg_error.ok() || life_.shutting_down ||
+             stats_.flush_failures != failures || life_.migration.handed_off;
+    });
+    if (done) break;
+    if (cancel != nullptr && cancel->load()) {
+      cancelled = true;
+      break;
+    }
+  }
   --life_.migration.flush_alls;
+  if (cancelled) return Status::Aborted("cancelled while flushing");
   if (life_.bg_error.ok() && life_.migration.handed_off) return HandedOffStatus();
   if (life_.bg_error.ok() && stats_.flush_failures != failures) {
     return bg_.last_flush_error.Prepend("flush failed (retried in the background)");

@@ -169,6 +169,39 @@ TEST(RecoveryTest, NumbersAnEarlierIncarnationMayHaveHandedOutAreNotReused) {
   EXPECT_EQ(v, "2");
 }
 
+// The same, when the incarnation that handed the numbers out died before recording any
+// edit of its own: its skip must already be in the MANIFEST, or the next incarnation hands
+// out the very numbers the orphaned job is writing.
+TEST(RecoveryTest, NumbersSkippedAtOpenAreRecordedBeforeTheFirstFlush) {
+  constexpr uint64_t kSkipped = 1ull << 24;  // range_engine.cc's kFileNumbersSkippedAtOpen
+  lsm::MemoryTableStore store;
+  InMemoryMemtableLog log;
+  uint64_t largest = 0;
+  {
+    RangeEngine engine(BigMemtables(&log), &store);
+    ASSERT_TRUE(engine.Open().ok());
+    ASSERT_TRUE(engine.Put("old", "1").ok());
+    ASSERT_TRUE(engine.FlushAll().ok());
+    largest = store.StoredTables().back();
+  }
+  {
+    // Opens (handing numbers past largest + kSkipped to a job, say), then dies at once.
+    RangeEngine engine(BigMemtables(&log), &store);
+    ASSERT_TRUE(engine.Open().ok());
+  }
+  RangeEngine engine(BigMemtables(&log), &store);
+  ASSERT_TRUE(engine.Open().ok());
+  ASSERT_TRUE(engine.Put("new", "2").ok());
+  ASSERT_TRUE(engine.FlushAll().ok());
+  const uint64_t first = store.StoredTables().back();
+  EXPECT_GT(first, largest + 2 * kSkipped)
+      << "the third incarnation's first table " << first
+      << " may be a number the second one handed out";
+  std::string v;
+  ASSERT_TRUE(engine.Get("old", &v).ok());
+  EXPECT_EQ(v, "1");
+}
+
 // A damaged record stops the replay of its log there: earlier records come back, later
 // ones do not (they were after a write whose bytes cannot be trusted).
 TEST(RecoveryTest, CorruptedRecordStopsReplay) {

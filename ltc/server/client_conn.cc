@@ -56,9 +56,14 @@ bool ClientConn::BeginRequest(int max_inflight, uint64_t bytes, uint64_t max_inf
   MutexLock l(&mu_);
   room_cv_.Wait(&l, [&]() REQUIRES(mu_) {
     if (stop_reading_) return true;
-    // A request bigger than the budget goes alone, so it is never refused for its size.
+    // A request that would overflow the byte budget waits only while big requests are in
+    // flight, not behind small ones (a CompactRange may be in flight for minutes): memory
+    // stays below about twice the budget, and a request bigger than the budget is never
+    // refused (it goes alone).
     return inflight_ == 0 ||
-           (inflight_ < max_inflight && inflight_bytes_ + bytes <= max_inflight_bytes);
+           (inflight_ < max_inflight && (inflight_bytes_ + bytes <= max_inflight_bytes ||
+                                         (bytes <= max_inflight_bytes &&
+                                          inflight_bytes_ <= max_inflight_bytes / 16)));
   });
   if (stop_reading_) return false;
   ++inflight_;

@@ -63,8 +63,10 @@ class ClientConn {
   void SendError(uint16_t type, uint64_t request_id, const Status& error) EXCLUDES(write_mu_);
 
   // Waits until fewer than `max_inflight` requests are in flight and, unless none is, their
-  // payloads and this one's `bytes` add up to at most `max_inflight_bytes`; then counts this
-  // one. False (and nothing counted) once StopReading() was called.
+  // payloads and this one's `bytes` add up to at most `max_inflight_bytes` (or this one fits
+  // the budget and those in flight hold at most a 16th of it: small requests that take long,
+  // like CompactRange, never hold a big one back); then counts this one. False (and nothing
+  // counted) once StopReading() was called.
   bool BeginRequest(int max_inflight, uint64_t bytes, uint64_t max_inflight_bytes)
       EXCLUDES(mu_);
   // A request counted by BeginRequest with these `bytes` is answered.

@@ -191,6 +191,28 @@ TEST(ConnectionListenerTest, RequestBytesInFlightPerConnectionAreBounded) {
   listener.Shutdown();
 }
 
+TEST(ConnectionListenerTest, SmallRequestInFlightDoesNotHoldABigOneBack) {
+  MetricsRegistry registry;
+  ClientMetrics metrics(&registry);
+  Handler h(/*answer_at_once=*/false);
+  ConnectionListenerOptions o;
+  o.max_request_bytes = 1000;
+  ConnectionListener listener(o, h.handler(), &metrics);
+  ASSERT_TRUE(listener.Start().ok());
+  auto c = Connect(listener);
+  ASSERT_NE(c, nullptr);
+  const std::string small(50, 's'), big(960, 'b');  // big + header fit the 1000-byte limit
+  auto r1 = Call(c.get(), small);  // held, like a long CompactRange
+  auto r2 = Call(c.get(), big);    // 1010 bytes together: admitted (the small one is < 1/16)
+  ASSERT_TRUE(test::WaitFor([&] { return h.held() == 2; }))
+      << "the big request waited behind a small one";
+  h.AnswerOldest();
+  h.AnswerOldest();
+  EXPECT_EQ(r1.get().second, small);
+  EXPECT_EQ(r2.get().second, big);
+  listener.Shutdown();
+}
+
 TEST(ConnectionListenerTest, RequestOverTheSizeLimitIsAnsweredAndTheConnectionClosed) {
   MetricsRegistry registry;
   ClientMetrics metrics(&registry);
