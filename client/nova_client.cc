@@ -754,6 +754,7 @@ std::vector<Result<NovaClient::Snapshot>> NovaClient::GetSnapshots(
     std::future<std::pair<Status, std::string>> reply;
   };
   std::vector<Call> calls(keys.size());
+  std::map<std::string, Status> unreachable;  // by LTC address
   for (size_t i = 0; i < keys.size(); ++i) {
     Call& c = calls[i];
     const RoutingTable::Route* r = t.Find(keys[i]);
@@ -762,9 +763,16 @@ std::vector<Result<NovaClient::Snapshot>> NovaClient::GetSnapshots(
       continue;
     }
     c.snap.ltc_address = r->ltc_address;
+    // An LTC that could not be connected to fails its other ranges at once (an unreachable
+    // host would cost connect_timeout per range).
+    if (auto failed = unreachable.find(r->ltc_address); failed != unreachable.end()) {
+      c.error = failed->second;
+      continue;
+    }
     auto conn = impl_->Connection(r->ltc_address, -1, deadline, nullptr);
     if (!conn.ok()) {
       c.error = conn.status();
+      unreachable.emplace(r->ltc_address, conn.status());
       continue;
     }
     c.snap.connection = conn.value();
