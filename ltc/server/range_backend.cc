@@ -98,7 +98,8 @@ class LevelDbBackend final : public RangeBackend {
     // (LevelDB compacts [begin, end] inclusively: the key equal to the span's end, outside
     // the span, may be compacted too; harmless.)
     const leveldb::Slice begin(span.start);
-    const leveldb::Slice end(span.end.value_or(""));
+    const std::string end_key = span.end.value_or("");  // outlives the Slice over it
+    const leveldb::Slice end(end_key);
     db_->CompactRange(&begin, span.end ? &end : nullptr);
     return Status::OK();
   }
