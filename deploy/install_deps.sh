@@ -22,6 +22,9 @@ PACKAGES=(
   python3-clang-14      # tests/check_class_size.py: libclang's Python bindings
   # scripts and tools used by tests (ip netns, ps)
   iproute2 procps netcat-openbsd python3
+  # deployment across nodes (deploy/ansible) and its test bed of simulated hosts
+  # (deploy/testbed: one network namespace with its own sshd per host)
+  ansible-core openssh-server openssh-client
 )
 
 quiet=0
