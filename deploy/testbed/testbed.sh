@@ -9,6 +9,7 @@
 #   deploy/testbed/testbed.sh status --name NAME
 #   deploy/testbed/testbed.sh exec   --name NAME HOST CMD [ARG...]
 #   deploy/testbed/testbed.sh shape  --name NAME [--delay-ms D] [--rate-mbit R]
+#   deploy/testbed/testbed.sh limit  --name NAME HOST [--cpu CORES] [--mem MIB]
 #   deploy/testbed/testbed.sh list
 #
 # Options:
@@ -26,7 +27,8 @@
 #   --rate-mbit R    bandwidth limit of every packet a host sends (netem rate, or tc tbf when
 #                    no delay is asked for).
 #   --state-dir DIR  where the bed keeps its files (default /run/nova-testbed/NAME).
-#   HOST             host-I or I (exec).
+#   HOST             host-I or I (exec, limit: which host's CPU quota or memory limit to
+#                    change on a running bed; shape changes every host's shaping).
 #
 # What `up` makes, for a bed with index B (the lowest free one, 0..255; one /24 per bed):
 #   namespaces  nb-NAME-0 .. nb-NAME-(N-1)   the hosts: interface eth0 = 198.18.B.(I+1)/24, lo
@@ -65,10 +67,11 @@ usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0";
 # ---- arguments ----------------------------------------------------------------------
 
 cmd=${1:-}
-[[ -n "$cmd" ]] || usage_error "a command is required (up, down, status, exec, shape, list)"
+[[ -n "$cmd" ]] || usage_error "a command is required (up, down, status, exec, shape, limit, list)"
 [[ "$cmd" == -h || "$cmd" == --help ]] && usage
 shift
-name="" hosts="" cpu=1 mem=2048 delay_ms="" rate_mbit="" state_dir="" exec_args=()
+name="" hosts="" cpu="" mem="" delay_ms="" rate_mbit="" state_dir="" exec_args=() limit_host=""
+readonly kDefaultCpu=1 kDefaultMemMib=2048
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --name) name=${2:-}; shift 2 || usage_error "--name wants a value" ;;
@@ -88,13 +91,16 @@ while [[ $# -gt 0 ]]; do
     -h|--help) usage ;;
     *)
       if [[ "$cmd" == exec ]]; then exec_args=("$@"); break; fi
+      if [[ "$cmd" == limit && -z "$limit_host" && "$1" != -* ]]; then
+        limit_host=$1; shift; continue
+      fi
       usage_error "unknown argument '$1'" ;;
   esac
 done
 
 case "$cmd" in
-  up|down|status|exec|shape|list) ;;
-  *) usage_error "unknown command '$cmd' (up, down, status, exec, shape, list)" ;;
+  up|down|status|exec|shape|limit|list) ;;
+  *) usage_error "unknown command '$cmd' (up, down, status, exec, shape, limit, list)" ;;
 esac
 if [[ "$cmd" != list ]]; then
   [[ -n "$name" ]] || usage_error "--name NAME is required"
@@ -104,9 +110,16 @@ fi
 if [[ "$cmd" == up ]]; then
   [[ "$hosts" =~ ^[0-9]+$ ]] && ((hosts >= 1 && hosts <= kMaxHosts)) ||
     usage_error "--hosts wants a number 1..$kMaxHosts, got '$hosts'"
-  [[ "$mem" =~ ^[0-9]+$ ]] || usage_error "--mem wants MiB as a whole number, got '$mem'"
+  cpu=${cpu:-$kDefaultCpu}
+  mem=${mem:-$kDefaultMemMib}
 fi
-[[ "$cpu" =~ ^[0-9]+(\.[0-9]+)?$ ]] || usage_error "--cpu wants cores, e.g. 0.4, got '$cpu'"
+[[ -z "$mem" || "$mem" =~ ^[0-9]+$ ]] || usage_error "--mem wants MiB as a whole number, got '$mem'"
+[[ -z "$cpu" || "$cpu" =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+  usage_error "--cpu wants cores, e.g. 0.4, got '$cpu'"
+if [[ "$cmd" == limit ]]; then
+  [[ -n "$limit_host" ]] || usage_error "limit wants HOST (host-I or I)"
+  [[ -n "$cpu$mem" ]] || usage_error "limit wants --cpu and/or --mem"
+fi
 [[ -z "$delay_ms" || "$delay_ms" =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
   usage_error "--delay-ms wants milliseconds, got '$delay_ms'"
 [[ -z "$rate_mbit" || "$rate_mbit" =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
@@ -289,6 +302,19 @@ shape_ns() {
   fi
 }
 
+# cpu.cfs_quota_us for $1 cores (-1: no quota for 0).
+quota_us() {
+  local q=-1
+  if awk -v c="$1" 'BEGIN { exit !(c > 0) }'; then
+    q=$(awk -v c="$1" -v p="$kCfsPeriodUs" 'BEGIN { printf "%d", c * p }')
+    ((q >= 1000)) || usage_error "--cpu $1 is below the kernel's 1 ms minimum quota"
+  fi
+  echo "$q"
+}
+
+# memory.limit_in_bytes for $1 MiB (-1: no limit for 0).
+limit_bytes() { if (($1 == 0)); then echo -1; else echo $(($1 * 1024 * 1024)); fi; }
+
 # Joins the current shell process to host $1's cgroups.
 join_cgroups() {
   local i=$1 cg
@@ -403,12 +429,8 @@ cmd_up() {
   [[ ! -e "$(registry_file)" && -z "$(bed_namespaces)" ]] ||
     die "test bed '$name' exists already (run '$0 down --name $name' first)"
   [[ -z "$(bed_cgroups)" ]] || die "cgroups of test bed '$name' exist already; run down first"
-  local quota=-1 limit=-1
-  if awk -v c="$cpu" 'BEGIN { exit !(c > 0) }'; then
-    quota=$(awk -v c="$cpu" -v p="$kCfsPeriodUs" 'BEGIN { printf "%d", c * p }')
-    ((quota >= 1000)) || usage_error "--cpu $cpu is below the kernel's 1 ms minimum quota"
-  fi
-  ((mem == 0)) || limit=$((mem * 1024 * 1024))
+  local quota limit
+  quota=$(quota_us "$cpu"); limit=$(limit_bytes "$mem")
   [[ -d /sys/fs/cgroup/cpu && -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]] ||
     die "no cgroup v1 cpu hierarchy at /sys/fs/cgroup/cpu (cgroup v2 only is not supported)"
   [[ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ]] ||
@@ -552,6 +574,22 @@ cmd_shape() {
   sed -i -e "s/^TESTBED_DELAY_MS=.*/TESTBED_DELAY_MS=${delay_ms:-0}/" \
     -e "s/^TESTBED_RATE_MBIT=.*/TESTBED_RATE_MBIT=${rate_mbit:-0}/" "$state_dir/bed.env"
   echo "test bed '$name': delay ${delay_ms:-0} ms, rate ${rate_mbit:-0} Mbit/s (0 = none)"
+}
+
+cmd_limit() {
+  load_bed
+  local i cg
+  i=$(host_index "$limit_host")
+  for cg in $(cat "$state_dir/hosts/host-$i/cgroups"); do
+    if [[ -n "$cpu" && -f "$cg/cpu.cfs_quota_us" ]]; then
+      quota_us "$cpu" > "$cg/cpu.cfs_quota_us"
+    fi
+    if [[ -n "$mem" && -f "$cg/memory.limit_in_bytes" ]]; then
+      limit_bytes "$mem" > "$cg/memory.limit_in_bytes" ||
+        die "cannot set host-$i's memory limit to $mem MiB (it uses more already?)"
+    fi
+  done
+  echo "test bed '$name' host-$i:${cpu:+ cpu $cpu core(s)}${mem:+ mem $mem MiB} (0 = none)"
 }
 
 cmd_list() {
