@@ -332,6 +332,9 @@ HostKey $dir/ssh_host_ed25519_key
 PidFile $dir/sshd.pid
 AuthorizedKeysFile $state_dir/authorized_keys
 UsePAM no
+# The key file is the bed's own (root, 0600); its directory may sit under a world-writable
+# one such as /tmp (--state-dir), which StrictModes would refuse.
+StrictModes no
 PermitRootLogin prohibit-password
 PubkeyAuthentication yes
 PasswordAuthentication no
