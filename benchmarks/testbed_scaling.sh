@@ -5,7 +5,8 @@
 #
 #   benchmarks/testbed_scaling.sh [--configs L:S,...] [--cpu CORES] [--client-cpu CORES]
 #                                 [--records N] [--seconds S] [--threads T]
-#                                 [--workloads W,...] [--ranges R] [--out DIR] [--name BED]
+#                                 [--workloads W,...] [--ranges R] [--block-cache-mb MB]
+#                                 [--out DIR] [--name BED]
 #
 #   --configs      LTC hosts:StoC hosts per cluster, default 1:4,2:4,4:4,2:1,2:2: the LTC
 #                  hosts grow 1, 2, 4 with 4 StoC hosts (enough that StoCs do not limit),
@@ -16,9 +17,13 @@
 #   --records      records loaded, 1 KiB each (default 100000)
 #   --seconds      length of each run (default 20)
 #   --threads      nova_ycsb client threads (default 8)
-#   --workloads    run after the load, each for --seconds (default workloada,w100); keys are
-#                  "user" + 10 digits (insertorder=ordered), split evenly into --ranges
+#   --workloads    run after the load, each for --seconds (default
+#                  workloada,w100,workloadc@uniform); W@D runs workload W with
+#                  requestdistribution=D. Keys are "user" + 10 digits (insertorder=ordered),
+#                  split evenly into --ranges
 #   --ranges       ranges of the key space (default 4: 1, 2 or 4 per LTC host)
+#   --block-cache-mb  each range's block cache on its LTC (default 4: with 100,000 records
+#                  most uniform reads miss it and go to a StoC, so StoC hosts matter)
 #   --out DIR      where scaling.csv, table.md, commands.txt and the logs go (default a new
 #                  directory under /tmp, kept)
 #   --name BED     the test bed's name (default scale)
@@ -42,7 +47,7 @@ rtt=$root/deploy/testbed/rtt.py
 workloads_dir=$root/benchmarks/ycsb/workloads
 
 configs=1:4,2:4,4:4,2:1,2:2 cpu=0.4 client_cpu=1.0 records=100000 seconds=20 threads=8
-workloads=workloada,w100 ranges=4 out="" bed=scale
+workloads=workloada,w100,workloadc@uniform ranges=4 block_cache_mb=4 out="" bed=scale
 readonly kPort=7000              # every component's transport port (each host has its own address)
 readonly kZkPort=2181
 readonly kStartTimeoutS=60       # ZooKeeper (a JVM on 0.4 core) and each component
@@ -65,6 +70,7 @@ while [[ $# -gt 0 ]]; do
     --threads) threads=$2; shift 2 ;;
     --workloads) workloads=$2; shift 2 ;;
     --ranges) ranges=$2; shift 2 ;;
+    --block-cache-mb) block_cache_mb=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --name) bed=$2; shift 2 ;;
     -h|--help) usage ;;
@@ -72,7 +78,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ $(id -u) -eq 0 ]] || { echo "testbed_scaling.sh: must run as root (the test bed does)" >&2; exit 2; }
-for n in "$records" "$seconds" "$threads" "$ranges"; do
+for n in "$records" "$seconds" "$threads" "$ranges" "$block_cache_mb"; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "numeric options want a positive integer, got '$n'"
 done
 IFS=, read -r -a config_list <<< "$configs"
@@ -81,7 +87,7 @@ for c in "${config_list[@]}"; do
   [[ "$c" =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] || die "--configs wants L:S pairs, got '$c'"
 done
 for w in "${workload_list[@]}"; do
-  [[ -f "$workloads_dir/$w" ]] || die "no workload $workloads_dir/$w"
+  [[ -f "$workloads_dir/${w%@*}" ]] || die "no workload $workloads_dir/${w%@*}"
 done
 for b in nova_stoc nova_ltc nova_coordinator nova_admin nova_cli nova_ycsb; do
   [[ -x "$bin/$b" ]] || die "$bin/$b not found: build first, or set NOVA_BIN / NOVA_BUILD_DIR"
@@ -238,7 +244,7 @@ EOF
     --setting=log_mode=none > "$run_dir/logs/create-cluster.log" 2>&1 ||
     { cat "$run_dir/logs/create-cluster.log" >&2; die "create-cluster failed"; }
 
-  local h a common
+  local h a
   for ((i = 0; i < S; i++)); do
     h=${stoc_hosts[$i]}; a=$(addr_of "$h")
     launch "$h" "stoc-$i" "$bin/nova_stoc" "--stoc_id=$i" "--stoc_dir=$run_dir/data/stoc-$i" \
@@ -255,7 +261,7 @@ EOF
       "--listen_host=$a" "--listen_port=$kPort" "--metrics_host=$a" --metrics_port=0 \
       "--zk=$zk" "--cluster=$cluster" "--cluster_secret_file=$secret" \
       --ltc_memtable_size_mb=4 --ltc_memtables_per_range=4 --ltc_dranges_per_range=2 \
-      --ltc_block_cache_mb=16
+      "--ltc_block_cache_mb=$block_cache_mb"
   done
   for ((i = 0; i < L; i++)); do wait_listen "ltc-$i"; done
   deadline=$((SECONDS + kStartTimeoutS))
@@ -277,18 +283,21 @@ EOF
     "${props[@]}" > "$run_dir/load.txt" 2> "$run_dir/logs/load.err" ||
     { tail -n 20 "$run_dir/logs/load.err" >&2; die "the load failed"; }
 
-  local w report c0 l0 s0 a0 c1 l1 s1 a1 t0 t1 all_hosts=()
+  local w report dist c0 l0 s0 a0 c1 l1 s1 a1 t0 t1 all_hosts=()
   for ((i = 0; i < hosts; i++)); do all_hosts+=("$i"); done
   for w in "${workload_list[@]}"; do
     echo "   $w, ${seconds}s" >&2
     report=$run_dir/$w.txt
-    log_cmd "$tb" exec --name "$bed" "host-$client" "$bin/nova_ycsb" -run -P "$workloads_dir/$w" \
-      "${props[@]}" -p "operationcount=$kUnboundedOps" -p "maxexecutiontime=$seconds"
+    dist=()
+    [[ "$w" != *@* ]] || dist=(-p "requestdistribution=${w#*@}")
+    log_cmd "$tb" exec --name "$bed" "host-$client" "$bin/nova_ycsb" -run \
+      -P "$workloads_dir/${w%@*}" "${props[@]}" "${dist[@]+"${dist[@]}"}" \
+      -p "operationcount=$kUnboundedOps" -p "maxexecutiontime=$seconds"
     l0=$(cpu_ns "${ltc_hosts[@]}"); s0=$(cpu_ns "${stoc_hosts[@]}"); c0=$(cpu_ns "$client")
     a0=$(cpu_ns "${all_hosts[@]}"); t0=$(date +%s%N)
     ex "$client" timeout -k 10 $((seconds + kRunSlackS)) "$bin/nova_ycsb" -run \
-      -P "$workloads_dir/$w" "${props[@]}" -p "operationcount=$kUnboundedOps" \
-      -p "maxexecutiontime=$seconds" > "$report" 2> "$run_dir/logs/$w.err" ||
+      -P "$workloads_dir/${w%@*}" "${props[@]}" "${dist[@]+"${dist[@]}"}" \
+      -p "operationcount=$kUnboundedOps" -p "maxexecutiontime=$seconds" > "$report" 2> "$run_dir/logs/$w.err" ||
       { tail -n 20 "$run_dir/logs/$w.err" >&2; die "$w failed"; }
     t1=$(date +%s%N)
     l1=$(cpu_ns "${ltc_hosts[@]}"); s1=$(cpu_ns "${stoc_hosts[@]}"); c1=$(cpu_ns "$client")
@@ -317,7 +326,8 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 {
   echo "YCSB on the test bed: $records records of 1 KiB, $threads client threads, ${seconds} s per"
   echo "run, $cpu core(s) per LTC/StoC/ZooKeeper host, $client_cpu for the client host, $ranges"
-  echo "ranges; started $started; load average before: $load_before, after: $load_after."
+  echo "ranges, ${block_cache_mb} MiB block cache per range; started $started; load average"
+  echo "before: $load_before, after: $load_after."
   echo
   echo "| workload | LTC hosts | StoC hosts | ops/s | read p50 / p99 us | update p50 / p99 us | CPU used (cores): LTCs / StoCs / client / all | failed | RTT p50 us: hosts / loopback |"
   echo "|---|---|---|---|---|---|---|---|---|"

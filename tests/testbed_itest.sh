@@ -68,6 +68,7 @@ fi
 # ---- up -----------------------------------------------------------------------------
 timeout 60 "$tb" up --name "$name" --hosts 3 --cpu "$cores" --mem "$mem_mib" "${shaping[@]}"
 state=/run/nova-testbed/$name
+# shellcheck source=/dev/null
 source "$state/bed.env"
 mapfile -t addrs < <(cut -f2 "$state/hosts.tsv")
 check "hosts.tsv lists 3 hosts in 198.18.0.0/15" \
@@ -155,7 +156,7 @@ for p in $sshd_pids; do  # a zombie (state Z) waiting for its reaper counts as g
   state_of=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null || true)
   [[ -z "$state_of" || "$state_of" == Z ]] || alive+=" $p"
 done
-check "down: no sshd left (was: $(echo $sshd_pids))" test -z "$alive"
+check "down: no sshd left (was: ${sshd_pids//$'\n'/ })" test -z "$alive"
 check "down: no state directory or registry entry left" \
   test ! -e "$state" -a ! -e "/run/nova-testbed/beds/$name"
 check "down: the root namespace's links are as before" \
