@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "client/admin_stocs.h"
+#include "client/client_flags.h"
 #include "client/nova_client.h"
 #include "client/zk_routing_source.h"
 #include "common/clock.h"
@@ -456,6 +457,9 @@ int MoveRanges(const co::ConfigStoreOptions& options, const std::string& what,
     client::ZkRoutingSource routing(&store, std::chrono::seconds(FLAGS_timeout_s));
     client::ClientOptions client_options;
     client_options.routing_source = &routing;
+    auto secret = client::ClientSecretFromFlags();  // checked by main() already
+    if (!secret.ok()) return Fail(secret.status());
+    client_options.client_secret = secret.value();
     client_options.timeout = std::chrono::seconds(2);  // per probe; the loop bounds the wait
     client::NovaClient client(client_options);
     s = client.Init();
@@ -679,6 +683,11 @@ int main(int argc, char** argv) {
   }
   auto options = co::ConfigStoreOptionsFromFlags();
   if (!options.ok()) return Usage(options.status().message());
+  // The scaling commands' client waits for the moved ranges at their LTCs: a secret file
+  // that cannot be read must stop them before they change anything.
+  if (auto secret = client::ClientSecretFromFlags(); !secret.ok()) {
+    return Usage(secret.status().ToString());
+  }
   if (command == "create-cluster") return CreateCluster(options.value(), settings);
   if (command == "status") return PrintStatus(options.value());
   if (command == "show-config") return ShowConfig(options.value());

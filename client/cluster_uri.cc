@@ -113,10 +113,12 @@ class OwningZkRoutingSource final : public RoutingSource {
 
 Result<std::unique_ptr<RoutingSource>> NewZooKeeperRoutingSource(
     const std::string& zk, const std::string& cluster,
-    std::chrono::milliseconds first_config_wait, std::chrono::milliseconds open_timeout) {
+    std::chrono::milliseconds first_config_wait, std::chrono::milliseconds open_timeout,
+    const std::string& zk_auth) {
   coordinator::ConfigStoreOptions o;
   o.zk_servers = zk;
   o.cluster = cluster;
+  o.zk_auth = zk_auth;
   o.op_timeout = std::min<std::chrono::milliseconds>(o.op_timeout, first_config_wait);
   auto source = std::make_unique<OwningZkRoutingSource>(std::move(o), first_config_wait);
   NOVA_RETURN_NOT_OK_PREPEND(source->Init(open_timeout),
@@ -130,7 +132,7 @@ Result<std::unique_ptr<ClusterConnection>> ConnectToCluster(const ClusterLocator
   std::string target;
   if (where.zookeeper()) {
     auto source = NewZooKeeperRoutingSource(where.zk, where.cluster, options.timeout,
-                                            options.zk_open_timeout);
+                                            options.zk_open_timeout, options.zk_auth);
     if (!source.ok()) return source.status();
     conn->routing = std::move(source.value());
     options.ltcs.clear();

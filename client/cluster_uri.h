@@ -48,11 +48,13 @@ Result<std::vector<std::string>> ParseAddressList(std::string_view list, std::st
 // cluster does not exist in ZooKeeper (NotFound, naming nova_admin create-cluster: one
 // read, once the session exists, waited for up to min(5 s, first_config_wait)). Its Fetch
 // waits up to `first_config_wait` for the first configuration (Unavailable after that,
-// naming ZooKeeper).
+// naming ZooKeeper). `zk_auth`: the session's digest credential, as
+// ClientOptions::zk_auth (reading needs none).
 Result<std::unique_ptr<RoutingSource>> NewZooKeeperRoutingSource(
     const std::string& zk, const std::string& cluster,
     std::chrono::milliseconds first_config_wait = std::chrono::seconds(10),
-    std::chrono::milliseconds open_timeout = kDefaultZkOpenTimeout);
+    std::chrono::milliseconds open_timeout = kDefaultZkOpenTimeout,
+    const std::string& zk_auth = "");
 
 // A client and the routing source it reads (if the mode needs one of its own).
 struct ClusterConnection {
@@ -61,8 +63,8 @@ struct ClusterConnection {
   std::unique_ptr<NovaClient> client;
 };
 
-// A client for `where`, Init()ed (its routing fetched). `options` supplies timeouts and
-// pool sizes (and, in ZooKeeper mode, zk_open_timeout); its ltcs/routing_source are
+// A client for `where`, Init()ed (its routing fetched). `options` supplies timeouts, pool
+// sizes and the client secret (and, in ZooKeeper mode, zk_open_timeout and zk_auth); its ltcs/routing_source are
 // replaced by `where`'s. Returns the error of the routing source (Unavailable naming
 // ZooKeeper within zk_open_timeout when it cannot be reached, NotFound when the cluster
 // does not exist in it) or of Init (e.g. NetworkError when no LTC answers), prefixed with

@@ -7,11 +7,16 @@
 
 #include <cerrno>
 #include <cstring>
+#include <future>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/transport/tcp_socket.h"
 #include "common/wire/message.h"
 #include "common/wire/message_stream.h"
+#include "ltc/protocol/client_auth.h"
+#include "ltc/protocol/client_protocol.h"
 
 namespace nova::client {
 namespace {
@@ -19,6 +24,16 @@ namespace {
 constexpr int kSocketBufferBytes = 1 << 20;
 // The LTC's connection-level error type (request id 0); see docs/protocol.md.
 constexpr uint16_t kConnectionErrorType = 0x0300;
+
+// One call on `conn`, waited for.
+std::pair<Status, std::string> CallAndWait(LtcConnection* conn, ltc::ClientMsg type,
+                                           std::string_view payload, Deadline deadline) {
+  std::promise<std::pair<Status, std::string>> p;
+  auto f = p.get_future();
+  conn->Call(static_cast<uint16_t>(type), payload, deadline,
+             [&p](const Status& s, std::string r) { p.set_value({s, std::move(r)}); });
+  return f.get();
+}
 
 int PollTimeoutMs(MonoTime until) {
   if (until == MonoTime::max()) return -1;
@@ -32,7 +47,8 @@ int PollTimeoutMs(MonoTime until) {
 
 Result<std::shared_ptr<LtcConnection>> LtcConnection::Connect(const std::string& address,
                                                               Deadline deadline,
-                                                              uint64_t max_response_bytes) {
+                                                              uint64_t max_response_bytes,
+                                                              const std::string& client_secret) {
   auto fd = transport::ConnectTcp(address, deadline);
   if (!fd.ok()) {
     return Status::NetworkError("cannot connect to LTC " + address + ": " +
@@ -43,7 +59,34 @@ Result<std::shared_ptr<LtcConnection>> LtcConnection::Connect(const std::string&
   if (::pipe2(c->wake_pipe_, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
   LtcConnection* raw = c.get();
   c->reader_ = std::thread([raw] { raw->ReadLoop(); });
+  if (!client_secret.empty()) {
+    Status s = c->Authenticate(client_secret, deadline);
+    if (!s.ok()) {
+      c->Close();
+      return s;
+    }
+  }
   return c;
+}
+
+Status LtcConnection::Authenticate(const std::string& client_secret, Deadline deadline) {
+  auto [s, payload] = CallAndWait(this, ltc::ClientMsg::kAuthChallenge, "", deadline);
+  if (s.code() == Status::Code::kNotSupported) {
+    // An LTC older than the handshake: it has no client secret to check.
+    return Status::OK();
+  }
+  if (!s.ok()) return s.Prepend("authenticating to LTC " + address_);
+  ltc::AuthChallenge challenge;
+  NOVA_RETURN_NOT_OK_PREPEND(ltc::DecodeAuthChallenge(payload, &challenge),
+                             "authenticating to LTC " + address_);
+  if (!challenge.required) return Status::OK();
+  std::tie(s, payload) =
+      CallAndWait(this, ltc::ClientMsg::kAuthenticate,
+                  ltc::EncodeAuthenticate(ltc::ClientAuthMac(client_secret, challenge.nonce)),
+                  deadline);
+  // A refusal arrives as the connection-level error, already naming this LTC.
+  if (s.IsPermissionDenied()) return s;
+  return s.Prepend("authenticating to LTC " + address_);
 }
 
 LtcConnection::LtcConnection(std::string address, int fd, uint64_t max_response_bytes)

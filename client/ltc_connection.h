@@ -8,6 +8,12 @@
 // with NetworkError naming the LTC, or with the connection-level error the LTC sent first
 // (e.g. ResourceExhausted: too many connections); later calls fail at once.
 //
+// Authentication. Given a client secret, Connect runs the handshake of
+// ltc/protocol/client_auth.h before returning: the connection is returned only once an LTC
+// that requires the secret has accepted it (or the LTC requires none). Without a secret it
+// sends nothing more than before; an LTC that requires one then refuses the first call
+// with a connection-level PermissionDenied naming --client_secret_file.
+//
 // Thread safety: thread-safe. Callbacks run on the reader thread (or on the caller's thread
 // when the request cannot be sent), never under a lock, and must not block for long or
 // call Close(). write_mu_ and mu_ are leaves (never held together).
@@ -33,10 +39,14 @@ using CallCallback = std::function<void(const Status& status, std::string payloa
 
 class LtcConnection {
  public:
-  // Connects to "host:port" before `deadline`. NetworkError/TimedOut naming the address.
+  // Connects to "host:port" before `deadline` and, with a non-empty `client_secret`,
+  // authenticates (see above). NetworkError/TimedOut naming the address; PermissionDenied
+  // (the LTC's words, naming the flag) when the LTC refuses the secret; the LTC's error if
+  // it answers the handshake with one.
   static Result<std::shared_ptr<LtcConnection>> Connect(const std::string& address,
                                                         Deadline deadline,
-                                                        uint64_t max_response_bytes);
+                                                        uint64_t max_response_bytes,
+                                                        const std::string& client_secret = "");
   ~LtcConnection();  // Close()
   LtcConnection(const LtcConnection&) = delete;
   LtcConnection& operator=(const LtcConnection&) = delete;
@@ -57,6 +67,9 @@ class LtcConnection {
     MonoTime deadline;
   };
   LtcConnection(std::string address, int fd, uint64_t max_response_bytes);
+  // The handshake of ltc/protocol/client_auth.h; OK once authenticated or not required.
+  Status Authenticate(const std::string& client_secret, Deadline deadline)
+      EXCLUDES(mu_, write_mu_);
   void ReadLoop() EXCLUDES(mu_);
   // Marks the connection failed and fails every outstanding call with `why`.
   void Fail(const Status& why) EXCLUDES(mu_);

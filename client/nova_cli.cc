@@ -1,6 +1,6 @@
 // nova_cli: a command-line client of a Nova-LSM cluster (docs/ltc_server.md "nova_cli").
 //
-//   nova_cli --ltc=H:P[,H:P] [--hex] [--hex_values] COMMAND ...
+//   nova_cli --ltc=H:P[,H:P] [--client_secret_file=F] [--hex] [--hex_values] COMMAND ...
 //     put KEY VALUE | get KEY | delete KEY | scan START [--limit=N] | count [START [END]] | stats
 //
 // Exit status: 0 success; 1 key not found (get); 2 usage error; 3 any other error (its
@@ -14,6 +14,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include "client/client_flags.h"
 #include "client/nova_client.h"
 #include "client/zk_routing_source.h"
 #include "common/hex.h"
@@ -25,6 +26,9 @@ DEFINE_string(zk, "",
               "ZooKeeper servers host:port[,host:port]: route by the cluster configuration "
               "there (with --cluster) instead of asking the --ltc list");
 DEFINE_string(cluster, "", "Cluster name in ZooKeeper (with --zk)");
+DEFINE_string(zk_auth_file, "",
+              "With --zk: file holding the cluster's ZooKeeper digest credential user:password. "
+              "Accepted but not needed: nova_cli only reads ZooKeeper, which needs none");
 DEFINE_bool(hex, false, "Keys are given and printed as hex");
 DEFINE_bool(hex_values, false, "Values are given and printed as hex");
 DEFINE_uint64(limit, 100, "scan: most pairs printed");
@@ -69,7 +73,8 @@ std::string Output(const std::string& bytes, bool hex) {
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
-      "nova_cli [--ltc=H:P[,H:P] | --zk=H:P --cluster=NAME] [--hex] [--hex_values] COMMAND\n"
+      "nova_cli [--ltc=H:P[,H:P] | --zk=H:P --cluster=NAME] [--client_secret_file=FILE] "
+      "[--hex] [--hex_values] COMMAND\n"
       "  put KEY VALUE        store VALUE under KEY\n"
       "  get KEY              print KEY's value (exit 1 and 'not found' if absent)\n"
       "  delete KEY           remove KEY\n"
@@ -90,6 +95,9 @@ int main(int argc, char** argv) {
 
   nova::client::ClientOptions o;
   o.ltcs = nova::SplitNonEmpty(FLAGS_ltc, ',');
+  auto secret = nova::client::ClientSecretFromFlags();
+  if (!secret.ok()) return Fail(secret.status());
+  o.client_secret = secret.value();
   std::unique_ptr<nova::coordinator::ConfigStore> store;
   std::unique_ptr<nova::client::ZkRoutingSource> zk_routing;
   if (!FLAGS_zk.empty()) {
@@ -97,6 +105,11 @@ int main(int argc, char** argv) {
     zo.zk_servers = FLAGS_zk;
     zo.cluster = FLAGS_cluster;
     zo.op_timeout = std::chrono::milliseconds(FLAGS_timeout_ms);
+    if (!FLAGS_zk_auth_file.empty()) {
+      auto auth = nova::coordinator::ReadZkAuthFile(FLAGS_zk_auth_file, "--zk_auth_file");
+      if (!auth.ok()) return Fail(auth.status());
+      zo.zk_auth = auth.value();
+    }
     store = std::make_unique<nova::coordinator::ConfigStore>(zo);
     nova::Status zs = store->Init();
     if (!zs.ok()) return Fail(zs.Prepend("ZooKeeper"));

@@ -95,8 +95,9 @@ const RoutingTable::Route* RoutingTable::FindBelow(std::string_view key) const {
 }
 
 StaticRoutingSource::StaticRoutingSource(std::vector<std::string> ltcs,
-                                         std::chrono::milliseconds timeout)
-    : ltcs_(std::move(ltcs)), timeout_(timeout) {}
+                                         std::chrono::milliseconds timeout,
+                                         std::string client_secret)
+    : ltcs_(std::move(ltcs)), timeout_(timeout), client_secret_(std::move(client_secret)) {}
 
 Result<RoutingTable> StaticRoutingSource::Fetch() {
   // range id -> (epoch, route) with the highest epoch.
@@ -106,7 +107,7 @@ Result<RoutingTable> StaticRoutingSource::Fetch() {
   uint64_t epoch = 0;
   for (const std::string& addr : ltcs_) {
     const Deadline deadline = Deadline::After(timeout_);
-    auto conn = LtcConnection::Connect(addr, deadline, 16ull << 20);
+    auto conn = LtcConnection::Connect(addr, deadline, 16ull << 20, client_secret_);
     if (!conn.ok()) {
       last = conn.status();
       continue;
@@ -254,7 +255,8 @@ struct NovaClient::Impl {
     }
     const Deadline connect_deadline =
         Deadline(std::min(deadline.when(), MonoNow() + options.connect_timeout));
-    auto c = LtcConnection::Connect(address, connect_deadline, options.max_response_bytes);
+    auto c = LtcConnection::Connect(address, connect_deadline, options.max_response_bytes,
+                                    options.client_secret);
     if (!c.ok()) return c.status();
     // Learn the LTC's limits before anything is sent on the connection: a new connection may
     // reach a restarted LTC with other flags.
@@ -483,8 +485,8 @@ Status NovaClient::Init() {
   if (impl_->options.routing_source != nullptr) {
     impl_->source = impl_->options.routing_source;
   } else if (!impl_->options.ltcs.empty()) {
-    impl_->own_source = std::make_unique<StaticRoutingSource>(impl_->options.ltcs,
-                                                              impl_->options.connect_timeout);
+    impl_->own_source = std::make_unique<StaticRoutingSource>(
+        impl_->options.ltcs, impl_->options.connect_timeout, impl_->options.client_secret);
     impl_->source = impl_->own_source.get();
   } else {
     return Status::InvalidArgument("no LTC addresses (--ltc=host:port,...) and no routing source");

@@ -110,6 +110,15 @@ struct ClientOptions {
   // ZooKeeper". Once a session exists ZooKeeper is reachable, and its answer on whether the
   // cluster exists is waited for up to `timeout`.
   std::chrono::milliseconds zk_open_timeout = kDefaultZkOpenTimeout;
+  // The client secret proven to every LTC on connect (their --ltc_client_secret_file;
+  // ltc/protocol/client_auth.h); tools read it from --client_secret_file. Empty: none, for
+  // LTCs that do not require one (one that does refuses with PermissionDenied naming the
+  // flag, which is not retried). A secret given to an LTC that requires none is harmless.
+  std::string client_secret;
+  // ZooKeeper mode only (ConnectToCluster, as zk_open_timeout): the digest credential
+  // "user:password" of the cluster's ZooKeeper nodes (--zk_auth_file). A client only reads
+  // them, which needs none (docs/security.md); empty: none.
+  std::string zk_auth;
 };
 
 class NovaClient {
@@ -239,15 +248,19 @@ class NovaClient {
 
 // StaticRoutingSource: Describe on every address; ranges claimed by several LTCs go to the
 // one with the highest epoch. LTCs that do not answer are skipped (their ranges stay
-// unrouted until they answer); NetworkError if none answers.
+// unrouted until they answer); the last error (e.g. NetworkError, or PermissionDenied from
+// an LTC that refused the client secret) if none answers. `client_secret` as
+// ClientOptions::client_secret.
 class StaticRoutingSource final : public RoutingSource {
  public:
-  StaticRoutingSource(std::vector<std::string> ltcs, std::chrono::milliseconds timeout);
+  StaticRoutingSource(std::vector<std::string> ltcs, std::chrono::milliseconds timeout,
+                      std::string client_secret = "");
   Result<RoutingTable> Fetch() override;
 
  private:
   const std::vector<std::string> ltcs_;
   const std::chrono::milliseconds timeout_;
+  const std::string client_secret_;
 };
 
 }  // namespace nova::client

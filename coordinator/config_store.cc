@@ -90,6 +90,9 @@ Status ConfigStore::Init() {
   zo.servers = options_.zk_servers;
   zo.session_timeout = options_.session_timeout;
   zo.op_timeout = options_.op_timeout;
+  zo.auth = options_.zk_auth;
+  // kRoot without its trailing '/': the parent of every cluster of the ensemble.
+  zo.shared_parents = {std::string(kRoot, sizeof(kRoot) - 2)};
   zk_ = std::make_unique<ZkClient>(zo);
   // Watches only flag work for the background thread (they run on ZooKeeper's thread).
   config_watch_ = zk_->AddWatch([this] { Wake(); });

@@ -49,6 +49,11 @@ struct ConfigStoreOptions {
   // See ZkClientOptions.
   std::chrono::milliseconds session_timeout{10000};
   std::chrono::milliseconds op_timeout{5000};
+  // ZooKeeper digest credential "user:password" (--zk_auth_file, ZkClientOptions::auth):
+  // nodes this store creates are writable by that credential only and readable by all;
+  // /nova itself also lets everyone create children (each cluster under it may have its
+  // own credential). Empty: no credential, nodes open to all (as before).
+  std::string zk_auth;
   // Backoff of the background thread after a failed attempt (doubling up to the max).
   std::chrono::milliseconds retry_min{100};
   std::chrono::milliseconds retry_max{5000};

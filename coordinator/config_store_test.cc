@@ -399,5 +399,109 @@ TEST_F(ConfigStoreTest, UnreachableAtStart) {
   EXPECT_EQ(bad.Init().code(), Status::Code::kInvalidArgument);
 }
 
+// ZooKeeper digest ACLs (--zk_auth_file, docs/security.md): a node created by a session
+// with a credential can be read by anyone, written only by a session with the same one;
+// a shared parent also lets anyone create children.
+std::unique_ptr<ZkClient> NewZk(const std::string& servers, const std::string& auth,
+                                std::vector<std::string> shared_parents = {}) {
+  ZkClientOptions o;
+  o.servers = servers;
+  o.op_timeout = milliseconds(3000);
+  o.auth = auth;
+  o.shared_parents = std::move(shared_parents);
+  auto zk = std::make_unique<ZkClient>(o);
+  Status s = zk->Start();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(zk->WaitConnected(kWait));
+  return zk;
+}
+
+void ExpectRefused(const Status& s) {
+  EXPECT_TRUE(s.IsPermissionDenied()) << s.ToString();
+  EXPECT_NE(s.message().find("ZooKeeper refused"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("--zk_auth_file"), std::string::npos) << s.ToString();
+}
+
+TEST_F(ConfigStoreTest, DigestAclLetsEveryoneReadAndOnlyTheCredentialWrite) {
+  auto owner = NewZk(server_->address(), "nova:right");
+  ASSERT_TRUE(owner->EnsurePath("/acl/protected/node").ok());
+  ASSERT_TRUE(owner->Set("/acl/protected/node", "v1", ZkClient::kAnyVersion).ok());
+
+  auto anonymous = NewZk(server_->address(), "");
+  auto wrong = NewZk(server_->address(), "nova:wrong");
+  for (ZkClient* other : {anonymous.get(), wrong.get()}) {
+    std::string data;
+    ASSERT_TRUE(other->Get("/acl/protected/node", &data, nullptr).ok());  // reading: anyone
+    EXPECT_EQ(data, "v1");
+    std::vector<std::string> children;
+    EXPECT_TRUE(other->GetChildren("/acl/protected", &children).ok());
+    ExpectRefused(other->Set("/acl/protected/node", "evil", ZkClient::kAnyVersion));
+    ExpectRefused(other->Create("/acl/protected/node/child", "", ZkCreateMode::kPersistent));
+    ExpectRefused(other->Create("/acl/intruder", "", ZkCreateMode::kEphemeral));
+    ExpectRefused(other->Delete("/acl/protected/node"));
+  }
+
+  // Another session with the same credential (another process of the cluster) may write.
+  auto peer = NewZk(server_->address(), "nova:right");
+  EXPECT_TRUE(peer->Set("/acl/protected/node", "v2", ZkClient::kAnyVersion).ok());
+  EXPECT_TRUE(peer->Create("/acl/protected/node/child", "", ZkCreateMode::kEphemeral).ok());
+  EXPECT_TRUE(peer->Delete("/acl/protected/node/child").ok());
+  std::string data;
+  ASSERT_TRUE(anonymous->Get("/acl/protected/node", &data, nullptr).ok());
+  EXPECT_EQ(data, "v2");
+
+  // A shared parent: anyone may add a child (another cluster, with its own credential),
+  // nobody else may change the parent itself.
+  auto with_shared = NewZk(server_->address(), "nova:right", {"/acl/shared"});
+  ASSERT_TRUE(with_shared->EnsurePath("/acl/shared").ok());
+  EXPECT_TRUE(wrong->Create("/acl/shared/other-cluster", "", ZkCreateMode::kPersistent).ok());
+  ExpectRefused(wrong->Set("/acl/shared", "evil", ZkClient::kAnyVersion));
+  // Without a credential nodes stay open to all, as before.
+  ASSERT_TRUE(anonymous->Create("/acl-open", "", ZkCreateMode::kPersistent).ok());
+  EXPECT_TRUE(wrong->Set("/acl-open", "x", ZkClient::kAnyVersion).ok());
+}
+
+TEST_F(ConfigStoreTest, AClusterCreatedWithACredentialIsReadOnlyWithoutIt) {
+  ConfigStoreOptions with = Options("guarded", server_->address());
+  with.zk_auth = "nova:right";
+  ConfigStore admin(with);
+  ASSERT_TRUE(admin.Init().ok());
+  ASSERT_TRUE(admin.WaitConnected(kWait));
+  ASSERT_TRUE(admin.CreateCluster(Initial("guarded", 2)).ok());
+  MemberInfo info;
+  info.addresses["client"] = "127.0.0.1:7001";
+  ASSERT_TRUE(admin.Register(MemberKind::kLtc, "ltc-1", info).ok());
+
+  // A client needs no credential to route: it reads the configuration and the members.
+  auto reader = NewStore("guarded");
+  int32_t version = 0;
+  auto config = reader->ReadConfig(&version);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->epoch, 1u);
+  EXPECT_TRUE(HasMember(reader.get(), MemberKind::kLtc, "ltc-1"));
+  // But it cannot change the configuration nor register a member.
+  ClusterConfig next = config.value();
+  next.epoch = 2;
+  ExpectRefused(reader->UpdateConfig(next, version));
+  ExpectRefused(reader->Register(MemberKind::kLtc, "ltc-2", info));
+  // The credential's holder can.
+  EXPECT_TRUE(admin.UpdateConfig(next, version).ok());
+  reader->Shutdown();
+  admin.Shutdown();
+}
+
+TEST_F(ConfigStoreTest, AMalformedCredentialIsRefusedAtStart) {
+  for (const char* bad : {"nopassword", ":password", "user:", "us er:pw"}) {
+    ConfigStoreOptions o = Options("malformed", server_->address());
+    o.zk_auth = bad;
+    ConfigStore store(o);
+    const Status s = store.Init();
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << bad;
+    EXPECT_EQ(s.message().find("pw"), std::string::npos) << "the password is never echoed";
+    EXPECT_NE(s.message().find("--zk_auth_file"), std::string::npos) << s.ToString();
+  }
+  EXPECT_TRUE(ValidateZkDigestAuth("nova:a:b c").ok());  // the password may hold anything
+}
+
 }  // namespace
 }  // namespace nova::coordinator

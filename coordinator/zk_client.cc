@@ -4,9 +4,12 @@
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cinttypes>
 #include <cstdio>
 #include <utility>
+
+#include "common/secret_file.h"
 
 namespace nova::coordinator {
 
@@ -108,6 +111,12 @@ Status FromZk(int rc, const std::string& what) {
       return Status::Aborted(msg);
     case ZNOTEMPTY:
       return Status::IllegalState(msg);
+    case ZNOAUTH:
+    case ZAUTHFAILED:
+      return Status::PermissionDenied(
+          "ZooKeeper refused: " + msg +
+          " (the node's ACL requires the cluster's ZooKeeper credential: set --zk_auth_file "
+          "to the same user:password file as the process that created it)");
     case ZCONNECTIONLOSS:
     case ZOPERATIONTIMEOUT:
     case ZSESSIONEXPIRED:
@@ -124,6 +133,34 @@ Status FromZk(int rc, const std::string& what) {
 // stderr during an outage; ZkClient logs the outage itself, so they go to VLOG(1).
 void ZkLog(const char* message) { VLOG(1) << "zookeeper: " << message; }
 
+// The scheme and ids of ACL entries (the C struct wants non-const strings; ZooKeeper only
+// reads them).
+char kAuthScheme[] = "auth";  // the ids the creating session authenticated as
+char kAuthIdsAll[] = "";
+char kWorldScheme[] = "world";
+char kAnyone[] = "anyone";
+char kDigestScheme[] = "digest";
+
+// The ACL of a new node (module comment of zk_client.h): ALL for the creator's credential
+// and READ for everyone (plus CREATE on a shared parent). Lives as long as the call that
+// serializes it (zoo_acreate copies it into its request at once).
+struct ProtectedAcl {
+  explicit ProtectedAcl(bool shared)
+      : entries{{ZOO_PERM_ALL, {kAuthScheme, kAuthIdsAll}},
+                {ZOO_PERM_READ | (shared ? ZOO_PERM_CREATE : 0), {kWorldScheme, kAnyone}}},
+        vector{2, entries} {}
+  ProtectedAcl(const ProtectedAcl&) = delete;
+  ProtectedAcl& operator=(const ProtectedAcl&) = delete;
+  struct ACL entries[2];
+  struct ACL_vector vector;
+};
+
+void AuthDone(int rc, const void* data) {
+  // Digest authentication only fails for a malformed credential (checked by Start()); the
+  // session is dropped then and OnSessionEvent reports it.
+  LOG_IF(ERROR, rc != ZOK) << "ZooKeeper digest authentication (--zk_auth_file): " << zerror(rc);
+}
+
 int ToZkFlags(ZkCreateMode mode) {
   switch (mode) {
     case ZkCreateMode::kPersistent:
@@ -138,6 +175,29 @@ int ToZkFlags(ZkCreateMode mode) {
 
 }  // namespace
 
+Status ValidateZkDigestAuth(std::string_view auth) {
+  const size_t colon = auth.find(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == auth.size()) {
+    return Status::InvalidArgument(
+        "a ZooKeeper digest credential is user:password (a non-empty user, then ':', then a "
+        "non-empty password)");
+  }
+  for (size_t i = 0; i < colon; ++i) {
+    if (std::isspace(static_cast<unsigned char>(auth[i]))) {
+      return Status::InvalidArgument("the user of a ZooKeeper digest credential has a space");
+    }
+  }
+  return Status::OK();
+}
+
+Result<std::string> ReadZkAuthFile(const std::string& path, std::string_view what) {
+  auto auth = ReadSecretFile(path, what);
+  if (!auth.ok()) return auth.status();
+  NOVA_RETURN_NOT_OK_PREPEND(ValidateZkDigestAuth(auth.value()),
+                             std::string(what) + " " + path);
+  return auth;
+}
+
 ZkClient::ZkClient(ZkClientOptions options) : options_(std::move(options)) {}
 
 ZkClient::~ZkClient() { Shutdown(); }
@@ -149,6 +209,9 @@ Status ZkClient::Start() {
   if (options_.session_timeout.count() <= 0 || options_.op_timeout.count() <= 0 ||
       options_.min_backoff.count() <= 0 || options_.max_backoff < options_.min_backoff) {
     return Status::InvalidArgument("ZooKeeper client timeouts must be positive");
+  }
+  if (!options_.auth.empty()) {
+    NOVA_RETURN_NOT_OK_PREPEND(ValidateZkDigestAuth(options_.auth), "--zk_auth_file");
   }
   zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
   {
@@ -171,6 +234,18 @@ Status ZkClient::NewHandleLocked() {
                                   /*clientid=*/nullptr, /*context=*/this, /*flags=*/0, &ZkLog);
   if (zh == nullptr) {
     return Status::FromErrno("zookeeper_init(" + options_.servers + ")", errno);
+  }
+  if (!options_.auth.empty()) {
+    // Kept by the handle and sent ahead of any request on every (re)connection, so no call
+    // of ours (each waits for the connection) goes out unauthenticated.
+    const int rc = zoo_add_auth(zh, kDigestScheme, options_.auth.data(),
+                                static_cast<int>(options_.auth.size()), &AuthDone, nullptr);
+    if (rc != ZOK) {
+      closing_handle_.store(zh);  // its events are not ours to report
+      zookeeper_close(zh);
+      closing_handle_.store(nullptr);
+      return FromZk(rc, "adding the ZooKeeper digest credential (--zk_auth_file)");
+    }
   }
   handle_ = zh;
   return Status::OK();
@@ -257,7 +332,7 @@ void ZkClient::OnSessionEvent(int state) {
                    << " expired: its ephemeral nodes and watches are gone; creating a new "
                       "session and registering again";
     } else if (state == ZOO_AUTH_FAILED_STATE) {
-      LOG(ERROR) << "ZooKeeper authentication failed; creating a new session";
+      LOG(ERROR) << "ZooKeeper authentication failed (--zk_auth_file); creating a new session";
       expired_ = true;
     } else if (was_connected) {
       LOG(WARNING) << "lost the connection to ZooKeeper at " << options_.servers
@@ -394,11 +469,16 @@ Status ZkClient::Run(const std::string& what, const std::function<int(zhandle_t*
 Status ZkClient::Create(const std::string& path, const std::string& data, ZkCreateMode mode,
                         std::string* created) {
   ZkReply reply;
+  const bool shared = std::find(options_.shared_parents.begin(), options_.shared_parents.end(),
+                                path) != options_.shared_parents.end();
+  const ProtectedAcl protected_acl(shared);
+  const struct ACL_vector* acl =
+      options_.auth.empty() ? &ZOO_OPEN_ACL_UNSAFE : &protected_acl.vector;
   Status s = Run(
       "create " + path,
       [&](zhandle_t* zh, void* d) {
-        return zoo_acreate(zh, path.c_str(), data.data(), static_cast<int>(data.size()),
-                           &ZOO_OPEN_ACL_UNSAFE, ToZkFlags(mode), &StringDone, d);
+        return zoo_acreate(zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl,
+                           ToZkFlags(mode), &StringDone, d);
       },
       &reply);
   if (s.ok() && created != nullptr) *created = reply.data;

@@ -10,6 +10,14 @@
 //    backoff when even that fails), then calls the session listeners so that their owners
 //    re-create ephemeral nodes and re-arm watches (ZooKeeper drops both with the session).
 //
+// Access control (docs/security.md). Without `auth` nodes are created open to all
+// (ZOO_OPEN_ACL_UNSAFE), as always. With a digest credential "user:password", every session
+// adds it (zoo_add_auth "digest", re-sent by the C library on reconnection) and creates its
+// nodes with ALL for the sessions holding the same credential and READ for everyone else
+// (nodes listed in `shared_parents` also let everyone CREATE children), so that a reader
+// needs no credential and a writer without it gets PermissionDenied naming --zk_auth_file.
+// Nodes created before the credential was set keep their open ACL.
+//
 // Watches are one-shot, as in ZooKeeper: a call given a watch token arms one notification;
 // the subscriber re-reads (and so re-arms) when notified. Subscribers are also notified on
 // session events, so a missed change is never silent.
@@ -39,6 +47,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -63,7 +72,20 @@ struct ZkClientOptions {
   // Backoff between attempts to create a session handle after expiry.
   std::chrono::milliseconds min_backoff{100};
   std::chrono::milliseconds max_backoff{5000};
+  // ZooKeeper digest credential "user:password" (--zk_auth_file); empty: none, nodes open.
+  std::string auth;
+  // With `auth`: nodes several credentials create children in (e.g. "/nova", shared by the
+  // clusters of one ensemble), created with CREATE for everyone as well.
+  std::vector<std::string> shared_parents;
 };
+
+// OK if `auth` is a digest credential "user:password" (a non-empty user without ':' or
+// whitespace, then a non-empty password); else InvalidArgument saying so (never echoing
+// the password).
+Status ValidateZkDigestAuth(std::string_view auth);
+// Reads a --zk_auth_file (common/secret_file.h: mode 0600, a WARNING otherwise) and checks
+// what it holds with ValidateZkDigestAuth; the errors name `what` (the flag) and the path.
+Result<std::string> ReadZkAuthFile(const std::string& path, std::string_view what);
 
 // Node metadata returned by reads.
 struct ZkStat {
@@ -119,7 +141,8 @@ class ZkClient {
   // All calls below return OK on success, NotFound (no such node / parent), AlreadyExists
   // (node exists), Aborted (version mismatch: someone else changed it), Unavailable (no
   // connection or session within the deadline, or shutting down), TimedOut (no answer in
-  // time), or IOError for other ZooKeeper errors; messages name the path.
+  // time), PermissionDenied (the node's ACL refuses this session: "ZooKeeper refused ...
+  // set --zk_auth_file"), or IOError for other ZooKeeper errors; messages name the path.
 
   // Creates `path` with `data`. *created (optional) receives the actual path (with the
   // sequence suffix for kEphemeralSequential).

@@ -15,6 +15,11 @@ DEFINE_int32(zk_session_timeout_ms, 10000,
              "its membership node stays (the server clamps it to 2..20 ticks)");
 DEFINE_int32(zk_op_timeout_ms, 5000,
              "Deadline of one ZooKeeper call, ms, including the wait for a connection");
+DEFINE_string(zk_auth_file, "",
+              "File holding the ZooKeeper digest credential user:password (mode 0600): the "
+              "session authenticates with it and the nodes it creates are writable by that "
+              "credential only, readable by all. Give every process that writes to ZooKeeper "
+              "(daemons, coordinators, nova_admin) the same file. Empty: nodes open to all");
 
 namespace nova::coordinator {
 
@@ -33,6 +38,11 @@ Result<ConfigStoreOptions> ConfigStoreOptionsFromFlags() {
   o.cluster = FLAGS_cluster;
   o.session_timeout = std::chrono::milliseconds(FLAGS_zk_session_timeout_ms);
   o.op_timeout = std::chrono::milliseconds(FLAGS_zk_op_timeout_ms);
+  if (!FLAGS_zk_auth_file.empty()) {
+    auto auth = ReadZkAuthFile(FLAGS_zk_auth_file, "--zk_auth_file");
+    if (!auth.ok()) return auth.status();
+    o.zk_auth = auth.value();
+  }
   return o;
 }
 

@@ -3,6 +3,7 @@
 //   --cluster=NAME               cluster name (the node /nova/NAME)
 //   --zk_session_timeout_ms      session timeout (ephemeral nodes vanish this long after a crash)
 //   --zk_op_timeout_ms           deadline of one ZooKeeper call
+//   --zk_auth_file=FILE          ZooKeeper digest credential user:password (docs/security.md)
 // Only daemons link this (nova_zk_flags); libraries take ConfigStoreOptions (STYLE.md).
 #pragma once
 
@@ -15,7 +16,8 @@
 namespace nova::coordinator {
 
 // The ConfigStoreOptions the flags describe. Returns InvalidArgument naming the flag if
-// --zk or --cluster is empty or malformed, or a timeout is not positive.
+// --zk or --cluster is empty or malformed, or a timeout is not positive; the error of
+// ReadZkAuthFile for a --zk_auth_file that cannot be read or holds no user:password.
 // REQUIRES: gflags were parsed (InitDaemon()).
 Result<ConfigStoreOptions> ConfigStoreOptionsFromFlags();
 

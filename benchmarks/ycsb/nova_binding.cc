@@ -6,6 +6,8 @@
 #include "benchmarks/ycsb/record_codec.h"
 #include "client/cluster_uri.h"
 #include "client/nova_client.h"
+#include "common/secret_file.h"
+#include "coordinator/zk_client.h"
 
 namespace nova::ycsb {
 namespace {
@@ -115,6 +117,8 @@ Result<NovaBindingOptions> ParseNovaBindingOptions(const Properties& props) {
   const std::string ltc = props.Get("nova.ltc");
   o.zk = props.Get("nova.zk");
   o.cluster = props.Get("nova.cluster");
+  o.client_secret_file = props.Get("nova.client_secret_file");
+  o.zk_auth_file = props.Get("nova.zk_auth_file");
   if (!ltc.empty() && !o.zk.empty()) {
     return Status::InvalidArgument(
         "-db nova: give either -p nova.ltc (static LTC list) or "
@@ -158,6 +162,16 @@ Result<std::unique_ptr<Binding>> OpenNovaBinding(const Properties& props) {
   client::ClientOptions co;
   co.timeout = options->timeout;
   co.connections_per_ltc = options->connections_per_ltc;
+  if (!options->client_secret_file.empty()) {
+    auto secret = ReadSecretFile(options->client_secret_file, "property nova.client_secret_file");
+    if (!secret.ok()) return secret.status().Prepend("-db nova");
+    co.client_secret = secret.value();
+  }
+  if (!options->zk_auth_file.empty()) {
+    auto auth = coordinator::ReadZkAuthFile(options->zk_auth_file, "property nova.zk_auth_file");
+    if (!auth.ok()) return auth.status().Prepend("-db nova");
+    co.zk_auth = auth.value();
+  }
   auto conn = client::ConnectToCluster(where, co);
   if (!conn.ok()) return conn.status().Prepend("-db nova");
   return std::unique_ptr<Binding>(

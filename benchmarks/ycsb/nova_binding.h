@@ -23,7 +23,9 @@ namespace nova::ycsb {
 inline constexpr const char* kNovaBindingHelp =
     "Nova-LSM cluster: -p nova.ltc=HOST:PORT[,...] (LTCs, static routing), or "
     "-p nova.zk=HOST:PORT[,...] -p nova.cluster=NAME (ZooKeeper); "
-    "nova.timeout_ms (10000: per operation, retries included), nova.connections_per_ltc (2)";
+    "nova.timeout_ms (10000: per operation, retries included), nova.connections_per_ltc (2), "
+    "nova.client_secret_file (the LTCs' client secret, when they require one), "
+    "nova.zk_auth_file (ZooKeeper digest credential user:password; reading needs none)";
 
 // An LTC accepts --ltc_max_connections (256 by default) clients' connections; a benchmark
 // process should not take a large share of them.
@@ -36,6 +38,11 @@ struct NovaBindingOptions {
   std::string cluster;            // nova.cluster: the cluster's name (its ZooKeeper root)
   std::chrono::milliseconds timeout{10000};  // nova.timeout_ms
   int connections_per_ltc = 2;               // nova.connections_per_ltc
+  // nova.client_secret_file: the client secret LTCs started with --ltc_client_secret_file
+  // require (ClientOptions::client_secret); empty: none.
+  std::string client_secret_file;
+  // nova.zk_auth_file: the ZooKeeper digest credential (ClientOptions::zk_auth); empty: none.
+  std::string zk_auth_file;
   // The workload's fieldcount: an update carrying this many fields overwrites blindly.
   int64_t fieldcount = 10;
 };
@@ -43,8 +50,9 @@ struct NovaBindingOptions {
 // nova.cluster, a malformed address list or number.
 Result<NovaBindingOptions> ParseNovaBindingOptions(const Properties& props);
 
-// Connects to the cluster (fetching its routing). The client's error on failure, e.g.
-// NetworkError when no LTC answers; Unavailable (naming ZooKeeper) when nova.zk gives no
+// Connects to the cluster (fetching its routing). NotFound / InvalidArgument naming the
+// property for a secret file that cannot be read; the client's error on failure, e.g.
+// NetworkError when no LTC answers, PermissionDenied when the LTCs refuse the client secret; Unavailable (naming ZooKeeper) when nova.zk gives no
 // configuration within nova.timeout_ms.
 Result<std::unique_ptr<Binding>> OpenNovaBinding(const Properties& props);
 

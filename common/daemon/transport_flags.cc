@@ -1,12 +1,9 @@
 #include "common/daemon/transport_flags.h"
 
-#include <sys/stat.h>
-
-#include <fstream>
-#include <sstream>
-
 #include <gflags/gflags.h>
 #include <glog/logging.h>
+
+#include "common/secret_file.h"
 
 DEFINE_string(transport, "tcp",
               "Exchange transport backend: tcp (works everywhere) or verbs (RDMA via rdma-core; "
@@ -35,18 +32,7 @@ Result<std::string> ReadClusterSecret(const std::string& path) {
     return Status::InvalidArgument("--cluster_secret_file is required (a file with a secret "
                                    "shared by all components of the cluster)");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("cannot read cluster secret file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string secret = ss.str();
-  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
-  if (secret.empty()) return Status::InvalidArgument("cluster secret file " + path + " is empty");
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-    LOG(WARNING) << "cluster secret file " << path << " is readable by group or others";
-  }
-  return secret;
+  return ReadSecretFile(path, "cluster secret file");
 }
 
 Result<transport::TransportOptions> TransportOptionsFromFlags(const std::string& node_name) {

@@ -14,19 +14,6 @@ namespace {
 constexpr char kAcceptorLabel[] = "nova-acceptor";
 constexpr char kInitiatorLabel[] = "nova-initiator";
 
-std::string Mac(std::string_view secret, std::string_view label, uint16_t lane,
-                std::string_view first, std::string_view second) {
-  std::string msg(label);
-  PutFixed16(&msg, lane);
-  PutLengthPrefixed(&msg, first);
-  PutLengthPrefixed(&msg, second);
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int out_len = 0;
-  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-       reinterpret_cast<const unsigned char*>(msg.data()), msg.size(), out, &out_len);
-  return std::string(reinterpret_cast<char*>(out), out_len);
-}
-
 Status Malformed(const char* what) {
   return Status::Corruption(std::string("malformed handshake ") + what);
 }
@@ -151,14 +138,27 @@ uint64_t RandomU64() {
   return DecodeFixed64(n.data());
 }
 
+std::string LabeledMac(std::string_view secret, std::string_view label, uint16_t lane,
+                       std::string_view first, std::string_view second) {
+  std::string msg(label);
+  PutFixed16(&msg, lane);
+  PutLengthPrefixed(&msg, first);
+  PutLengthPrefixed(&msg, second);
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int out_len = 0;
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+       reinterpret_cast<const unsigned char*>(msg.data()), msg.size(), out, &out_len);
+  return std::string(reinterpret_cast<char*>(out), out_len);
+}
+
 std::string AcceptorMac(std::string_view secret, uint16_t lane, std::string_view nonce_i,
                         std::string_view nonce_a) {
-  return Mac(secret, kAcceptorLabel, lane, nonce_i, nonce_a);
+  return LabeledMac(secret, kAcceptorLabel, lane, nonce_i, nonce_a);
 }
 
 std::string InitiatorMac(std::string_view secret, uint16_t lane, std::string_view nonce_a,
                          std::string_view nonce_i) {
-  return Mac(secret, kInitiatorLabel, lane, nonce_a, nonce_i);
+  return LabeledMac(secret, kInitiatorLabel, lane, nonce_a, nonce_i);
 }
 
 bool MacEquals(std::string_view a, std::string_view b) {

@@ -72,6 +72,14 @@ Status DecodeVerdict(std::string_view in);
 std::string RandomNonce();
 uint64_t RandomU64();
 
+// HMAC-SHA256(secret, label | u16 lane | bytes first | bytes second), bytes being
+// length-prefixed: the MAC of every challenge-response of the tree. Each protocol passes its
+// own label (the transport's "nova-acceptor"/"nova-initiator", the LTC client handshake's
+// "nova-ltc-client"), so a MAC made for one can never be replayed in another even when an
+// operator gives both the same secret. kMacBytes long.
+std::string LabeledMac(std::string_view secret, std::string_view label, uint16_t lane,
+                       std::string_view first, std::string_view second);
+
 // mac_a and mac_i as defined above.
 std::string AcceptorMac(std::string_view secret, uint16_t lane, std::string_view nonce_i,
                         std::string_view nonce_a);

@@ -46,7 +46,13 @@ enum class ClientMsg : uint16_t {
   kApproximateSizes = 0x030A,  // spans within owned ranges -> approximate bytes of each
   kCompactRange = 0x030B,      // span within one owned range: flush, compact; when done
   kRangeStats = 0x030C,        // -> per owned range: levels, memtables [, tables]
+  // The client authentication handshake (client_auth.h), answered by the connection
+  // listener itself, never by a request handler. Taken from the top of the client types,
+  // so that data requests keep growing from the bottom.
+  kAuthChallenge = 0x033E,  // -> whether the LTC requires a client secret, its nonce
+  kAuthenticate = 0x033F,   // HMAC of the nonce -> OK, or a connection-level error
 };
+// The data requests (DecodeClientRequest): the handshake's types are not among them.
 constexpr wire::TypeRange kClientTypes{0x0301, 0x030C};
 const char* ClientMsgName(uint16_t type);
 

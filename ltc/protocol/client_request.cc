@@ -70,6 +70,9 @@ Status DecodeClientRequest(uint16_t type, std::string_view payload, ClientReques
       return DecodeCompactRangeRequest(payload, &out->compact);
     case ClientMsg::kRangeStats:
       return DecodeRangeStatsRequest(payload, &out->stats);
+    case ClientMsg::kAuthChallenge:
+    case ClientMsg::kAuthenticate:
+      break;  // the handshake (client_auth.h): the connection listener's, not a request
   }
   return Status::NotSupported("not a client request type: " + std::to_string(type));
 }

@@ -21,6 +21,9 @@ ClientMetrics::ClientMetrics(MetricsRegistry* registry)
                                        "Client requests answered WrongRange")),
       connections_refused(registry->GetCounter("ltc_client_connections_refused_total",
                                                "Connections refused (--ltc_max_connections)")),
+      auth_refused(registry->GetCounter(
+          "ltc_client_auth_refused_total",
+          "Connections refused client authentication (no or a wrong client secret)")),
       connections(registry->GetGauge("ltc_client_connections", "Open client connections")) {}
 
 ClientConn::ClientConn(int fd, uint64_t id, std::chrono::milliseconds write_timeout,

@@ -32,6 +32,7 @@ struct ClientMetrics {
   Counter* const request_errors;
   Counter* const wrong_range;
   Counter* const connections_refused;
+  Counter* const auth_refused;  // connections refused client authentication
   Gauge* const connections;
 };
 

@@ -14,6 +14,8 @@
 #include "common/transport/tcp_socket.h"
 #include "common/wire/message.h"
 #include "common/wire/message_stream.h"
+#include "ltc/protocol/client_auth.h"
+#include "ltc/protocol/client_protocol.h"
 
 namespace nova::ltc {
 namespace {
@@ -129,8 +131,46 @@ void ConnectionListener::Admit(int fd) {
   for (auto& t : done) t.join();
 }
 
+bool ConnectionListener::HandleAuth(ClientConn* conn, const wire::MessageHeader& h,
+                                    std::string_view payload, std::string* nonce,
+                                    bool* authenticated) {
+  const bool required = !options_.client_secret.empty();
+  if (h.type == static_cast<uint16_t>(ClientMsg::kAuthChallenge)) {
+    // A new challenge replaces the previous one: each MAC answers the latest nonce only.
+    if (required) *nonce = NewAuthNonce();
+    conn->Send(wire::EncodeMessage(h.type, h.request_id,
+                                   EncodeAuthChallenge(AuthChallenge{required, *nonce}),
+                                   wire::kFlagResponse));
+    return true;
+  }
+  // kAuthenticate. Without a secret there is nothing to check.
+  if (required) {
+    std::string mac;
+    Status s = DecodeAuthenticate(payload, &mac);
+    if (s.ok() && nonce->empty()) {
+      s = Status::PermissionDenied("Authenticate before AuthChallenge: no nonce to answer");
+    }
+    if (s.ok() && !ClientAuthMacMatches(options_.client_secret, *nonce, mac)) {
+      s = WrongClientSecretError();
+    }
+    nonce->clear();  // one attempt per challenge
+    if (!s.ok()) {
+      metrics_->auth_refused->Increment();
+      conn->SendError(kConnectionErrorType, 0, s);
+      return false;
+    }
+    *authenticated = true;
+  }
+  conn->Send(wire::EncodeMessage(h.type, h.request_id, "", wire::kFlagResponse));
+  return true;
+}
+
 void ConnectionListener::ReadLoop(const std::shared_ptr<ClientConn>& conn) {
   wire::MessageStream in(conn->fd(), options_.max_request_bytes);
+  // Client authentication (client_auth.h): the challenge issued on this connection, and
+  // whether the client has answered it (always, when no secret is required).
+  std::string nonce;
+  bool authenticated = options_.client_secret.empty();
   for (;;) {
     wire::MessageHeader h;
     std::string_view payload;
@@ -153,6 +193,20 @@ void ConnectionListener::ReadLoop(const std::shared_ptr<ClientConn>& conn) {
     if (!s.ok()) {
       // The stream cannot be trusted past a bad frame: say why and hang up.
       conn->SendError(kConnectionErrorType, 0, s.Prepend("malformed request"));
+      break;
+    }
+    if (h.type == static_cast<uint16_t>(ClientMsg::kAuthChallenge) ||
+        h.type == static_cast<uint16_t>(ClientMsg::kAuthenticate)) {
+      // Answered here, in order with the requests around it: nothing the client sends
+      // after a successful Authenticate can overtake it.
+      if (!HandleAuth(conn.get(), h, payload, &nonce, &authenticated)) break;
+      continue;
+    }
+    if (!authenticated) {
+      // A client without the secret (or one older than the handshake): say which flag is
+      // missing and hang up, before anything reaches the handler.
+      metrics_->auth_refused->Increment();
+      conn->SendError(kConnectionErrorType, 0, ClientSecretRequiredError());
       break;
     }
     metrics_->requests->Increment();

@@ -10,6 +10,12 @@
 // frame, is answered with an error and the connection is closed (the stream cannot be
 // trusted past it).
 //
+// Client authentication (ltc/protocol/client_auth.h). With a client_secret, a connection's
+// reader answers the handshake itself and hands no request to the handler before the
+// client has proven the secret: any other request first, or a wrong MAC, is answered with
+// a connection-level PermissionDenied naming the client's flag, and the connection is
+// closed. Without one, the handshake is answered "not required" and nothing else changes.
+//
 // Lifecycle: constructor cannot fail; Start() listens; Shutdown() stops accepting, shuts
 // every connection's socket down and joins the readers (idempotent; the destructor calls
 // it). Thread safety: thread-safe. conns_mu_ is held before a connection's locks.
@@ -27,6 +33,7 @@
 
 #include "common/mutex.h"
 #include "common/status.h"
+#include "common/wire/message.h"
 #include "ltc/server/client_conn.h"
 
 namespace nova::ltc {
@@ -39,6 +46,8 @@ struct ConnectionListenerOptions {
   uint64_t max_request_bytes = 32ull << 20;
   // A client that does not take a response within this long is disconnected.
   std::chrono::milliseconds write_timeout{10000};
+  // The secret clients must prove on connect (--ltc_client_secret_file); empty: none.
+  std::string client_secret;
 };
 
 // Takes one request read from `conn` (on its reader thread): runs it, usually by handing it
@@ -69,6 +78,11 @@ class ConnectionListener {
   // Takes or refuses one accepted socket.
   void Admit(int fd) EXCLUDES(conns_mu_);
   void ReadLoop(const std::shared_ptr<ClientConn>& conn) EXCLUDES(conns_mu_);
+  // Answers one handshake message (type kAuthChallenge or kAuthenticate) of `conn`:
+  // *nonce is the challenge issued on it (empty before), *authenticated whether it has
+  // proven the secret. False once it sent a connection-level error: close the connection.
+  bool HandleAuth(ClientConn* conn, const wire::MessageHeader& h, std::string_view payload,
+                  std::string* nonce, bool* authenticated);
 
   // Constant after construction.
   const ConnectionListenerOptions options_;

@@ -2,17 +2,24 @@
 // requests reach the handler and are answered in any order; connections over the limit are
 // refused with ResourceExhausted; a connection's requests in flight are bounded; a request
 // over the size limit is answered and the connection closed; Shutdown returns while a
-// reader waits for room.
+// reader waits for room. Client authentication: the right secret is accepted, a wrong one,
+// none, or a request before the handshake (an old client) is refused with a
+// connection-level PermissionDenied naming the flag before anything reaches the handler.
 #include "ltc/server/connection_listener.h"
 
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <deque>
 #include <future>
 
 #include "client/ltc_connection.h"
 #include "common/mutex.h"
+#include "common/transport/tcp_socket.h"
 #include "common/wire/message.h"
+#include "ltc/protocol/client_auth.h"
+#include "ltc/protocol/client_protocol.h"
 #include "tests/util/test_util.h"
 
 namespace nova::ltc {
@@ -82,10 +89,81 @@ std::future<std::pair<Status, std::string>> Call(client::LtcConnection* c, std::
   return f;
 }
 
-std::shared_ptr<client::LtcConnection> Connect(const ConnectionListener& l) {
-  auto c = client::LtcConnection::Connect(l.address(), Deadline::After(10s), kMaxResponseBytes);
+std::shared_ptr<client::LtcConnection> Connect(const ConnectionListener& l,
+                                               const std::string& secret = "") {
+  auto c = client::LtcConnection::Connect(l.address(), Deadline::After(10s), kMaxResponseBytes,
+                                          secret);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return c.ok() ? c.value() : nullptr;
+}
+
+// The connection-level error type (docs/protocol.md).
+constexpr uint16_t kConnectionErrorType = 0x0300;
+constexpr char kSecret[] = "the client secret";
+
+// A plain socket to the listener, for byte sequences the client library never sends.
+class RawClient {
+ public:
+  explicit RawClient(const ConnectionListener& l) {
+    auto fd = transport::ConnectTcp(l.address(), Deadline::After(10s));
+    EXPECT_TRUE(fd.ok()) << fd.status().ToString();
+    fd_ = fd.ok() ? fd.value() : -1;
+  }
+  ~RawClient() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Status Send(uint16_t type, uint64_t id, std::string_view payload) {
+    const std::string m = wire::EncodeMessage(type, id, payload);
+    return transport::WriteFully(fd_, m.data(), m.size(), Deadline::After(10s));
+  }
+  // Reads one message; an error if the stream ends or stalls.
+  Status Read(wire::MessageHeader* h, std::string* payload) {
+    const Deadline deadline = Deadline::After(10s);
+    std::string m(wire::kHeaderBytes, '\0');
+    NOVA_RETURN_NOT_OK(transport::ReadFully(fd_, m.data(), m.size(), deadline));
+    size_t total = 0;
+    NOVA_RETURN_NOT_OK(wire::PeekMessageLength(m, kMaxResponseBytes, &total));
+    m.resize(total);
+    NOVA_RETURN_NOT_OK(transport::ReadFully(fd_, m.data() + wire::kHeaderBytes,
+                                            total - wire::kHeaderBytes, deadline));
+    std::string_view p;
+    NOVA_RETURN_NOT_OK(wire::DecodeMessage(m, h, &p, kMaxResponseBytes));
+    payload->assign(p);
+    return Status::OK();
+  }
+  // True once the listener has closed the connection (EOF).
+  bool Closed() {
+    char c;
+    return transport::ReadFully(fd_, &c, 1, Deadline::After(10s)).ok() == false;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// A listener requiring kSecret (or `secret`), with a handler that answers at once.
+struct AuthRig {
+  explicit AuthRig(std::string secret = kSecret)
+      : metrics(&registry), handler(/*answer_at_once=*/true),
+        listener(
+            [&] {
+              ConnectionListenerOptions o;
+              o.client_secret = std::move(secret);
+              return o;
+            }(),
+            handler.handler(), &metrics) {}
+  MetricsRegistry registry;
+  ClientMetrics metrics;
+  Handler handler;
+  ConnectionListener listener;
+};
+
+// Checks `h`/`payload` are the connection-level error and returns its Status.
+Status ConnectionError(const wire::MessageHeader& h, const std::string& payload) {
+  EXPECT_EQ(h.type, kConnectionErrorType);
+  EXPECT_EQ(h.request_id, 0u);
+  EXPECT_TRUE(h.is_response() && h.is_error());
+  return wire::DecodeErrorPayload(payload);
 }
 
 TEST(ConnectionListenerTest, RequestsReachTheHandlerAndAreAnswered) {
@@ -229,6 +307,134 @@ TEST(ConnectionListenerTest, RequestOverTheSizeLimitIsAnsweredAndTheConnectionCl
   EXPECT_EQ(metrics.request_errors->value(), 1u);
   ASSERT_TRUE(test::WaitFor([&] { return !c->healthy(); }));
   listener.Shutdown();
+}
+
+TEST(ConnectionListenerAuthTest, TheRightSecretIsAccepted) {
+  AuthRig rig;
+  ASSERT_TRUE(rig.listener.Start().ok());
+  auto c = Connect(rig.listener, kSecret);
+  ASSERT_NE(c, nullptr);
+  auto [s, r] = Call(c.get(), "after the handshake").get();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(r, "after the handshake");
+  EXPECT_EQ(rig.metrics.requests->value(), 1u);  // the handshake is not a request
+  EXPECT_EQ(rig.metrics.auth_refused->value(), 0u);
+  rig.listener.Shutdown();
+}
+
+TEST(ConnectionListenerAuthTest, AWrongSecretIsRefusedNamingTheFlags) {
+  AuthRig rig;
+  ASSERT_TRUE(rig.listener.Start().ok());
+  auto c = client::LtcConnection::Connect(rig.listener.address(), Deadline::After(10s),
+                                          kMaxResponseBytes, "not the secret");
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(c.status().IsPermissionDenied()) << c.status().ToString();
+  EXPECT_NE(c.status().message().find("--client_secret_file"), std::string::npos);
+  EXPECT_NE(c.status().message().find("--ltc_client_secret_file"), std::string::npos);
+  EXPECT_NE(c.status().message().find(rig.listener.address()), std::string::npos);
+  EXPECT_EQ(rig.metrics.auth_refused->value(), 1u);
+  EXPECT_EQ(rig.metrics.requests->value(), 0u);
+  rig.listener.Shutdown();
+}
+
+TEST(ConnectionListenerAuthTest, AClientWithoutTheSecretIsRefusedNamingTheFlag) {
+  AuthRig rig;
+  ASSERT_TRUE(rig.listener.Start().ok());
+  auto c = Connect(rig.listener);  // no secret: no handshake, as before it existed
+  ASSERT_NE(c, nullptr);
+  const Status s = Call(c.get(), "x").get().first;
+  EXPECT_TRUE(s.IsPermissionDenied()) << s.ToString();
+  EXPECT_NE(s.message().find("--client_secret_file"), std::string::npos) << s.ToString();
+  ASSERT_TRUE(test::WaitFor([&] { return !c->healthy(); }));
+  EXPECT_EQ(rig.metrics.requests->value(), 0u);  // nothing reached the handler
+  EXPECT_EQ(rig.metrics.auth_refused->value(), 1u);
+  rig.listener.Shutdown();
+}
+
+TEST(ConnectionListenerAuthTest, ASecretGivenToAListenerThatRequiresNoneIsHarmless) {
+  AuthRig rig(/*secret=*/"");
+  ASSERT_TRUE(rig.listener.Start().ok());
+  auto c = Connect(rig.listener, kSecret);
+  ASSERT_NE(c, nullptr);
+  auto [s, r] = Call(c.get(), "served").get();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(r, "served");
+  // On the wire: the challenge says "not required" and carries no nonce.
+  RawClient raw(rig.listener);
+  ASSERT_TRUE(raw.Send(static_cast<uint16_t>(ClientMsg::kAuthChallenge), 1, "").ok());
+  wire::MessageHeader h;
+  std::string payload;
+  ASSERT_TRUE(raw.Read(&h, &payload).ok());
+  AuthChallenge challenge;
+  ASSERT_TRUE(DecodeAuthChallenge(payload, &challenge).ok());
+  EXPECT_FALSE(challenge.required);
+  EXPECT_TRUE(challenge.nonce.empty());
+  rig.listener.Shutdown();
+}
+
+// A client older than the handshake sends a request first: it is told which flag to set, on
+// the connection-level error message, and the connection is closed.
+TEST(ConnectionListenerAuthTest, AnOldClientSendingARequestFirstGetsTheConnectionError) {
+  AuthRig rig;
+  ASSERT_TRUE(rig.listener.Start().ok());
+  RawClient raw(rig.listener);
+  ASSERT_TRUE(raw.Send(static_cast<uint16_t>(ClientMsg::kDescribe), 1, "").ok());
+  wire::MessageHeader h;
+  std::string payload;
+  ASSERT_TRUE(raw.Read(&h, &payload).ok());
+  const Status s = ConnectionError(h, payload);
+  EXPECT_TRUE(s.IsPermissionDenied()) << s.ToString();
+  EXPECT_NE(s.message().find("--client_secret_file"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(raw.Closed());
+  EXPECT_EQ(rig.metrics.requests->value(), 0u);
+  rig.listener.Shutdown();
+}
+
+// Each challenge is answered once, on its own connection: a MAC seen on the wire cannot be
+// replayed on another connection, and Authenticate without a challenge is refused.
+TEST(ConnectionListenerAuthTest, AMacAnswersOnlyItsOwnChallenge) {
+  AuthRig rig;
+  ASSERT_TRUE(rig.listener.Start().ok());
+  const uint16_t challenge_type = static_cast<uint16_t>(ClientMsg::kAuthChallenge);
+  const uint16_t authenticate_type = static_cast<uint16_t>(ClientMsg::kAuthenticate);
+  wire::MessageHeader h;
+  std::string payload;
+
+  RawClient first(rig.listener);
+  ASSERT_TRUE(first.Send(challenge_type, 1, "").ok());
+  ASSERT_TRUE(first.Read(&h, &payload).ok());
+  AuthChallenge challenge;
+  ASSERT_TRUE(DecodeAuthChallenge(payload, &challenge).ok());
+  ASSERT_TRUE(challenge.required);
+  const std::string mac = ClientAuthMac(kSecret, challenge.nonce);
+  ASSERT_TRUE(first.Send(authenticate_type, 2, EncodeAuthenticate(mac)).ok());
+  // Pipelined right behind Authenticate: served, in order, after it.
+  ASSERT_TRUE(first.Send(7, 3, "pipelined").ok());
+  ASSERT_TRUE(first.Read(&h, &payload).ok());
+  EXPECT_EQ(h.type, authenticate_type);
+  EXPECT_FALSE(h.is_error());
+  ASSERT_TRUE(first.Read(&h, &payload).ok());
+  EXPECT_EQ(h.request_id, 3u);
+  EXPECT_EQ(payload, "pipelined");
+
+  RawClient replay(rig.listener);
+  ASSERT_TRUE(replay.Send(challenge_type, 1, "").ok());
+  ASSERT_TRUE(replay.Read(&h, &payload).ok());
+  ASSERT_TRUE(replay.Send(authenticate_type, 2, EncodeAuthenticate(mac)).ok());
+  ASSERT_TRUE(replay.Read(&h, &payload).ok());
+  Status s = ConnectionError(h, payload);
+  EXPECT_TRUE(s.IsPermissionDenied()) << s.ToString();
+  EXPECT_TRUE(replay.Closed());
+
+  RawClient unasked(rig.listener);
+  ASSERT_TRUE(unasked.Send(authenticate_type, 1, EncodeAuthenticate(mac)).ok());
+  ASSERT_TRUE(unasked.Read(&h, &payload).ok());
+  s = ConnectionError(h, payload);
+  EXPECT_TRUE(s.IsPermissionDenied()) << s.ToString();
+  EXPECT_TRUE(unasked.Closed());
+  EXPECT_EQ(rig.metrics.auth_refused->value(), 2u);
+  EXPECT_EQ(rig.metrics.requests->value(), 1u);
+  rig.listener.Shutdown();
 }
 
 }  // namespace

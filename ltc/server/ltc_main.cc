@@ -3,6 +3,8 @@
 // --listen_port is the port clients connect to (the daemon protocol of
 // tests/util/external_daemon.h); the exchange transport to StoCs listens on
 // --ltc_transport_port.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include "common/daemon/transport_flags.h"
 #include "common/metrics.h"
 #include "common/mutex.h"
+#include "common/secret_file.h"
 #include "coordinator/config_store.h"
 #include "coordinator/ltc_status.h"
 #include "coordinator/zk_flags.h"
@@ -56,6 +59,11 @@ DEFINE_string(stoc, "", "StoCs: id@host:port,... (required with --engine=nova, u
 DEFINE_int32(ltc_transport_port, 0, "Port of the exchange transport to StoCs (0: any)");
 DEFINE_int32(ltc_client_threads, 4, "Workers serving client requests");
 DEFINE_int32(ltc_max_connections, 256, "Client connections accepted at once");
+DEFINE_string(ltc_client_secret_file, "",
+              "File holding the client secret (mode 0600): clients must prove it on connect "
+              "(HMAC-SHA256 challenge; their --client_secret_file) before any request is "
+              "served. Empty: clients are not authenticated (a WARNING when --listen_host is "
+              "not a loopback address)");
 DEFINE_int32(ltc_compact_threads, 1,
              "Threads running clients' CompactRange requests (apart from the client workers); "
              "further requests wait for one");
@@ -148,6 +156,19 @@ constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kMaxRequestMb = 1000;
 // Room for the framing around one entry in a kMigrateFetch response (headers, lengths).
 constexpr uint64_t kMigrationEntrySlackBytes = 4096;
+
+// Whether clients can reach `host` from this machine only: a loopback address or
+// "localhost". Anything else (a name, 0.0.0.0, an interface's address) may be reachable
+// from the network.
+bool IsLoopbackHost(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr v4;
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == IN_LOOPBACKNET;
+  }
+  in6_addr v6;
+  return ::inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
 
 int BadFlags(const std::string& why) {
   std::fprintf(stderr, "nova_ltc: %s\n", why.c_str());
@@ -251,6 +272,15 @@ int main(int argc, char** argv) {
     return BadFlags(
         "--ltc_client_threads, --ltc_max_connections and --ltc_compact_threads must be "
         "positive");
+  }
+  if (!FLAGS_ltc_client_secret_file.empty()) {
+    auto secret = nova::ReadSecretFile(FLAGS_ltc_client_secret_file, "--ltc_client_secret_file");
+    if (!secret.ok()) return BadFlags(secret.status().ToString());
+    so.client_secret = secret.value();
+  } else if (!IsLoopbackHost(so.host)) {
+    LOG(WARNING) << "clients connecting to " << so.host
+                 << " are not authenticated: anyone who reaches this port can read and write "
+                    "every range; set --ltc_client_secret_file (docs/security.md)";
   }
 
   nova::MetricsRegistry metrics;

@@ -25,6 +25,7 @@ ConnectionListenerOptions ListenerOptionsOf(const LtcServerOptions& o) {
   l.max_inflight_per_connection = o.max_inflight_per_connection;
   l.max_request_bytes = o.limits.max_request_bytes;
   l.write_timeout = o.write_timeout;
+  l.client_secret = o.client_secret;
   return l;
 }
 

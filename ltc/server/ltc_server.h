@@ -72,6 +72,9 @@ struct LtcServerOptions {
   size_t max_compact_queue = 64;
   // A client that does not take a response within this long is disconnected.
   std::chrono::milliseconds write_timeout{10000};
+  // The secret clients must prove on connect (--ltc_client_secret_file,
+  // ltc/protocol/client_auth.h); empty: clients are not authenticated.
+  std::string client_secret;
   // A request for a range still being opened (recovering from its MANIFEST and logs) waits
   // up to this long for it, then gets Unavailable (clients retry until their deadline).
   // At most half the worker threads wait at once, so other ranges are always served.
