@@ -4,7 +4,8 @@
 # deploy/ansible/inventories/testbed (a ZooKeeper ensemble of 3 on 3 hosts, 2 coordinators,
 # 2 LTCs, 2 LogCs with log_mode=memory and 2 replicas, 3 StoCs, a client host):
 #   1. the units site.yml would install pass `systemd-analyze verify`;
-#   2. site.yml deploys the cluster; it serves (nova_cli count from the client host);
+#   2. site.yml deploys the cluster with client authentication and ZooKeeper ACLs on; it
+#      serves (nova_cli count from the client host), and a client without the secret is refused;
 #   3. ycsb.yml: workloada with dataintegrity=true from the client host (20,000 records,
 #      15 s): no failed operation, no unexpected read;
 #   4. kill -9 of every process of host-2 (ZooKeeper 3, LTC 1, StoC 2; not its sshd): the
@@ -98,7 +99,10 @@ zk() {
   echo "$out"
 }
 addr() { awk -v h="$1" '$1 == h { print $2 }' "$state/hosts.tsv"; }
-cli() {  # nova_cli on the client host
+cli() {  # nova_cli on the client host, with the client secret site.yml installed there
+  anonymous_cli "--client_secret_file=$(host_dir host-4)/etc/nova/client_secret" "$@"
+}
+anonymous_cli() {  # the same without the client secret
   "$tb" exec --name "$name" host-4 "$(host_dir host-4)/opt/nova/bin/nova_cli" \
     "--zk=$(zk)" --cluster=testbed --timeout_ms=5000 "$@"
 }
@@ -135,6 +139,12 @@ phase "site.yml (deploy)"
 play site1 "$ans/site.yml"
 count=$(cli count) || fail "nova_cli count after site.yml"
 [[ "$count" == 0 ]] || fail "a new cluster counts $count keys"
+# Client authentication is on: a client without the secret is refused, and told why.
+if anonymous_cli count > "$work/anonymous.out" 2>&1; then
+  fail "nova_cli without the client secret was served"
+fi
+grep -q -- "client_secret_file" "$work/anonymous.out" ||
+  { cat "$work/anonymous.out" >&2; fail "the refusal does not name --client_secret_file"; }
 
 # ---- 3. YCSB ---------------------------------------------------------------------------
 
