@@ -157,7 +157,7 @@ for mode in "${modes[@]}"; do
     phase "$mode: every process killed -9 at once under load, one start --dir, every acknowledged write back"
     writer write "--out=$dir/load.acked" --seconds=120 > "$dir/load.out" 2>&1 &
     writer_pid=$!
-    acked_lines() { (($(wc -l < "$dir/load.acked" 2>/dev/null || echo 0) >= load_writes)); }
+    acked_lines() { [[ -f "$dir/load.acked" ]] && (($(wc -l < "$dir/load.acked") >= load_writes)); }
     wait_for 90 "$load_writes acknowledged writes under load" acked_lines
     # A power loss: the cluster and its client at once.
     pids=$(cat "$dir"/pids/*.pid)
