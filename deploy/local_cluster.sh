@@ -329,19 +329,32 @@ components() { ls -tr "$dir/cmd" 2>/dev/null || true; }
 # The components of one kind (a regular expression on the id), in id order.
 components_of() { components | grep -E "$1" | sort -V || true; }
 
+# True once process $1 has exited: gone, or a zombie its parent has not reaped yet (its
+# sockets and files are closed; this container's init may take seconds to reap it).
+exited() {
+  kill -0 "$1" 2>/dev/null || return 0
+  [[ "$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" == Z ]]
+}
+signalled=()  # every pid stop_group signalled: stop_all waits until they are reaped
+
 # Sends SIGTERM to the running components among $3..., waits up to $1 seconds for them to
 # exit (saying every 5 s which are left), then kill -9s the rest with a warning that says
 # what it may cost ($2). Forgets their pids. Returns 1 if one had to be killed.
 stop_group() {
-  local timeout=$1 cost=$2 id rc=0 started=$SECONDS next=$((SECONDS + 5))
+  local timeout=$1 cost=$2 id p rc=0 started=$SECONDS next=$((SECONDS + 5))
   shift 2
   local ids=() left=()
   for id in "$@"; do
-    if alive "$id"; then kill -TERM "$(pid_of "$id")" 2>/dev/null || true; ids+=("$id"); fi
+    if alive "$id"; then
+      p=$(pid_of "$id")
+      kill -TERM "$p" 2>/dev/null || true
+      ids+=("$id")
+      signalled+=("$p")
+    fi
   done
   while ((${#ids[@]})); do
     left=()
-    for id in "${ids[@]}"; do alive "$id" && left+=("$id"); done
+    for id in "${ids[@]}"; do exited "$(pid_of "$id")" || left+=("$id"); done
     ((${#left[@]})) || break
     if ((SECONDS - started >= timeout)); then
       for id in "${left[@]}"; do
@@ -349,7 +362,7 @@ stop_group() {
           "killing it with SIGKILL: $cost (see $dir/logs/$id.log)" >&2
         kill -KILL "$(pid_of "$id")" 2>/dev/null || true
       done
-      for id in "${left[@]}"; do while alive "$id"; do sleep 0.05; done; done
+      for id in "${left[@]}"; do until exited "$(pid_of "$id")"; do sleep 0.05; done; done
       rc=1
       break
     fi
@@ -361,6 +374,15 @@ stop_group() {
   done
   for id in "$@"; do rm -f "$dir/pids/$id.pid"; done
   return $rc
+}
+
+# Waits (up to NOVA_STOP_TIMEOUT s) until every process stop_group signalled is reaped, so
+# that none is left in the process table when stop returns.
+wait_reaped() {
+  local p deadline=$((SECONDS + stop_timeout))
+  for p in "${signalled[@]+"${signalled[@]}"}"; do
+    while kill -0 "$p" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+  done
 }
 
 # Stops every component in the order that loses nothing (docs/operations.md, "Stopping
@@ -411,6 +433,7 @@ stop_all() {
   stop_group "$stop_timeout" "writes it had not synced may be lost" $(components_of '^stoc-') || rc=1
   stop_group "$stop_timeout" "ZooKeeper may replay its log at start" \
     $(components_of '^zookeeper$') || rc=1
+  wait_reaped
   return $rc
 }
 
@@ -418,6 +441,7 @@ stop_all() {
 # and command; its data directory stays.
 stop_one() {
   stop_group "$stop_timeout" "it was being removed" "$1" || true
+  wait_reaped
   rm -f "$dir/cmd/$1"
 }
 
