@@ -138,7 +138,8 @@ for mode in "${modes[@]}"; do
     [[ $rc == 1 && "$out" == *"--ltcs 3 (it was created with 2)"* ]] ||
       fail "start --ltcs 3 on a directory of 2 LTCs: exit $rc: $out"
     port=$(sed -n 's/^--listen_port=//p' "$dir/cmd/stoc-0")
-    python3 -c 'import socket,sys,time; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(); time.sleep(120)' \
+    # (SO_REUSEADDR: the StoC's connections may linger in TIME_WAIT on that port.)
+    python3 -c 'import socket,sys,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(); time.sleep(120)' \
       "$port" & squatter_pid=$!
     wait_for 10 "a process listening on port $port" bash -c "ss -Hltn 'sport = :$port' | grep -q ."
     set +e
