@@ -62,6 +62,15 @@ class ManifestState {
     auto it = obsolete_ranges_.upper_bound(id);  // the first range beginning after id
     return it != obsolete_ranges_.begin() && id < std::prev(it)->second;
   }
+  // True if no log of the range can hold anything to replay: the log of every memtable id
+  // handed out so far (below next_memtable_id()) is obsolete. The range was closed cleanly
+  // (RangeEngine::CloseCleanly) and not opened since: every later Open records live
+  // memtable ids above these before the range serves.
+  bool AllLogsObsolete() const {
+    if (next_memtable_id_ <= log_floor_) return true;
+    auto it = obsolete_ranges_.upper_bound(log_floor_);  // the first range beginning above
+    return it != obsolete_ranges_.begin() && std::prev(it)->second >= next_memtable_id_;
+  }
   bool operator==(const ManifestState&) const = default;
 
  private:

@@ -133,8 +133,12 @@ Status RangeEngine::Open() {
   if (options_.log != nullptr) {
     std::vector<std::shared_ptr<MemTable>> from_logs;
     lsm::SequenceNumber max_logged = 0;
-    NOVA_RETURN_NOT_OK(
-        RebuildFromLogsLocked(new_range, copied, &from_logs, &ids_.absorbed, &max_logged));
+    // Closed cleanly last time (CloseCleanly): like a new range, it has no log to miss.
+    const bool clean = !new_range && versions_.state().AllLogsObsolete();
+    LOG_IF(INFO, clean) << "range " << options_.range_id
+                        << ": closed cleanly last time: no log to replay";
+    NOVA_RETURN_NOT_OK(RebuildFromLogsLocked(new_range || clean, copied, &from_logs,
+                                             &ids_.absorbed, &max_logged));
     replayed = std::max(replayed, max_logged);
     rebuilt.insert(rebuilt.end(), from_logs.begin(), from_logs.end());
     std::sort(rebuilt.begin(), rebuilt.end(),
@@ -414,6 +418,7 @@ Status RangeEngine::PrepareWrite(const std::vector<leveldb::Slice>& keys,
       MutexLock lock(&mu_);
       if (!life_.opened) return Status::IllegalState("range is not open");
       if (life_.shutting_down) return Status::Aborted("engine shutting down");
+      if (life_.closing) return Status::Aborted("range closing");
       if (life_.migration.handed_off) return HandedOffStatus();
       if (!life_.bg_error.ok()) return life_.bg_error.Prepend("writes stopped");
     }

@@ -226,6 +226,16 @@ class RangeEngine {
   // flushes what it waits for (the hold yields to it); once handed off it returns Fenced at
   // once and flushes nothing.
   Status FlushAll();
+  // The end of a clean shutdown (range_engine_recovery.cc): refuses writes for good, waits
+  // for those in flight, flushes every memtable and records in the MANIFEST that no log of
+  // the range holds anything (every memtable id so far obsolete). The next Open then reads
+  // no log and needs no LogC to vouch for its listing: a whole cluster stopped cleanly
+  // resumes although memory LogCs restarted empty (docs/durability.md, "Recovery").
+  // Returns OK; FlushAll's error or the edit's (nothing recorded: the next Open recovers
+  // from the logs, as after a crash); HandedOffStatus() when handed off. Reads go on.
+  // REQUIRES: called at most once, before destruction; the range is not used to write
+  // afterwards.
+  Status CloseCleanly() EXCLUDES(mu_);
   // Waits until no compaction is needed or running (memtables held by a migration out do
   // not count). Fenced at once when handed off.
   Status WaitForCompactions();
@@ -352,7 +362,8 @@ class RangeEngine {
   // Recovery (range_engine_recovery.cc): reads the range's logs, drops the obsolete ones and
   // rebuilds a memtable per live log (same id) with --ltc_recovery_threads threads. Fills
   // *rebuilt (ascending id), *absorbed (rebuilt id -> ids of logless memtables whose
-  // entries it took) and *max_sequence. `new_range`: the MANIFEST was just created.
+  // entries it took) and *max_sequence. `new_range`: the MANIFEST was just created, or it
+  // says every log is obsolete (closed cleanly): no log can be missed.
   // REQUIRES: mu_ held, during Open.
   // `copied`: memtable ids whose logs are listed but neither read nor replayed, and whose
   // entries found in other logs are dropped (a live migration copied them, or their entries
@@ -618,6 +629,7 @@ class RangeEngine {
   struct Lifecycle {
     bool opened = false;  // Open() succeeded; until then every call is refused
     bool shutting_down = false;
+    bool closing = false;  // CloseCleanly: writes are refused for good
     Status bg_error;  // a MANIFEST write whose outcome is unknown: writes stop
     // A live migration out (range_engine_migration.cc). Invariants:
     //   1. out while BeginMigrationOut..EndMigrationOut; handed_off implies out.

@@ -166,7 +166,8 @@ void RangeEngine::EndMigrationOut() {
   life_.migration.handed_off = false;
   life_.migration.flushing_at_begin.clear();
   forcing_flush_.fetch_sub(1);
-  write_gate_.blocked = !life_.opened || life_.shutting_down || !life_.bg_error.ok();
+  write_gate_.blocked =
+      !life_.opened || life_.shutting_down || life_.closing || !life_.bg_error.ok();
   if (options_.log != nullptr && !life_.migration.deferred_drops.empty()) {
     options_.log->Drop(life_.migration.deferred_drops);
   }

@@ -20,6 +20,14 @@
 // The rebuilt memtables become the oldest immutable memtables of the Drange holding their
 // smallest key, never merged, flushed first; the range index covers them by their key
 // interval; the lookup index starts empty and fills on misses.
+//
+// A clean close (CloseCleanly, at a clean shutdown) flushes every memtable and then
+// records every memtable id handed out so far obsolete. Recovery needs LogCs to vouch for
+// their listings only because a log with acknowledged writes may be on the silent ones; a
+// range whose MANIFEST says every log is obsolete has none to miss, so its next Open does
+// not wait for them (a whole cluster stopped cleanly comes back although its memory LogCs
+// restarted empty). The state cannot outlive that next Open: it records new live memtable
+// ids above the obsolete ones before the range serves.
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -36,6 +44,9 @@
 namespace nova::ltc {
 
 namespace {
+
+// How often CloseCleanly logs while it waits for writes in flight.
+constexpr std::chrono::seconds kCloseWaitLog{10};
 
 // Runs fn(i) for i in [0, n) on up to `threads` threads.
 void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
@@ -172,6 +183,41 @@ Status RangeEngine::RebuildFromLogsLocked(
       << stats_.recovered_entries << " entries, " << stats_.recovered_log_bytes
       << " log bytes) in " << stats_.recovery_micros / 1000 << " ms with " << threads
       << " threads; dropped " << obsolete.size() << " obsolete logs";
+  return Status::OK();
+}
+
+Status RangeEngine::CloseCleanly() {
+  {
+    MutexLock lock(&mu_);
+    if (!life_.opened) return Status::IllegalState("range is not open");
+    if (life_.migration.handed_off) return HandedOffStatus();
+    if (!life_.bg_error.ok()) return life_.bg_error.Prepend("range stopped");
+    life_.closing = true;
+    write_gate_.blocked = true;
+  }
+  // Every write from here on is refused (PrepareWrite); one that passed the gate holds a
+  // Drange lock until it has its sequence, and is waited for with the sequences.
+  SyncWithWritersHoldingDranges();
+  const lsm::SequenceNumber last = seq_.last_assigned();
+  while (!seq_.WaitVisible(last, Deadline::After(kCloseWaitLog))) {
+    LOG(WARNING) << "range " << options_.range_id << ": closing waits for the writes up to "
+                 << "sequence " << last << " (visible " << seq_.visible() << ")";
+  }
+  NOVA_RETURN_NOT_OK(FlushAll());
+  MutexLock lock(&mu_);
+  if (life_.migration.handed_off) return HandedOffStatus();
+  if (!life_.bg_error.ok()) return life_.bg_error.Prepend("range stopped");
+  // No write can come any more, so what FlushAll left is what there is: the active
+  // memtables, empty (their logs hold nothing; a failed write's record that reached a log
+  // is in its memtable too, so it would show here).
+  bool empty = immutables_.empty() && ids_.absorbed.empty();
+  for (const auto& m : live_) empty = empty && m->num_entries() == 0;
+  if (!empty) return Status::IllegalState("memtables left after the closing flush");
+  VersionEdit e;
+  e.obsolete_log_ranges.emplace_back(versions_.state().log_floor(), ids_.next);
+  NOVA_RETURN_NOT_OK_PREPEND(LogAndApplyLocked(&e), "recording the clean close");
+  LOG(INFO) << "range " << options_.range_id << " closed cleanly: every memtable flushed, "
+            << "every log obsolete";
   return Status::OK();
 }
 

@@ -472,5 +472,70 @@ TEST(RecoveryTest, TwoCrashesInARow) {
   }
 }
 
+// A log whose recovery is refused unless the range has nothing to miss: LogCs that restarted
+// without their memory copies and so cannot vouch for their listings (docs/durability.md).
+class UnvouchedLog final : public MemtableLog {
+ public:
+  explicit UnvouchedLog(MemtableLog* base) : base_(base) {}
+  using MemtableLog::Append;
+  Status Append(uint64_t memtable, std::string_view records, bool* reached) override {
+    return base_->Append(memtable, records, reached);
+  }
+  void Drop(const std::vector<uint64_t>& memtables) override { base_->Drop(memtables); }
+  using MemtableLog::ReadAll;
+  Status ReadAll(int threads, bool new_range, const ReadFilter& read,
+                 std::vector<Recovered>* logs) override {
+    if (refuse && !new_range) return Status::Unavailable("no LogC can vouch for its logs");
+    return base_->ReadAll(threads, new_range, read, logs);
+  }
+  bool refuse = false;  // set by the test thread between engines only
+
+ private:
+  MemtableLog* const base_;  // must outlive this
+};
+
+// A range closed cleanly reopens without reading any log (the LogCs need not vouch), with
+// every write; writes after CloseCleanly are refused. Once it served again, a crash makes
+// the next Open need its logs again.
+TEST(RecoveryTest, CleanlyClosedRangeReopensWithoutItsLogs) {
+  lsm::MemoryTableStore store;
+  InMemoryMemtableLog memory;
+  UnvouchedLog log(&memory);
+  {
+    RangeEngine engine(BigMemtables(&log, 2), &store);
+    ASSERT_TRUE(engine.Open().ok());
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE(engine.Put("k" + std::to_string(i), "v1").ok());
+    Status s = engine.CloseCleanly();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(engine.Put("late", "x").code(), Status::Code::kAborted);
+    std::string v;
+    ASSERT_TRUE(engine.Get("k7", &v).ok());  // reads go on
+    EXPECT_EQ(v, "v1");
+  }
+  log.refuse = true;
+  {
+    RangeEngine engine(BigMemtables(&log, 2), &store);
+    Status s = engine.Open();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    std::string v;
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_TRUE(engine.Get("k" + std::to_string(i), &v).ok()) << i;
+      EXPECT_EQ(v, "v1");
+    }
+    EXPECT_TRUE(engine.Get("late", &v).IsNotFound());
+    ASSERT_TRUE(engine.Put("k3", "v2").ok());
+  }  // a crash: k3's v2 is only in a log
+  {
+    RangeEngine engine(BigMemtables(&log, 2), &store);
+    EXPECT_TRUE(engine.Open().IsUnavailable()) << "a crash after a clean reopen must need the logs";
+  }
+  log.refuse = false;
+  RangeEngine engine(BigMemtables(&log, 2), &store);
+  ASSERT_TRUE(engine.Open().ok());
+  std::string v;
+  ASSERT_TRUE(engine.Get("k3", &v).ok());
+  EXPECT_EQ(v, "v2");
+}
+
 }  // namespace
 }  // namespace nova::ltc

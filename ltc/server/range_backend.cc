@@ -207,8 +207,9 @@ class NovaBackend final : public RangeBackend {
       // copies of the flushed memtables) or the flush is refused.
       if (engine_->handed_off()) engine_->EndMigrationOut();
       // Flush the memtables: without logs they live only here, and with logs the range's
-      // next owner (or this LTC after a restart) then has nothing to replay.
-      Status s = engine_->FlushAll();
+      // next owner (or this LTC after a restart) then has nothing to replay, which the
+      // MANIFEST records, so that it needs no LogC to vouch for its logs either.
+      Status s = engine_->CloseCleanly();
       if (!s.ok()) LOG(WARNING) << "closing a range: flush failed: " << s.ToString();
     }
     engine_.reset();
