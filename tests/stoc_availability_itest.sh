@@ -9,8 +9,15 @@
 #  2. Hybrid, 3 StoCs: a StoC added under load receives new tables; a StoC removed under
 #     load (drained by nova_admin remove-stoc, then stopped) ends with no table file and
 #     every record still reads back.
+#  3. Hybrid, 4 StoCs, a LogC, StoCs never leave the configuration on their own: StoC 3
+#     removed (it stays listed, draining, once stopped), StoC 1 killed (it stays listed,
+#     dead), then the LTC killed and restarted: it opens its ranges without them (every
+#     record reads back, rebuilt from parity where StoC 1 held a fragment); StoC 1 restarted
+#     and StoC 2 killed: the LTC, which never reached StoC 1, connects to it when it is back
+#     (every record still reads back).
 #
 #   NOVA_BUILD_DIR=build tests/stoc_availability_itest.sh [MODE ...]   # default: all three
+#   NOVA_ITEST_ONLY=restart tests/stoc_availability_itest.sh           # phase 3 only
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${NOVA_BUILD_DIR:-$root/build}
@@ -59,12 +66,12 @@ wait_for() {
   done
 }
 
-start_cluster() {  # MODE STOCS
+start_cluster() {  # MODE STOCS [LOGCS [STOC_GRACE_MS]]
   dir=$(mktemp -d /tmp/nova-stoc-availability-itest.XXXXXX)
-  "$root/deploy/local_cluster.sh" start --dir "$dir" --ltcs 1 --stocs "$2" --logcs 0 --ranges 2 \
-    --ltc_memtable_size_mb=1 --ltc_sstable_size_mb=1 "--ltc_table_availability=$1" \
-    --ltc_fragment_replicas=2 --ltc_parity_fragments=1 --coordinator_stoc_grace_ms=3000 \
-    --zk_session_timeout_ms=2000 \
+  "$root/deploy/local_cluster.sh" start --dir "$dir" --ltcs 1 --stocs "$2" --logcs "${3:-0}" \
+    --ranges 2 --ltc_memtable_size_mb=1 --ltc_sstable_size_mb=1 "--ltc_table_availability=$1" \
+    --ltc_fragment_replicas=2 --ltc_parity_fragments=1 \
+    "--coordinator_stoc_grace_ms=${4:-3000}" --zk_session_timeout_ms=2000 \
     > "$dir/start.out" || fail "start ($1)"
   source "$dir/cluster.env"
   admin=("$bin/nova_admin" "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER")
@@ -111,7 +118,16 @@ table_files() {  # StoC id: its table fragment files, from its catalog listing o
   echo "$n"
 }
 has_table_files() { (($(table_files "$1") > 0)); }
+# True once nova_cli counts every record.
+counts_all() {
+  local n
+  n=$("$bin/nova_cli" "--zk=$NOVA_ZK" "--cluster=$NOVA_CLUSTER" --timeout_ms=5000 count 2>/dev/null) &&
+    [[ "$n" == "$records" ]]
+}
 
+stoc_alive() { "${admin[@]}" status 2>/dev/null | grep -Eq "^ *stoc +$1 .*alive"; }
+
+if [[ "${NOVA_ITEST_ONLY:-}" != restart ]]; then
 for mode in "${modes[@]}"; do
   echo "== $mode: one StoC of 4 killed, repaired, a second killed, under workloada"
   start_cluster "$mode" 4
@@ -145,4 +161,29 @@ cat "$dir/remove.out"
 [[ "$(table_files 1)" == 0 ]] || fail "StoC 1 still holds $(table_files 1) files after its removal"
 finish_run
 count_records
+"$root/deploy/local_cluster.sh" stop --dir "$dir" >/dev/null
+rm -rf "$dir"
+dir=""
+fi
+
+echo "== hybrid: the LTC restarted while a removed StoC and a dead one are in the configuration"
+start_cluster hybrid 4 1 0
+(($(table_files 3) > 0)) || fail "StoC 3 holds no table file before its removal"
+"$root/deploy/local_cluster.sh" remove --dir "$dir" stoc --id 3 --timeout_s=120 > "$dir/remove.out" ||
+  fail "remove stoc 3: $(tail -5 "$dir/remove.out")"
+[[ "$(table_files 3)" == 0 ]] || fail "StoC 3 still holds $(table_files 3) files after its removal"
+"$root/deploy/local_cluster.sh" kill --dir "$dir" stoc-1
+"$root/deploy/local_cluster.sh" kill --dir "$dir" ltc-0
+"$root/deploy/local_cluster.sh" restart --dir "$dir" ltc-0
+"${admin[@]}" status | grep -E '^ *stoc ' || true
+started=$SECONDS
+wait_for 60 "the restarted LTC to serve every record without StoCs 1 and 3" counts_all
+echo "the restarted LTC served every record after $((SECONDS - started)) s"
+"$root/deploy/local_cluster.sh" restart --dir "$dir" stoc-1
+wait_for 30 "StoC 1 to be alive again" stoc_alive 1
+"$root/deploy/local_cluster.sh" kill --dir "$dir" stoc-2
+started=$SECONDS
+wait_for 60 "every record to read back with StoC 2 down and StoC 1 back" counts_all
+echo "every record read back without StoC 2 after $((SECONDS - started)) s"
+grep -q "connected to StoC 1 at" "$dir/logs/ltc-0.log" || fail "the LTC never connected to StoC 1"
 echo "PASS"

@@ -254,6 +254,35 @@ TEST_F(StocClusterTest, KilledStocKeepsEveryAcknowledgedBlock) {
   EXPECT_GT(acked.size(), static_cast<size_t>(kRounds * 20));
 }
 
+// A StoC that is down when it is added (an LTC restarted while a StoC of the configuration
+// is dead, or removed and stopped but still listed): AddStoc fails but keeps the address,
+// requests fail at once with NetworkError, and once the StoC is back a request connects.
+TEST_F(StocClusterTest, StocDownWhenAddedIsConnectedOnceItIsBack) {
+  test::ExternalDaemon* stoc = StartStoc(0);
+  ASSERT_TRUE(stoc);
+  const std::string address = stoc->address();
+  stoc->Kill();
+  Client c("late", secret_);
+  Status added = c.client->AddStoc(0, address);
+  ASSERT_FALSE(added.ok());
+  EXPECT_TRUE(c.client->stocs().empty());
+  Status down = c.client->Stats(0).status();
+  EXPECT_TRUE(down.IsNetworkError()) << down.ToString();
+  EXPECT_TRUE(c.client->Stats(1).status().IsInvalidArgument());  // never added
+  ASSERT_TRUE(stoc->Restart().ok());
+  // Bounded: the first request after StocClient::kReconnectInterval connects.
+  ASSERT_TRUE(test::WaitFor([&] { return c.client->Stats(0).ok(); }, 30s));
+  EXPECT_EQ(c.client->stocs(), std::vector<uint32_t>{0});
+  const uint32_t crc = c.Fill(4096, 7);
+  auto f = c.client->Open(0, "late-file", FileKind::kDisk);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  auto h = c.client->Append(f.value().get(), c.src_mr, 0, 4096);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  auto read = c.ReadCrc(h.value());
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read.value(), crc);
+}
+
 TEST_F(StocClusterTest, FullDiskGivesErrorsAndNoCorruption) {
   constexpr uint64_t kLimit = 24 << 20;
   test::ExternalDaemon* stoc = StartStoc(0, {}, kLimit);

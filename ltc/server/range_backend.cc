@@ -445,6 +445,17 @@ struct NovaBackends::Impl {
   // Moves MANIFESTs off StoCs that are draining or gone (StocTableStore::EvacuateManifest).
   ThreadPool evacuate_pool{"ltc-evacuate", 1, 1024};
 
+  // Gives StoC `id` at `addr` to the client and records it. A StoC that cannot be reached
+  // (dead, or removed and stopped but still listed) is recorded all the same: opening a
+  // range must not need it (its copies are read from the others, or rebuilt from parity;
+  // it is one of the StoCs the fence may miss), and the client connects when it is back
+  // (StocClient::AddStoc). REQUIRES: mu held (connecting may take the connect timeout).
+  void AddStocLocked(uint32_t id, const std::string& addr) REQUIRES(mu) {
+    Status s = client->AddStoc(id, addr);
+    LOG_IF(WARNING, !s.ok()) << "connecting to StoC " << id << " at " << addr << ": "
+                             << s.ToString() << " (connected again when a request needs it)";
+    stocs[id] = addr;
+  }
   // Records the StoCs of `a` if it is newer than what is recorded. REQUIRES: mu held.
   void NoteStocsLocked(const LtcAssignment& a) REQUIRES(mu) {
     if (a.epoch < stocs_epoch || (a.epoch == stocs_epoch && !stoc_ids.empty())) return;
@@ -453,7 +464,7 @@ struct NovaBackends::Impl {
     draining.clear();
     assigned.clear();
     for (const RangeInfo& r : a.ranges) assigned.insert(r.id);
-    // Only StoCs the client knows (AddStoc may have failed for a new one).
+    // Only StoCs the client knows (AddStocLocked: all of them).
     for (const auto& [id, addr] : a.stocs) {
       if (stocs.count(id) != 0) stoc_ids.push_back(id);
     }
@@ -544,9 +555,7 @@ struct NovaBackends::Impl {
       MutexLock l(&mu);
       for (const auto& [id, addr] : a.stocs) {
         if (stocs.count(id) > 0) continue;
-        NOVA_RETURN_NOT_OK_PREPEND(client->AddStoc(id, addr),
-                                   "connecting to StoC " + std::to_string(id));
-        stocs[id] = addr;
+        AddStocLocked(id, addr);
       }
       NoteStocsLocked(a);
       usable = UsableLocked().size();
@@ -707,13 +716,7 @@ void NovaBackends::ApplyStocs(const LtcAssignment& a) {
     if (a.epoch <= impl->stocs_epoch || impl->client == nullptr) return;
     for (const auto& [id, addr] : a.stocs) {
       if (impl->stocs.count(id) > 0) continue;
-      Status s = impl->client->AddStoc(id, addr);
-      if (!s.ok()) {
-        LOG(WARNING) << "connecting to StoC " << id << " at " << addr << ": " << s.ToString()
-                     << " (left out until a later configuration)";
-        continue;
-      }
-      impl->stocs[id] = addr;
+      impl->AddStocLocked(id, addr);
     }
     const std::vector<uint32_t> old_ids = impl->stoc_ids, old_draining = impl->draining;
     impl->NoteStocsLocked(a);

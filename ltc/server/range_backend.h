@@ -185,13 +185,15 @@ class NovaBackends {
   // Starts the transport (to reach StoCs). InvalidArgument for a bad offload policy.
   Status Init();
   // The factory; this must outlive every backend it opens. Connects to StoCs it has not
-  // seen yet (AddStoc), then opens the range's engine over them.
+  // seen yet (AddStoc), then opens the range's engine over them. A StoC of the
+  // configuration that cannot be reached (dead, or removed and stopped) does not stop the
+  // open: it is used once it answers again (StocClient::AddStoc).
   BackendFactory factory();
   // A newer assignment: its StoCs become the open ranges' StoCs at once (new tables,
   // MANIFESTs and offloaded compactions are placed on them; draining ones get nothing
   // new), and every copy on a StoC that left the configuration or is draining is moved
   // off it in the background (RangeEngine relocation; the MANIFEST too). Connects to new
-  // StoCs. Older or equal epochs are ignored. Thread-safe; does not block on I/O.
+  // StoCs (one not reachable yet is connected when it is). Older or equal epochs are ignored. Thread-safe; does not block on I/O.
   void ApplyStocs(const LtcAssignment& a);
   // What this LTC's ranges still have on StoCs they must leave, for its status document
   // (coordinator/config_store.h, PublishStatus).

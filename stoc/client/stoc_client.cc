@@ -22,8 +22,14 @@ StocClient::~StocClient() = default;
 
 Status StocClient::AddStoc(uint32_t stoc_id, const std::string& address) {
   auto peer = endpoint_->transport()->Connect(address);
-  if (!peer.ok()) return peer.status().Prepend("StoC " + std::to_string(stoc_id));
   MutexLock lock(&mu_);
+  if (!peer.ok()) {
+    if (peers_.count(stoc_id) == 0) {
+      unconnected_[stoc_id] = Unconnected{address, MonoNow() + kReconnectInterval};
+    }
+    return peer.status().Prepend("StoC " + std::to_string(stoc_id));
+  }
+  unconnected_.erase(stoc_id);
   peers_[stoc_id] = peer.value();
   return Status::OK();
 }
@@ -35,10 +41,30 @@ std::vector<uint32_t> StocClient::stocs() const {
   return ids;
 }
 
-Result<transport::PeerId> StocClient::PeerOf(uint32_t stoc_id) const {
+Result<transport::PeerId> StocClient::PeerOf(uint32_t stoc_id) {
+  const std::string name = "StoC " + std::to_string(stoc_id);
+  std::string address;
+  {
+    MutexLock lock(&mu_);
+    auto it = peers_.find(stoc_id);
+    if (it != peers_.end()) return it->second;
+    auto u = unconnected_.find(stoc_id);
+    if (u == unconnected_.end()) return Status::InvalidArgument("unknown " + name);
+    const MonoTime now = MonoNow();
+    if (now < u->second.next_try) {
+      return Status::NetworkError(name + " at " + u->second.address +
+                                  " is not connected (could not be reached lately)");
+    }
+    u->second.next_try = now + kReconnectInterval;  // the others fail at once meanwhile
+    address = u->second.address;
+  }
+  auto peer = endpoint_->transport()->Connect(address);
+  if (!peer.ok()) return peer.status().Prepend(name);
   MutexLock lock(&mu_);
-  auto it = peers_.find(stoc_id);
-  if (it == peers_.end()) return Status::InvalidArgument("unknown StoC " + std::to_string(stoc_id));
+  auto u = unconnected_.find(stoc_id);
+  if (u != unconnected_.end() && u->second.address == address) unconnected_.erase(u);
+  auto [it, added] = peers_.emplace(stoc_id, peer.value());  // AddStoc may have come first
+  LOG_IF(INFO, added) << "connected to " << name << " at " << address;
   return it->second;
 }
 

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/mutex.h"
 #include "common/rpc/rpc_endpoint.h"
 #include "common/transport/transport.h"
@@ -85,9 +86,17 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   StocClient(const StocClient&) = delete;
   StocClient& operator=(const StocClient&) = delete;
 
-  // Connects to StoC `stoc_id` at `address` (idempotent).
+  // Connects to StoC `stoc_id` at `address` (idempotent). A StoC that cannot be reached
+  // now (down, or removed and stopped) gives the connection error, but its address is kept
+  // unless the id is connected already: the first request to it after kReconnectInterval
+  // connects again (requests before fail at once with NetworkError), so a StoC that is down
+  // when it is added is used once it is back, as one that goes down after connecting is
+  // (the transport reconnects those).
   Status AddStoc(uint32_t stoc_id, const std::string& address) EXCLUDES(mu_);
+  // The StoCs connected (by AddStoc or a later request).
   std::vector<uint32_t> stocs() const EXCLUDES(mu_);
+  // How long a StoC that could not be connected is left alone before a request tries again.
+  static constexpr std::chrono::milliseconds kReconnectInterval{1000};
 
   Result<std::unique_ptr<StocFile>> Open(uint32_t stoc_id, const std::string& name, FileKind kind,
                                          const OpenOptions& options = OpenOptions()) EXCLUDES(mu_);
@@ -140,7 +149,10 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
     AppendAck ack GUARDED_BY(mu);
   };
 
-  Result<transport::PeerId> PeerOf(uint32_t stoc_id) const EXCLUDES(mu_);
+  // The StoC's peer; connects one added but not connected yet (AddStoc), at most once per
+  // kReconnectInterval, from the calling thread (outside mu_: it may take the transport's
+  // connect timeout).
+  Result<transport::PeerId> PeerOf(uint32_t stoc_id) EXCLUDES(mu_);
   // Sends a request and decodes the response into *resp (which must have a `load` field).
   template <typename Resp>
   Status Rpc(uint32_t stoc_id, uint16_t type, const std::string& request, Resp* resp) EXCLUDES(mu_);
@@ -161,6 +173,12 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
 
   mutable Mutex mu_;
   std::map<uint32_t, transport::PeerId> peers_ GUARDED_BY(mu_);
+  // StoCs added whose connection failed (never in peers_): address, and when to try again.
+  struct Unconnected {
+    std::string address;
+    MonoTime next_try;
+  };
+  std::map<uint32_t, Unconnected> unconnected_ GUARDED_BY(mu_);
   std::map<std::pair<transport::PeerId, uint32_t>, std::shared_ptr<AckWaiter>> waiters_
       GUARDED_BY(mu_);
   // Memory files' regions.
