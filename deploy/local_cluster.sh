@@ -90,7 +90,9 @@ usage_error() {
 starting=0  # set while `start` runs: a failure then stops what it started
 die() {
   echo "local_cluster.sh: $*" >&2
-  if ((starting)); then
+  # Only the script itself stops the cluster: a die inside $(...) ends that subshell, and the
+  # caller's `|| die` then stops what was started (once).
+  if ((starting)) && [[ "$BASHPID" == "$$" ]]; then
     starting=0
     echo "local_cluster.sh: start failed; stopping what was started" >&2
     stop_all || true
@@ -147,15 +149,18 @@ dir=$(cd "$dir" && pwd)
 # ---- helpers ------------------------------------------------------------------------
 
 pid_of() { cat "$dir/pids/$1.pid" 2>/dev/null || true; }
-# True if component $1 runs: its pid file names a live process running the program its
-# command line starts (or setsid, an instant before it execs it). A pid reused by another
-# process, e.g. after a reboot, does not count, so it is never signalled.
+# True if component $1 runs: its pid file names a live process running exactly its command
+# line (or setsid with it, an instant before it execs it). A pid reused by another process,
+# e.g. after a reboot, does not count, so it is never signalled.
 alive() {
-  local p argv0
+  local p running want
   p=$(pid_of "$1")
   [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null || return 1
-  argv0=$(tr '\0' '\n' < "/proc/$p/cmdline" 2>/dev/null | head -n1)
-  [[ -n "$argv0" && ( "$argv0" == "$(head -n1 "$dir/cmd/$1" 2>/dev/null)" || "$argv0" == setsid ) ]]
+  # The whole command line, not only the program: another cluster's component from the same
+  # build, or any JVM, must not count. --listen_port is left out (pinned after the start).
+  running=$(tr '\0' '\n' < "/proc/$p/cmdline" 2>/dev/null | grep -v '^--listen_port=' || true)
+  want=$(grep -v '^--listen_port=' "$dir/cmd/$1" 2>/dev/null || true)
+  [[ -n "$want" && ( "$running" == "$want" || "$running" == "setsid"$'\n'"$want" ) ]]
 }
 
 free_port() {
@@ -230,9 +235,12 @@ wait_listen() {
 # Writes the command line of component $1 (remaining arguments) to DIR/cmd/$1.
 save_cmd() { local id=$1; shift; printf '%s\n' "$@" > "$dir/cmd/$id"; }
 
-# Pins a started component to the port it got, so a restart keeps its address.
-pin_port() {
-  local id=$1 address=$2
+# Waits until component $1 listens, then pins it to the port it got, so a restart keeps its
+# address. Dies (in this shell: stopping what `start` started) if it does not come up.
+listen_and_pin() {
+  local id=$1 address
+  address=$(wait_listen "$id") || die "$id did not come up (see $dir/logs/$id.log)"
+  [[ "$address" =~ :[0-9]+$ ]] || die "$id printed no address ('$address')"
   sed -i "s/^--listen_port=0\$/--listen_port=${address##*:}/" "$dir/cmd/$id"
 }
 
@@ -471,7 +479,7 @@ add_stoc() {
   sed -e "s|^--stoc_id=.*|--stoc_id=$n|" -e "s|^--stoc_dir=.*|--stoc_dir=$dir/data/$new|" \
     -e "s|^--listen_port=.*|--listen_port=0|" "$dir/cmd/$template" > "$dir/cmd/$new"
   launch "$new"
-  pin_port "$new" "$(wait_listen "$new")"
+  listen_and_pin "$new"
   wait_in_config stoc "$n"
   echo "started $new: in the configuration, the LTCs place new table copies on it" >&2
 }
@@ -592,11 +600,11 @@ create_cluster() {
   echo "starting $stocs StoCs, $logcs LogCs (log_mode=$log_mode), $ltcs LTCs and a coordinator" >&2
   for ((i = 0; i < stocs; i++)); do start_stoc "$i"; done
   for ((i = 0; i < logcs; i++)); do start_logc "$i"; done
-  for ((i = 0; i < stocs; i++)); do pin_port "stoc-$i" "$(wait_listen "stoc-$i")"; done
-  for ((i = 0; i < logcs; i++)); do pin_port "logc-$i" "$(wait_listen "logc-$i")"; done
+  for ((i = 0; i < stocs; i++)); do listen_and_pin "stoc-$i"; done
+  for ((i = 0; i < logcs; i++)); do listen_and_pin "logc-$i"; done
   start_coordinator
   for ((i = 0; i < ltcs; i++)); do start_ltc "$i"; done
-  for ((i = 0; i < ltcs; i++)); do pin_port "ltc-$i" "$(wait_listen "ltc-$i")"; done
+  for ((i = 0; i < ltcs; i++)); do listen_and_pin "ltc-$i"; done
   wait_serving "$zk"
   trap - ERR
   starting=0
@@ -634,11 +642,11 @@ resume_cluster() {
   start_zookeeper
   for id in "${stocs_logcs[@]}" "${others[@]+"${others[@]}"}"; do launch "$id"; done
   for id in "${stocs_logcs[@]}" "${others[@]+"${others[@]}"}"; do
-    pin_port "$id" "$(wait_listen "$id")"
+    listen_and_pin "$id"
   done
   for id in "${coordinators[@]+"${coordinators[@]}"}"; do launch "$id"; done
   for id in "${ltc_ids[@]}"; do launch "$id"; done
-  for id in "${ltc_ids[@]}"; do pin_port "$id" "$(wait_listen "$id")"; done
+  for id in "${ltc_ids[@]}"; do listen_and_pin "$id"; done
   wait_serving "$zk"
   trap - ERR
   starting=0
@@ -719,7 +727,7 @@ case "$cmd" in
     sed -e "s|^--ltc_id=0\$|--ltc_id=$n|" -e "s|^--ltc_dir=.*/ltc-0\$|--ltc_dir=$dir/data/$new|" \
       -e "s|^--listen_port=.*|--listen_port=0|" "$dir/cmd/ltc-0" > "$dir/cmd/$new"
     launch "$new"
-    pin_port "$new" "$(wait_listen "$new")"
+    listen_and_pin "$new"
     # The coordinator lists it in the configuration first (rebalance moves ranges only to
     # LTCs in it).
     wait_in_config ltc "$n"

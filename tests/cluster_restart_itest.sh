@@ -2,7 +2,8 @@
 # Whole clusters stopped and restarted (issue 17), end to end through deploy/local_cluster.sh
 # with real ZooKeeper and daemons (2 LTCs, 3 StoCs, 2 LogCs, 4 ranges, 1 MiB memtables):
 #  1. `--help`, `-h` and `help` print the usage (every command and option) and exit 0 with
-#     no --dir; an unknown command exits 2.
+#     no --dir; an unknown command exits 2. A start whose StoC exits fails at once (not
+#     after the start timeout) and leaves no process running.
 #  2. For each log mode (none, memory, disk, memory+disk): acked_writer writes 1,200
 #     acknowledged puts over 1,000 keys; `stop` exits 0, no LTC logs a failed closing flush
 #     and every range logs its clean close; `start --dir` alone resumes the same cluster
@@ -117,6 +118,26 @@ set +e
 "$cluster_sh" frobnicate --dir /nonexistent > /dev/null 2>&1; rc=$?
 set -e
 [[ $rc == 2 ]] || fail "an unknown command exited $rc, not 2"
+
+echo "== a component that fails during start: start fails at once and leaves nothing running"
+dir=$(mktemp -d /tmp/nova-cluster-restart-itest.XXXXXX)
+t0=$SECONDS
+set +e
+# --xchg_threads=0 is refused by the StoCs and LogCs: they exit during start.
+"$cluster_sh" start --dir "$dir" --ltcs 1 --stocs 1 --xchg_threads=0 > "$dir/bad.out" 2>&1; rc=$?
+set -e
+[[ $rc != 0 ]] || fail "start with a StoC that cannot start succeeded"
+grep -q "stoc-0" "$dir/bad.out" || fail "the failed start does not name stoc-0: $(tail -3 "$dir/bad.out")"
+((SECONDS - t0 < 60)) || fail "the failed start took $((SECONDS - t0)) s: it went on after the StoC died"
+for f in "$dir"/pids/*.pid; do
+  [[ -f "$f" ]] || continue
+  p=$(cat "$f")
+  ! kill -0 "$p" 2>/dev/null || fail "$(basename "$f" .pid) (pid $p) still runs after the failed start"
+done
+! grep -q "^--listen_port=\$" "$dir"/cmd/* 2>/dev/null || fail "a command line was pinned to an empty port"
+echo "   failed in $((SECONDS - t0)) s, nothing left running"
+rm -rf "$dir"
+dir=""
 
 for mode in "${modes[@]}"; do
   phase "$mode: acknowledged writes, a clean stop, start --dir resumes, every write reads back"
