@@ -11,6 +11,7 @@
 #include <glog/logging.h>
 
 #include "common/clock.h"
+#include "common/coding.h"
 #include "common/transport/tcp_socket.h"
 #include "common/wire/message.h"
 #include "common/wire/message_stream.h"
@@ -26,6 +27,39 @@ constexpr int kSocketBufferBytes = 1 << 20;
 // The connection-level error message type (request id 0): sent before the LTC closes a
 // connection it refuses or cannot parse. DO NOT CHANGE: on the wire.
 constexpr uint16_t kConnectionErrorType = 0x0300;
+
+// Offset of the type in a message header (common/wire/message.h). DO NOT CHANGE: on the wire.
+constexpr size_t kHeaderTypeOffset = 4;
+
+bool IsHandshakeType(uint16_t type) {
+  return type == static_cast<uint16_t>(ClientMsg::kAuthChallenge) ||
+         type == static_cast<uint16_t>(ClientMsg::kAuthenticate);
+}
+
+// Reads exactly one message from `fd` before `deadline`, and not a byte past it: OK with
+// *h and *payload (a view into *message). A message longer than
+// ConnectionListener::kMaxHandshakeMessageBytes is refused from its header alone
+// (PermissionDenied, only h->type set): its payload is never read, nor a buffer made for
+// it. TimedOut at the deadline; Corruption or NotSupported for bytes that are not a
+// message; another error if the connection was closed or recv failed.
+Status ReadHandshakeMessage(int fd, Deadline deadline, wire::MessageHeader* h, std::string* message,
+                            std::string_view* payload) {
+  constexpr size_t kMaxBytes = ConnectionListener::kMaxHandshakeMessageBytes;
+  message->assign(wire::kHeaderBytes, '\0');
+  NOVA_RETURN_NOT_OK(transport::ReadFully(fd, message->data(), message->size(), deadline));
+  size_t total = 0;
+  NOVA_RETURN_NOT_OK(wire::PeekMessageLength(*message, wire::kMaxEncodablePayload, &total));
+  if (total > kMaxBytes) {
+    h->type = DecodeFixed16(message->data() + kHeaderTypeOffset);
+    return Status::PermissionDenied("handshake message of " + std::to_string(total) +
+                                    " bytes exceeds the limit of " + std::to_string(kMaxBytes) +
+                                    " bytes before authentication");
+  }
+  message->resize(total);
+  NOVA_RETURN_NOT_OK(transport::ReadFully(fd, message->data() + wire::kHeaderBytes,
+                                          total - wire::kHeaderBytes, deadline));
+  return wire::DecodeMessage(*message, h, payload, kMaxBytes);
+}
 
 }  // namespace
 
@@ -165,12 +199,62 @@ bool ConnectionListener::HandleAuth(ClientConn* conn, const wire::MessageHeader&
   return true;
 }
 
-void ConnectionListener::ReadLoop(const std::shared_ptr<ClientConn>& conn) {
+bool ConnectionListener::AwaitAuthentication(ClientConn* conn) {
+  // The deadline covers the whole handshake, whatever the peer sends meanwhile (idling,
+  // trickling bytes, challenging again): an unauthenticated connection cannot hold its
+  // slot longer.
+  const Deadline deadline = Deadline::After(options_.auth_timeout);
+  auto refuse = [&](const Status& why) {
+    metrics_->auth_refused->Increment();
+    conn->SendError(kConnectionErrorType, 0, why);
+    return false;
+  };
+  std::string nonce;
+  bool authenticated = false;
+  int challenges = 0;
+  while (!authenticated) {
+    wire::MessageHeader h;
+    std::string message;
+    std::string_view payload;
+    Status s = ReadHandshakeMessage(conn->fd(), deadline, &h, &message, &payload);
+    if (s.IsTimedOut()) {
+      return refuse(Status::PermissionDenied(
+          "not authenticated within " + std::to_string(options_.auth_timeout.count()) +
+          " ms of connecting: this LTC requires client authentication (AuthChallenge, then "
+          "Authenticate; the client's --client_secret_file)"));
+    }
+    if (s.IsPermissionDenied()) {
+      // Too long. A request (an old client's first one) gets the usual refusal: the secret
+      // is what the client lacks.
+      return refuse(IsHandshakeType(h.type) ? s : ClientSecretRequiredError());
+    }
+    if (s.IsCorruption() || s.code() == Status::Code::kNotSupported ||
+        (s.ok() && h.is_response())) {
+      if (s.ok()) s = Status::Corruption("a client sent a response");
+      conn->SendError(kConnectionErrorType, 0, s.Prepend("malformed request"));
+      return false;
+    }
+    if (!s.ok()) return false;  // closed by the client, or shut down by us
+    // A client without the secret (or one older than the handshake): say which flag is
+    // missing and hang up, before anything reaches the handler.
+    if (!IsHandshakeType(h.type)) return refuse(ClientSecretRequiredError());
+    if (h.type == static_cast<uint16_t>(ClientMsg::kAuthChallenge) &&
+        ++challenges > kMaxAuthChallenges) {
+      return refuse(
+          Status::PermissionDenied("more than " + std::to_string(kMaxAuthChallenges) +
+                                   " AuthChallenge on a connection before it is authenticated"));
+    }
+    if (!HandleAuth(conn, h, payload, &nonce, &authenticated)) return false;
+  }
+  return true;
+}
+
+void ConnectionListener::ServeRequests(const std::shared_ptr<ClientConn>& conn) {
   wire::MessageStream in(conn->fd(), options_.max_request_bytes);
   // Client authentication (client_auth.h): the challenge issued on this connection, and
-  // whether the client has answered it (always, when no secret is required).
+  // whether the client has answered it (already done, or not required).
   std::string nonce;
-  bool authenticated = options_.client_secret.empty();
+  bool authenticated = true;
   for (;;) {
     wire::MessageHeader h;
     std::string_view payload;
@@ -178,7 +262,7 @@ void ConnectionListener::ReadLoop(const std::shared_ptr<ClientConn>& conn) {
     if (s.IsNotFound()) {
       s = in.Fill(/*dont_wait=*/false);
       if (s.ok() || s.IsUnavailable()) continue;
-      break;  // closed by the client, or shut down by us
+      return;  // closed by the client, or shut down by us
     }
     if (s.IsInvalidArgument()) {
       // Too long: answer the request it would have been, then hang up.
@@ -187,32 +271,24 @@ void ConnectionListener::ReadLoop(const std::shared_ptr<ClientConn>& conn) {
                                               " bytes exceeds the limit of " +
                                               std::to_string(options_.max_request_bytes) +
                                               " bytes (--ltc_max_request_mb)"));
-      break;
+      return;
     }
     if (s.ok() && h.is_response()) s = Status::Corruption("a client sent a response");
     if (!s.ok()) {
       // The stream cannot be trusted past a bad frame: say why and hang up.
       conn->SendError(kConnectionErrorType, 0, s.Prepend("malformed request"));
-      break;
+      return;
     }
-    if (h.type == static_cast<uint16_t>(ClientMsg::kAuthChallenge) ||
-        h.type == static_cast<uint16_t>(ClientMsg::kAuthenticate)) {
+    if (IsHandshakeType(h.type)) {
       // Answered here, in order with the requests around it: nothing the client sends
       // after a successful Authenticate can overtake it.
-      if (!HandleAuth(conn.get(), h, payload, &nonce, &authenticated)) break;
+      if (!HandleAuth(conn.get(), h, payload, &nonce, &authenticated)) return;
       continue;
-    }
-    if (!authenticated) {
-      // A client without the secret (or one older than the handshake): say which flag is
-      // missing and hang up, before anything reaches the handler.
-      metrics_->auth_refused->Increment();
-      conn->SendError(kConnectionErrorType, 0, ClientSecretRequiredError());
-      break;
     }
     metrics_->requests->Increment();
     if (!conn->BeginRequest(options_.max_inflight_per_connection, payload.size(),
                             options_.max_request_bytes)) {
-      break;
+      return;
     }
     Status taken = handler_(conn, h.type, h.request_id, std::string(payload));
     if (!taken.ok()) {
@@ -220,6 +296,11 @@ void ConnectionListener::ReadLoop(const std::shared_ptr<ClientConn>& conn) {
       conn->SendError(h.type, h.request_id, taken);
     }
   }
+}
+
+void ConnectionListener::ReadLoop(const std::shared_ptr<ClientConn>& conn) {
+  // With a secret nothing but the handshake is read until the client has proven it.
+  if (options_.client_secret.empty() || AwaitAuthentication(conn.get())) ServeRequests(conn);
   ::shutdown(conn->fd(), SHUT_RD);
   MutexLock l(&conns_mu_);
   auto it = conns_.find(conn->id());

@@ -14,7 +14,13 @@
 // reader answers the handshake itself and hands no request to the handler before the
 // client has proven the secret: any other request first, or a wrong MAC, is answered with
 // a connection-level PermissionDenied naming the client's flag, and the connection is
-// closed. Without one, the handshake is answered "not required" and nothing else changes.
+// closed. Until then an unauthenticated peer is given little: its reader reads exactly one
+// message at a time, of at most kMaxHandshakeMessageBytes (a longer one is refused from
+// its header, its payload never read), answers at most kMaxAuthChallenges AuthChallenges,
+// and closes the connection (after a connection-level PermissionDenied) unless it is
+// authenticated within auth_timeout of its acceptance; so idle or slow peers cannot hold
+// the max_connections slots or a max_request_bytes buffer each. Without a secret, the
+// handshake is answered "not required" and nothing else changes (none of these limits).
 //
 // Lifecycle: constructor cannot fail; Start() listens; Shutdown() stops accepting, shuts
 // every connection's socket down and joins the readers (idempotent; the destructor calls
@@ -23,6 +29,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -48,6 +55,9 @@ struct ConnectionListenerOptions {
   std::chrono::milliseconds write_timeout{10000};
   // The secret clients must prove on connect (--ltc_client_secret_file); empty: none.
   std::string client_secret;
+  // With a client_secret: a connection not authenticated within this long of its
+  // acceptance is refused and closed.
+  std::chrono::milliseconds auth_timeout{10000};
 };
 
 // Takes one request read from `conn` (on its reader thread): runs it, usually by handing it
@@ -59,6 +69,12 @@ using RequestHandler = std::function<Status(const std::shared_ptr<ClientConn>& c
 
 class ConnectionListener {
  public:
+  // Before its client is authenticated (with a client_secret), a connection's messages
+  // are at most this long, header included: the handshake's are under 64 bytes.
+  static constexpr size_t kMaxHandshakeMessageBytes = 256;
+  // ... and it is answered at most this many AuthChallenges (a client needs one).
+  static constexpr int kMaxAuthChallenges = 4;
+
   // `metrics` must outlive this; `handler` runs on the reader threads until Shutdown().
   ConnectionListener(ConnectionListenerOptions options, RequestHandler handler,
                      ClientMetrics* metrics);
@@ -78,6 +94,15 @@ class ConnectionListener {
   // Takes or refuses one accepted socket.
   void Admit(int fd) EXCLUDES(conns_mu_);
   void ReadLoop(const std::shared_ptr<ClientConn>& conn) EXCLUDES(conns_mu_);
+  // With a client_secret, before anything else is read from `conn`: reads and answers the
+  // handshake, one whole message at a time and nothing past it (requests the client
+  // pipelines behind its Authenticate stay in the socket for ServeRequests). True once the
+  // client is authenticated; false once the connection must close (closed by the peer or
+  // shut down, or refused: the connection-level error was sent).
+  bool AwaitAuthentication(ClientConn* conn);
+  // Reads requests (and later handshake messages) and hands them to the handler until the
+  // connection ends. REQUIRES: no secret, or AwaitAuthentication(conn) returned true.
+  void ServeRequests(const std::shared_ptr<ClientConn>& conn);
   // Answers one handshake message (type kAuthChallenge or kAuthenticate) of `conn`:
   // *nonce is the challenge issued on it (empty before), *authenticated whether it has
   // proven the secret. False once it sent a connection-level error: close the connection.

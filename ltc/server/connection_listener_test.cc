@@ -4,7 +4,9 @@
 // over the size limit is answered and the connection closed; Shutdown returns while a
 // reader waits for room. Client authentication: the right secret is accepted, a wrong one,
 // none, or a request before the handshake (an old client) is refused with a
-// connection-level PermissionDenied naming the flag before anything reaches the handler.
+// connection-level PermissionDenied naming the flag before anything reaches the handler;
+// before authentication an oversized message is refused from its header, a connection is
+// closed at the handshake deadline, and AuthChallenges beyond the limit are refused.
 #include "ltc/server/connection_listener.h"
 
 #include <gtest/gtest.h>
@@ -113,8 +115,10 @@ class RawClient {
     if (fd_ >= 0) ::close(fd_);
   }
   Status Send(uint16_t type, uint64_t id, std::string_view payload) {
-    const std::string m = wire::EncodeMessage(type, id, payload);
-    return transport::WriteFully(fd_, m.data(), m.size(), Deadline::After(10s));
+    return SendRaw(wire::EncodeMessage(type, id, payload));
+  }
+  Status SendRaw(std::string_view bytes) {
+    return transport::WriteFully(fd_, bytes.data(), bytes.size(), Deadline::After(10s));
   }
   // Reads one message; an error if the stream ends or stalls.
   Status Read(wire::MessageHeader* h, std::string* payload) {
@@ -143,12 +147,15 @@ class RawClient {
 
 // A listener requiring kSecret (or `secret`), with a handler that answers at once.
 struct AuthRig {
-  explicit AuthRig(std::string secret = kSecret)
-      : metrics(&registry), handler(/*answer_at_once=*/true),
+  explicit AuthRig(std::string secret = kSecret, std::chrono::milliseconds auth_timeout =
+                                                     ConnectionListenerOptions().auth_timeout)
+      : metrics(&registry),
+        handler(/*answer_at_once=*/true),
         listener(
             [&] {
               ConnectionListenerOptions o;
               o.client_secret = std::move(secret);
+              o.auth_timeout = auth_timeout;
               return o;
             }(),
             handler.handler(), &metrics) {}
@@ -434,6 +441,118 @@ TEST(ConnectionListenerAuthTest, AMacAnswersOnlyItsOwnChallenge) {
   EXPECT_TRUE(unasked.Closed());
   EXPECT_EQ(rig.metrics.auth_refused->value(), 2u);
   EXPECT_EQ(rig.metrics.requests->value(), 1u);
+  rig.listener.Shutdown();
+}
+
+// Before authentication a message longer than kMaxHandshakeMessageBytes is refused from its
+// header: the LTC answers and closes the connection while most of the payload its header
+// announces has not even been sent (so it never buffered it).
+TEST(ConnectionListenerAuthTest, AnOversizedMessageBeforeAuthenticationIsRefusedFromItsHeader) {
+  AuthRig rig;
+  ASSERT_TRUE(rig.listener.Start().ok());
+  constexpr size_t kAnnouncedPayload = 16 << 20;
+  constexpr size_t kSentPayload = 1000;  // the rest is never sent
+  for (ClientMsg type : {ClientMsg::kAuthChallenge, ClientMsg::kDescribe}) {
+    SCOPED_TRACE(ClientMsgName(static_cast<uint16_t>(type)));
+    RawClient raw(rig.listener);
+    const std::string m =
+        wire::EncodeMessage(static_cast<uint16_t>(type), 1, std::string(kAnnouncedPayload, 'x'));
+    ASSERT_TRUE(raw.SendRaw(std::string_view(m).substr(0, wire::kHeaderBytes + kSentPayload)).ok());
+    wire::MessageHeader h;
+    std::string payload;
+    ASSERT_TRUE(raw.Read(&h, &payload).ok());
+    const Status s = ConnectionError(h, payload);
+    EXPECT_TRUE(s.IsPermissionDenied()) << s.ToString();
+    // A handshake message is told the limit; a request (an old client's) the missing flag.
+    const std::string expected = type == ClientMsg::kAuthChallenge
+                                     ? "exceeds the limit of 256 bytes before authentication"
+                                     : "--client_secret_file";
+    EXPECT_NE(s.message().find(expected), std::string::npos) << s.ToString();
+    EXPECT_TRUE(raw.Closed());
+  }
+  EXPECT_EQ(rig.metrics.auth_refused->value(), 2u);
+  EXPECT_EQ(rig.metrics.requests->value(), 0u);
+  rig.listener.Shutdown();
+}
+
+// A connection not authenticated within auth_timeout is refused and closed, whether its peer
+// stays idle, stops after a challenge or trickles a header; an authenticated one is not.
+TEST(ConnectionListenerAuthTest, AConnectionNotAuthenticatedInTimeIsClosed) {
+  constexpr auto kAuthTimeout = 200ms;
+  AuthRig rig(kSecret, kAuthTimeout);
+  ASSERT_TRUE(rig.listener.Start().ok());
+  const auto start = std::chrono::steady_clock::now();
+  auto authenticated = Connect(rig.listener, kSecret);
+  ASSERT_NE(authenticated, nullptr);
+  RawClient idle(rig.listener);
+  RawClient challenged(rig.listener);
+  RawClient trickling(rig.listener);
+  wire::MessageHeader h;
+  std::string payload;
+  ASSERT_TRUE(challenged.Send(static_cast<uint16_t>(ClientMsg::kAuthChallenge), 1, "").ok());
+  ASSERT_TRUE(challenged.Read(&h, &payload).ok());
+  EXPECT_FALSE(h.is_error());
+  const std::string m =
+      wire::EncodeMessage(static_cast<uint16_t>(ClientMsg::kAuthChallenge), 1, "");
+  ASSERT_TRUE(trickling.SendRaw(std::string_view(m).substr(0, wire::kHeaderBytes / 2)).ok());
+  for (RawClient* raw : {&idle, &challenged, &trickling}) {
+    ASSERT_TRUE(raw->Read(&h, &payload).ok());  // within Read's deadline of 10 s
+    const Status s = ConnectionError(h, payload);
+    EXPECT_TRUE(s.IsPermissionDenied()) << s.ToString();
+    EXPECT_NE(s.message().find("not authenticated within 200 ms"), std::string::npos)
+        << s.ToString();
+    EXPECT_TRUE(raw->Closed());
+  }
+  EXPECT_GE(std::chrono::steady_clock::now() - start, kAuthTimeout);
+  ASSERT_TRUE(test::WaitFor([&] { return rig.metrics.connections->value() == 1; }));
+  // The authenticated connection outlived the deadline.
+  auto [s, r] = Call(authenticated.get(), "still served").get();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(r, "still served");
+  EXPECT_EQ(rig.metrics.auth_refused->value(), 3u);
+  rig.listener.Shutdown();
+}
+
+// Up to kMaxAuthChallenges challenges are answered (the latest nonce authenticates); one more
+// before authentication is refused and the connection closed.
+TEST(ConnectionListenerAuthTest, ChallengesBeyondTheLimitAreRefused) {
+  AuthRig rig;
+  ASSERT_TRUE(rig.listener.Start().ok());
+  const uint16_t challenge_type = static_cast<uint16_t>(ClientMsg::kAuthChallenge);
+  const uint16_t authenticate_type = static_cast<uint16_t>(ClientMsg::kAuthenticate);
+  wire::MessageHeader h;
+  std::string payload;
+  AuthChallenge challenge;
+  uint64_t id = 1;
+
+  RawClient within(rig.listener);
+  for (int i = 0; i < ConnectionListener::kMaxAuthChallenges; ++i) {
+    ASSERT_TRUE(within.Send(challenge_type, id++, "").ok());
+    ASSERT_TRUE(within.Read(&h, &payload).ok());
+    ASSERT_FALSE(h.is_error());
+    ASSERT_TRUE(DecodeAuthChallenge(payload, &challenge).ok());
+  }
+  ASSERT_TRUE(within
+                  .Send(authenticate_type, id++,
+                        EncodeAuthenticate(ClientAuthMac(kSecret, challenge.nonce)))
+                  .ok());
+  ASSERT_TRUE(within.Read(&h, &payload).ok());
+  EXPECT_EQ(h.type, authenticate_type);
+  EXPECT_FALSE(h.is_error());
+
+  RawClient beyond(rig.listener);
+  for (int i = 0; i < ConnectionListener::kMaxAuthChallenges; ++i) {
+    ASSERT_TRUE(beyond.Send(challenge_type, id++, "").ok());
+    ASSERT_TRUE(beyond.Read(&h, &payload).ok());
+    ASSERT_FALSE(h.is_error());
+  }
+  ASSERT_TRUE(beyond.Send(challenge_type, id++, "").ok());
+  ASSERT_TRUE(beyond.Read(&h, &payload).ok());
+  const Status s = ConnectionError(h, payload);
+  EXPECT_TRUE(s.IsPermissionDenied()) << s.ToString();
+  EXPECT_NE(s.message().find("more than 4 AuthChallenge"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(beyond.Closed());
+  EXPECT_EQ(rig.metrics.auth_refused->value(), 1u);
   rig.listener.Shutdown();
 }
 
