@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -41,10 +42,12 @@ std::string ReadFile(const std::string& path) {
 
 // One client process-worth of state: transport, endpoint, StoC client and buffers.
 struct Client {
-  Client(const std::string& name, const std::string& secret) {
+  // connect_timeout_ms: the transport's (0 = its default).
+  Client(const std::string& name, const std::string& secret, int connect_timeout_ms = 0) {
     transport::TransportOptions o;
     o.node_name = name;
     o.cluster_secret = secret;
+    if (connect_timeout_ms > 0) o.connect_timeout_ms = connect_timeout_ms;
     o.reconnect_initial_backoff_ms = 20;
     o.reconnect_max_backoff_ms = 200;
     auto t = transport::NewTransport(o, &endpoint);
@@ -281,6 +284,86 @@ TEST_F(StocClusterTest, StocDownWhenAddedIsConnectedOnceItIsBack) {
   auto read = c.ReadCrc(h.value());
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   EXPECT_EQ(read.value(), crc);
+}
+
+// A StoC whose address accepts connections but never answers the handshake (a blackholed
+// host, as far as the dialer can tell): while one request dials it (up to the connect
+// timeout), every other request fails at once with NetworkError instead of queueing behind
+// the dial, no second dial starts, and the next dial waits kReconnectInterval after this one
+// ended. Without the per-StoC `dialing` flag a request arriving a second into the dial would
+// queue on the transport's dial lock for the rest of it.
+TEST_F(StocClusterTest, RequestsToAStocBeingDialedFailAtOnce) {
+  constexpr int kConnectTimeoutMs = 3000;
+  constexpr auto kPrompt = 250ms;  // far below the dial, far above a failing lookup
+  int listen_fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listen_fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(listen_fd, 16), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  // Counts dials; closes the first (AddStoc's dial fails fast), holds the others silent.
+  std::atomic<int> dials{0};
+  std::atomic<bool> stop{false};
+  std::vector<int> held;
+  std::thread acceptor([&] {
+    while (!stop) {
+      pollfd p{listen_fd, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      int fd = ::accept(listen_fd, nullptr, nullptr);
+      if (fd < 0) continue;
+      if (dials.fetch_add(1) == 0) {
+        ::close(fd);
+      } else {
+        held.push_back(fd);
+      }
+    }
+  });
+  Client c("patient", secret_, kConnectTimeoutMs);
+  EXPECT_FALSE(c.client->AddStoc(0, address).ok());
+  // One request thread; its first call after kReconnectInterval dials and hangs.
+  Status dial_status;
+  std::atomic<bool> dial_done{false};
+  MonoTime dial_end;
+  std::thread dialer([&] {
+    test::WaitFor(
+        [&] {
+          const MonoTime start = MonoNow();
+          dial_status = c.client->Stats(0).status();
+          const MonoTime end = MonoNow();
+          if (end - start < kPrompt) return false;
+          dial_end = end;
+          return true;
+        },
+        30s);
+    dial_done = true;
+  });
+  ASSERT_TRUE(test::WaitFor([&] { return dials.load() >= 2; }, 10s));
+  const MonoTime dial_start = MonoNow();
+  // Longer than kReconnectInterval, well within the dial.
+  while (MonoNow() - dial_start < StocClient::kReconnectInterval * 3 / 2) {
+    const MonoTime start = MonoNow();
+    Status s = c.client->Stats(0).status();
+    EXPECT_LT(MonoNow() - start, kPrompt) << s.ToString();
+    EXPECT_TRUE(s.IsNetworkError()) << s.ToString();
+  }
+  EXPECT_FALSE(dial_done.load()) << "the dial ended before the check did: raise kConnectTimeoutMs";
+  EXPECT_EQ(dials.load(), 2);
+  dialer.join();
+  EXPECT_FALSE(dial_status.ok());
+  // The next dial waits kReconnectInterval from the end of this one.
+  Status after = c.client->Stats(0).status();
+  if (MonoNow() < dial_end + StocClient::kReconnectInterval) {
+    EXPECT_TRUE(after.IsNetworkError()) << after.ToString();
+    EXPECT_EQ(dials.load(), 2);
+  }
+  stop = true;
+  acceptor.join();
+  for (int fd : held) ::close(fd);
+  ::close(listen_fd);
 }
 
 TEST_F(StocClusterTest, FullDiskGivesErrorsAndNoCorruption) {

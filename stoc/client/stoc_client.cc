@@ -25,7 +25,9 @@ Status StocClient::AddStoc(uint32_t stoc_id, const std::string& address) {
   MutexLock lock(&mu_);
   if (!peer.ok()) {
     if (peers_.count(stoc_id) == 0) {
-      unconnected_[stoc_id] = Unconnected{address, MonoNow() + kReconnectInterval};
+      Unconnected& u = unconnected_[stoc_id];  // keeps `dialing`: a request may be dialing
+      u.address = address;
+      u.next_try = MonoNow() + kReconnectInterval;
     }
     return peer.status().Prepend("StoC " + std::to_string(stoc_id));
   }
@@ -50,19 +52,38 @@ Result<transport::PeerId> StocClient::PeerOf(uint32_t stoc_id) {
     if (it != peers_.end()) return it->second;
     auto u = unconnected_.find(stoc_id);
     if (u == unconnected_.end()) return Status::InvalidArgument("unknown " + name);
-    const MonoTime now = MonoNow();
-    if (now < u->second.next_try) {
+    // Fail at once rather than dial too: the transport serializes dials to one address, so
+    // every request joining would wait out all earlier dials (up to a connect timeout each)
+    // and, with a StoC that drops packets, flush, compaction and worker threads would pile up.
+    if (u->second.dialing) {
+      return Status::NetworkError(name + " at " + u->second.address +
+                                  " is not connected (another request is connecting it)");
+    }
+    if (MonoNow() < u->second.next_try) {
       return Status::NetworkError(name + " at " + u->second.address +
                                   " is not connected (could not be reached lately)");
     }
-    u->second.next_try = now + kReconnectInterval;  // the others fail at once meanwhile
+    u->second.dialing = true;  // this thread is the one dialer until it clears the flag
     address = u->second.address;
   }
   auto peer = endpoint_->transport()->Connect(address);
-  if (!peer.ok()) return peer.status().Prepend(name);
   MutexLock lock(&mu_);
+  // The entry is gone if AddStoc connected meanwhile; AddStoc failing kept our flag.
   auto u = unconnected_.find(stoc_id);
-  if (u != unconnected_.end() && u->second.address == address) unconnected_.erase(u);
+  if (!peer.ok()) {
+    if (u != unconnected_.end()) {
+      u->second.dialing = false;
+      u->second.next_try = MonoNow() + kReconnectInterval;  // from the end of this dial
+    }
+    return peer.status().Prepend(name);
+  }
+  if (u != unconnected_.end()) {
+    if (u->second.address == address) {
+      unconnected_.erase(u);
+    } else {
+      u->second.dialing = false;  // AddStoc gave a new address meanwhile: dial that one later
+    }
+  }
   auto [it, added] = peers_.emplace(stoc_id, peer.value());  // AddStoc may have come first
   LOG_IF(INFO, added) << "connected to " << name << " at " << address;
   return it->second;

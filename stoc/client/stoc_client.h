@@ -89,7 +89,8 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   // Connects to StoC `stoc_id` at `address` (idempotent). A StoC that cannot be reached
   // now (down, or removed and stopped) gives the connection error, but its address is kept
   // unless the id is connected already: the first request to it after kReconnectInterval
-  // connects again (requests before fail at once with NetworkError), so a StoC that is down
+  // connects again (requests before, and while it dials, fail at once with NetworkError;
+  // the interval counts from the end of the failed dial), so a StoC that is down
   // when it is added is used once it is back, as one that goes down after connecting is
   // (the transport reconnects those).
   Status AddStoc(uint32_t stoc_id, const std::string& address) EXCLUDES(mu_);
@@ -149,9 +150,10 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
     AppendAck ack GUARDED_BY(mu);
   };
 
-  // The StoC's peer; connects one added but not connected yet (AddStoc), at most once per
-  // kReconnectInterval, from the calling thread (outside mu_: it may take the transport's
-  // connect timeout).
+  // The StoC's peer; connects one added but not connected yet (AddStoc) from the calling
+  // thread (outside mu_: it may take the transport's connect timeout), one caller at a time
+  // and kReconnectInterval after the last failed dial ended; other callers get NetworkError
+  // at once.
   Result<transport::PeerId> PeerOf(uint32_t stoc_id) EXCLUDES(mu_);
   // Sends a request and decodes the response into *resp (which must have a `load` field).
   template <typename Resp>
@@ -173,10 +175,15 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
 
   mutable Mutex mu_;
   std::map<uint32_t, transport::PeerId> peers_ GUARDED_BY(mu_);
-  // StoCs added whose connection failed (never in peers_): address, and when to try again.
+  // StoCs added whose connection failed (never in peers_): address, when to try again, and
+  // whether a request is dialing it now. At most one request dials an Unconnected StoC at a
+  // time (others fail at once with NetworkError rather than queue behind it on the
+  // transport's per-address dial lock, each waiting up to its connect timeout); next_try
+  // counts from the end of the last failed dial.
   struct Unconnected {
     std::string address;
     MonoTime next_try;
+    bool dialing = false;
   };
   std::map<uint32_t, Unconnected> unconnected_ GUARDED_BY(mu_);
   std::map<std::pair<transport::PeerId, uint32_t>, std::shared_ptr<AckWaiter>> waiters_
