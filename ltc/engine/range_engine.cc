@@ -345,6 +345,10 @@ void RangeEngine::RetireActive(const std::shared_ptr<MemTable>& mem) {
     MutexLock dl(&ds->mu);
     if (ds->retired || ds->active != mem) continue;
     MutexLock lock(&mu_);
+    // Not once CloseCleanly began: its clean edit marks every memtable id handed out so far
+    // obsolete, and this writer (past FinishWrite) is not waited for. A new id would be
+    // recorded above them by the next edit, and the range would need its logs again.
+    if (life_.closing) return;
     // Within the memtable budget only: while every LogC is down each write would otherwise
     // leave a memtable behind. A later failing write retires it once there is room.
     if (RoomToRotateLocked(d)) RotateLocked(d, ds);

@@ -357,7 +357,8 @@ class RangeEngine {
                   const std::vector<std::shared_ptr<MemTable>>& mems, lsm::SequenceNumber first,
                   std::shared_ptr<MemTable>* failed, bool* reached);
   // Rotates `mem` out if it is still a Drange's active memtable (its log died) and the
-  // Drange has room for another memtable. REQUIRES: no Drange lock or mu_ held.
+  // Drange has room for another memtable; not once the range is closing (no memtable id is
+  // handed out after CloseCleanly began). REQUIRES: no Drange lock or mu_ held.
   void RetireActive(const std::shared_ptr<MemTable>& mem) EXCLUDES(mu_);
   // Recovery (range_engine_recovery.cc): reads the range's logs, drops the obsolete ones and
   // rebuilds a memtable per live log (same id) with --ltc_recovery_threads threads. Fills
@@ -440,7 +441,8 @@ class RangeEngine {
   bool RoomToRotateLocked(uint32_t d) const REQUIRES(mu_);
   // Installs a reorganized layout: the old Dranges' active memtables become immutable, the
   // new Dranges get new memtables, the layout is recorded in the MANIFEST, and router_
-  // publishes it (with mu_ held). REQUIRES: no Drange lock or mu_ held.
+  // publishes it (with mu_ held). Nothing while a migration out lasts or the range is
+  // closing. REQUIRES: no Drange lock or mu_ held.
   void InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major) EXCLUDES(mu_);
   void FinishWrite(lsm::SequenceNumber first, size_t count);
   lsm::SequenceNumber VisibleSequence() const;
@@ -629,7 +631,11 @@ class RangeEngine {
   struct Lifecycle {
     bool opened = false;  // Open() succeeded; until then every call is refused
     bool shutting_down = false;
-    bool closing = false;  // CloseCleanly: writes are refused for good
+    // CloseCleanly: writes are refused for good, and no new memtable id is handed out
+    // (only a non-empty memtable rotates then, and none is left once the writes in flight
+    // finished; RetireActive and InstallLayout check it: the writers that run them are not
+    // waited for).
+    bool closing = false;
     Status bg_error;  // a MANIFEST write whose outcome is unknown: writes stop
     // A live migration out (range_engine_migration.cc). Invariants:
     //   1. out while BeginMigrationOut..EndMigrationOut; handed_off implies out.

@@ -380,6 +380,10 @@ void RangeEngine::InstallLayout(std::unique_ptr<DrangeLayout> layout, bool major
   // Not while a migration out copies the memtables (and a hand-off writes nothing): the
   // layout stays, the reorganizer plans again later.
   if (life_.migration.out) return;
+  // Nor once CloseCleanly began (the writer that planned it is not waited for): the new
+  // Dranges' memtable ids and this edit would come after the clean edit, and the range
+  // would need its logs again (RetireActive).
+  if (life_.closing) return;
   // The active memtables of the old layout become immutable (a new generation starts).
   const std::vector<std::shared_ptr<MemTable>> retired = install.RetireOld();
   for (size_t d = 0; d < retired.size(); ++d) {

@@ -196,7 +196,9 @@ Status RangeEngine::CloseCleanly() {
     write_gate_.blocked = true;
   }
   // Every write from here on is refused (PrepareWrite); one that passed the gate holds a
-  // Drange lock until it has its sequence, and is waited for with the sequences.
+  // Drange lock until it has its sequence, and is waited for with the sequences. (What a
+  // writer does past FinishWrite is not waited for: its RetireActive or reorganization sees
+  // life_.closing and hands out no memtable id.)
   SyncWithWritersHoldingDranges();
   const lsm::SequenceNumber last = seq_.last_assigned();
   while (!seq_.WaitVisible(last, Deadline::After(kCloseWaitLog))) {
