@@ -13,7 +13,7 @@
 #      with dataintegrity=true on the loaded records, 0 failures;
 #   5. site.yml restarts what was killed (changes on host-2 only), then a second site.yml
 #      reports changed=0 for every host;
-#   6. stop.yml stops every daemon (LTCs first); none is left in any host's namespace.
+#   6. stop.yml stops every daemon (coordinators first, then the LTCs: they flush); none is left in any host's namespace.
 # The test bed is torn down on exit. Prints the time of each phase.
 #
 #   NOVA_BUILD_DIR=build tests/deploy_itest.sh      (as root; SKIP otherwise)
