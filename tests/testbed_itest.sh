@@ -12,7 +12,13 @@
 #   5. isolation: a host cannot reach a 127.0.0.1 service of the root namespace and has no
 #      route out of its /24; the root namespace gains no 198.18 address, route or link;
 #   6. `down` leaves no namespace, link, cgroup, process, state directory or registry entry,
-#      and a second `down` succeeds.
+#      and a second `down` succeeds; the cgroups it removes are exactly those `up` recorded
+#      in STATE/hosts/host-I/cgroups;
+#   7. names: `up`/`down --name beds` (the registry's name) and a --state-dir in the registry
+#      are refused and leave the registry as it was;
+#   8. cgroups from a deep caller: a 1-host bed brought up from a cgroup 4 levels below this
+#      one's leaves nothing behind after `down`; a stale nova-testbed-NAME-0 cgroup deep in
+#      the tree makes `up` of NAME fail with a clear message, and `down` of NAME removes it.
 # Needs root and `ip netns`; prints "SKIP: ..." and exits 0 otherwise. Takes ~10 s.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,9 +48,16 @@ check() {  # check DESCRIPTION CMD...: ok when CMD succeeds
 
 root_links_before=$(ip -o link | awk -F': ' '{print $2}' | sort)
 listener_pid=""
+deep_name=${name}d   # the bed of check 8 (8 characters at most)
+deep_tops=()         # the top of each cgroup chain check 8 makes
 cleanup() {
   [[ -z "$listener_pid" ]] || kill "$listener_pid" 2>/dev/null || true
   "$tb" down --name "$name" >/dev/null 2>&1 || true
+  "$tb" down --name "$deep_name" >/dev/null 2>&1 || true
+  local top
+  for top in "${deep_tops[@]}"; do  # deepest first
+    [[ ! -d "$top" ]] || find "$top" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  done
 }
 trap cleanup EXIT
 
@@ -76,6 +89,17 @@ check "hosts.tsv lists 3 hosts in 198.18.0.0/15" \
 check "the inventory fragment names every host" \
   test "$(grep -c 'ansible_host=198\.1[89]\.' "$state/inventory.ini")" -eq 3
 sshd_pids=$(cat "$state"/hosts/host-*/sshd.pid)
+recorded=$(cat "$state"/hosts/host-*/cgroups)
+record_ok=1
+for i in 0 1 2; do
+  [[ -s "$state/hosts/host-$i/cgroups" ]] || { record_ok=0; echo "host-$i has no cgroup record"; }
+done
+for cg in $recorded; do
+  [[ -d "$cg" && "$cg" =~ ^/sys/fs/cgroup/.*/nova-testbed-$name-[0-2]$ ]] ||
+    { record_ok=0; echo "recorded cgroup $cg is not a bed cgroup that exists"; }
+done
+check "every host's cgroups are recorded in STATE/hosts/host-I/cgroups and exist" \
+  test "$record_ok" -eq 1
 
 # 1. ssh from the control node, and from every host to every other.
 mesh_ok=1
@@ -146,11 +170,27 @@ check "the root namespace has no 198.18.0.0/15 address or route" \
 check "the root namespace has no new link" \
   test "$(ip -o link | awk -F': ' '{print $2}' | sort)" == "$root_links_before"
 
+# 7. Names (while the bed is up, so the registry holds its entry).
+registry_before=$(ls /run/nova-testbed/beds)
+rc=0; "$tb" up --name beds --hosts 1 >/dev/null 2>&1 || rc=$?
+check "up --name beds (the registry's name) is refused as a usage error" test "$rc" -eq 2
+rc=0; "$tb" down --name beds >/dev/null 2>&1 || rc=$?
+check "down --name beds is refused as a usage error" test "$rc" -eq 2
+rc=0; "$tb" up --name "${name}s" --hosts 1 --state-dir /run/nova-testbed/beds/x \
+  >/dev/null 2>&1 || rc=$?
+rmdir /run/nova-testbed/beds/x 2>/dev/null || true
+check "up with a --state-dir inside the registry is refused" test "$rc" -ne 0
+check "the registry is as before (entry of '$name' still there)" \
+  test "$(ls /run/nova-testbed/beds)" == "$registry_before" -a -e "/run/nova-testbed/beds/$name"
+
 # 6. down.
 "$tb" down --name "$name" >/dev/null
 check "down: no namespace left" bash -c "[[ -z \$(ip netns list | grep 'nb-$name-') ]]"
 check "down: no cgroup left" \
-  bash -c "[[ -z \$(find /sys/fs/cgroup -maxdepth 5 -type d -name 'nova-testbed-$name-*') ]]"
+  bash -c "[[ -z \$(find /sys/fs/cgroup -type d -name 'nova-testbed-$name-*') ]]"
+left=""
+for cg in $recorded; do [[ ! -e "$cg" ]] || left+=" $cg"; done
+check "down: every recorded cgroup is gone (left:${left:- none})" test -z "$left"
 alive=""
 for p in $sshd_pids; do  # a zombie (state Z) waiting for its reaper counts as gone
   state_of=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null || true)
@@ -162,6 +202,45 @@ check "down: no state directory or registry entry left" \
 check "down: the root namespace's links are as before" \
   test "$(ip -o link | awk -F': ' '{print $2}' | sort)" == "$root_links_before"
 check "a second down succeeds" bash -c "'$tb' down --name '$name' >/dev/null"
+
+# 8. Cgroups from a deep caller. In the cpu, cpuacct and memory hierarchies, a chain
+# <this process's cgroup>/tbit$$/a/b/c puts the bed's cgroups at depth >= 5.
+deep_dirs=()
+for c in cpu cpuacct memory; do
+  r=$(readlink -f "/sys/fs/cgroup/$c")
+  own=$(awk -F: -v c="$c" '{ n = split($2, a, ","); for (k = 1; k <= n; k++)
+    if (a[k] == c) { print $3; exit } }' /proc/self/cgroup)
+  top=${r}${own%/}/tbit$$
+  [[ " ${deep_tops[*]} " == *" $top "* ]] && continue  # co-mounted with the previous one
+  deep_tops+=("$top")
+  mkdir -p "$top/a/b/c"
+  deep_dirs+=("$top/a/b/c")
+done
+(
+  for d in "${deep_dirs[@]}"; do echo "$BASHPID" > "$d/cgroup.procs"; done
+  exec timeout 60 "$tb" up --name "$deep_name" --hosts 1 --cpu 0 --mem 0 >/dev/null
+)
+deep_recorded=$(cat "/run/nova-testbed/$deep_name/hosts/host-0/cgroups")
+under=1
+for cg in $deep_recorded; do
+  [[ "$cg" == */tbit$$/a/b/c/nova-testbed-$deep_name-0 && -d "$cg" ]] || under=0
+done
+check "a bed brought up from a deep cgroup nests its cgroups there and records them" \
+  test "$under" -eq 1 -a -n "$deep_recorded"
+"$tb" down --name "$deep_name" >/dev/null
+check "down of the deep bed leaves no cgroup" \
+  bash -c "[[ -z \$(find /sys/fs/cgroup -type d -name 'nova-testbed-$deep_name-*') ]]"
+# A stale leftover (as an older testbed.sh left behind): up refuses, down removes it.
+mkdir -p "${deep_dirs[0]}/nova-testbed-$deep_name-0"
+out=$("$tb" up --name "$deep_name" --hosts 1 2>&1) && rc=0 || rc=$?
+refused_clearly() { [[ $rc -eq 1 && "$out" == *"left over"*"down --name $deep_name"* ]]; }
+check "up of a name with a stale cgroup is refused with a clear message" refused_clearly
+"$tb" down --name "$deep_name" >/dev/null
+check "down removes the stale cgroup (found at depth >= 5 without a record)" \
+  test ! -e "${deep_dirs[0]}/nova-testbed-$deep_name-0"
+for top in "${deep_tops[@]}"; do find "$top" -depth -type d -exec rmdir {} +; done
+check "the cgroup chains of check 8 are removed" \
+  bash -c "[[ -z \$(find /sys/fs/cgroup -type d -name 'tbit$$') ]]"
 
 echo "testbed_itest: $passed passed, $failed failed"
 ((failed == 0))

@@ -13,9 +13,10 @@
 #   deploy/testbed/testbed.sh list
 #
 # Options:
-#   --name NAME      the test bed's name: 1-8 characters [a-z0-9], starting with a letter.
-#                    Two test beds with different names coexist (own namespaces, bridge,
-#                    cgroups, /24 of addresses).
+#   --name NAME      the test bed's name: 1-8 characters [a-z0-9], starting with a letter;
+#                    not `beds` (/run/nova-testbed/beds is the registry of beds). Two test
+#                    beds with different names coexist (own namespaces, bridge, cgroups, /24
+#                    of addresses).
 #   --hosts N        number of hosts, 1..200: host-0 .. host-(N-1).
 #   --cpu CORES      CPU quota per host in cores, e.g. 0.4 (cpu.cfs_quota_us = CORES * 100000
 #                    per cpu.cfs_period_us = 100000); 0 = no quota. Default 1.
@@ -26,7 +27,8 @@
 #                    kernel's sch_netem; refused with an error when the kernel lacks it.
 #   --rate-mbit R    bandwidth limit of every packet a host sends (netem rate, or tc tbf when
 #                    no delay is asked for).
-#   --state-dir DIR  where the bed keeps its files (default /run/nova-testbed/NAME).
+#   --state-dir DIR  where the bed keeps its files (default /run/nova-testbed/NAME); an empty
+#                    or new directory, not /run/nova-testbed itself nor its registry.
 #   HOST             host-I or I (exec, limit: which host's CPU quota or memory limit to
 #                    change on a running bed; shape changes every host's shaping).
 #
@@ -35,7 +37,10 @@
 #               nb-NAME-br                   the bridge `br0` and the hosts' veth peers
 #               nb-NAME-c                    the control port: 198.18.B.254/24, no sshd; ssh
 #                                            from the root namespace goes through it
-#   cgroups     <cpu|cpuacct|memory>/<the caller's cgroup>/nova-testbed-NAME-I
+#   cgroups     <cpu|cpuacct|memory>/<the caller's cgroup>/nova-testbed-NAME-I, each path
+#               recorded in STATE/hosts/host-I/cgroups before it is made; needs cgroup v1
+#               (a cgroup-v2-only machine, e.g. stock Debian 12, is refused: boot it with
+#               systemd.unified_cgroup_hierarchy=0 on the kernel command line)
 #   STATE/      ssh_config (ssh_config_direct: the same without the proxy, for ssh from one
 #               host to another), known_hosts, id_ed25519{,.pub}, inventory.ini (Ansible),
 #               hosts.tsv (name address namespace), hosts.json, bed.env, hosts/host-I/ (sshd
@@ -46,12 +51,16 @@
 # The hosts share this machine's root filesystem: give each host its own directories.
 #
 # `down` kills every process of the bed, removes its namespaces (and so its links), cgroups
-# and state directory; it succeeds on a bed that is half made or already gone. A failed `up`
-# cleans up what it made. Exit codes: 0 ok, 1 failure, 2 usage error or not root.
+# (exactly those STATE/hosts/host-*/cgroups records; only when no record is left, every
+# nova-testbed-NAME-I found at any depth) and state directory; it succeeds on a bed that is
+# half made or already gone. A failed `up` cleans up what it made. `up` of a NAME whose
+# namespaces, registry entry or cgroups are still there is refused (run `down` first).
+# Exit codes: 0 ok, 1 failure, 2 usage error or not root.
 set -euo pipefail
 
 readonly kStateRoot=/run/nova-testbed          # registry of beds and default state dirs
-readonly kRegistry=$kStateRoot/beds            # one file per bed: its index and state dir
+readonly kRegistryName=beds                    # so no bed may be named this
+readonly kRegistry=$kStateRoot/$kRegistryName  # one file per bed: its index and state dir
 readonly kLock=$kStateRoot/.lock               # serializes index allocation and teardown
 readonly kCfsPeriodUs=100000                   # cpu.cfs_period_us: 100 ms, the kernel default
 readonly kMaxHosts=200                         # addresses .1 .. .200 of the bed's /24
@@ -106,6 +115,9 @@ if [[ "$cmd" != list ]]; then
   [[ -n "$name" ]] || usage_error "--name NAME is required"
   [[ "$name" =~ ^[a-z][a-z0-9]{0,7}$ ]] ||
     usage_error "--name wants 1-8 characters [a-z0-9] starting with a letter, got '$name'"
+  # The default state directory $kStateRoot/NAME of a bed named so would be the registry.
+  [[ "$name" != "$kRegistryName" ]] ||
+    usage_error "--name $kRegistryName is reserved ($kRegistry is the registry of beds)"
 fi
 if [[ "$cmd" == up ]]; then
   [[ "$hosts" =~ ^[0-9]+$ ]] && ((hosts >= 1 && hosts <= kMaxHosts)) ||
@@ -182,13 +194,30 @@ caller_cgroup() {
   echo /
 }
 
-# Every cgroup directory of the bed that exists now, one per line.
-bed_cgroups() {
+# Every cgroup directory of the bed found in the hierarchies we use, at any depth (the bed's
+# cgroups sit under its caller's cgroup, which may be deep, e.g. in a desktop session's
+# .../user@1000.service/app.slice/X.scope). One per line.
+search_cgroups() {
   local r
   for r in $(cgroup_roots); do
-    find "$r" -maxdepth 4 -type d -name "nova-testbed-$name-*" 2>/dev/null |
+    find "$r" -type d -name "nova-testbed-$name-*" 2>/dev/null |
       grep -E "/nova-testbed-$name-[0-9]+\$" || true
   done
+}
+
+# The bed's cgroup directories, one per line: those recorded in state directory $1's
+# hosts/host-*/cgroups (exact paths, made or about to be made by `up`), or, when $1 holds no
+# record, search_cgroups. A record line that is not a nova-testbed-NAME-I under
+# /sys/fs/cgroup is ignored (down kills the processes of every cgroup listed).
+bed_cgroups() {
+  local dir=$1
+  if [[ -n "$dir" && -f "$dir/bed.env" ]] && compgen -G "$dir/hosts/host-*/cgroups" >/dev/null
+  then
+    cat "$dir"/hosts/host-*/cgroups |
+      grep -E "^/sys/fs/cgroup/.*/nova-testbed-$name-[0-9]+\$" | sort -u || true
+  else
+    search_cgroups | sort -u
+  fi
 }
 
 registry_file() { echo "$kRegistry/$name"; }
@@ -215,23 +244,32 @@ host_index() {
 
 # ---- teardown -----------------------------------------------------------------------
 
-# Pids of every process of the bed: in its namespaces or its cgroups.
+# Pids of every process of the bed: in its namespaces or in the cgroups listed in $1 (one per
+# line).
 bed_pids() {
-  local ns cg
+  local cgroups=$1 ns cg
   for ns in $(bed_namespaces); do ip netns pids "$ns" 2>/dev/null || true; done
-  for cg in $(bed_cgroups); do cat "$cg/cgroup.procs" 2>/dev/null || true; done
+  for cg in $cgroups; do cat "$cg/cgroup.procs" 2>/dev/null || true; done
 }
 
 teardown() {
-  local pids deadline ns cg f
-  pids=$(bed_pids | sort -un)
+  local pids deadline ns cg f dir cgroups
+  # The state directory: the registry's, else --state-dir, else the default.
+  dir=$state_dir
+  f=$(registry_file)
+  if [[ -r "$f" ]]; then
+    dir=$(sed -n 's/^bed_state_dir=//p' "$f")
+  fi
+  [[ -n "$dir" ]] || dir=$kStateRoot/$name
+  cgroups=$(bed_cgroups "$dir")
+  pids=$(bed_pids "$cgroups" | sort -un)
   if [[ -n "$pids" ]]; then
     # shellcheck disable=SC2086
     kill -TERM $pids 2>/dev/null || true
     deadline=$((SECONDS + kKillGraceS))
-    while [[ -n "$(bed_pids)" ]] && ((SECONDS < deadline)); do sleep 0.1; done
+    while [[ -n "$(bed_pids "$cgroups")" ]] && ((SECONDS < deadline)); do sleep 0.1; done
     deadline=$((SECONDS + kKillGraceS))
-    while pids=$(bed_pids | sort -un) && [[ -n "$pids" ]]; do
+    while pids=$(bed_pids "$cgroups" | sort -un) && [[ -n "$pids" ]]; do
       # shellcheck disable=SC2086
       kill -KILL $pids 2>/dev/null || true
       ((SECONDS < deadline)) || die "processes $pids of test bed '$name' do not die"
@@ -242,7 +280,9 @@ teardown() {
   for ns in $(bed_namespaces); do
     ip netns del "$ns" 2>/dev/null || ip netns del "$ns" || die "cannot delete namespace $ns"
   done
-  for cg in $(bed_cgroups | sort -u); do
+  # A recorded cgroup that is missing was never made (up failed before) or is gone already.
+  for cg in $cgroups; do
+    [[ -d "$cg" ]] || continue
     rmdir "$cg" 2>/dev/null || { sleep 0.2; rmdir "$cg"; } ||
       die "cannot remove cgroup $cg"
   done
@@ -431,13 +471,18 @@ cmd_up() {
   flock 9
   [[ ! -e "$(registry_file)" && -z "$(bed_namespaces)" ]] ||
     die "test bed '$name' exists already (run '$0 down --name $name' first)"
-  [[ -z "$(bed_cgroups)" ]] || die "cgroups of test bed '$name' exist already; run down first"
-  local quota limit
+  local quota limit leftovers
   quota=$(quota_us "$cpu"); limit=$(limit_bytes "$mem")
-  [[ -d /sys/fs/cgroup/cpu && -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]] ||
-    die "no cgroup v1 cpu hierarchy at /sys/fs/cgroup/cpu (cgroup v2 only is not supported)"
-  [[ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ]] ||
-    die "no cgroup v1 memory hierarchy at /sys/fs/cgroup/memory"
+  [[ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us && -f /sys/fs/cgroup/memory/memory.limit_in_bytes ]] ||
+    die "no cgroup v1 cpu and memory hierarchies at /sys/fs/cgroup/{cpu,memory}:" \
+        "this machine mounts cgroup v2 only (e.g. stock Debian 12), which the test bed does" \
+        "not support. Boot with systemd.unified_cgroup_hierarchy=0 on the kernel command" \
+        "line (Debian: add it to GRUB_CMDLINE_LINUX in /etc/default/grub, run update-grub," \
+        "reboot) to get cgroup v1; systemd 256 and later no longer boot with cgroup v1"
+  leftovers=$(search_cgroups)
+  [[ -z "$leftovers" ]] ||
+    die "cgroups of an earlier test bed '$name' are left over: ${leftovers//$'\n'/ };" \
+        "run '$0 down --name $name' first (it removes them)"
 
   bed_index=$(free_index)
   bed_hosts=$hosts
@@ -446,6 +491,10 @@ cmd_up() {
     die "state directory $state_dir exists and is not empty"
   mkdir -p "$state_dir"
   state_dir=$(cd "$state_dir" && pwd)
+  local real_dir real_root
+  real_dir=$(cd "$state_dir" && pwd -P); real_root=$(cd "$kStateRoot" && pwd -P)
+  [[ "$real_dir" != "$real_root" && "$real_dir/" != "$real_root/$kRegistryName/"* ]] ||
+    die "--state-dir $state_dir is $kStateRoot or its registry of beds; choose another"
   chmod 0755 "$state_dir"
 
   # From here a failure tears down what was made.
@@ -503,8 +552,9 @@ cmd_up() {
     for r in $(cgroup_roots); do
       cg=$r$(caller_cgroup "$r")
       cg=${cg%/}/$(cgroup_leaf "$i")
-      mkdir "$cg"
+      # Recorded first: down removes what the record lists, so nothing made goes unlisted.
       echo "$cg" >> "$state_dir/hosts/host-$i/cgroups"
+      mkdir "$cg" || die "cannot make cgroup $cg"
       [[ ! -f "$cg/cpu.cfs_quota_us" ]] || {
         echo "$kCfsPeriodUs" > "$cg/cpu.cfs_period_us"
         echo "$quota" > "$cg/cpu.cfs_quota_us"
