@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Merges the nova_ycsb results of several client hosts into one table and one time series.
 
-    merge_ycsb.py RESULTS_DIR
+    merge_ycsb.py RESULTS_DIR [HOST...]
 
 RESULTS_DIR holds one directory per client host (what ycsb.yml fetched), each with
-summary.txt (nova_ycsb's report: -p exportfile) and timeseries.csv (-p timeseries). Writes:
+summary.txt (nova_ycsb's report: -p exportfile) and timeseries.csv (-p timeseries). Only the
+HOSTs' directories are merged (ycsb.yml names the hosts of this run, so the directories an
+earlier run left, e.g. of a host since removed, add nothing); without HOSTs, every
+subdirectory. Writes:
 
 - RESULTS_DIR/summary.txt: one row per host and a TOTAL row: run time, throughput,
   operations and failures per operation type, and the dataintegrity verdicts ([VERIFY]
@@ -49,11 +52,14 @@ def read_series(path):
 
 
 def main(argv):
-    if len(argv) != 2:
+    if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 1
     root = argv[1]
-    hosts = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+    if len(argv) > 2:
+        hosts = sorted(set(argv[2:]))
+    else:
+        hosts = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
     if not hosts:
         print(f"merge_ycsb: no host directories in {root}", file=sys.stderr)
         return 1
