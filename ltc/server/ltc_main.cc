@@ -156,6 +156,9 @@ constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kMaxRequestMb = 1000;
 // Room for the framing around one entry in a kMigrateFetch response (headers, lengths).
 constexpr uint64_t kMigrationEntrySlackBytes = 4096;
+// Exit status after SIGTERM when a range's closing flush failed (docs/ltc_server.md): its
+// unflushed writes are only in its logs. Not 1 (a failed start) nor 2 (bad flags).
+constexpr int kExitCloseFailed = 3;
 
 // Whether clients can reach `host` from this machine only: a loopback address or
 // "localhost". Anything else (a name, 0.0.0.0, an interface's address) may be reachable
@@ -509,8 +512,19 @@ int main(int argc, char** argv) {
   if (migrator) migrator->Shutdown();
   // Its handlers use the server's ranges and the transport's endpoint: done before either.
   if (migration_pool) migration_pool->Shutdown();
+  const uint64_t failed_before = nova_backends ? nova_backends->failed_closes() : 0;
   server.Shutdown();  // closes the ranges (flushing their memtables)
+  const uint64_t failed_closes =
+      nova_backends ? nova_backends->failed_closes() - failed_before : 0;
   if (nova_backends) nova_backends->Shutdown();
   if (config_store) config_store->Shutdown();
+  if (failed_closes > 0) {
+    // Not a clean stop: what those ranges had not flushed is only in their logs (lost with
+    // log_mode none). Whoever stopped this must not stop the LogCs as if nothing happened.
+    LOG(ERROR) << "nova_ltc: " << failed_closes << " range(s) could not flush while closing "
+               << "(see 'closing a range: flush failed' above); exit status "
+               << kExitCloseFailed;
+    return kExitCloseFailed;
+  }
   return 0;
 }

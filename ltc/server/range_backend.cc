@@ -210,7 +210,10 @@ class NovaBackend final : public RangeBackend {
       // next owner (or this LTC after a restart) then has nothing to replay, which the
       // MANIFEST records, so that it needs no LogC to vouch for its logs either.
       Status s = engine_->CloseCleanly();
-      if (!s.ok()) LOG(WARNING) << "closing a range: flush failed: " << s.ToString();
+      if (!s.ok()) {
+        LOG(WARNING) << "closing a range: flush failed: " << s.ToString();
+        if (failed_closes_ != nullptr) failed_closes_->fetch_add(1);
+      }
     }
     engine_.reset();
     log_.reset();
@@ -275,6 +278,8 @@ class NovaBackend final : public RangeBackend {
   // Shared with the engine's on_fenced callback.
   std::shared_ptr<FenceNotice> fence_ = std::make_shared<FenceNotice>();
   std::function<void()> unregister_;  // set by NovaBackends::Impl::Open
+  // NovaBackends::Impl's count of failed closing flushes (set by Open; it outlives this).
+  std::atomic<uint64_t>* failed_closes_ = nullptr;
   // Held while NovaBackends moves this range's MANIFEST (EvacuateManifest), which it starts
   // only while the backend is registered: the destructor waits for it after unregistering.
   Mutex evacuation_mu_;
@@ -444,6 +449,8 @@ struct NovaBackends::Impl {
   std::set<uint32_t> assigned GUARDED_BY(mu);
   // Moves MANIFESTs off StoCs that are draining or gone (StocTableStore::EvacuateManifest).
   ThreadPool evacuate_pool{"ltc-evacuate", 1, 1024};
+  // Backends whose closing flush failed (NovaBackend's destructor; failed_closes()).
+  std::atomic<uint64_t> failed_closes{0};
 
   // Gives StoC `id` at `addr` to the client and records it. A StoC that cannot be reached
   // (dead, or removed and stopped but still listed) is recorded all the same: opening a
@@ -618,6 +625,7 @@ struct NovaBackends::Impl {
       log_client->SetLogcs(a.logcs);
     }
     auto b = std::make_unique<NovaBackend>();
+    b->failed_closes_ = &failed_closes;
     stoc::StocTableStoreOptions so;
     so.range_id = range.id;
     {
@@ -789,6 +797,8 @@ NovaBackends::StocStatus NovaBackends::GetStocStatus() {
   }
   return st;
 }
+
+uint64_t NovaBackends::failed_closes() const { return impl_->failed_closes.load(); }
 
 rpc::RpcEndpoint* NovaBackends::endpoint() { return &impl_->endpoint; }
 

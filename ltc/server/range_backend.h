@@ -206,6 +206,10 @@ class NovaBackends {
     uint64_t relocation_failures = 0;
   };
   StocStatus GetStocStatus();
+  // How many of its backends' closing flushes failed so far (logged "closing a range: flush
+  // failed"): their unflushed writes are then only in the range's logs, or lost with log
+  // mode none. nova_ltc compares it across its shutdown for its exit status.
+  uint64_t failed_closes() const;
   void Shutdown();
   // The exchange transport and its endpoint (valid after Init): the migrator calls other
   // LTCs through them, and the LTC publishes the transport's listen address ("xchg").
