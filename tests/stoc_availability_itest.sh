@@ -126,6 +126,8 @@ counts_all() {
 }
 
 stoc_alive() { "${admin[@]}" status 2>/dev/null | grep -Eq "^ *stoc +$1 .*alive"; }
+stoc_listed() { "${admin[@]}" status 2>/dev/null | grep -Eq "^ *stoc +$1 "; }
+stoc_gone() { "${admin[@]}" status >/dev/null 2>&1 && ! stoc_listed "$1"; }
 
 if [[ "${NOVA_ITEST_ONLY:-}" != restart ]]; then
 for mode in "${modes[@]}"; do
@@ -172,6 +174,11 @@ start_cluster hybrid 4 1 0
 "$root/deploy/local_cluster.sh" remove --dir "$dir" stoc --id 3 --timeout_s=120 > "$dir/remove.out" ||
   fail "remove stoc 3: $(tail -5 "$dir/remove.out")"
 [[ "$(table_files 3)" == 0 ]] || fail "StoC 3 still holds $(table_files 3) files after its removal"
+# A removed StoC that ran on re-registered and is listed (draining) again until the
+# coordinator drops it once dead (grace 0, a strict majority live). Wait for that: with it
+# still listed, one more dead StoC leaves the owner fence 2 of 4 short, and opens wait
+# (docs/stoc.md, "Opening with a StoC down").
+wait_for 30 "the stopped StoC 3 to leave the configuration" stoc_gone 3
 "$root/deploy/local_cluster.sh" kill --dir "$dir" stoc-1
 "$root/deploy/local_cluster.sh" kill --dir "$dir" ltc-0
 "$root/deploy/local_cluster.sh" restart --dir "$dir" ltc-0
