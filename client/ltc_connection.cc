@@ -22,6 +22,9 @@ namespace nova::client {
 namespace {
 
 constexpr int kSocketBufferBytes = 1 << 20;
+// The reader sleeps at most this long between deadline checks, so calls whose deadline is
+// later than its next check need not wake it.
+constexpr auto kReaderCheckInterval = std::chrono::milliseconds(100);
 // The LTC's connection-level error type (request id 0); see docs/protocol.md.
 constexpr uint16_t kConnectionErrorType = 0x0300;
 
@@ -49,16 +52,37 @@ Result<std::shared_ptr<LtcConnection>> LtcConnection::Connect(const std::string&
                                                               Deadline deadline,
                                                               uint64_t max_response_bytes,
                                                               const std::string& client_secret) {
+  return Open(address, deadline, max_response_bytes, client_secret, /*direct=*/false);
+}
+
+Result<std::shared_ptr<LtcConnection>> LtcConnection::ConnectDirect(
+    const std::string& address, Deadline deadline, uint64_t max_response_bytes,
+    const std::string& client_secret) {
+  return Open(address, deadline, max_response_bytes, client_secret, /*direct=*/true);
+}
+
+Result<std::shared_ptr<LtcConnection>> LtcConnection::Open(const std::string& address,
+                                                           Deadline deadline,
+                                                           uint64_t max_response_bytes,
+                                                           const std::string& client_secret,
+                                                           bool direct) {
   auto fd = transport::ConnectTcp(address, deadline);
   if (!fd.ok()) {
     return Status::NetworkError("cannot connect to LTC " + address + ": " +
                                 fd.status().ToString());
   }
   transport::TuneSocket(fd.value(), kSocketBufferBytes).IgnoreError();
-  std::shared_ptr<LtcConnection> c(new LtcConnection(address, fd.value(), max_response_bytes));
-  if (::pipe2(c->wake_pipe_, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
-  LtcConnection* raw = c.get();
-  c->reader_ = std::thread([raw] { raw->ReadLoop(); });
+  std::shared_ptr<LtcConnection> c(
+      new LtcConnection(address, fd.value(), max_response_bytes, direct));
+  if (direct) {
+    // The limit is of payloads: a whole message is a header longer.
+    c->direct_in_ = std::make_unique<wire::MessageStream>(
+        fd.value(), max_response_bytes + wire::kHeaderBytes);
+  } else {
+    if (::pipe2(c->wake_pipe_, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+    LtcConnection* raw = c.get();
+    c->reader_ = std::thread([raw] { raw->ReadLoop(); });
+  }
   if (!client_secret.empty()) {
     Status s = c->Authenticate(client_secret, deadline);
     if (!s.ok()) {
@@ -89,8 +113,10 @@ Status LtcConnection::Authenticate(const std::string& client_secret, Deadline de
   return s.Prepend("authenticating to LTC " + address_);
 }
 
-LtcConnection::LtcConnection(std::string address, int fd, uint64_t max_response_bytes)
-    : address_(std::move(address)), fd_(fd), max_response_bytes_(max_response_bytes) {}
+LtcConnection::LtcConnection(std::string address, int fd, uint64_t max_response_bytes,
+                             bool direct)
+    : address_(std::move(address)), fd_(fd), max_response_bytes_(max_response_bytes),
+      direct_(direct) {}
 
 LtcConnection::~LtcConnection() {
   Close();
@@ -124,6 +150,7 @@ void LtcConnection::Call(uint16_t type, std::string_view payload, Deadline deadl
                          CallCallback done) {
   uint64_t id = 0;
   Status refused;
+  bool wake_reader = false;
   {
     MutexLock l(&mu_);
     if (!failed_.ok() || closing_) {
@@ -132,6 +159,11 @@ void LtcConnection::Call(uint16_t type, std::string_view payload, Deadline deadl
     } else {
       id = next_id_++;
       pending_[id] = Pending{done, deadline.when()};
+      if (!direct_ && deadline.when() < reader_wakes_at_) {
+        // The reader sleeps past this deadline: let it recompute how long it may sleep.
+        wake_reader = true;
+        reader_wakes_at_ = deadline.when();
+      }
     }
   }
   if (!refused.ok()) {
@@ -148,11 +180,49 @@ void LtcConnection::Call(uint16_t type, std::string_view payload, Deadline deadl
     Fail(Status::NetworkError("sending to LTC " + address_ + ": " + s.ToString()));
     return;
   }
-  // Let the reader recompute how long it may sleep (this deadline may be the nearest).
-  if (deadline.when() != MonoTime::max()) {
+  if (direct_) {
+    AwaitDirect(id, deadline);
+  } else if (wake_reader) {
     const char b = 1;
     (void)!::write(wake_pipe_[1], &b, 1);
   }
+}
+
+void LtcConnection::AwaitDirect(uint64_t id, Deadline deadline) {
+  for (;;) {
+    {
+      MutexLock l(&mu_);
+      if (pending_.count(id) == 0) return;  // completed, or failed with the connection
+    }
+    if (!DeliverResponses(direct_in_.get())) return;
+    {
+      MutexLock l(&mu_);
+      if (pending_.count(id) == 0) return;
+      if (closing_) break;
+    }
+    pollfd fd = {fd_, POLLIN, 0};
+    const int n = ::poll(&fd, 1, PollTimeoutMs(deadline.when()));
+    if (n < 0 && errno != EINTR) {
+      Fail(Status::NetworkError("poll on connection to LTC " + address_));
+      return;
+    }
+    if (n == 0) {
+      // The late response must not be taken for a later call's: the connection goes.
+      Fail(Status::TimedOut("no answer from LTC " + address_ + " before the deadline"));
+      return;
+    }
+    if ((fd.revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+    Status got = direct_in_->Fill(/*dont_wait=*/true);
+    if (got.IsUnavailable()) continue;
+    if (!got.ok()) {
+      Fail(Status::NetworkError("connection to LTC " + address_ + " lost" +
+                                (got.message() == "closed by the peer"
+                                     ? std::string(" (closed by the LTC)")
+                                     : ": " + got.message())));
+      return;
+    }
+  }
+  Fail(Status::Aborted("connection to LTC " + address_ + " closed"));
 }
 
 void LtcConnection::Fail(const Status& why) {
@@ -167,8 +237,8 @@ void LtcConnection::Fail(const Status& why) {
 
 MonoTime LtcConnection::ExpireOverdue() {
   std::vector<Pending> overdue;
-  MonoTime nearest = MonoTime::max();
   const MonoTime now = MonoNow();
+  MonoTime nearest = now + kReaderCheckInterval;
   {
     MutexLock l(&mu_);
     for (auto it = pending_.begin(); it != pending_.end();) {
@@ -180,6 +250,7 @@ MonoTime LtcConnection::ExpireOverdue() {
         ++it;
       }
     }
+    reader_wakes_at_ = nearest;
   }
   for (Pending& p : overdue) {
     p.done(Status::TimedOut("no answer from LTC " + address_ + " before the deadline"),
@@ -217,33 +288,37 @@ void LtcConnection::ReadLoop() {
                                      : ": " + got.message())));
       return;
     }
-    for (;;) {
-      wire::MessageHeader h;
-      std::string_view payload;
-      Status s = in.Next(&h, &payload);
-      if (s.IsNotFound()) break;
-      if (s.ok() && !h.is_response()) s = Status::Corruption("the LTC sent a request");
-      if (!s.ok()) {
-        Fail(Status::NetworkError("bad response from LTC " + address_ + ": " + s.ToString()));
-        return;
-      }
-      Status err = h.is_error() ? wire::DecodeErrorPayload(payload) : Status::OK();
-      if (h.request_id == 0 && h.type == kConnectionErrorType) {
-        // The LTC refuses this connection and will close it.
-        Fail(err.ok() ? Status::NetworkError("LTC " + address_ + " closed the connection")
-                      : err.Prepend("LTC " + address_));
-        return;
-      }
-      Pending p;
-      {
-        MutexLock l(&mu_);
-        auto it = pending_.find(h.request_id);
-        if (it == pending_.end()) continue;  // timed out already
-        p = std::move(it->second);
-        pending_.erase(it);
-      }
-      p.done(err, err.ok() ? std::string(payload) : std::string());
+    if (!DeliverResponses(&in)) return;
+  }
+}
+
+bool LtcConnection::DeliverResponses(wire::MessageStream* in) {
+  for (;;) {
+    wire::MessageHeader h;
+    std::string_view payload;
+    Status s = in->Next(&h, &payload);
+    if (s.IsNotFound()) return true;
+    if (s.ok() && !h.is_response()) s = Status::Corruption("the LTC sent a request");
+    if (!s.ok()) {
+      Fail(Status::NetworkError("bad response from LTC " + address_ + ": " + s.ToString()));
+      return false;
     }
+    Status err = h.is_error() ? wire::DecodeErrorPayload(payload) : Status::OK();
+    if (h.request_id == 0 && h.type == kConnectionErrorType) {
+      // The LTC refuses this connection and will close it.
+      Fail(err.ok() ? Status::NetworkError("LTC " + address_ + " closed the connection")
+                    : err.Prepend("LTC " + address_));
+      return false;
+    }
+    Pending p;
+    {
+      MutexLock l(&mu_);
+      auto it = pending_.find(h.request_id);
+      if (it == pending_.end()) continue;  // timed out already
+      p = std::move(it->second);
+      pending_.erase(it);
+    }
+    p.done(err, err.ok() ? std::string(payload) : std::string());
   }
 }
 

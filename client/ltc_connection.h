@@ -14,9 +14,17 @@
 // sends nothing more than before; an LTC that requires one then refuses the first call
 // with a connection-level PermissionDenied naming --client_secret_file.
 //
-// Thread safety: thread-safe. Callbacks run on the reader thread (or on the caller's thread
-// when the request cannot be sent), never under a lock, and must not block for long or
-// call Close(). write_mu_ and mu_ are leaves (never held together).
+// Direct connections (ConnectDirect) have no reader thread: the caller of Call sends its
+// request and reads the response itself, so a synchronous request costs one wake-up on
+// each side of the wire instead of two here (the reader's, then the caller's). They carry
+// one call at a time; a call that times out fails the connection (its late response must
+// not be taken for the next call's).
+//
+// Thread safety: thread-safe; a direct connection takes one call at a time (its user holds
+// it exclusively, e.g. checked out of a pool). Callbacks run on the reader thread (on the
+// caller's thread for a direct connection, or when the request cannot be sent), never under
+// a lock, and must not block for long or call Close(). write_mu_ and mu_ are leaves (never
+// held together).
 #pragma once
 
 #include <chrono>
@@ -31,6 +39,7 @@
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "common/status.h"
+#include "common/wire/message_stream.h"
 
 namespace nova::client {
 
@@ -47,12 +56,18 @@ class LtcConnection {
                                                         Deadline deadline,
                                                         uint64_t max_response_bytes,
                                                         const std::string& client_secret = "");
+  // As Connect, a direct connection (see above).
+  static Result<std::shared_ptr<LtcConnection>> ConnectDirect(const std::string& address,
+                                                              Deadline deadline,
+                                                              uint64_t max_response_bytes,
+                                                              const std::string& client_secret);
   ~LtcConnection();  // Close()
   LtcConnection(const LtcConnection&) = delete;
   LtcConnection& operator=(const LtcConnection&) = delete;
 
   // Sends a request of `type`; `done` runs exactly once: with the response, the LTC's
-  // error, the connection's failure, or TimedOut at `deadline`.
+  // error, the connection's failure, or TimedOut at `deadline`. On a direct connection it
+  // runs before Call returns. REQUIRES (direct): no other call in progress.
   void Call(uint16_t type, std::string_view payload, Deadline deadline, CallCallback done)
       EXCLUDES(mu_, write_mu_);
   // False once the connection has failed or was closed.
@@ -66,11 +81,23 @@ class LtcConnection {
     CallCallback done;
     MonoTime deadline;
   };
-  LtcConnection(std::string address, int fd, uint64_t max_response_bytes);
+  // Shared by Connect and ConnectDirect.
+  static Result<std::shared_ptr<LtcConnection>> Open(const std::string& address,
+                                                     Deadline deadline,
+                                                     uint64_t max_response_bytes,
+                                                     const std::string& client_secret,
+                                                     bool direct);
+  LtcConnection(std::string address, int fd, uint64_t max_response_bytes, bool direct);
   // The handshake of ltc/protocol/client_auth.h; OK once authenticated or not required.
   Status Authenticate(const std::string& client_secret, Deadline deadline)
       EXCLUDES(mu_, write_mu_);
   void ReadLoop() EXCLUDES(mu_);
+  // Completes the calls whose responses `in` holds. False once the connection failed
+  // (a bad response, or the LTC's connection-level error).
+  bool DeliverResponses(wire::MessageStream* in) EXCLUDES(mu_);
+  // Direct connections: reads on the calling thread until call `id` is completed, failing
+  // the connection at `deadline` or on a read error.
+  void AwaitDirect(uint64_t id, Deadline deadline) EXCLUDES(mu_);
   // Marks the connection failed and fails every outstanding call with `why`.
   void Fail(const Status& why) EXCLUDES(mu_);
   // Fails calls past their deadline; returns the nearest remaining deadline.
@@ -81,14 +108,21 @@ class LtcConnection {
   const std::string address_;
   const int fd_;
   const uint64_t max_response_bytes_;
+  const bool direct_;
   int wake_pipe_[2] = {-1, -1};  // wakes the reader for a nearer deadline or Close()
   std::thread reader_;
+  // Direct connections: what was received and not yet delivered (the caller's, one at a
+  // time; see AwaitDirect).
+  std::unique_ptr<wire::MessageStream> direct_in_;
 
   Mutex write_mu_;  // serializes sends
 
   mutable Mutex mu_;
   uint64_t next_id_ GUARDED_BY(mu_) = 1;
   std::map<uint64_t, Pending> pending_ GUARDED_BY(mu_);
+  // When the reader wakes next on its own (for a deadline, or its periodic check): a call
+  // with an earlier deadline wakes it, later ones need not (saves a wake-up per call).
+  MonoTime reader_wakes_at_ GUARDED_BY(mu_) = MonoTime::min();
   Status failed_ GUARDED_BY(mu_);  // non-OK once the connection is unusable
   bool closing_ GUARDED_BY(mu_) = false;
 };

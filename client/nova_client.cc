@@ -55,6 +55,7 @@ struct WritePart {
   uint32_t range_id = 0;
   std::string address;
   std::shared_ptr<LtcConnection> conn;
+  bool direct = false;         // conn is a direct connection (a batch of one part)
   ltc::ClientRequest request;  // kWrite: the part's entries, in batch order
   std::string payload;         // request.write, encoded
 
@@ -166,6 +167,9 @@ struct NovaClient::Impl {
     CallCallback done;
     // Checked against the limits of the LTC it is sent to, before each send (null: none).
     std::shared_ptr<const ltc::ClientRequest> request;
+    // Sent on a direct connection by the calling thread (a blocking call's first attempt;
+    // retries go through the shared connections from the retry thread).
+    bool direct = false;
   };
 
   const ClientOptions options;
@@ -179,6 +183,9 @@ struct NovaClient::Impl {
   mutable Mutex mu;
   RoutingTable table GUARDED_BY(mu);
   std::map<std::string, std::vector<std::shared_ptr<LtcConnection>>> pools GUARDED_BY(mu);
+  // Idle direct connections (LtcConnection::ConnectDirect) by address: a blocking call
+  // takes one for itself, so there are about as many as threads calling at once.
+  std::map<std::string, std::vector<std::shared_ptr<LtcConnection>>> idle_direct GUARDED_BY(mu);
   // What each LTC reported of its limits on the newest connection to it (by address).
   std::map<std::string, ltc::ClientLimits> limits GUARDED_BY(mu);
   uint64_t round_robin GUARDED_BY(mu) = 0;
@@ -274,6 +281,81 @@ struct NovaClient::Impl {
     return c.value();
   }
 
+  // A direct connection to `address` for the caller alone: an idle one, or a new one
+  // (which describes its LTC first). Give it back with ReturnDirect.
+  Result<std::shared_ptr<LtcConnection>> CheckoutDirect(const std::string& address,
+                                                        Deadline deadline) EXCLUDES(mu) {
+    {
+      MutexLock l(&mu);
+      auto& idle = idle_direct[address];
+      while (!idle.empty()) {
+        std::shared_ptr<LtcConnection> c = std::move(idle.back());
+        idle.pop_back();
+        if (c->healthy()) return c;
+      }
+    }
+    const Deadline connect_deadline =
+        Deadline(std::min(deadline.when(), MonoNow() + options.connect_timeout));
+    auto c = LtcConnection::ConnectDirect(address, connect_deadline, options.max_response_bytes,
+                                          options.client_secret);
+    if (!c.ok()) return c.status();
+    auto [s, payload] = CallOnce(c.value().get(), ClientMsg::kDescribe, "", deadline);
+    ltc::DescribeResponse d;
+    if (s.ok()) s = ltc::DecodeDescribeResponse(payload, &d);
+    if (!s.ok()) {
+      c.value()->Close();
+      return s.Prepend("describing LTC " + address);
+    }
+    MutexLock l(&mu);
+    limits[address] = d.limits;
+    return c.value();
+  }
+
+  // Keeps a healthy direct connection for the next blocking call (a bounded number).
+  void ReturnDirect(const std::string& address, std::shared_ptr<LtcConnection> c) EXCLUDES(mu) {
+    constexpr size_t kMaxIdleDirect = 64;
+    if (!c->healthy()) return;
+    MutexLock l(&mu);
+    auto& idle = idle_direct[address];
+    if (idle.size() < kMaxIdleDirect) idle.push_back(std::move(c));
+  }
+
+  // Sends `op` on a direct connection and waits for its answer on this thread.
+  void ExecuteDirect(const std::shared_ptr<Op>& op, const std::string& address, uint64_t epoch)
+      EXCLUDES(mu) {
+    auto conn = CheckoutDirect(address, op->deadline);
+    if (!conn.ok()) {
+      op->direct = false;
+      Retry(op, conn.status());
+      return;
+    }
+    const std::string payload = op->encode(epoch);
+    if (op->request != nullptr) {
+      Status refused = CheckLimits(address, *op->request, payload.size());
+      if (!refused.ok()) {
+        ReturnDirect(address, std::move(conn.value()));
+        op->done(refused.Prepend(op->what), std::string());
+        return;
+      }
+    }
+    // Completed before Call returns (a direct connection); the promise only keeps that
+    // from being assumed.
+    auto answer = std::make_shared<std::promise<std::pair<Status, std::string>>>();
+    auto f = answer->get_future();
+    conn.value()->Call(op->type, payload, op->deadline,
+                       [answer](const Status& s, std::string p) {
+                         answer->set_value({s, std::move(p)});
+                       });
+    auto [s, response] = f.get();
+    ReturnDirect(address, std::move(conn.value()));
+    if (s.ok()) {
+      op->done(s, std::move(response));
+    } else {
+      op->direct = false;
+      Retry(op, s);
+    }
+  }
+
   // InvalidArgument naming the limit and its flag when `request`, `payload_bytes` long once
   // encoded, is over the limits `address` reported; OK within them, or when none are known
   // (no connection to it yet: the LTC checks anyway).
@@ -313,8 +395,13 @@ struct NovaClient::Impl {
       }
     }
     if (!found) {
+      op->direct = false;
       Retry(op, Status::Unavailable("no LTC is known to serve the range holding the key "
                                     "(is an LTC down?)"));
+      return;
+    }
+    if (op->direct) {
+      ExecuteDirect(op, route.ltc_address, epoch);
       return;
     }
     auto conn = Connection(route.ltc_address, -1, op->deadline, nullptr);
@@ -375,7 +462,10 @@ struct NovaClient::Impl {
       parts->push_back(std::move(part));
     }
     for (WritePart& part : *parts) {
-      auto conn = Connection(part.address, -1, deadline, nullptr);
+      // One part: the caller waits for it alone, on a direct connection.
+      part.direct = parts->size() == 1 && options.direct_calls;
+      auto conn = part.direct ? CheckoutDirect(part.address, deadline)
+                              : Connection(part.address, -1, deadline, nullptr);
       if (!conn.ok()) return conn.status().Prepend(part.Name());
       part.conn = std::move(conn.value());
       NOVA_RETURN_NOT_OK_PREPEND(CheckLimits(part.address, part.request, part.payload.size()),
@@ -424,10 +514,11 @@ struct NovaClient::Impl {
   // Starts a routed call with retries. `request` (optional) is checked against the limits
   // of the LTC before each send. `route_below` routes to the range holding the keys just
   // below `route_key` (reverse scans).
+  // `direct`: the caller waits for the answer (see Op::direct).
   void Start(const char* what, ClientMsg type, std::string route_key,
              std::function<std::string(uint64_t)> encode, CallCallback done,
              std::shared_ptr<const ltc::ClientRequest> request = nullptr,
-             bool route_below = false) {
+             bool route_below = false, bool direct = false) {
     auto op = std::make_shared<Op>();
     op->type = T(type);
     op->route_key = std::move(route_key);
@@ -437,7 +528,33 @@ struct NovaClient::Impl {
     op->what = what;
     op->done = std::move(done);
     op->request = std::move(request);
+    op->direct = direct && options.direct_calls;
     Execute(std::move(op));
+  }
+
+  // The key operations; `direct` when the caller blocks on the answer.
+  void StartGet(const std::string& key,
+                std::function<void(Result<std::string>)> done, bool direct) {
+    auto request = KeyOp(ClientMsg::kGet, key, "");
+    Start(
+        "Get", ClientMsg::kGet, key, EncodeKeyOp(request),
+        [done = std::move(done)](const Status& s, std::string payload) {
+          if (!s.ok()) return done(s);
+          std::string v;
+          Status d = ltc::DecodeBytes(payload, &v);
+          if (!d.ok()) return done(d);
+          done(std::move(v));
+        },
+        request, /*route_below=*/false, direct);
+  }
+
+  void StartWrite(ClientMsg type, const std::string& key,
+                  const std::string& value, std::function<void(Status)> done, bool direct) {
+    auto request = KeyOp(type, key, value);
+    Start(
+        type == ClientMsg::kPut ? "Put" : "Delete", type, key, EncodeKeyOp(request),
+        [done = std::move(done)](const Status& s, std::string) { done(s); }, request,
+        /*route_below=*/false, direct);
   }
 
   // One Scan page at `snap` (either direction), on the snapshot's connection, no retries.
@@ -453,7 +570,7 @@ struct NovaClient::Impl {
     Start(
         what, type, std::move(route_key), std::move(encode),
         [&p](const Status& s, std::string payload) { p.set_value({s, std::move(payload)}); },
-        nullptr, route_below);
+        nullptr, route_below, /*direct=*/true);
     return f.get();
   }
 };
@@ -504,32 +621,31 @@ RoutingTable NovaClient::routing() const {
   return impl_->table;
 }
 
+namespace {
+
+// Runs `start` with a callback filling a promise and waits for it (at once when the call
+// went over a direct connection).
+template <typename T>
+T Await(const std::function<void(std::function<void(T)>)>& start) {
+  auto p = std::make_shared<std::promise<T>>();
+  auto f = p->get_future();
+  start([p](T r) { p->set_value(std::move(r)); });
+  return f.get();
+}
+
+}  // namespace
+
 void NovaClient::GetAsync(const std::string& key, std::function<void(Result<std::string>)> done) {
-  auto request = KeyOp(ClientMsg::kGet, key, "");
-  impl_->Start("Get", ClientMsg::kGet, key, EncodeKeyOp(request),
-               [done = std::move(done)](const Status& s, std::string payload) {
-                 if (!s.ok()) return done(s);
-                 std::string v;
-                 Status d = ltc::DecodeBytes(payload, &v);
-                 if (!d.ok()) return done(d);
-                 done(std::move(v));
-               },
-               request);
+  impl_->StartGet(key, std::move(done), /*direct=*/false);
 }
 
 void NovaClient::PutAsync(const std::string& key, const std::string& value,
                           std::function<void(Status)> done) {
-  auto request = KeyOp(ClientMsg::kPut, key, value);
-  impl_->Start(
-      "Put", ClientMsg::kPut, key, EncodeKeyOp(request),
-      [done = std::move(done)](const Status& s, std::string) { done(s); }, request);
+  impl_->StartWrite(ClientMsg::kPut, key, value, std::move(done), /*direct=*/false);
 }
 
 void NovaClient::DeleteAsync(const std::string& key, std::function<void(Status)> done) {
-  auto request = KeyOp(ClientMsg::kDelete, key, "");
-  impl_->Start(
-      "Delete", ClientMsg::kDelete, key, EncodeKeyOp(request),
-      [done = std::move(done)](const Status& s, std::string) { done(s); }, request);
+  impl_->StartWrite(ClientMsg::kDelete, key, "", std::move(done), /*direct=*/false);
 }
 
 std::future<Result<std::string>> NovaClient::GetFuture(const std::string& key) {
@@ -546,17 +662,23 @@ std::future<Status> NovaClient::PutFuture(const std::string& key, const std::str
   return f;
 }
 
-Result<std::string> NovaClient::Get(const std::string& key) { return GetFuture(key).get(); }
+// The blocking calls go over direct connections: the answer is read by this thread.
+Result<std::string> NovaClient::Get(const std::string& key) {
+  return Await<Result<std::string>>([&](std::function<void(Result<std::string>)> done) {
+    impl_->StartGet(key, std::move(done), /*direct=*/true);
+  });
+}
 
 Status NovaClient::Put(const std::string& key, const std::string& value) {
-  return PutFuture(key, value).get();
+  return Await<Status>([&](std::function<void(Status)> done) {
+    impl_->StartWrite(ClientMsg::kPut, key, value, std::move(done), /*direct=*/true);
+  });
 }
 
 Status NovaClient::Delete(const std::string& key) {
-  std::promise<Status> p;
-  auto f = p.get_future();
-  DeleteAsync(key, [&p](Status s) { p.set_value(std::move(s)); });
-  return f.get();
+  return Await<Status>([&](std::function<void(Status)> done) {
+    impl_->StartWrite(ClientMsg::kDelete, key, "", std::move(done), /*direct=*/true);
+  });
 }
 
 }  // namespace nova::client
@@ -585,6 +707,9 @@ Status NovaClient::Write(const std::vector<ltc::BatchEntry>& batch) {
         results.push_back(p->get_future());
         part.conn->Call(T(ClientMsg::kWrite), part.payload, deadline,
                         [p](const Status& s, std::string) { p->set_value(s); });
+      }
+      for (WritePart& part : parts) {
+        if (part.direct) impl_->ReturnDirect(part.address, std::move(part.conn));
       }
       const bool sent_before = sent_any;
       sent_any = true;

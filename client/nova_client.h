@@ -22,7 +22,8 @@
 // again; the client never assumes numbers of its own).
 //
 // Pipelining. Each LTC gets connections_per_ltc connections used round-robin; calls are
-// sent without waiting for earlier ones. The *Async methods return at once and complete
+// sent without waiting for earlier ones. Blocking calls use direct connections instead
+// (ClientOptions::direct_calls): a calling thread has one to itself while it waits. The *Async methods return at once and complete
 // through a callback (on a connection's reader thread or the retry thread, or on the
 // calling thread itself when the call fails before anything is sent, e.g. a key over the
 // LTC's limit: keep it short, and take no lock the caller may hold) or a std::future.
@@ -91,6 +92,11 @@ struct ClientOptions {
   // Must outlive the client.
   RoutingSource* routing_source = nullptr;
   int connections_per_ltc = 2;
+  // The blocking calls (Get, Put, Delete, a Write of one range, Scan) go over direct
+  // connections, one per calling thread at a time, whose answer the caller reads itself
+  // (LtcConnection::ConnectDirect: one wake-up fewer per call); false: over the pipelined
+  // connections above, as the *Async calls always do.
+  bool direct_calls = true;
   // Deadline of each operation, retries included.
   std::chrono::milliseconds timeout{10000};
   std::chrono::milliseconds connect_timeout{2000};

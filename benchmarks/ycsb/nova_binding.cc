@@ -146,6 +146,12 @@ Result<NovaBindingOptions> ParseNovaBindingOptions(const Properties& props) {
                                    std::to_string(kMaxConnectionsPerLtc));
   }
   o.connections_per_ltc = static_cast<int>(*conns);
+  const std::string direct = props.Get("nova.direct_calls", "true");
+  if (direct != "true" && direct != "false") {
+    return Status::InvalidArgument("property nova.direct_calls: must be true or false, got '" +
+                                   direct + "'");
+  }
+  o.direct_calls = direct == "true";
   Result<int64_t> fieldcount = props.GetInt("fieldcount", o.fieldcount);
   if (!fieldcount.ok()) return fieldcount.status();
   o.fieldcount = *fieldcount;
@@ -162,6 +168,7 @@ Result<std::unique_ptr<Binding>> OpenNovaBinding(const Properties& props) {
   client::ClientOptions co;
   co.timeout = options->timeout;
   co.connections_per_ltc = options->connections_per_ltc;
+  co.direct_calls = options->direct_calls;
   if (!options->client_secret_file.empty()) {
     auto secret = ReadSecretFile(options->client_secret_file, "property nova.client_secret_file");
     if (!secret.ok()) return secret.status().Prepend("-db nova");

@@ -53,6 +53,10 @@ class MessageStream {
   // ("closed by the peer") or recv failed (its error).
   Status Fill(bool dont_wait);
 
+  // Bytes received and not yet handed out by Next (0: the next message is still in the
+  // socket, or not sent yet).
+  size_t buffered_bytes() const { return in_.buffered().size(); }
+
   // Length of the message Next refused as too long.
   size_t refused_bytes() const { return refused_bytes_; }
 

@@ -24,6 +24,10 @@ ClientMetrics::ClientMetrics(MetricsRegistry* registry)
       auth_refused(registry->GetCounter(
           "ltc_client_auth_refused_total",
           "Connections refused client authentication (no or a wrong client secret)")),
+      served_inline(registry->GetCounter(
+          "ltc_client_served_inline_total",
+          "Client requests served on their connection's reader thread (no hand-off to a "
+          "worker: the connection had no other request in flight)")),
       connections(registry->GetGauge("ltc_client_connections", "Open client connections")) {}
 
 ClientConn::ClientConn(int fd, uint64_t id, std::chrono::milliseconds write_timeout,
@@ -55,7 +59,8 @@ void ClientConn::SendError(uint16_t type, uint64_t request_id, const Status& err
   Send(wire::EncodeErrorResponse(type, request_id, error));
 }
 
-bool ClientConn::BeginRequest(int max_inflight, uint64_t bytes, uint64_t max_inflight_bytes) {
+bool ClientConn::BeginRequest(int max_inflight, uint64_t bytes, uint64_t max_inflight_bytes,
+                              bool* alone) {
   MutexLock l(&mu_);
   room_cv_.Wait(&l, [&]() REQUIRES(mu_) {
     if (stop_reading_) return true;
@@ -69,6 +74,7 @@ bool ClientConn::BeginRequest(int max_inflight, uint64_t bytes, uint64_t max_inf
                                           inflight_bytes_ <= max_inflight_bytes / 16)));
   });
   if (stop_reading_) return false;
+  *alone = inflight_ == 0;
   ++inflight_;
   inflight_bytes_ += bytes;
   return true;

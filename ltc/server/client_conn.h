@@ -33,6 +33,7 @@ struct ClientMetrics {
   Counter* const wrong_range;
   Counter* const connections_refused;
   Counter* const auth_refused;  // connections refused client authentication
+  Counter* const served_inline;  // requests served on their connection's reader thread
   Gauge* const connections;
 };
 
@@ -66,9 +67,10 @@ class ClientConn {
   // Waits until fewer than `max_inflight` requests are in flight and, unless none is, their
   // payloads and this one's `bytes` add up to at most `max_inflight_bytes` (or this one fits
   // the budget and those in flight hold at most a 16th of it: small requests that take long,
-  // like CompactRange, never hold a big one back); then counts this one. False (and nothing
-  // counted) once StopReading() was called.
-  bool BeginRequest(int max_inflight, uint64_t bytes, uint64_t max_inflight_bytes)
+  // like CompactRange, never hold a big one back); then counts this one and sets *alone to
+  // whether no other request of this connection is in flight. False (and nothing counted)
+  // once StopReading() was called.
+  bool BeginRequest(int max_inflight, uint64_t bytes, uint64_t max_inflight_bytes, bool* alone)
       EXCLUDES(mu_);
   // A request counted by BeginRequest with these `bytes` is answered.
   void EndRequest(uint64_t bytes) EXCLUDES(mu_);

@@ -286,11 +286,13 @@ void ConnectionListener::ServeRequests(const std::shared_ptr<ClientConn>& conn) 
       continue;
     }
     metrics_->requests->Increment();
+    bool alone = false;
     if (!conn->BeginRequest(options_.max_inflight_per_connection, payload.size(),
-                            options_.max_request_bytes)) {
+                            options_.max_request_bytes, &alone)) {
       return;
     }
-    Status taken = handler_(conn, h.type, h.request_id, std::string(payload));
+    const bool may_run_inline = alone && in.buffered_bytes() == 0;
+    Status taken = handler_(conn, h.type, h.request_id, std::string(payload), may_run_inline);
     if (!taken.ok()) {
       conn->EndRequest(payload.size());
       conn->SendError(h.type, h.request_id, taken);

@@ -45,7 +45,7 @@ class Handler {
 
   RequestHandler handler() {
     return [this](const std::shared_ptr<ClientConn>& conn, uint16_t type, uint64_t id,
-                  std::string payload) {
+                  std::string payload, bool /*may_run_inline*/) {
       Request r{conn, type, id, std::move(payload)};
       if (answer_at_once_) {
         Answer(r);

@@ -57,7 +57,12 @@ DEFINE_uint64(ltc_owner_epoch, 0,
               "range at an older one. 0: not fenced. With --zk the configuration sets it");
 DEFINE_string(stoc, "", "StoCs: id@host:port,... (required with --engine=nova, unless --zk)");
 DEFINE_int32(ltc_transport_port, 0, "Port of the exchange transport to StoCs (0: any)");
-DEFINE_int32(ltc_client_threads, 4, "Workers serving client requests");
+DEFINE_int32(ltc_client_threads, 4,
+             "Workers serving the client requests not served on their connection's reader");
+DEFINE_bool(ltc_serve_inline, true,
+            "Serve a client request on its connection's reader thread when the connection "
+            "has no other request in flight (saves waking a worker); false: every request "
+            "goes through the --ltc_client_threads workers");
 DEFINE_int32(ltc_max_connections, 256, "Client connections accepted at once");
 DEFINE_string(ltc_client_secret_file, "",
               "File holding the client secret (mode 0600): clients must prove it on connect "
@@ -260,6 +265,7 @@ int main(int argc, char** argv) {
   if (FLAGS_listen_port < 0 || FLAGS_listen_port > 65535) return BadFlags("bad --listen_port");
   so.port = static_cast<uint16_t>(FLAGS_listen_port);
   so.client_threads = FLAGS_ltc_client_threads;
+  so.serve_inline = FLAGS_ltc_serve_inline;
   so.compact_threads = FLAGS_ltc_compact_threads;
   so.recovery_wait = std::chrono::milliseconds(std::max(0, FLAGS_ltc_recovery_wait_ms));
   so.max_connections = FLAGS_ltc_max_connections;

@@ -47,8 +47,8 @@ LtcServer::LtcServer(LtcServerOptions options, AssignmentSource* source, Backend
               }()),
       listener_(ListenerOptionsOf(options_),
                 [this](const std::shared_ptr<ClientConn>& conn, uint16_t type,
-                       uint64_t request_id, std::string payload) {
-                  return Dispatch(conn, type, request_id, std::move(payload));
+                       uint64_t request_id, std::string payload, bool may_run_inline) {
+                  return Dispatch(conn, type, request_id, std::move(payload), may_run_inline);
                 },
                 &metrics_) {}
 
@@ -140,9 +140,15 @@ void LtcServer::Shutdown() {
 }
 
 Status LtcServer::Dispatch(const std::shared_ptr<ClientConn>& conn, uint16_t type,
-                           uint64_t request_id, std::string payload) {
-  ThreadPool* pool =
-      type == static_cast<uint16_t>(ClientMsg::kCompactRange) ? compact_pool_.get() : pool_.get();
+                           uint64_t request_id, std::string payload, bool may_run_inline) {
+  const bool compaction = type == static_cast<uint16_t>(ClientMsg::kCompactRange);
+  if (may_run_inline && !compaction && options_.serve_inline) {
+    // One request at a time on this connection (a synchronous client): no worker to wake.
+    metrics_.served_inline->Increment();
+    Serve(conn, type, request_id, std::move(payload));
+    return Status::OK();
+  }
+  ThreadPool* pool = compaction ? compact_pool_.get() : pool_.get();
   Status sub = pool->Submit([this, conn, type, request_id, p = std::move(payload)]() mutable {
     Serve(conn, type, request_id, std::move(p));
   });

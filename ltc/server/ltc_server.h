@@ -8,8 +8,10 @@
 // Parts with one job each, held together here:
 //   - ConnectionListener (connection_listener.h): accepts connections and runs one reader
 //     thread per connection (ClientConn, client_conn.h), bounded in connections and in
-//     requests in flight per connection; it hands each request to Dispatch, which queues it
-//     on the worker pool. Workers write responses under the connection's write lock.
+//     requests in flight per connection; it hands each request to Dispatch, which serves
+//     it on the reader thread when the connection has nothing else in flight (a
+//     synchronous client: no hand-off, one wake-up fewer per request) and otherwise queues
+//     it on the worker pool. Responses are written under the connection's write lock.
 //   - RangeTable (range_table.h): the hosted ranges at the current assignment and their
 //     backends (RangeSlot, range_slot.h); opens and closes ranges on assignment changes.
 //   - This class: the request handlers (routing by key and epoch, ltc_server_handlers.cc),
@@ -56,6 +58,9 @@ struct LtcServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 0;  // 0: any free port
   int client_threads = 4;        // --ltc_client_threads
+  // Serve a request on its connection's reader thread when nothing else of the connection
+  // waits for it (ConnectionListener's may_run_inline); false: always hand it to a worker.
+  bool serve_inline = true;      // --ltc_serve_inline
   size_t max_queue = 4096;       // requests waiting for a worker, all connections
   int max_connections = 256;     // --ltc_max_connections
   int max_inflight_per_connection = 256;
@@ -114,10 +119,11 @@ class LtcServer {
   RangeTable* range_table() { return &ranges_; }
 
  private:
-  // Queues one request read by the listener on the worker pool (the RequestHandler).
+  // The RequestHandler: serves one request read by the listener on the reader thread when
+  // it may (`may_run_inline`, and it is not a CompactRange), else queues it on a pool.
   Status Dispatch(const std::shared_ptr<ClientConn>& conn, uint16_t type, uint64_t request_id,
-                  std::string payload);
-  // Runs one request on a worker, writes its response and ends the request.
+                  std::string payload, bool may_run_inline);
+  // Runs one request (on a worker or the reader), writes its response and ends the request.
   void Serve(const std::shared_ptr<ClientConn>& conn, uint16_t type, uint64_t request_id,
              std::string payload);
   // Returns the response payload or the error to send.
