@@ -696,8 +696,11 @@ Status NovaBackends::Init() {
   if (!t.ok()) return t.status();
   impl_->transport = std::move(t.value());
   impl_->endpoint.Attach(impl_->transport.get());
-  impl_->client = std::make_unique<stoc::StocClient>(
-      &impl_->endpoint, stoc::StocClientOptions{impl_->options.stoc_timeout});
+  stoc::StocClientOptions stoc_options;
+  stoc_options.timeout = impl_->options.stoc_timeout;
+  // Over tcp a block in the response is one round trip; RDMA WRITEs it without copies.
+  stoc_options.inline_reads = impl_->options.transport.backend != transport::Backend::kVerbs;
+  impl_->client = std::make_unique<stoc::StocClient>(&impl_->endpoint, stoc_options);
   // Before the transport starts: it registers for the LogCs' persist acknowledgments. (Made
   // whatever the mode: the configuration may ask for logs.)
   impl_->log_client =

@@ -1,5 +1,6 @@
 #include "stoc/client/stoc_client.h"
 
+#include <cstring>
 #include <future>
 
 #include <glog/logging.h>
@@ -13,7 +14,7 @@ constexpr wire::TypeRange kAckRange{kAppendAck, kAppendAck};
 }  // namespace
 
 StocClient::StocClient(rpc::RpcEndpoint* endpoint, const StocClientOptions& options)
-    : endpoint_(endpoint), options_(options) {
+    : endpoint_(endpoint), options_(options), inline_reads_(options.inline_reads) {
   endpoint_->RegisterService(kAckRange, this, nullptr);  // inline: only wakes a waiter
   endpoint_->AddObserver(this);
 }
@@ -319,6 +320,24 @@ Status StocClient::Read(const BlockHandle& block, const transport::MemoryRegion&
   req.file_id = block.file_id;
   req.offset = block.offset;
   req.size = block.size;
+  if (inline_reads_.load(std::memory_order_relaxed)) {
+    ReadInlineResponse resp;
+    Status s = Rpc(block.stoc_id, kReadInline, Encode(req), &resp);
+    if (s.code() != Status::Code::kNotSupported) {
+      if (!s.ok()) return s;
+      if (resp.data.size() != block.size) {
+        return Status::Corruption("StoC " + std::to_string(block.stoc_id) + " returned " +
+                                  std::to_string(resp.data.size()) + " bytes for a block of " +
+                                  std::to_string(block.size));
+      }
+      std::memcpy(dst.base + dst_offset, resp.data.data(), resp.data.size());
+      return Status::OK();
+    }
+    if (inline_reads_.exchange(false)) {
+      LOG(INFO) << "StoC " << block.stoc_id
+                << " does not answer inline reads (an older version): reading with WRITEs";
+    }
+  }
   const transport::RemoteAddr where = dst.Remote(dst_offset);
   req.dst_addr = where.addr;
   req.dst_rkey = where.rkey;

@@ -16,6 +16,7 @@
 // the LoadView's lock is taken with neither.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -75,6 +76,11 @@ struct OpenOptions {
 
 struct StocClientOptions {
   std::chrono::milliseconds timeout{30000};
+  // Disk blocks come back in the StoC's response (kReadInline: one round trip over tcp);
+  // false: the StoC WRITEs them into the destination (kRead: one-sided, zero-copy with
+  // RDMA, but a WRITE, its acknowledgment and a response over tcp). A StoC too old for
+  // kReadInline is read with kRead.
+  bool inline_reads = true;
 };
 
 class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
@@ -106,8 +112,10 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   // REQUIRES: length <= the StoC's maximum block size; src is registered with this transport.
   Result<BlockHandle> Append(StocFile* file, const transport::MemoryRegion& src,
                              uint64_t src_offset, uint64_t length) EXCLUDES(mu_);
-  // Reads block.size bytes into dst.base[dst_offset, ...).
-  // REQUIRES: dst is registered with kRemoteWrite (the StoC writes into it for disk files).
+  // Reads block.size bytes into dst.base[dst_offset, ...): disk blocks by one request
+  // (kReadInline, or kRead with options.inline_reads false), memory blocks by a one-sided
+  // READ.
+  // REQUIRES: dst is registered with kRemoteWrite (the StoC may write into it for disk files).
   Status Read(const BlockHandle& block, const transport::MemoryRegion& dst, uint64_t dst_offset)
       EXCLUDES(mu_);
   // Releases the append slot; for memory files records the appended length for readers.
@@ -172,6 +180,8 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   rpc::RpcEndpoint* const endpoint_;  // must outlive this
   const StocClientOptions options_;
   LoadView load_;
+  // options_.inline_reads until a StoC answers kReadInline with NotSupported (older).
+  std::atomic<bool> inline_reads_;
 
   mutable Mutex mu_;
   std::map<uint32_t, transport::PeerId> peers_ GUARDED_BY(mu_);

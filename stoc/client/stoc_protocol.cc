@@ -287,6 +287,18 @@ Status Decode(std::string_view in, LoadOnlyResponse* m) {
   return Finish(r, ok, "response");
 }
 
+std::string Encode(const ReadInlineResponse& m) {
+  PayloadWriter w;
+  Put(&w, m.load);
+  w.PutBytes(m.data);
+  return w.Finish();
+}
+Status Decode(std::string_view in, ReadInlineResponse* m) {
+  PayloadReader r(in);
+  bool ok = Get(&r, &m->load) && r.GetString("data", &m->data);
+  return Finish(r, ok, "inline read response");
+}
+
 std::string Encode(const StatFileResponse& m) {
   PayloadWriter w;
   Put(&w, m.load);

@@ -41,6 +41,10 @@ enum MessageType : uint16_t {  // DO NOT CHANGE: on the wire (wire::kStocTypes)
   // once the appends the StoC accepted from older epochs are acknowledged); Fenced if the
   // StoC already knows a newer epoch for the range.
   kFenceRange = 0x010A,
+  // Disk file: the bytes come back in the response (ReadRequest without a destination;
+  // ReadInlineResponse): one round trip where kRead takes a WRITE, its acknowledgment and
+  // the response over tcp. An older StoC answers NotSupported.
+  kReadInline = 0x010B,
   kAppendAck = 0x0110,  // StoC -> client notification: a persistent append is durable
   // An offloaded compaction job (common/lsm/compaction_job.h encodes it; the response is
   // EncodeWithLoad(load, result)). Served by the compaction pool when the daemon has a
@@ -152,6 +156,11 @@ struct LoadOnlyResponse {  // kRead, kClose, kDelete
   LoadStats load;
 };
 
+struct ReadInlineResponse {  // kReadInline
+  LoadStats load;
+  std::string data;  // the block's bytes
+};
+
 struct StatFileResponse {
   LoadStats load;
   FileState file;
@@ -206,6 +215,8 @@ std::string Encode(const FileIdRequest& m);
 Status Decode(std::string_view in, FileIdRequest* m);
 std::string Encode(const LoadOnlyResponse& m);
 Status Decode(std::string_view in, LoadOnlyResponse* m);
+std::string Encode(const ReadInlineResponse& m);
+Status Decode(std::string_view in, ReadInlineResponse* m);
 std::string Encode(const StatFileResponse& m);
 Status Decode(std::string_view in, StatFileResponse* m);
 std::string Encode(const ListResponse& m);

@@ -24,6 +24,7 @@ constexpr wire::TypeRange kStorage{kRead, kRead};
 constexpr wire::TypeRange kControlHigh{kClose, kStatFile};
 // A fence may wait for a range's queued appends: on the control pool, like the others.
 constexpr wire::TypeRange kFence{kFenceRange, kFenceRange};
+constexpr wire::TypeRange kStorageInline{kReadInline, kReadInline};
 // Only the daemon's own fault points: "stoc.storage" (each append drain) and
 // "stoc.read" (each read).
 constexpr char kStorageFault[] = "stoc.storage";
@@ -120,6 +121,7 @@ Status StocServer::Init() {
   endpoint_.RegisterService(kStorage, this, &storage_pool_);
   endpoint_.RegisterService(kControlHigh, this, &control_pool_);
   endpoint_.RegisterService(kFence, this, &control_pool_);
+  endpoint_.RegisterService(kStorageInline, this, &storage_pool_);
   endpoint_.AddObserver(this);
   NOVA_RETURN_NOT_OK(transport_->Init());
 
@@ -180,6 +182,7 @@ void StocServer::HandleRequest(transport::PeerId peer, uint16_t type, std::strin
     case kNewRegion: return HandleNewRegion(payload, &responder);
     case kReserveSlot: return HandleReserveSlot(peer, payload, &responder);
     case kRead: return HandleRead(peer, payload, std::move(responder));
+    case kReadInline: return HandleReadInline(payload, std::move(responder));
     case kClose: return HandleClose(payload, &responder);
     case kDelete: return HandleDelete(peer, payload, &responder);
     case kList: return HandleList(&responder);
@@ -280,6 +283,45 @@ void StocServer::HandleReserveSlot(transport::PeerId peer, std::string_view payl
   auto slot = ReserveSlot(peer, req.file_id, req.bytes, std::move(fence.value()), req.owner_epoch);
   NOVA_REPLY_IF_ERROR(r, slot.status(), m_.errors);
   r->Reply(Encode(ReserveSlotResponse{CurrentLoad(), slot.value()}));
+}
+
+void StocServer::HandleReadInline(std::string_view payload, rpc::Responder r) {
+  const MonoTime start = MonoNow();
+  ReadRequest req;
+  NOVA_REPLY_IF_ERROR(&r, Malformed(Decode(payload, &req)), m_.errors);
+  if (req.size > options_.max_block_bytes) {
+    NOVA_REPLY_IF_ERROR(&r,
+                        Status::InvalidArgument("read of " + std::to_string(req.size) +
+                                                " bytes exceeds the maximum block size"),
+                        m_.errors);
+  }
+  auto entry = catalog_->Get(req.file_id);
+  if (!entry)
+    NOVA_REPLY_IF_ERROR(&r, Status::NotFound("no StoC file " + std::to_string(req.file_id)),
+                        m_.errors);
+  if (entry->kind != FileKind::kDisk) {
+    NOVA_REPLY_IF_ERROR(
+        &r, Status::InvalidArgument("in-memory files are read with one-sided READs, not requests"),
+        m_.errors);
+  }
+  NOVA_REPLY_IF_ERROR(&r, MAYBE_FAULT(kReadFault), m_.errors);
+  auto file = disk_->Get(req.file_id);
+  if (file == nullptr)
+    NOVA_REPLY_IF_ERROR(&r, Status::NotFound("StoC file was deleted"), m_.errors);
+  ReadInlineResponse resp;
+  resp.data.resize(req.size);
+  queue_depth_.fetch_add(1);
+  pending_bytes_.fetch_add(req.size);
+  Status s = req.size == 0 ? Status::OK() : file->Read(req.offset, req.size, resp.data.data());
+  queue_depth_.fetch_sub(1);
+  pending_bytes_.fetch_sub(req.size);
+  NOVA_REPLY_IF_ERROR(&r, s, m_.errors);
+  m_.reads->Increment();
+  m_.read_bytes->Increment(req.size);
+  m_.read_latency_us->Record(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(MonoNow() - start).count()));
+  resp.load = CurrentLoad();
+  r.Reply(Encode(resp));
 }
 
 void StocServer::HandleRead(transport::PeerId peer, std::string_view payload, rpc::Responder r) {

@@ -124,6 +124,8 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
   void HandleNewRegion(std::string_view payload, rpc::Responder* r);
   void HandleReserveSlot(transport::PeerId peer, std::string_view payload, rpc::Responder* r);
   void HandleRead(transport::PeerId peer, std::string_view payload, rpc::Responder r);
+  // kReadInline: the bytes in the response (no staging buffer, no WRITE).
+  void HandleReadInline(std::string_view payload, rpc::Responder r);
   void HandleClose(std::string_view payload, rpc::Responder* r);
   void HandleDelete(transport::PeerId peer, std::string_view payload, rpc::Responder* r);
   void HandleList(rpc::Responder* r);

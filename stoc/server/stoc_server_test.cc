@@ -126,6 +126,48 @@ TEST_F(StocServerTest, DiskAppendAndReadBlocksOfManySizes) {
   EXPECT_GE(stats->fsyncs, 1u);
 }
 
+// Disk blocks are read inline (kReadInline, the default: the bytes in the response) and,
+// by a client with inline_reads off, by the StoC's WRITE (kRead); both give the same bytes.
+TEST_F(StocServerTest, DiskBlocksReadInlineAndByWrite) {
+  auto f = client_->Open(1, "r1-t8-f0-p0", FileKind::kDisk, OpenOptions{true, true, 16 << 20});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  Fill(300000, 42);
+  auto h = client_->Append(f.value().get(), src_, 0, 300000);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  ASSERT_TRUE(client_->Close(f.value().get()).ok());
+  const uint64_t reads_before = client_->Stats(1)->reads;
+
+  rpc::RpcEndpoint endpoint;
+  transport::TransportOptions o;
+  o.node_name = "client-by-write";
+  o.cluster_secret = kSecret;
+  auto t = transport::NewTransport(o, &endpoint);
+  ASSERT_TRUE(t.ok());
+  endpoint.Attach(t.value().get());
+  StocClientOptions co;
+  co.inline_reads = false;
+  StocClient by_write(&endpoint, co);
+  ASSERT_TRUE(t.value()->Init().ok());
+  ASSERT_TRUE(t.value()->Start().ok());
+  ASSERT_TRUE(by_write.AddStoc(1, server_->address()).ok());
+  std::unique_ptr<char[]> mem(new char[300000]);
+  auto dst = t.value()->RegisterMemory(mem.get(), 300000, transport::kRemoteWrite);
+  ASSERT_TRUE(dst.ok());
+
+  for (auto [offset, size] : {std::pair<uint64_t, uint64_t>{0, 300000}, {12345, 4096}, {299999, 1}}) {
+    std::memset(back_.get(), 0, size);
+    std::memset(mem.get(), 0, size);
+    Status s = client_->Read(h->Slice(offset, size), dst_, 0);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(std::memcmp(back_.get(), buf_.get() + offset, size), 0) << offset;
+    s = by_write.Read(h->Slice(offset, size), dst.value(), 0);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(std::memcmp(mem.get(), buf_.get() + offset, size), 0) << offset;
+  }
+  EXPECT_EQ(client_->Stats(1)->reads, reads_before + 6);
+  t.value()->Shutdown();
+}
+
 TEST_F(StocServerTest, BadRequestsGetClearErrors) {
   auto f = client_->Open(1, "f", FileKind::kDisk);
   ASSERT_TRUE(f.ok());
