@@ -465,7 +465,7 @@ report=$workdir/table.md
     echo
     echo "Get: the [READ] latency nova_ycsb measures around the binding's Read (client-side, one"
     echo "request at a time). sys: system CPU share of the whole machine during the run (vmstat's"
-    echo "sy); cs/op: the machine's context switches per operation. Load: as the table's header."
+    echo "sy); cs/op: the machine's context switches per operation."
   else
     header="| workload | distribution |"
     rule="|---|---|"
