@@ -88,8 +88,11 @@ Workload properties (YCSB CoreWorkload; defaults in brackets):
   writeallfields [false]          updates write every field (false: one random field)
   readproportion [0.95], updateproportion [0.05], insertproportion [0],
   scanproportion [0], readmodifywriteproportion [0]
-  requestdistribution [uniform]   uniform | zipfian (scrambled, constant 0.99) |
-                                  latest (skewed to recent inserts) | hotspot
+  requestdistribution [uniform]   uniform | zipfian (YCSB's scrambled: hot keys scattered) |
+                                  orderedzipfian (key insertstart hottest, then its
+                                  neighbours) | latest (skewed to recent inserts) | hotspot
+  zipfianconstant [0.99]          theta of every zipfian draw (keys, latest, scan and
+                                  field lengths): > 0 and != 1
   hotspotdatafraction [0.2], hotspotopnfraction [0.8]
   minscanlength [1], maxscanlength [1000]
   scanlengthdistribution [uniform]     uniform | zipfian
@@ -105,9 +108,10 @@ Client properties:
   exportfile [stdout]             write the final report to FILE instead of stdout
   seed [random]                   seed the client threads' generators (reproducible runs)
 
-Output: YCSB's text format on stdout ([OVERALL], RunTime(ms) / Throughput(ops/sec);
-per operation Operations, Average/Min/Max/95th/99thPercentileLatency(us), Return=...;
-failed operations' latencies as [READ-FAILED] etc.). See docs/ycsb.md.
+Output: YCSB's text format on stdout ([OVERALL], RunTime(ms) / Throughput(ops/sec) /
+Operations (every operation run, failed ones too); per operation Operations,
+Average/Min/Max/50th/95th/99thPercentileLatency(us), Return=...; failed operations'
+latencies as [READ-FAILED] etc.). See docs/ycsb.md.
 
 Bindings:
 )" + bindings;

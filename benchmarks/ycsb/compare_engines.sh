@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # YCSB W100, RW50 and SW50 (the Nova-LSM paper's workloads, benchmarks/ycsb/workloads/),
-# each with uniform and zipfian access, against four engines with the same memory budget:
+# each with uniform and zipfian access (--distributions), against four engines with the
+# same memory budget:
 #
 #   nova         a local cluster (deploy/local_cluster.sh): 1 LTC, 3 StoCs, the Nova engine
 #   ltc-leveldb  the same cluster with the LTC's --engine=leveldb (a LevelDB per range)
@@ -8,15 +9,44 @@
 #   rocksdb      nova_ycsb's embedded RocksDB binding
 #
 #   benchmarks/ycsb/compare_engines.sh [--records N] [--seconds S] [--threads T]
-#       [--engines nova,ltc-leveldb,leveldb,rocksdb] [--memtable_mb M] [--cache_mb C]
-#       [--ranges R] [--tau_mb T] [--theta N] [--workdir DIR] [--out FILE] [--keep]
+#       [--engines nova,ltc-leveldb,leveldb,rocksdb] [--distributions uniform,zipfian]
+#       [--zipfianconstant C] [--memtable_mb M] [--cache_mb C] [--ranges R] [--tau_mb T]
+#       [--theta N] [--workdir DIR] [--out FILE] [--keep]
+#   benchmarks/ycsb/compare_engines.sh --latency [--records N] [--seconds S]
+#       [--engines nova,ltc-leveldb] [same memory options] [--workdir DIR] [--out FILE] [--keep]
 #
-# Per engine: one load of N records (1 KiB: one 1024-byte field, ordered zero-padded keys,
-# as the workload files define), then the six runs in the order w100, rw50, sw50, each
-# uniform then zipfian, on the loaded database, for S seconds each (maxexecutiontime; the
-# operation count is left unbounded). Prints one markdown table (rows: load and
-# workload x distribution; columns: engines; each cell: ops/s and p99 latencies) and the
-# exact commands. Smoke run: --records 20000 --seconds 2.
+# Per engine: one load of N records (default 1,000,000; 1 KiB: one 1024-byte field, ordered
+# zero-padded keys, as the workload files define), then the runs in the order w100, rw50,
+# sw50, each with every distribution of --distributions (default uniform,zipfian; also
+# orderedzipfian: key 0 the hottest, then its neighbours, as in the paper), on the loaded
+# database, for S seconds each (default 20; maxexecutiontime; the operation count is left
+# unbounded), with T client threads (default 4). --zipfianconstant C passes
+# -p zipfianconstant=C to every nova_ycsb (default: nova_ycsb's, YCSB's 0.99). Prints one
+# markdown table (rows: load and workload x distribution; columns: engines) and the exact
+# commands. Smoke run: --records 20000 --seconds 2.
+#
+# Each run's cell: ops/s, the p99 latency of each operation type, and the machine's system
+# CPU share and context switches per operation during the run, e.g.
+#   41,053 (p99 us: U 431; sys 45%, 9.1 cs/op)
+# Both come from /proc/stat, read just before and just after the run's nova_ycsb (so the
+# window includes its start and clean-up, a fraction of a second): sys% = delta(system + irq
+# + softirq) / delta(user + nice + system + idle + iowait + irq + softirq + steal), the
+# figure vmstat's "sy" column shows (procps' vmstat.c: sy = system + irq + softirq over
+# that total; guest time is already inside user), and cs/op = delta(ctxt) / the run's
+# operations ([OVERALL], Operations of its report). Both count the whole machine: the
+# cluster's processes, the client, and anything else running.
+#
+# Ping-pong: at the start and at the end, deploy/testbed/rtt.py times 2000 round trips of
+# 64 bytes between two processes over loopback TCP; both lines go above the table ("ping-pong
+# 64 B loopback TCP: start p50 X us p99 Y us, end ..."), so that figures from different days
+# can be compared (issue 18: this machine's wake-ups are slow on some days).
+#
+# --latency: what a LevelDB application switching to the adapter sees. Per engine (default
+# nova,ltc-leveldb; leveldb and rocksdb work too, as a reference), a fresh cluster loaded with
+# N records (default 10,000 x 1 KiB: they fit in the memtables), then S seconds of 100% reads
+# (readproportion=1, uniform over the loaded keys) from one client thread, one request at a
+# time. Prints per engine the Get p50 and p99 in us, ops/s, sys% and cs/op, with the
+# ping-pong line. --threads and --distributions do not apply.
 #
 # Memory budget, the same for every engine: M MiB of memtables and C MiB of block cache
 # (defaults 64 and 64), at most, summed over the engine's ranges:
@@ -44,17 +74,26 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${NOVA_BUILD_DIR:-$root/build}
 bin=$build/bin
 cluster_sh=$root/deploy/local_cluster.sh
+rtt_py=$root/deploy/testbed/rtt.py
 workloads_dir=$root/benchmarks/ycsb/workloads
 
-records=1000000 seconds=20 threads=4 engines=nova,ltc-leveldb,leveldb,rocksdb
-memtable_mb=64 cache_mb=64 ranges=4 tau_mb=4 theta=2 workdir="" out="" keep=0
+records="" seconds=20 threads=4 engines="" distributions=uniform,zipfian zipfianconstant=""
+memtable_mb=64 cache_mb=64 ranges=4 tau_mb=4 theta=2 workdir="" out="" keep=0 latency=0
+# Records of a run (default) and of a --latency run (they fit in the memtables).
+readonly kDefaultRecords=1000000 kDefaultLatencyRecords=10000
 # An operation count no run reaches: maxexecutiontime ends every run.
 readonly kUnboundedOps=2000000000
 # Bounds on each step, beyond its own duration: a load of N records, a run's start and
 # clean-up, a cluster start.
 readonly kLoadTimeoutSeconds=3600 kRunSlackSeconds=120
+# The ping-pong: rtt.py's round trips, and a bound on the whole measurement.
+readonly kRttRoundTrips=2000 kRttTimeoutSeconds=60
 
-usage() { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1; }
+# The header above, without its "# ".
+usage() {
+  awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0" >&2
+  exit 1
+}
 die() { echo "compare_engines.sh: $*" >&2; exit 1; }
 
 while [[ $# -gt 0 ]]; do
@@ -63,6 +102,8 @@ while [[ $# -gt 0 ]]; do
     --seconds) seconds=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --engines) engines=$2; shift 2 ;;
+    --distributions) distributions=$2; shift 2 ;;
+    --zipfianconstant) zipfianconstant=$2; shift 2 ;;
     --memtable_mb) memtable_mb=$2; shift 2 ;;
     --cache_mb) cache_mb=$2; shift 2 ;;
     --ranges) ranges=$2; shift 2 ;;
@@ -71,10 +112,19 @@ while [[ $# -gt 0 ]]; do
     --workdir) workdir=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --keep) keep=1; shift ;;
+    --latency) latency=1; shift ;;
     -h|--help) usage ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
+if ((latency)); then
+  records=${records:-$kDefaultLatencyRecords}
+  engines=${engines:-nova,ltc-leveldb}
+  threads=1
+else
+  records=${records:-$kDefaultRecords}
+  engines=${engines:-nova,ltc-leveldb,leveldb,rocksdb}
+fi
 for n in "$records" "$seconds" "$threads" "$memtable_mb" "$cache_mb" "$ranges" "$tau_mb" \
     "$theta"; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "numeric options want a positive integer, got '$n'"
@@ -88,6 +138,18 @@ IFS=, read -r -a engine_list <<< "$engines"
 for e in "${engine_list[@]}"; do
   case "$e" in nova|ltc-leveldb|leveldb|rocksdb) ;; *) die "unknown engine $e" ;; esac
 done
+IFS=, read -r -a dist_list <<< "$distributions"
+((${#dist_list[@]} > 0)) || die "--distributions is empty"
+for d in "${dist_list[@]}"; do
+  case "$d" in
+    uniform|zipfian|orderedzipfian) ;;
+    *) die "unknown distribution '$d' (allowed: uniform, zipfian, orderedzipfian)" ;;
+  esac
+done
+# nova_ycsb checks the constant (a number > 0 and != 1) and says so; a malformed one fails
+# the first nova_ycsb, before any load.
+zipf_props=()
+[[ -z "$zipfianconstant" ]] || zipf_props=(-p "zipfianconstant=$zipfianconstant")
 [[ -x $bin/nova_ycsb ]] || die "$bin/nova_ycsb not found: build first (or set NOVA_BUILD_DIR)"
 
 if [[ -z "$workdir" ]]; then
@@ -97,17 +159,21 @@ else
   workdir=$(cd "$workdir" && pwd)
 fi
 
-# ---- clean-up: the running nova_ycsb, the cluster, the work directory -------------------
+# ---- clean-up: the running nova_ycsb, the ping-pong server, the cluster, the work directory
 
 child=""        # pid of the nova_ycsb running now
+rtt_server=""   # pid of the rtt.py server running now
 cluster_dir=""  # set while a cluster runs
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
-  if [[ -n "$child" ]] && kill -0 "$child" 2>/dev/null; then
-    kill -TERM "$child" 2>/dev/null || true
-    wait "$child" 2>/dev/null || true
-  fi
+  local pid
+  for pid in "$child" "$rtt_server"; do
+    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+      kill -TERM "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+    fi
+  done
   if [[ -n "$cluster_dir" ]]; then
     "$cluster_sh" stop --dir "$cluster_dir" >/dev/null 2>&1 || true
   fi
@@ -126,6 +192,8 @@ trap 'exit 143' TERM
 
 commands=$workdir/commands.txt
 : > "$commands"
+reports=$workdir/reports
+mkdir -p "$reports"
 
 # Runs nova_ycsb with the given arguments, bounded by $1 seconds, writing its report to
 # $2; logs the command. Fails (with the tail of its stderr) if nova_ycsb does.
@@ -145,6 +213,37 @@ ycsb() {
   fi
 }
 
+# The machine's CPU time and context switches so far, from /proc/stat: "user nice system
+# idle iowait irq softirq steal ctxt" (the cpu line's first 8 fields, then ctxt).
+proc_stat() {
+  awk '$1 == "cpu" { c = $2 " " $3 " " $4 " " $5 " " $6 " " $7 " " $8 " " $9 }
+       $1 == "ctxt" { x = $2 }
+       END { print c, x }' /proc/stat
+}
+
+# "SYS_PERCENT CS_PER_OP" between proc_stat samples $1 and $2 over $3 operations: sys% as
+# vmstat's "sy" (system + irq + softirq over all 8 fields), context switches per operation.
+cpu_figures() {
+  awk -v a="$1" -v b="$2" -v ops="$3" 'BEGIN {
+    split(a, x, " "); split(b, y, " ")
+    total = 0
+    for (i = 1; i <= 8; i++) { d[i] = y[i] - x[i]; total += d[i] }
+    sys = d[3] + d[6] + d[7]
+    pct = (total > 0) ? 100 * sys / total : 0
+    per_op = (ops > 0) ? (y[9] - x[9]) / ops : 0
+    printf "%.0f %.1f\n", pct, per_op
+  }'
+}
+
+# ycsb for a run phase: also writes "SYS_PERCENT CS_PER_OP" of the run to $2.cpu.
+ycsb_run() {
+  local report=$2 before after
+  before=$(proc_stat)
+  ycsb "$@"
+  after=$(proc_stat)
+  cpu_figures "$before" "$after" "$(field "$report" OVERALL Operations)" > "$report.cpu"
+}
+
 # The value of "[SECTION], NAME, value" in report $1, or "" if absent.
 field() { awk -F', ' -v s="[$2]" -v n="$3" '$1 == s && $2 == n { print $3; exit }' "$1"; }
 
@@ -156,18 +255,67 @@ failures() {
 # "12,345" from a floating-point ops/s figure.
 ops_fmt() { printf '%.0f' "$1" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta'; }
 
-# One table cell from report $1: ops/s, then the p99 of each operation type that ran.
+# One table cell from report $1: ops/s, then the p99 of each operation type that ran, then
+# (runs only) sys% and context switches per operation.
 cell() {
-  local r=$1 s p sec lat="" fails
+  local r=$1 s p sec lat="" fails extra=""
   s=$(ops_fmt "$(field "$r" OVERALL 'Throughput(ops/sec)')")
   for sec in INSERT READ UPDATE SCAN; do
     p=$(field "$r" "$sec" '99thPercentileLatency(us)')
     [[ -z "$p" ]] || lat+="${lat:+ / }${sec:0:1} $p"
   done
-  [[ -z "$lat" ]] || s+=" (p99 us: $lat)"
+  [[ -z "$lat" ]] || extra="p99 us: $lat"
+  if [[ -f "$r.cpu" ]]; then
+    local sys cs
+    read -r sys cs < "$r.cpu"
+    extra+="${extra:+; }sys $sys%, $cs cs/op"
+  fi
+  [[ -z "$extra" ]] || s+=" ($extra)"
   fails=$(failures "$r")
   ((fails == 0)) || s+=" **$fails failed**"
   echo "$s"
+}
+
+# One ping-pong measurement over loopback (deploy/testbed/rtt.py): sets rtt_line to
+# rtt.py's line "rtt_us n=.. min=.. p50=.. p99=.. max=..", or to "unavailable: REASON" (the
+# benchmark goes on without it). $1 names the measurement (start, end). Not run in a
+# subshell, so that cleanup() knows the server's pid.
+rtt_line=""
+ping_pong() {
+  local dir=$workdir/rtt.$1 port="" line deadline=$((SECONDS + kRttTimeoutSeconds))
+  mkdir -p "$dir"
+  if ! command -v python3 >/dev/null; then rtt_line="unavailable: no python3"; return; fi
+  # Port 0: the server binds a free port and prints it ("LISTEN 127.0.0.1:PORT").
+  python3 "$rtt_py" serve 127.0.0.1 0 > "$dir/serve.out" 2> "$dir/serve.err" &
+  rtt_server=$!
+  while true; do
+    port=$(sed -n 's/^LISTEN [0-9.]*:\([0-9]*\)$/\1/p' "$dir/serve.out")
+    [[ -z "$port" ]] || break
+    if ! kill -0 "$rtt_server" 2>/dev/null || ((SECONDS > deadline)); then
+      kill "$rtt_server" 2>/dev/null || true
+      wait "$rtt_server" 2>/dev/null || true
+      rtt_server=""
+      rtt_line="unavailable: the rtt.py server did not start ($(tail -n 1 "$dir/serve.err"))"
+      return
+    fi
+    sleep 0.05
+  done
+  if line=$(timeout "$kRttTimeoutSeconds" python3 "$rtt_py" ping 127.0.0.1 "$port" \
+      "$kRttRoundTrips" 2> "$dir/ping.err") && [[ "$line" == rtt_us* ]]; then
+    rtt_line=$line
+  else
+    rtt_line="unavailable: rtt.py ping failed ($(tail -n 1 "$dir/ping.err"))"
+  fi
+  # The server exits when its client leaves (or after its own idle timeout).
+  wait "$rtt_server" 2>/dev/null || true
+  rtt_server=""
+}
+
+# "p50 X us p99 Y us" from a ping_pong line, or the line itself if it has no figures.
+ping_pong_short() {
+  local s
+  s=$(sed -n 's/.* p50=\([0-9]*\) p99=\([0-9]*\).*/p50 \1 us p99 \2 us/p' <<< "$1")
+  echo "${s:-$1}"
 }
 
 # Split points at key numbers records*i/ranges, hex-encoded, one a line (nova_admin
@@ -180,13 +328,13 @@ split_points() {
   done
 }
 
-common_props=(-p "recordcount=$records" -threads "$threads")
+common_props=(-p "recordcount=$records" -threads "$threads" "${zipf_props[@]}")
 
-# Loads and runs every workload against engine $1; reports go to $workdir/reports/$1.*.
-bench_engine() {
-  local engine=$1 db props=()
-  local reports=$workdir/reports
-  mkdir -p "$reports"
+# Prepares engine $1: starts its cluster (nova, ltc-leveldb) or wipes its directory
+# (leveldb, rocksdb); sets db and props (the binding's nova_ycsb arguments).
+db="" props=()
+open_engine() {
+  local engine=$1
   case "$engine" in
     nova|ltc-leveldb)
       cluster_dir=$workdir/cluster-$engine
@@ -220,21 +368,11 @@ bench_engine() {
              -p "$engine.compression=none")
       ;;
   esac
+}
 
-  echo "[$engine] loading $records records" >&2
-  ycsb "$kLoadTimeoutSeconds" "$reports/$engine.load" -load -db "$db" \
-    -P "$workloads_dir/w100" "${common_props[@]}" "${props[@]}"
-
-  local wl dist
-  for wl in w100 rw50 sw50; do
-    for dist in uniform zipfian; do
-      echo "[$engine] $wl $dist, ${seconds}s" >&2
-      ycsb $((seconds + kRunSlackSeconds)) "$reports/$engine.$wl.$dist" -run -db "$db" \
-        -P "$workloads_dir/$wl" "${common_props[@]}" -p "requestdistribution=$dist" \
-        -p "operationcount=$kUnboundedOps" -p "maxexecutiontime=$seconds" "${props[@]}"
-    done
-  done
-
+# Stops engine $1's cluster, removes its data.
+close_engine() {
+  local engine=$1
   if [[ -n "$cluster_dir" ]]; then
     echo "[$engine] stopping the cluster" >&2
     "$cluster_sh" stop --dir "$cluster_dir" >/dev/null 2>&1 || true
@@ -244,39 +382,112 @@ bench_engine() {
   rm -rf "$workdir/db-$engine"
 }
 
+# Loads engine $1 (its report: $reports/$1.load).
+load_engine() {
+  echo "[$1] loading $records records" >&2
+  ycsb "$kLoadTimeoutSeconds" "$reports/$1.load" -load -db "$db" \
+    -P "$workloads_dir/w100" "${common_props[@]}" "${props[@]}"
+}
+
+# Loads and runs every workload against engine $1; reports go to $reports/$1.*.
+bench_engine() {
+  local engine=$1 wl dist
+  open_engine "$engine"
+  load_engine "$engine"
+  for wl in w100 rw50 sw50; do
+    for dist in "${dist_list[@]}"; do
+      echo "[$engine] $wl $dist, ${seconds}s" >&2
+      ycsb_run $((seconds + kRunSlackSeconds)) "$reports/$engine.$wl.$dist" -run -db "$db" \
+        -P "$workloads_dir/$wl" "${common_props[@]}" -p "requestdistribution=$dist" \
+        -p "operationcount=$kUnboundedOps" -p "maxexecutiontime=$seconds" "${props[@]}"
+    done
+  done
+  close_engine "$engine"
+}
+
+# --latency: loads engine $1 and reads from one thread; report: $reports/$1.latency.
+latency_engine() {
+  local engine=$1
+  open_engine "$engine"
+  load_engine "$engine"
+  echo "[$engine] 100% reads, 1 thread, ${seconds}s" >&2
+  ycsb_run $((seconds + kRunSlackSeconds)) "$reports/$engine.latency" -run -db "$db" \
+    -P "$workloads_dir/w100" "${common_props[@]}" -p readproportion=1 \
+    -p updateproportion=0 -p requestdistribution=uniform \
+    -p "operationcount=$kUnboundedOps" -p "maxexecutiontime=$seconds" "${props[@]}"
+  close_engine "$engine"
+}
+
 # ---- main ---------------------------------------------------------------------------------
 
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-for e in "${engine_list[@]}"; do bench_engine "$e"; done
+echo "ping-pong (start)" >&2
+ping_pong start
+rtt_start=$rtt_line
+for e in "${engine_list[@]}"; do
+  if ((latency)); then latency_engine "$e"; else bench_engine "$e"; fi
+done
+echo "ping-pong (end)" >&2
+ping_pong end
+rtt_end=$rtt_line
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 report=$workdir/table.md
 {
-  echo "YCSB, $records records of 1 KiB, $threads threads, ${seconds} s per run; started $started;"
+  if ((latency)); then
+    echo "YCSB single-client latency: $records records of 1 KiB, 100% reads (uniform), 1 thread,"
+    echo "${seconds} s per engine; started $started;"
+  else
+    echo "YCSB, $records records of 1 KiB, $threads threads, ${seconds} s per run${zipfianconstant:+, zipfianconstant $zipfianconstant};"
+    echo "started $started;"
+  fi
   echo "load average (1/5/15 min) before: $load_before, after: $load_after;"
   echo "1-min load average as each load or run started: $(sort -n "$workdir/load.txt" |
     sed -n '1p;$p' | paste -sd- | sed 's/-/ to /')."
   echo "Memory budget per engine: ${memtable_mb} MiB memtables + ${cache_mb} MiB block cache."
   echo
-  header="| workload | distribution |"
-  rule="|---|---|"
-  for e in "${engine_list[@]}"; do header+=" $e |"; rule+="---|"; done
-  echo "$header"
-  echo "$rule"
-  row="| load | (ordered) |"
-  for e in "${engine_list[@]}"; do row+=" $(cell "$workdir/reports/$e.load") |"; done
-  echo "$row"
-  for wl in w100 rw50 sw50; do
-    for dist in uniform zipfian; do
-      row="| $wl | $dist |"
-      for e in "${engine_list[@]}"; do row+=" $(cell "$workdir/reports/$e.$wl.$dist") |"; done
-      echo "$row"
-    done
-  done
+  echo "ping-pong 64 B loopback TCP: start $(ping_pong_short "$rtt_start"), end $(ping_pong_short "$rtt_end")"
+  echo "(deploy/testbed/rtt.py, $kRttRoundTrips round trips; start: $rtt_start; end: $rtt_end)"
   echo
-  echo "Cells: throughput in ops/s, then the p99 latency in us of each operation type"
-  echo "(I insert, R read, U update, S scan of 10 records)."
+  if ((latency)); then
+    echo "| engine | Get p50 us | Get p99 us | ops/s | sys | cs/op |"
+    echo "|---|---|---|---|---|---|"
+    for e in "${engine_list[@]}"; do
+      r=$reports/$e.latency
+      read -r sys cs < "$r.cpu"
+      fails=$(failures "$r")
+      echo "| $e | $(field "$r" READ '50thPercentileLatency(us)') |" \
+        "$(field "$r" READ '99thPercentileLatency(us)') |" \
+        "$(ops_fmt "$(field "$r" OVERALL 'Throughput(ops/sec)')")$( ((fails == 0)) || echo " **$fails failed**") |" \
+        "$sys% | $cs |"
+    done
+    echo
+    echo "Get: the [READ] latency nova_ycsb measures around the binding's Read (client-side, one"
+    echo "request at a time). sys: system CPU share of the whole machine during the run (vmstat's"
+    echo "sy); cs/op: the machine's context switches per operation."
+  else
+    header="| workload | distribution |"
+    rule="|---|---|"
+    for e in "${engine_list[@]}"; do header+=" $e |"; rule+="---|"; done
+    echo "$header"
+    echo "$rule"
+    row="| load | (ordered) |"
+    for e in "${engine_list[@]}"; do row+=" $(cell "$reports/$e.load") |"; done
+    echo "$row"
+    for wl in w100 rw50 sw50; do
+      for dist in "${dist_list[@]}"; do
+        row="| $wl | $dist |"
+        for e in "${engine_list[@]}"; do row+=" $(cell "$reports/$e.$wl.$dist") |"; done
+        echo "$row"
+      done
+    done
+    echo
+    echo "Cells: throughput in ops/s, then the p99 latency in us of each operation type"
+    echo "(I insert, R read, U update, S scan of 10 records); for the runs, the system CPU share"
+    echo "of the whole machine (vmstat's sy: system + irq + softirq) and its context switches"
+    echo "per operation, over the run."
+  fi
   echo
   echo "Per engine: nova: $ranges ranges x delta $delta memtables of tau $tau_mb MiB, theta $theta,"
   echo "$((cache_mb / ranges)) MiB block cache per range; ltc-leveldb: $ranges ranges x LevelDB write buffer"
@@ -286,6 +497,8 @@ report=$workdir/table.md
   echo "Commands:"
   echo
   sed 's/^/    /' "$commands"
+  echo "    python3 deploy/testbed/rtt.py serve 127.0.0.1 0 &  # then, with the port it prints:"
+  echo "    python3 deploy/testbed/rtt.py ping 127.0.0.1 PORT $kRttRoundTrips"
 } > "$report"
 cat "$report"
 if [[ -n "$out" ]]; then cp "$report" "$out"; fi

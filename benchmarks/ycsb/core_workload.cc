@@ -47,7 +47,7 @@ Status ParseLengthDistribution(const Properties& p, const std::string& name,
 }
 
 std::unique_ptr<NumberGenerator> LengthGenerator(LengthDistribution d, int64_t min,
-                                                 int64_t max) {
+                                                 int64_t max, double zipfianconstant) {
   switch (d) {
     case LengthDistribution::kConstant:
       return std::make_unique<ConstantGenerator>(static_cast<uint64_t>(max));
@@ -55,8 +55,8 @@ std::unique_ptr<NumberGenerator> LengthGenerator(LengthDistribution d, int64_t m
       return std::make_unique<UniformGenerator>(static_cast<uint64_t>(min),
                                                 static_cast<uint64_t>(max));
     case LengthDistribution::kZipfian:
-      return std::make_unique<BoundedZipfianGenerator>(static_cast<uint64_t>(min),
-                                                       static_cast<uint64_t>(max));
+      return std::make_unique<YcsbZipfianGenerator>(static_cast<uint64_t>(min),
+                                                    static_cast<uint64_t>(max), zipfianconstant);
   }
   return nullptr;
 }
@@ -116,14 +116,18 @@ Result<CoreWorkloadOptions> CoreWorkloadOptions::FromProperties(const Properties
     o.requestdistribution = KeyDistribution::kUniform;
   } else if (dist == "zipfian") {
     o.requestdistribution = KeyDistribution::kZipfian;
+  } else if (dist == "orderedzipfian") {
+    o.requestdistribution = KeyDistribution::kOrderedZipfian;
   } else if (dist == "latest") {
     o.requestdistribution = KeyDistribution::kLatest;
   } else if (dist == "hotspot") {
     o.requestdistribution = KeyDistribution::kHotspot;
   } else {
     return Invalid("property requestdistribution=" + dist +
-                   ": expected uniform, zipfian, latest or hotspot");
+                   ": expected uniform, zipfian, orderedzipfian, latest or hotspot");
   }
+  NOVA_RETURN_NOT_OK(
+      Load(p.GetDouble("zipfianconstant", o.zipfianconstant), &o.zipfianconstant));
   NOVA_RETURN_NOT_OK(Load(p.GetInt("minscanlength", o.minscanlength), &o.minscanlength));
   NOVA_RETURN_NOT_OK(Load(p.GetInt("maxscanlength", o.maxscanlength), &o.maxscanlength));
   NOVA_RETURN_NOT_OK(ParseLengthDistribution(p, "scanlengthdistribution", "uniform", false,
@@ -183,6 +187,11 @@ Result<CoreWorkloadOptions> CoreWorkloadOptions::FromProperties(const Properties
     return Invalid("dataintegrity=true needs fieldlengthdistribution=constant "
                    "(values are derived from the key and must have a known length)");
   }
+  if (!ValidZipfianConstant(o.zipfianconstant)) {
+    return Invalid("property zipfianconstant=" + p.Get("zipfianconstant") +
+                   ": must be a finite number > 0 and != 1 (the zipfian's zeta math divides "
+                   "by 1 - constant)");
+  }
   if (o.requestdistribution == KeyDistribution::kLatest && o.recordcount < 2) {
     return Invalid("requestdistribution=latest needs recordcount >= 2");
   }
@@ -199,8 +208,8 @@ const std::vector<std::string>& KnownPropertyNames() {
       "fieldlength", "minfieldlength", "fieldlengthdistribution", "readallfields",
       "writeallfields", "dataintegrity", "readproportion", "updateproportion",
       "insertproportion", "scanproportion", "readmodifywriteproportion",
-      "requestdistribution", "minscanlength", "maxscanlength", "scanlengthdistribution",
-      "insertorder", "insertstart", "insertcount", "zeropadding", "hotspotdatafraction",
+      "requestdistribution", "zipfianconstant", "minscanlength", "maxscanlength",
+      "scanlengthdistribution", "insertorder", "insertstart", "insertcount", "zeropadding", "hotspotdatafraction",
       "hotspotopnfraction", "core_workload_insertion_retry_limit",
       "core_workload_insertion_retry_interval",
       // client
@@ -216,9 +225,9 @@ CoreWorkload::CoreWorkload(const CoreWorkloadOptions& options, Measurements* mea
     : options_(options),
       measurements_(measurements),
       field_length_(LengthGenerator(options.fieldlengthdistribution, options.minfieldlength,
-                                    options.fieldlength)),
+                                    options.fieldlength, options.zipfianconstant)),
       scan_length_(LengthGenerator(options.scanlengthdistribution, options.minscanlength,
-                                   options.maxscanlength)),
+                                   options.maxscanlength, options.zipfianconstant)),
       field_chooser_(0, static_cast<uint64_t>(options.fieldcount - 1)),
       load_keys_(static_cast<uint64_t>(options.insertstart)),
       // Run-phase inserts continue after the loaded records, as in YCSB.
@@ -228,20 +237,28 @@ CoreWorkload::CoreWorkload(const CoreWorkloadOptions& options, Measurements* mea
   }
   const auto start = static_cast<uint64_t>(options.insertstart);
   const auto count = static_cast<uint64_t>(options.insertcount);
+  // The zipfian key choosers' room for the run's inserts (YCSB's expectednewkeys).
+  const auto expected_new_keys =
+      static_cast<uint64_t>(static_cast<double>(options.operationcount) *
+                            options.insertproportion * kExpectedInsertFudge);
   switch (options.requestdistribution) {
     case KeyDistribution::kUniform:
       key_chooser_ = std::make_unique<UniformGenerator>(start, start + count - 1);
       break;
-    case KeyDistribution::kZipfian: {
-      const auto expected_new_keys = static_cast<uint64_t>(
-          static_cast<double>(options.operationcount) * options.insertproportion *
-          kExpectedInsertFudge);
-      key_chooser_ =
-          std::make_unique<ScrambledZipfianGenerator>(start, start + count + expected_new_keys);
+    case KeyDistribution::kZipfian:
+      key_chooser_ = std::make_unique<ScrambledZipfianGenerator>(
+          start, start + count + expected_new_keys, options.zipfianconstant);
       break;
-    }
+    case KeyDistribution::kOrderedZipfian:
+      // The same key space as kZipfian (room for the run's inserts; draws above the last
+      // acknowledged insert are redrawn by NextKeynum), without the scattering: key number
+      // `start` is the hottest. New keys land at the cold end.
+      key_chooser_ = std::make_unique<YcsbZipfianGenerator>(
+          start, start + count + expected_new_keys, options.zipfianconstant);
+      break;
     case KeyDistribution::kLatest:
-      key_chooser_ = std::make_unique<SkewedLatestGenerator>(&transaction_insert_keys_);
+      key_chooser_ = std::make_unique<SkewedLatestGenerator>(&transaction_insert_keys_,
+                                                             options.zipfianconstant);
       break;
     case KeyDistribution::kHotspot:
       key_chooser_ = std::make_unique<HotspotGenerator>(

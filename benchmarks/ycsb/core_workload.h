@@ -25,7 +25,10 @@
 
 namespace nova::ycsb {
 
-enum class KeyDistribution { kUniform, kZipfian, kLatest, kHotspot };
+// kZipfian: YCSB's scrambled zipfian (hot keys scattered over the key space);
+// kOrderedZipfian: the zipfian itself, key number insertstart the hottest, then its
+// neighbours (the Nova-LSM paper's access pattern).
+enum class KeyDistribution { kUniform, kZipfian, kOrderedZipfian, kLatest, kHotspot };
 enum class LengthDistribution { kConstant, kUniform, kZipfian };
 enum class Operation { kRead, kUpdate, kInsert, kScan, kReadModifyWrite };
 
@@ -48,6 +51,9 @@ struct CoreWorkloadOptions {
   double scanproportion = 0;
   double readmodifywriteproportion = 0;
   KeyDistribution requestdistribution = KeyDistribution::kUniform;
+  // The constant (theta) of every zipfian draw: request distributions zipfian,
+  // orderedzipfian and latest, zipfian scan and field lengths. > 0 and != 1.
+  double zipfianconstant = kZipfianConstant;
   int64_t minscanlength = 1;
   int64_t maxscanlength = 1000;
   LengthDistribution scanlengthdistribution = LengthDistribution::kUniform;

@@ -4,8 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "benchmarks/ycsb/record_codec.h"
 #include "tests/util/test_util.h"
@@ -200,12 +205,128 @@ TEST(CoreWorkloadTest, WriteAllFieldsAndSingleField) {
 }
 
 TEST(CoreWorkloadTest, KeyChoosersStayInKeySpace) {
-  for (const char* dist : {"uniform", "zipfian", "latest", "hotspot"}) {
+  for (const char* dist : {"uniform", "zipfian", "orderedzipfian", "latest", "hotspot"}) {
     Measurements m;
     CoreWorkload w(Options({{"requestdistribution", dist}, {"insertproportion", "0.5"}}), &m);
     Rng rng(9);
     for (int i = 0; i < 20000; ++i) EXPECT_LE(w.NextKeynum(&rng), 999u) << dist;
   }
+}
+
+
+// A fixed seed for the distribution tests below, printed so a failure names it.
+constexpr uint64_t kFixedSeed = 18;
+Rng FixedSeedRng(const char* test) {
+  std::printf("%s: seed %llu\n", test, static_cast<unsigned long long>(kFixedSeed));
+  return Rng(kFixedSeed);
+}
+
+// Draw counts of NextKeynum over `draws` draws; every key must be in [0, keys).
+std::vector<int> KeyCounts(CoreWorkload* w, Rng* rng, uint64_t keys, int draws) {
+  std::vector<int> counts(keys);
+  for (int i = 0; i < draws; ++i) {
+    const uint64_t k = w->NextKeynum(rng);
+    EXPECT_LT(k, keys);
+    if (k < keys) ++counts[k];
+  }
+  return counts;
+}
+
+TEST(CoreWorkloadTest, OrderedZipfianMakesKeyZeroTheHottest) {
+  Rng rng = FixedSeedRng("OrderedZipfianMakesKeyZeroTheHottest");
+  Measurements m;
+  CoreWorkload w(Options({{"requestdistribution", "orderedzipfian"}}), &m);
+  constexpr int kDraws = 100000;
+  const std::vector<int> counts = KeyCounts(&w, &rng, 1000, kDraws);
+  EXPECT_GT(counts[0], counts[1]);
+  EXPECT_GT(counts[1], counts[10]);
+  EXPECT_GT(counts[10], counts[999]);
+  // Key 0 draws 1/zeta(1000, 0.99) of the operations, key 1 2^-0.99 of that.
+  const double p0 = 1.0 / ZipfianZeta(1000, kZipfianConstant);
+  EXPECT_NEAR(counts[0] / double(kDraws), p0, 0.1 * p0);
+  EXPECT_NEAR(counts[1] / double(kDraws), p0 * std::pow(0.5, kZipfianConstant), 0.1 * p0);
+  // The scrambled zipfian's hottest key is elsewhere: YCSB's fnvhash64(0) % 1001 (its key
+  // space is [insertstart, insertstart + insertcount + expected inserts], both ends in).
+  CoreWorkload scrambled(Options({{"requestdistribution", "zipfian"}}), &m);
+  const std::vector<int> s = KeyCounts(&scrambled, &rng, 1000, kDraws);
+  EXPECT_EQ(std::max_element(s.begin(), s.end()) - s.begin(),
+            static_cast<long>(YcsbHash(0) % 1001));
+}
+
+TEST(CoreWorkloadTest, ZipfianConstantChangesTheSkew) {
+  Rng rng = FixedSeedRng("ZipfianConstantChangesTheSkew");
+  constexpr int kDraws = 100000;
+  double previous = 0;  // the share of keys 0..9 with the previous (smaller) constant
+  for (const char* theta : {"0.5", "0.99", "1.3"}) {
+    Measurements m;
+    CoreWorkload w(Options({{"requestdistribution", "orderedzipfian"},
+                            {"zipfianconstant", theta}}), &m);
+    EXPECT_EQ(w.options().zipfianconstant, std::stod(theta));
+    const std::vector<int> counts = KeyCounts(&w, &rng, 1000, kDraws);
+    int top = 0;
+    for (int i = 0; i < 10; ++i) top += counts[i];
+    const double share = top / double(kDraws);
+    std::printf("zipfianconstant %s: keys 0..9 draw %.3f\n", theta, share);
+    EXPECT_GT(share, previous + 0.05) << theta;
+    previous = share;
+  }
+}
+
+TEST(CoreWorkloadTest, ZipfianConstantReachesScanLengthsAndLatest) {
+  Rng rng = FixedSeedRng("ZipfianConstantReachesScanLengthsAndLatest");
+  // Scan lengths: with a steeper constant more scans have the minimum length.
+  auto ones = [&rng](const char* theta) {
+    Measurements m;
+    CoreWorkload w(Options({{"readproportion", "0"}, {"updateproportion", "0"},
+                            {"scanproportion", "1"}, {"scanlengthdistribution", "zipfian"},
+                            {"maxscanlength", "100"}, {"zipfianconstant", theta}}), &m);
+    MapDB db;
+    for (int i = 0; i < 1000; ++i) EXPECT_TRUE(w.DoInsert(&db, &rng));
+    int n = 0;
+    for (int i = 0; i < 5000; ++i) {
+      db.scan_lengths.clear();
+      w.DoTransaction(&db, &rng);
+      n += db.scan_lengths.count(1) > 0;
+    }
+    return n;
+  };
+  EXPECT_GT(ones("1.5"), ones("0.5") + 1000);
+  // latest: with a steeper constant more operations hit the newest key.
+  auto newest = [&rng](const char* theta) {
+    Measurements m;
+    CoreWorkload w(Options({{"requestdistribution", "latest"}, {"zipfianconstant", theta}}),
+                   &m);
+    int n = 0;
+    for (int i = 0; i < 20000; ++i) n += w.NextKeynum(&rng) == w.LastInsertedKeynum();
+    return n;
+  };
+  EXPECT_GT(newest("1.5"), newest("0.5") + 2000);
+}
+
+TEST(CoreWorkloadTest, OrderedZipfianGrowsWithInserts) {
+  // An insert-heavy run: the key space leaves room for the expected inserts (YCSB's
+  // fudge factor 2), reads never pick a key whose insert was not acknowledged, and the
+  // hot keys stay the first ones.
+  Rng rng = FixedSeedRng("OrderedZipfianGrowsWithInserts");
+  Measurements m;
+  CoreWorkload w(Options({{"requestdistribution", "orderedzipfian"},
+                          {"readproportion", "0.5"},
+                          {"updateproportion", "0"},
+                          {"insertproportion", "0.5"},
+                          {"dataintegrity", "true"}}),
+                 &m);
+  MapDB db;
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(w.DoInsert(&db, &rng));
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(w.DoTransaction(&db, &rng));
+  EXPECT_GT(w.LastInsertedKeynum(), 1000u + 400);
+  EXPECT_EQ(db.rows.size(), w.LastInsertedKeynum() + 1);
+  const MeasurementsSnapshot s = m.Snapshot();
+  EXPECT_EQ(s.returns[static_cast<int>(OpType::kRead)][static_cast<int>(ReturnCode::kNotFound)], 0u);
+  EXPECT_EQ(s.returns[static_cast<int>(OpType::kVerify)][static_cast<int>(ReturnCode::kOk)],
+            s.returns[static_cast<int>(OpType::kRead)][static_cast<int>(ReturnCode::kOk)]);
+  std::vector<int> counts = KeyCounts(&w, &rng, w.LastInsertedKeynum() + 1, 50000);
+  EXPECT_GT(counts[0], counts[1]);
+  EXPECT_GT(counts[1], counts[10]);
 }
 
 }  // namespace

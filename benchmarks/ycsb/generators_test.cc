@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <thread>
 #include <vector>
@@ -181,7 +183,7 @@ TEST(GeneratorsTest, DiscreteProportions) {
 
 TEST(GeneratorsTest, BoundedZipfianStaysInRange) {
   Rng rng(1);
-  BoundedZipfianGenerator g(1, 10);
+  YcsbZipfianGenerator g(1, 10);
   int ones = 0;
   for (int i = 0; i < 10000; ++i) {
     const uint64_t v = g.Next(&rng);
@@ -190,6 +192,119 @@ TEST(GeneratorsTest, BoundedZipfianStaysInRange) {
     ones += v == 1;
   }
   EXPECT_GT(ones, 2500);  // 1/zeta(10) ~ 0.34
+}
+
+// A fixed seed for the distribution tests below, printed so a failure names it.
+constexpr uint64_t kFixedSeed = 18;
+Rng FixedSeedRng(const char* test) {
+  std::printf("%s: seed %llu\n", test, static_cast<unsigned long long>(kFixedSeed));
+  return Rng(kFixedSeed);
+}
+
+TEST(GeneratorsTest, ZipfianZetaMatchesTheSum) {
+  for (double theta : {0.5, 0.99, 1.2, 2.0}) {
+    // Up to kZetaExactTerms: the sum itself.
+    EXPECT_EQ(ZipfianZeta(1000, theta), YcsbZipfianGenerator::Zeta(0, 1000, theta, 0));
+    // Above: the closed form agrees with summing every term.
+    for (uint64_t n : {kZetaExactTerms + 1, kZetaExactTerms + 12345, 3 * kZetaExactTerms}) {
+      const double exact = YcsbZipfianGenerator::Zeta(0, n, theta, 0);
+      EXPECT_NEAR(ZipfianZeta(n, theta), exact, 1e-11 * exact) << theta << " " << n;
+    }
+  }
+  // YCSB's precomputed zeta(10^10, 0.99) (a sum of 10^10 doubles, rounding included).
+  EXPECT_NEAR(ZipfianZeta(ScrambledZipfianGenerator::kItemCount, kZipfianConstant),
+              ScrambledZipfianGenerator::kZetan, 1e-9 * ScrambledZipfianGenerator::kZetan);
+}
+
+TEST(GeneratorsTest, ValidZipfianConstants) {
+  for (double ok : {1e-9, 0.5, 0.99, 0.999999, 1.000001, 1.5, 50.0}) {
+    EXPECT_TRUE(ValidZipfianConstant(ok)) << ok;
+  }
+  for (double bad : {0.0, -0.5, 1.0, std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+    EXPECT_FALSE(ValidZipfianConstant(bad)) << bad;
+  }
+}
+
+// The share of the `top` most frequent values among `draws` draws of `next`.
+template <typename Next>
+double TopShare(Next next, uint64_t items, int draws, size_t top) {
+  std::vector<int> counts(items);
+  for (int i = 0; i < draws; ++i) {
+    const uint64_t v = next();
+    EXPECT_LT(v, items);
+    if (v < items) ++counts[v];
+  }
+  std::sort(counts.rbegin(), counts.rend());
+  int sum = 0;
+  for (size_t i = 0; i < top; ++i) sum += counts[i];
+  return sum / double(draws);
+}
+
+TEST(GeneratorsTest, ZipfianConstantChangesTheSkew) {
+  Rng rng = FixedSeedRng("ZipfianConstantChangesTheSkew");
+  constexpr uint64_t kItems = 1000;
+  constexpr size_t kTop = 10;
+  double previous_ordered = 0;
+  std::map<double, double> scrambled_shares;
+  for (double theta : {0.5, 0.8, 0.99, 1.2}) {
+    YcsbZipfianGenerator ordered(0, kItems - 1, theta);
+    const double ordered_share = TopShare([&] { return ordered.Next(&rng); }, kItems, kDraws, kTop);
+    // Unscrambled: the top 10 items are items 0..9, whose weight the zipfian law gives
+    // (Gray's approximation is exact for items 0 and 1, close for the next ones).
+    double expected = 0;
+    for (uint64_t i = 1; i <= kTop; ++i) expected += 1.0 / std::pow(double(i), theta);
+    expected /= ZipfianZeta(kItems, theta);
+    EXPECT_NEAR(ordered_share, expected, 0.05) << theta;
+    EXPECT_GT(ordered_share, previous_ordered + 0.05) << theta;
+    previous_ordered = ordered_share;
+
+    ScrambledZipfianGenerator scrambled(0, kItems - 1, theta);
+    const double scrambled_share =
+        TopShare([&] { return scrambled.Next(&rng); }, kItems, kDraws, kTop);
+    scrambled_shares[theta] = scrambled_share;
+    std::printf("theta %.2f: top %zu of %llu keys draw %.3f (ordered), %.3f (scrambled)\n",
+                theta, kTop, static_cast<unsigned long long>(kItems), ordered_share,
+                scrambled_share);
+  }
+  // Scrambled over 10^10 items, a constant below 0.9 leaves 1000 keys nearly uniform (top
+  // 10: about 1%); from 0.99 on the skew shows.
+  EXPECT_LT(scrambled_shares[0.5], 0.02);
+  EXPECT_GT(scrambled_shares[0.99], scrambled_shares[0.5] + 0.05);
+  EXPECT_GT(scrambled_shares[1.2], scrambled_shares[0.99] + 0.1);
+}
+
+TEST(GeneratorsTest, ScrambledZipfianWithAnotherConstantKeepsYcsbHottestKey) {
+  Rng rng = FixedSeedRng("ScrambledZipfianWithAnotherConstantKeepsYcsbHottestKey");
+  constexpr uint64_t kItems = 10000;
+  constexpr double kTheta = 1.2;
+  ScrambledZipfianGenerator g(0, kItems - 1, kTheta);
+  std::vector<int> counts(kItems);
+  for (int i = 0; i < kDraws; ++i) ++counts[g.Next(&rng)];
+  const uint64_t hottest = YcsbHash(0) % kItems;
+  EXPECT_EQ(std::max_element(counts.begin(), counts.end()) - counts.begin(),
+            static_cast<long>(hottest));
+  // Item 0 of 10^10 draws 1/zeta(10^10, 1.2).
+  const double p0 = 1.0 / ZipfianZeta(ScrambledZipfianGenerator::kItemCount, kTheta);
+  EXPECT_NEAR(counts[hottest] / double(kDraws), p0, 0.1 * p0);
+}
+
+TEST(GeneratorsTest, ExtremeConstantsStayInRange) {
+  Rng rng = FixedSeedRng("ExtremeConstantsStayInRange");
+  for (double theta : {1e-9, 0.999999, 1.000001, 50.0, 1e6}) {
+    YcsbZipfianGenerator ordered(5, 1004, theta);
+    ScrambledZipfianGenerator scrambled(5, 1004, theta);
+    AcknowledgedCounterGenerator counter(1000);
+    SkewedLatestGenerator latest(&counter, theta);
+    for (int i = 0; i < 10000; ++i) {
+      const uint64_t o = ordered.Next(&rng), s = scrambled.Next(&rng);
+      ASSERT_GE(o, 5u) << theta;
+      ASSERT_LE(o, 1004u) << theta;
+      ASSERT_GE(s, 5u) << theta;
+      ASSERT_LE(s, 1004u) << theta;
+      ASSERT_LE(latest.Next(&rng), 999u) << theta;
+      ASSERT_LT(ordered.NextBounded(&rng, 2000), 5u + 2000) << theta;
+    }
+  }
 }
 
 }  // namespace

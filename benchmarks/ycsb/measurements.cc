@@ -160,6 +160,10 @@ std::string ExportText(const MeasurementsSnapshot& m, uint64_t runtime_us, uint6
   const double throughput =
       runtime_us == 0 ? 0.0 : 1e6 * static_cast<double>(operations) / static_cast<double>(runtime_us);
   line("OVERALL", "Throughput(ops/sec)", FormatDouble(throughput));
+  // Not in YCSB's report: the count the throughput was computed from, so that scripts can
+  // relate per-run counters (context switches, CPU) to operations without the rounding of
+  // RunTime(ms).
+  line("OVERALL", "Operations", std::to_string(operations));
 
   auto latency_lines = [&](const std::string& section, const HistogramSnapshot& h) {
     line(section, "Operations", std::to_string(h.count()));

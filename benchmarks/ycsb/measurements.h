@@ -3,10 +3,12 @@
 //
 //   [OVERALL], RunTime(ms), 10110
 //   [OVERALL], Throughput(ops/sec), 98.91
+//   [OVERALL], Operations, 1000            (not in YCSB's: the operations counted)
 //   [READ], Operations, 511
 //   [READ], AverageLatency(us), 465.56
 //   [READ], MinLatency(us), 265
 //   [READ], MaxLatency(us), 10791
+//   [READ], 50thPercentileLatency(us), 431
 //   [READ], 95thPercentileLatency(us), 649
 //   [READ], 99thPercentileLatency(us), 1017
 //   [READ], Return=OK, 511

@@ -72,6 +72,7 @@ TEST(ExportTest, YcsbTextFormat) {
   const char* expected[] = {
       "[OVERALL], RunTime(ms), 2000\n",
       "[OVERALL], Throughput(ops/sec), 52.0\n",
+      "[OVERALL], Operations, 104\n",
       "[READ], Operations, 100\n",
       "[READ], AverageLatency(us), 50.5\n",
       "[READ], MinLatency(us), 1\n",

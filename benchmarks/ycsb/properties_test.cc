@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "benchmarks/ycsb/client.h"
 #include "benchmarks/ycsb/command_line.h"
 #include "benchmarks/ycsb/core_workload.h"
@@ -94,6 +96,7 @@ TEST(WorkloadOptionsTest, DefaultsAreYcsbs) {
   EXPECT_DOUBLE_EQ(o->readproportion, 0.95);
   EXPECT_DOUBLE_EQ(o->updateproportion, 0.05);
   EXPECT_EQ(o->requestdistribution, KeyDistribution::kUniform);
+  EXPECT_DOUBLE_EQ(o->zipfianconstant, 0.99);
   EXPECT_FALSE(o->orderedinserts);
   EXPECT_EQ(o->insertcount, 1000);
   EXPECT_EQ(o->maxscanlength, 1000);
@@ -109,7 +112,14 @@ TEST(WorkloadOptionsTest, RejectsBadInputWithClearMessages) {
     const char* expect;  // substring of the message
   };
   const Case cases[] = {
-      {"requestdistribution", "gaussian", "uniform, zipfian, latest or hotspot"},
+      {"requestdistribution", "gaussian", "uniform, zipfian, orderedzipfian, latest or hotspot"},
+      {"zipfianconstant", "1", "zipfianconstant=1: must be a finite number > 0 and != 1"},
+      {"zipfianconstant", "0", "zipfianconstant=0"},
+      {"zipfianconstant", "-0.5", "zipfianconstant=-0.5"},
+      {"zipfianconstant", "1.0", "zipfianconstant=1.0"},
+      {"zipfianconstant", "nan", "zipfianconstant=nan"},
+      {"zipfianconstant", "inf", "zipfianconstant=inf"},
+      {"zipfianconstant", "steep", "zipfianconstant=steep"},
       {"insertorder", "random", "hashed or ordered"},
       {"scanlengthdistribution", "constant", "uniform or zipfian"},
       {"fieldlengthdistribution", "histogram", "constant, uniform or zipfian"},
@@ -132,6 +142,18 @@ TEST(WorkloadOptionsTest, RejectsBadInputWithClearMessages) {
     EXPECT_NE(o.status().message().find(c.expect), std::string::npos)
         << c.name << "=" << c.value << ": " << o.status().ToString();
   }
+}
+
+TEST(WorkloadOptionsTest, OrderedZipfianAndZipfianConstant) {
+  Properties p = Valid();
+  p.Set("requestdistribution", "orderedzipfian");
+  p.Set("zipfianconstant", "1.2");
+  Result<CoreWorkloadOptions> o = CoreWorkloadOptions::FromProperties(p);
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->requestdistribution, KeyDistribution::kOrderedZipfian);
+  EXPECT_DOUBLE_EQ(o->zipfianconstant, 1.2);
+  const std::vector<std::string>& known = KnownPropertyNames();
+  EXPECT_NE(std::find(known.begin(), known.end(), "zipfianconstant"), known.end());
 }
 
 TEST(WorkloadOptionsTest, DataIntegrityNeedsConstantFieldLength) {
