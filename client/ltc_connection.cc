@@ -90,6 +90,15 @@ Result<std::shared_ptr<LtcConnection>> LtcConnection::Open(const std::string& ad
       return s;
     }
   }
+  if (direct) {
+    // Lets the LTC serve each request on the connection's reader (no hand-off). An older
+    // LTC answers with an error: it serves them as any others then.
+    auto [s, payload] = CallAndWait(c.get(), ltc::ClientMsg::kDeclareSynchronous, "", deadline);
+    if (!s.ok() && !c->healthy()) {
+      c->Close();
+      return s.Prepend("declaring the connection to LTC " + address + " synchronous");
+    }
+  }
   return c;
 }
 

@@ -15,10 +15,12 @@
 // with a connection-level PermissionDenied naming --client_secret_file.
 //
 // Direct connections (ConnectDirect) have no reader thread: the caller of Call sends its
-// request and reads the response itself, so a synchronous request costs one wake-up on
-// each side of the wire instead of two here (the reader's, then the caller's). They carry
-// one call at a time; a call that times out fails the connection (its late response must
-// not be taken for the next call's).
+// request and reads the response itself, so a synchronous request costs one wake-up here
+// instead of two (the reader's, then the caller's). They carry one call at a time, and
+// say so to the LTC (ClientMsg::kDeclareSynchronous), which then serves each request on
+// the connection's reader instead of handing it to a worker: one wake-up fewer there too.
+// A call that times out fails the connection (its late response must not be taken for
+// the next call's).
 //
 // Thread safety: thread-safe; a direct connection takes one call at a time (its user holds
 // it exclusively, e.g. checked out of a pool). Callbacks run on the reader thread (on the
@@ -67,7 +69,8 @@ class LtcConnection {
 
   // Sends a request of `type`; `done` runs exactly once: with the response, the LTC's
   // error, the connection's failure, or TimedOut at `deadline`. On a direct connection it
-  // runs before Call returns. REQUIRES (direct): no other call in progress.
+  // runs on the calling thread before Call returns, unless a concurrent Close() fails the
+  // call (then on the closing thread). REQUIRES (direct): no other call in progress.
   void Call(uint16_t type, std::string_view payload, Deadline deadline, CallCallback done)
       EXCLUDES(mu_, write_mu_);
   // False once the connection has failed or was closed.

@@ -183,9 +183,15 @@ struct NovaClient::Impl {
   mutable Mutex mu;
   RoutingTable table GUARDED_BY(mu);
   std::map<std::string, std::vector<std::shared_ptr<LtcConnection>>> pools GUARDED_BY(mu);
-  // Idle direct connections (LtcConnection::ConnectDirect) by address: a blocking call
-  // takes one for itself, so there are about as many as threads calling at once.
-  std::map<std::string, std::vector<std::shared_ptr<LtcConnection>>> idle_direct GUARDED_BY(mu);
+  // Direct connections (LtcConnection::ConnectDirect) by address: a blocking call takes
+  // one for itself, so there are about as many as threads calling at once, at most
+  // options.max_direct_per_ltc (`open`: idle and taken).
+  struct DirectPool {
+    std::vector<std::shared_ptr<LtcConnection>> idle;
+    int open = 0;
+    MonoTime retry_after{};  // no new one before (connecting one failed)
+  };
+  std::map<std::string, DirectPool> direct GUARDED_BY(mu);
   // What each LTC reported of its limits on the newest connection to it (by address).
   std::map<std::string, ltc::ClientLimits> limits GUARDED_BY(mu);
   uint64_t round_robin GUARDED_BY(mu) = 0;
@@ -282,42 +288,61 @@ struct NovaClient::Impl {
   }
 
   // A direct connection to `address` for the caller alone: an idle one, or a new one
-  // (which describes its LTC first). Give it back with ReturnDirect.
+  // (which describes its LTC first). Give it back with ReturnDirect. Unavailable when the
+  // caller should use the pipelined connections instead: options.max_direct_per_ltc are
+  // open to that LTC already, or connecting one failed less than kDirectRetryAfter ago (an
+  // LTC at its --ltc_max_connections, or down: the pipelined path then reports why).
   Result<std::shared_ptr<LtcConnection>> CheckoutDirect(const std::string& address,
                                                         Deadline deadline) EXCLUDES(mu) {
+    constexpr auto kDirectRetryAfter = std::chrono::seconds(1);
     {
       MutexLock l(&mu);
-      auto& idle = idle_direct[address];
-      while (!idle.empty()) {
-        std::shared_ptr<LtcConnection> c = std::move(idle.back());
-        idle.pop_back();
+      DirectPool& pool = direct[address];
+      while (!pool.idle.empty()) {
+        std::shared_ptr<LtcConnection> c = std::move(pool.idle.back());
+        pool.idle.pop_back();
         if (c->healthy()) return c;
+        --pool.open;
       }
+      if (pool.open >= std::max(0, options.max_direct_per_ltc) || MonoNow() < pool.retry_after) {
+        return Status::Unavailable("no direct connection to LTC " + address);
+      }
+      ++pool.open;  // reserved for the one connected below
     }
     const Deadline connect_deadline =
         Deadline(std::min(deadline.when(), MonoNow() + options.connect_timeout));
     auto c = LtcConnection::ConnectDirect(address, connect_deadline, options.max_response_bytes,
                                           options.client_secret);
-    if (!c.ok()) return c.status();
-    auto [s, payload] = CallOnce(c.value().get(), ClientMsg::kDescribe, "", deadline);
+    Status s = c.status();
     ltc::DescribeResponse d;
-    if (s.ok()) s = ltc::DecodeDescribeResponse(payload, &d);
-    if (!s.ok()) {
-      c.value()->Close();
-      return s.Prepend("describing LTC " + address);
+    if (s.ok()) {
+      std::string payload;
+      std::tie(s, payload) = CallOnce(c.value().get(), ClientMsg::kDescribe, "", deadline);
+      if (s.ok()) s = ltc::DecodeDescribeResponse(payload, &d);
+      if (!s.ok()) c.value()->Close();
     }
     MutexLock l(&mu);
+    if (!s.ok()) {
+      DirectPool& pool = direct[address];
+      --pool.open;
+      pool.retry_after = MonoNow() + kDirectRetryAfter;
+      return s.Prepend("direct connection to LTC " + address);
+    }
     limits[address] = d.limits;
     return c.value();
   }
 
-  // Keeps a healthy direct connection for the next blocking call (a bounded number).
+  // Gives back a direct connection taken with CheckoutDirect: kept for the next blocking
+  // call while healthy, else dropped.
   void ReturnDirect(const std::string& address, std::shared_ptr<LtcConnection> c) EXCLUDES(mu) {
-    constexpr size_t kMaxIdleDirect = 64;
-    if (!c->healthy()) return;
+    const bool keep = c->healthy();
     MutexLock l(&mu);
-    auto& idle = idle_direct[address];
-    if (idle.size() < kMaxIdleDirect) idle.push_back(std::move(c));
+    DirectPool& pool = direct[address];
+    if (keep) {
+      pool.idle.push_back(std::move(c));
+    } else {
+      --pool.open;
+    }
   }
 
   // Sends `op` on a direct connection and waits for its answer on this thread.
@@ -325,8 +350,9 @@ struct NovaClient::Impl {
       EXCLUDES(mu) {
     auto conn = CheckoutDirect(address, op->deadline);
     if (!conn.ok()) {
+      // Through the pipelined connections at once (they report an LTC that is down).
       op->direct = false;
-      Retry(op, conn.status());
+      Execute(op);
       return;
     }
     const std::string payload = op->encode(epoch);
@@ -348,10 +374,13 @@ struct NovaClient::Impl {
                        });
     auto [s, response] = f.get();
     ReturnDirect(address, std::move(conn.value()));
+    op->direct = false;  // a retry goes through the pipelined connections
     if (s.ok()) {
       op->done(s, std::move(response));
+    } else if (s.IsNetworkError() && !op->deadline.Expired()) {
+      // E.g. an idle direct connection the LTC closed (restarted): again at once.
+      Execute(op);
     } else {
-      op->direct = false;
       Retry(op, s);
     }
   }
@@ -464,8 +493,12 @@ struct NovaClient::Impl {
     for (WritePart& part : *parts) {
       // One part: the caller waits for it alone, on a direct connection.
       part.direct = parts->size() == 1 && options.direct_calls;
-      auto conn = part.direct ? CheckoutDirect(part.address, deadline)
-                              : Connection(part.address, -1, deadline, nullptr);
+      Result<std::shared_ptr<LtcConnection>> conn = Status::Unavailable("");
+      if (part.direct) {
+        conn = CheckoutDirect(part.address, deadline);
+        part.direct = conn.ok();
+      }
+      if (!part.direct) conn = Connection(part.address, -1, deadline, nullptr);
       if (!conn.ok()) return conn.status().Prepend(part.Name());
       part.conn = std::move(conn.value());
       NOVA_RETURN_NOT_OK_PREPEND(CheckLimits(part.address, part.request, part.payload.size()),
@@ -696,6 +729,13 @@ Status NovaClient::Write(const std::vector<ltc::BatchEntry>& batch) {
   for (;;) {
     std::vector<WritePart> parts;
     Status last = impl_->PrepareWrite(*todo, deadline, &parts);
+    if (!last.ok()) {
+      for (WritePart& part : parts) {
+        if (part.direct && part.conn != nullptr) {
+          impl_->ReturnDirect(part.address, std::move(part.conn));
+        }
+      }
+    }
     if (!last.ok() && !RetryPolicy::Retryable(last)) {
       return WithOutcome(last.Prepend("Write"), sent_any);
     }

@@ -97,6 +97,9 @@ struct ClientOptions {
   // (LtcConnection::ConnectDirect: one wake-up fewer per call); false: over the pipelined
   // connections above, as the *Async calls always do.
   bool direct_calls = true;
+  // At most this many direct connections to one LTC (the LTC's --ltc_max_connections
+  // counts them): further blocking calls use the pipelined connections.
+  int max_direct_per_ltc = 64;
   // Deadline of each operation, retries included.
   std::chrono::milliseconds timeout{10000};
   std::chrono::milliseconds connect_timeout{2000};

@@ -82,7 +82,11 @@ void RpcEndpoint::Call(PeerId peer, uint16_t type, std::string_view payload, Dea
     p.done = std::move(done);
     if (deadline.when() != MonoTime::max()) {
       p.deadline = deadlines_.emplace(deadline.when(), id);
-      if (*p.deadline == deadlines_.begin()) cv_.NotifyAll();
+      // The timeout thread wakes by itself by then, or earlier: no wake-up per call.
+      if (deadline.when() < timeout_wakes_at_) {
+        timeout_wakes_at_ = deadline.when();
+        cv_.NotifyAll();
+      }
     }
   }
   std::string msg = wire::EncodeMessage(type, id, payload);
@@ -134,16 +138,16 @@ bool RpcEndpoint::TakePending(uint64_t request_id, Pending* out) {
 }
 
 void RpcEndpoint::TimeoutLoop() {
+  // Sleeps at most this long, so a call whose deadline is later need not wake it.
+  constexpr auto kCheckInterval = std::chrono::milliseconds(100);
   MutexLock lock(&mu_);
   while (!stopping_) {
-    if (deadlines_.empty()) {
-      cv_.Wait(&lock);
-      continue;
-    }
     // Copy the time: the entry may be erased while we wait.
-    const MonoTime first = deadlines_.begin()->first;
-    if (first > MonoNow()) {
-      cv_.WaitUntil(&lock, first);
+    const MonoTime now = MonoNow();
+    const MonoTime first = deadlines_.empty() ? MonoTime::max() : deadlines_.begin()->first;
+    if (first > now) {
+      timeout_wakes_at_ = std::min(first, now + kCheckInterval);
+      cv_.WaitUntil(&lock, timeout_wakes_at_);
       continue;
     }
     auto it = pending_.find(deadlines_.begin()->second);

@@ -176,10 +176,13 @@ class RpcEndpoint : public transport::TransportHandler {
   std::vector<EndpointObserver*> observers_;
 
   mutable Mutex mu_;
-  CondVar cv_;  // signalled when a deadline is added and by the destructor
+  // Signalled when a deadline before timeout_wakes_at_ is added, and by the destructor.
+  CondVar cv_;
   uint64_t next_request_id_ GUARDED_BY(mu_) = 1;
   std::unordered_map<uint64_t, Pending> pending_ GUARDED_BY(mu_);
   DeadlineMap deadlines_ GUARDED_BY(mu_);
+  // When the timeout thread wakes next by itself: a call with an earlier deadline wakes it.
+  MonoTime timeout_wakes_at_ GUARDED_BY(mu_) = MonoTime::min();
   bool stopping_ GUARDED_BY(mu_) = false;
   // Started by the constructor and joined by the destructor, the only two places that touch
   // it (so it needs no lock).

@@ -39,6 +39,8 @@ TcpLane::~TcpLane() {
 
 void TcpLane::Queue(const FrameHeader& h, const char* data, uint64_t length, std::string owned,
                     bool uses_owned, RegionPin pin) {
+  // Replies go in the order of the ops they answer: deferred acknowledgments first.
+  if (!deferred_acks_.empty()) ReleaseDeferredAcks();
   OutFrame& f = out_.emplace_back();
   EncodeFrameHeader(h, f.header);
   f.data = data;
@@ -46,6 +48,12 @@ void TcpLane::Queue(const FrameHeader& h, const char* data, uint64_t length, std
   f.uses_owned = uses_owned;
   f.length = length;
   f.pin = std::move(pin);
+}
+
+void TcpLane::ReleaseDeferredAcks() {
+  std::vector<uint64_t> ids;
+  ids.swap(deferred_acks_);
+  for (uint64_t id : ids) QueueReply(FrameType::kAck, id, Status::OK());
 }
 
 void TcpLane::QueueReply(FrameType type, uint64_t op_id, const Status& s) {
@@ -263,7 +271,8 @@ Status TcpLane::FinishFrame() {
   rx_state_ = RxState::kHeader;
   switch (rx_.type) {
     case FrameType::kSend:
-      QueueReply(FrameType::kAck, rx_.op_id, Status::OK());
+      if (deferred_acks_.empty()) deferred_since_ = MonoNow();
+      deferred_acks_.push_back(rx_.op_id);
       env_.handler->OnMessage(peer_, rx_owned_);
       break;
     case FrameType::kWrite:

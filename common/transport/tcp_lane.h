@@ -59,6 +59,16 @@ class TcpLane {
   // Writes queued frames until done or the socket is full. Non-OK: lane broken.
   Status Flush();
   bool HasPendingOutput() const { return !out_.empty(); }
+
+  // Acknowledgments of received SENDs are deferred: they go out in front of the next frame
+  // queued to the peer (a response, a request), so a request and its answer cost one
+  // message each way instead of two, or when the transport releases them (its ack delay).
+  // Only a SEND's completion waits for them (WRITE and READ replies are never deferred),
+  // and nothing waits on that but error reporting.
+  bool HasDeferredAcks() const { return !deferred_acks_.empty(); }
+  MonoTime deferred_since() const { return deferred_since_; }
+  // Queues the deferred acknowledgments, in order.
+  void ReleaseDeferredAcks();
   // Completes every pending operation with `why` (the lane is going away).
   void FailAll(const Status& why);
   size_t pending_ops() const { return pending_.size(); }
@@ -99,6 +109,8 @@ class TcpLane {
   uint64_t next_op_id_ = 1;
   std::deque<PendingOp> pending_;  // in posting order; replies arrive in the same order
   std::deque<OutFrame> out_;
+  std::vector<uint64_t> deferred_acks_;  // op ids of received SENDs, in order
+  MonoTime deferred_since_{};            // when the first of them was deferred
 
   // Receive side.
   SocketReader in_;  // reads fd_ (which it does not own)

@@ -169,9 +169,11 @@ void TcpTransport::RunTasks(XchgThread* t) {
 }
 
 void TcpTransport::XchgLoop(XchgThread* t) {
+  PinCurrentThreadToLane(t->index);
   epoll_event events[kMaxEvents];
+  int timeout_ms = -1;  // until the oldest deferred acknowledgment is due
   while (!t->stop) {
-    int n = ::epoll_wait(t->epoll_fd, events, kMaxEvents, -1);
+    int n = ::epoll_wait(t->epoll_fd, events, kMaxEvents, timeout_ms);
     if (n < 0) {
       if (errno == EINTR) continue;
       LOG(ERROR) << "epoll_wait failed on xchg thread " << t->index << ": " << std::strerror(errno);
@@ -201,6 +203,7 @@ void TcpTransport::XchgLoop(XchgThread* t) {
       }
     }
     FlushDirty(t);
+    timeout_ms = ReleaseDueAcks(t);
   }
   // Shutting down: everything still pending fails.
   std::vector<std::pair<PeerId, uint64_t>> open;
@@ -210,6 +213,26 @@ void TcpTransport::XchgLoop(XchgThread* t) {
   t->exited = true;
   for (auto& task : t->tasks) task(*t);
   t->tasks.clear();
+}
+
+int TcpTransport::ReleaseDueAcks(XchgThread* t) {
+  const MonoTime now = MonoNow();
+  MonoTime next = MonoTime::max();
+  for (auto& [peer, slot] : t->lanes) {
+    TcpLane* lane = slot.lane.get();
+    if (!lane->HasDeferredAcks()) continue;
+    const MonoTime due = lane->deferred_since() + kAckDelay;
+    if (due <= now) {
+      lane->ReleaseDeferredAcks();
+      t->dirty.push_back(peer);
+    } else {
+      next = std::min(next, due);
+    }
+  }
+  FlushDirty(t);
+  if (next == MonoTime::max()) return -1;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
+  return static_cast<int>(std::max<int64_t>(1, ms));
 }
 
 void TcpTransport::FlushDirty(XchgThread* t) {

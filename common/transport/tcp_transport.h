@@ -20,6 +20,7 @@
 // Thread safety: all public methods are thread-safe.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -120,6 +121,11 @@ class TcpTransport final : public Transport {
   void RunTasks(XchgThread* t);
   void PostTask(int lane, Task task);
   void FlushDirty(XchgThread* t);
+  // Sends the deferred acknowledgments (TcpLane::HasDeferredAcks) of t's lanes that are
+  // kAckDelay old; returns the epoll timeout until the next is due (ms, -1: none).
+  int ReleaseDueAcks(XchgThread* t);
+  // How long a received SEND's acknowledgment may wait for a frame to ride with.
+  static constexpr std::chrono::milliseconds kAckDelay{1};
   void UpdateInterest(XchgThread* t, XchgThread::Slot* slot);
   // Fails an op whose lane is gone.
   Status LaneGoneStatus() const;

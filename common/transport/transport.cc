@@ -42,7 +42,14 @@ Result<std::unique_ptr<Transport>> NewTransport(const TransportOptions& options,
   return Status::InvalidArgument("unknown transport backend");
 }
 
+namespace {
+thread_local int pinned_lane = -1;
+}  // namespace
+
+void PinCurrentThreadToLane(int lane) { pinned_lane = lane; }
+
 int LaneForCurrentThread(int lanes) {
+  if (pinned_lane >= 0) return lanes <= 0 ? 0 : pinned_lane % lanes;
   // Threads are numbered on first use, so a thread's ops stay on one lane (in order) and
   // threads spread evenly over the lanes.
   static std::atomic<int> next_thread{0};

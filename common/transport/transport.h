@@ -214,7 +214,10 @@ class Transport {
 Result<std::unique_ptr<Transport>> NewTransport(const TransportOptions& options,
                                                 TransportHandler* handler);
 
-// Picks the default lane for the calling thread: stable per thread.
+// Picks the default lane for the calling thread: stable per thread. On a thread pinned
+// with PinCurrentThreadToLane (a tcp xchg thread: its own lane) that lane, modulo `lanes`,
+// so what an xchg thread posts (a reply served on it) needs no hand-off to another one.
 int LaneForCurrentThread(int lanes);
+void PinCurrentThreadToLane(int lane);
 
 }  // namespace nova::transport

@@ -56,6 +56,7 @@ const char* ClientMsgName(uint16_t type) {
     case ClientMsg::kApproximateSizes: return "ApproximateSizes";
     case ClientMsg::kCompactRange: return "CompactRange";
     case ClientMsg::kRangeStats: return "RangeStats";
+    case ClientMsg::kDeclareSynchronous: return "DeclareSynchronous";
     case ClientMsg::kAuthChallenge: return "AuthChallenge";
     case ClientMsg::kAuthenticate: return "Authenticate";
   }

@@ -46,6 +46,11 @@ enum class ClientMsg : uint16_t {
   kApproximateSizes = 0x030A,  // spans within owned ranges -> approximate bytes of each
   kCompactRange = 0x030B,      // span within one owned range: flush, compact; when done
   kRangeStats = 0x030C,        // -> per owned range: levels, memtables [, tables]
+  // A connection's own settings, answered by the connection listener itself, never by a
+  // request handler: the client sends one request at a time on this connection and waits
+  // for its answer (a direct connection), so the LTC may serve each on the connection's
+  // reader thread. (empty) -> (empty). An older LTC answers with an error, harmlessly.
+  kDeclareSynchronous = 0x033D,
   // The client authentication handshake (client_auth.h), answered by the connection
   // listener itself, never by a request handler. Taken from the top of the client types,
   // so that data requests keep growing from the bottom.

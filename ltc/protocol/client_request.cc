@@ -70,6 +70,7 @@ Status DecodeClientRequest(uint16_t type, std::string_view payload, ClientReques
       return DecodeCompactRangeRequest(payload, &out->compact);
     case ClientMsg::kRangeStats:
       return DecodeRangeStatsRequest(payload, &out->stats);
+    case ClientMsg::kDeclareSynchronous:
     case ClientMsg::kAuthChallenge:
     case ClientMsg::kAuthenticate:
       break;  // the handshake (client_auth.h): the connection listener's, not a request

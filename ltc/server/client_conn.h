@@ -9,6 +9,7 @@
 // Thread safety: thread-safe. mu_ and write_mu_ are leaves (never held together).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -77,6 +78,11 @@ class ClientConn {
   // Shuts the socket down and wakes a reader waiting in BeginRequest (shutdown).
   void StopReading() EXCLUDES(mu_);
 
+  // The client declared that it sends one request at a time here and waits for each
+  // (ClientMsg::kDeclareSynchronous): requests may be served on the reader thread.
+  void DeclareSynchronous() { synchronous_.store(true, std::memory_order_relaxed); }
+  bool synchronous() const { return synchronous_.load(std::memory_order_relaxed); }
+
   void AddSnapshot(uint64_t snapshot_id, Snap snap) EXCLUDES(mu_);
   // Copies snapshot `snapshot_id` to *out; NotFound ("no snapshot N on this connection")
   // if the client holds no such snapshot here.
@@ -90,6 +96,7 @@ class ClientConn {
   const uint64_t id_;
   const std::chrono::milliseconds write_timeout_;
   ClientMetrics* const metrics_;  // must outlive this
+  std::atomic<bool> synchronous_{false};
 
   Mutex write_mu_;  // serializes responses
   bool broken_ GUARDED_BY(write_mu_) = false;  // a write failed, the socket is shut down

@@ -285,13 +285,21 @@ void ConnectionListener::ServeRequests(const std::shared_ptr<ClientConn>& conn) 
       if (!HandleAuth(conn.get(), h, payload, &nonce, &authenticated)) return;
       continue;
     }
+    if (h.type == static_cast<uint16_t>(ClientMsg::kDeclareSynchronous)) {
+      conn->DeclareSynchronous();
+      conn->Send(wire::EncodeMessage(h.type, h.request_id, "", wire::kFlagResponse));
+      continue;
+    }
     metrics_->requests->Increment();
     bool alone = false;
     if (!conn->BeginRequest(options_.max_inflight_per_connection, payload.size(),
                             options_.max_request_bytes, &alone)) {
       return;
     }
-    const bool may_run_inline = alone && in.buffered_bytes() == 0;
+    // Only a connection declared synchronous: on a pipelined one the next request may be
+    // in the socket already, and a request that waits (a write stall, a recovering range)
+    // would hold up the connection's others.
+    const bool may_run_inline = conn->synchronous() && alone && in.buffered_bytes() == 0;
     Status taken = handler_(conn, h.type, h.request_id, std::string(payload), may_run_inline);
     if (!taken.ok()) {
       conn->EndRequest(payload.size());

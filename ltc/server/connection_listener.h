@@ -62,8 +62,9 @@ struct ConnectionListenerOptions {
 
 // Takes one request read from `conn` (on its reader thread): runs it, on that thread or by
 // handing it to a worker, and calls conn->EndRequest(payload.size()) once it is answered.
-// `may_run_inline` is true when nothing else of the connection waits for its reader: no
-// other request of it is in flight and no byte of a next one has been received yet. Then
+// `may_run_inline` is true when nothing else of the connection waits for its reader: its
+// client declared it synchronous (ClientMsg::kDeclareSynchronous: one request at a time),
+// no other request of it is in flight and no byte of a next one has been received. Then
 // running the request on the reader thread costs the connection nothing and saves the
 // hand-off (a wake-up of a worker; docs/ltc_server.md "Threads"). A non-OK return means it
 // was not taken: the listener ends the request and answers it with that error.

@@ -220,6 +220,7 @@ Result<std::string> LtcServer::Handle(ClientConn* conn, const ClientRequest& r) 
       return HandleCompactRange(*t, r);
     case ClientMsg::kRangeStats:
       return HandleRangeStats(*t, r);
+    case ClientMsg::kDeclareSynchronous:
     case ClientMsg::kAuthChallenge:
     case ClientMsg::kAuthenticate:
       break;  // answered by the connection listener; DecodeClientRequest refuses them

@@ -67,6 +67,72 @@ TEST(LtcServerTest, NewAssignmentAddsAndRemovesRanges) {
   server.Shutdown();
 }
 
+// Blocking calls go over direct connections, declared synchronous: the LTC serves them on
+// the connection's reader. Pipelined connections (the *Async calls, direct_calls off) are
+// always served by the workers.
+TEST(LtcServerTest, OnlySynchronousConnectionsAreServedInline) {
+  const std::string dir = test::TestTempDir("ltc_server_test_inline");
+  auto all = EqualRanges(2);
+  ASSERT_TRUE(all.ok());
+  LtcAssignment a;
+  a.epoch = 1;
+  a.ranges = all.value();
+  StaticAssignmentSource source(a);
+  MetricsRegistry metrics;
+  LtcServer server(LtcServerOptions(), &source,
+                   LevelDbBackendFactory({.dir = dir, .write_buffer_bytes = 1 << 20}), &metrics);
+  ASSERT_TRUE(server.Init().ok());
+  ASSERT_TRUE(server.Start().ok());
+  Counter* inline_served = metrics.GetCounter("ltc_client_served_inline_total", "");
+  Counter* requests = metrics.GetCounter("ltc_client_requests_total", "");
+
+  client::ClientOptions co;
+  co.ltcs = {server.address()};
+  client::NovaClient direct(co);
+  ASSERT_TRUE(direct.Init().ok());
+  for (int i = 0; i < 20; ++i) {
+    const std::string key = std::string(1, static_cast<char>(i * 12)) + "k";
+    ASSERT_TRUE(direct.Put(key, "v" + std::to_string(i)).ok());
+    ASSERT_EQ(direct.Get(key).value(), "v" + std::to_string(i));
+  }
+  ASSERT_TRUE(
+      direct.Write({{ltc::BatchOp::kPut, "ab", "1"}, {ltc::BatchOp::kDelete, "cd", ""}}).ok());
+  // 41 requests and the Describe of the one direct connection (one calling thread), one
+  // at a time: every one served inline.
+  EXPECT_EQ(inline_served->value(), 42u);
+
+  // The same calls over pipelined connections, and the async calls of the first client.
+  const uint64_t before = inline_served->value();
+  const uint64_t requests_before = requests->value();
+  client::ClientOptions pipelined = co;
+  pipelined.direct_calls = false;
+  client::NovaClient shared(pipelined);
+  ASSERT_TRUE(shared.Init().ok());
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(shared.Put("\x30k" + std::to_string(i), "x").ok());
+    ASSERT_EQ(shared.Get("\x30k" + std::to_string(i)).value(), "x");
+    ASSERT_TRUE(direct.PutFuture("\x31k" + std::to_string(i), "y").get().ok());
+  }
+  EXPECT_GE(requests->value() - requests_before, 30u);
+  EXPECT_EQ(inline_served->value(), before);
+
+  // With --ltc_serve_inline=false nothing is served inline, and everything still works.
+  server.Shutdown();
+  LtcServerOptions no_inline;
+  no_inline.serve_inline = false;
+  MetricsRegistry metrics2;
+  LtcServer server2(no_inline, &source,
+                    LevelDbBackendFactory({.dir = dir, .write_buffer_bytes = 1 << 20}), &metrics2);
+  ASSERT_TRUE(server2.Init().ok());
+  ASSERT_TRUE(server2.Start().ok());
+  co.ltcs = {server2.address()};
+  client::NovaClient again(co);
+  ASSERT_TRUE(again.Init().ok());
+  EXPECT_EQ(again.Get("\x0ck").value(), "v1");
+  EXPECT_EQ(metrics2.GetCounter("ltc_client_served_inline_total", "")->value(), 0u);
+  server2.Shutdown();
+}
+
 // A range that fails to open (its StoCs unreachable, say) does not lose the assignment:
 // the server retries it with backoff until it applies.
 TEST(LtcServerTest, FailedAssignmentIsRetried) {

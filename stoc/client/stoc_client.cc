@@ -320,7 +320,7 @@ Status StocClient::Read(const BlockHandle& block, const transport::MemoryRegion&
   req.file_id = block.file_id;
   req.offset = block.offset;
   req.size = block.size;
-  if (inline_reads_.load(std::memory_order_relaxed)) {
+  if (block.size <= kMaxInlineReadBytes && inline_reads_.load(std::memory_order_relaxed)) {
     ReadInlineResponse resp;
     Status s = Rpc(block.stoc_id, kReadInline, Encode(req), &resp);
     if (s.code() != Status::Code::kNotSupported) {

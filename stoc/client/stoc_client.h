@@ -76,10 +76,11 @@ struct OpenOptions {
 
 struct StocClientOptions {
   std::chrono::milliseconds timeout{30000};
-  // Disk blocks come back in the StoC's response (kReadInline: one round trip over tcp);
-  // false: the StoC WRITEs them into the destination (kRead: one-sided, zero-copy with
-  // RDMA, but a WRITE, its acknowledgment and a response over tcp). A StoC too old for
-  // kReadInline is read with kRead.
+  // Disk blocks of at most kMaxInlineReadBytes (stoc_protocol.h) come back in the StoC's
+  // response (kReadInline: one round trip over tcp); false, and for bigger reads: the StoC
+  // WRITEs them into the destination (kRead: one-sided, zero-copy with RDMA, but a WRITE,
+  // its acknowledgment and a response over tcp). A StoC too old for kReadInline is read
+  // with kRead. Users on the verbs backend set it false.
   bool inline_reads = true;
 };
 

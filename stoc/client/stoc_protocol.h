@@ -156,6 +156,11 @@ struct LoadOnlyResponse {  // kRead, kClose, kDelete
   LoadStats load;
 };
 
+// Largest kReadInline read: far below the smallest message limit either side may have
+// (--transport_max_message_mb >= 1), and it bounds what one read holds in the StoC's memory
+// outside its file buffer. Bigger reads use kRead.
+constexpr uint64_t kMaxInlineReadBytes = 256 << 10;
+
 struct ReadInlineResponse {  // kReadInline
   LoadStats load;
   std::string data;  // the block's bytes

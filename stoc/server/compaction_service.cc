@@ -43,7 +43,10 @@ Status StocCompactionService::Init() {
   if (!t.ok()) return t.status().Prepend("compaction service transport");
   transport_ = std::move(t.value());
   endpoint_.Attach(transport_.get());
-  client_ = std::make_unique<StocClient>(&endpoint_, StocClientOptions{options_.stoc_timeout});
+  StocClientOptions co;
+  co.timeout = options_.stoc_timeout;
+  co.inline_reads = to.backend != transport::Backend::kVerbs;  // as the LTC's (range_backend.cc)
+  client_ = std::make_unique<StocClient>(&endpoint_, co);
   NOVA_RETURN_NOT_OK_PREPEND(transport_->Init(), "compaction service transport");
   NOVA_RETURN_NOT_OK_PREPEND(transport_->Start(), "compaction service transport");
   transport::SlabOptions slab;

@@ -122,7 +122,7 @@ void DiskFile::AppendGroup(std::vector<BlockToAppend>* blocks, uint64_t* fsyncs)
   size_ = offset;
 }
 
-Status DiskFile::Read(uint64_t offset, uint64_t size, char* dst) const {
+Status DiskFile::Read(uint64_t offset, uint64_t size, char* dst, bool cached_only) const {
   BlockExtent extent;
   {
     MutexLock lock(&mu_);
@@ -141,7 +141,16 @@ Status DiskFile::Read(uint64_t offset, uint64_t size, char* dst) const {
   }
   uint64_t done = 0;
   while (done < size) {
-    ssize_t r = ::pread(fd_, dst + done, size - done, static_cast<off_t>(offset + done));
+    ssize_t r;
+    if (cached_only) {
+      iovec iov{dst + done, size - done};
+      r = ::preadv2(fd_, &iov, 1, static_cast<off_t>(offset + done), RWF_NOWAIT);
+      if (r < 0 && (errno == EAGAIN || errno == EOPNOTSUPP)) {
+        return Status::Unavailable("not in the page cache");
+      }
+    } else {
+      r = ::pread(fd_, dst + done, size - done, static_cast<off_t>(offset + done));
+    }
     if (r < 0) {
       if (errno == EINTR) continue;
       return Status::FromErrno("read StoC file " + std::to_string(file_id_), errno);

@@ -56,7 +56,10 @@ class DiskFile {
 
   // Reads [offset, offset+size) into dst. The range must lie inside one block's data
   // (OutOfRange otherwise). A whole-block read is checked against its CRC (Corruption).
-  Status Read(uint64_t offset, uint64_t size, char* dst) const EXCLUDES(mu_);
+  // With `cached_only` it never waits for the disk: Unavailable unless every byte is in
+  // the page cache (preadv2 RWF_NOWAIT; also where the kernel or file system cannot tell).
+  Status Read(uint64_t offset, uint64_t size, char* dst, bool cached_only = false) const
+      EXCLUDES(mu_);
 
  private:
   friend class DiskFileStore;

@@ -47,8 +47,12 @@ StocServer::StocServer(const StocOptions& options, MetricsRegistry* metrics)
   m_.appends = metrics_->GetCounter("stoc_appends_total", "Blocks appended to persistent files");
   m_.append_bytes =
       metrics_->GetCounter("stoc_append_bytes_total", "Bytes appended to persistent files");
-  m_.reads = metrics_->GetCounter("stoc_reads_total", "Reads served by storage threads");
-  m_.read_bytes = metrics_->GetCounter("stoc_read_bytes_total", "Bytes served by storage threads");
+  m_.reads = metrics_->GetCounter("stoc_reads_total", "Reads served");
+  m_.reads_handed_off = metrics_->GetCounter(
+      "stoc_inline_reads_handed_off_total",
+      "ReadInline requests the page cache did not hold: read by a storage thread instead of "
+      "the receiving exchange thread");
+  m_.read_bytes = metrics_->GetCounter("stoc_read_bytes_total", "Bytes served by reads");
   m_.fsyncs = metrics_->GetCounter("stoc_fsyncs_total", "fdatasync calls (one per append group)");
   m_.errors = metrics_->GetCounter("stoc_request_errors_total", "Requests answered with an error");
   m_.append_latency_us = metrics_->GetHistogram(
@@ -121,7 +125,9 @@ Status StocServer::Init() {
   endpoint_.RegisterService(kStorage, this, &storage_pool_);
   endpoint_.RegisterService(kControlHigh, this, &control_pool_);
   endpoint_.RegisterService(kFence, this, &control_pool_);
-  endpoint_.RegisterService(kStorageInline, this, &storage_pool_);
+  // On the receiving xchg thread: a read the page cache holds is answered there (no
+  // hand-off); one that would wait for the disk goes to the storage pool.
+  endpoint_.RegisterService(kStorageInline, this, nullptr);
   endpoint_.AddObserver(this);
   NOVA_RETURN_NOT_OK(transport_->Init());
 
@@ -182,7 +188,7 @@ void StocServer::HandleRequest(transport::PeerId peer, uint16_t type, std::strin
     case kNewRegion: return HandleNewRegion(payload, &responder);
     case kReserveSlot: return HandleReserveSlot(peer, payload, &responder);
     case kRead: return HandleRead(peer, payload, std::move(responder));
-    case kReadInline: return HandleReadInline(payload, std::move(responder));
+    case kReadInline: return HandleReadInline(payload, std::move(responder), /*on_xchg=*/true);
     case kClose: return HandleClose(payload, &responder);
     case kDelete: return HandleDelete(peer, payload, &responder);
     case kList: return HandleList(&responder);
@@ -285,14 +291,32 @@ void StocServer::HandleReserveSlot(transport::PeerId peer, std::string_view payl
   r->Reply(Encode(ReserveSlotResponse{CurrentLoad(), slot.value()}));
 }
 
-void StocServer::HandleReadInline(std::string_view payload, rpc::Responder r) {
+void StocServer::ReadInlineOnPool(std::string_view payload, rpc::Responder r) {
+  auto responder = std::make_shared<rpc::Responder>(std::move(r));
+  Status s = storage_pool_.Submit([this, p = std::string(payload), responder] {
+    HandleReadInline(p, std::move(*responder), /*on_xchg=*/false);
+  });
+  if (!s.ok()) {
+    m_.errors->Increment();
+    responder->ReplyError(s.IsResourceExhausted()
+                              ? Status::ResourceExhausted("StoC overloaded: storage queue full")
+                              : Status::Unavailable("StoC shutting down"));
+  }
+}
+
+void StocServer::HandleReadInline(std::string_view payload, rpc::Responder r, bool on_xchg) {
   const MonoTime start = MonoNow();
+  if (on_xchg && FaultPoints::AnyArmed()) {
+    // Fault points may delay: never on an xchg thread.
+    return ReadInlineOnPool(payload, std::move(r));
+  }
   ReadRequest req;
   NOVA_REPLY_IF_ERROR(&r, Malformed(Decode(payload, &req)), m_.errors);
-  if (req.size > options_.max_block_bytes) {
+  if (req.size > kMaxInlineReadBytes) {
     NOVA_REPLY_IF_ERROR(&r,
-                        Status::InvalidArgument("read of " + std::to_string(req.size) +
-                                                " bytes exceeds the maximum block size"),
+                        Status::InvalidArgument(
+                            "inline read of " + std::to_string(req.size) + " bytes exceeds " +
+                            std::to_string(kMaxInlineReadBytes) + " (use kRead)"),
                         m_.errors);
   }
   auto entry = catalog_->Get(req.file_id);
@@ -304,7 +328,7 @@ void StocServer::HandleReadInline(std::string_view payload, rpc::Responder r) {
         &r, Status::InvalidArgument("in-memory files are read with one-sided READs, not requests"),
         m_.errors);
   }
-  NOVA_REPLY_IF_ERROR(&r, MAYBE_FAULT(kReadFault), m_.errors);
+  if (!on_xchg) NOVA_REPLY_IF_ERROR(&r, MAYBE_FAULT(kReadFault), m_.errors);
   auto file = disk_->Get(req.file_id);
   if (file == nullptr)
     NOVA_REPLY_IF_ERROR(&r, Status::NotFound("StoC file was deleted"), m_.errors);
@@ -312,9 +336,15 @@ void StocServer::HandleReadInline(std::string_view payload, rpc::Responder r) {
   resp.data.resize(req.size);
   queue_depth_.fetch_add(1);
   pending_bytes_.fetch_add(req.size);
-  Status s = req.size == 0 ? Status::OK() : file->Read(req.offset, req.size, resp.data.data());
+  Status s = req.size == 0 ? Status::OK()
+                           : file->Read(req.offset, req.size, resp.data.data(), on_xchg);
   queue_depth_.fetch_sub(1);
   pending_bytes_.fetch_sub(req.size);
+  if (on_xchg && s.IsUnavailable()) {
+    // Not in the page cache: the disk read waits on a storage thread.
+    m_.reads_handed_off->Increment();
+    return ReadInlineOnPool(payload, std::move(r));
+  }
   NOVA_REPLY_IF_ERROR(&r, s, m_.errors);
   m_.reads->Increment();
   m_.read_bytes->Increment(req.size);

@@ -124,8 +124,11 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
   void HandleNewRegion(std::string_view payload, rpc::Responder* r);
   void HandleReserveSlot(transport::PeerId peer, std::string_view payload, rpc::Responder* r);
   void HandleRead(transport::PeerId peer, std::string_view payload, rpc::Responder r);
-  // kReadInline: the bytes in the response (no staging buffer, no WRITE).
-  void HandleReadInline(std::string_view payload, rpc::Responder r);
+  // kReadInline: the bytes in the response (no staging buffer, no WRITE). `on_xchg`: on
+  // the receiving xchg thread, which answers only from the page cache and hands reads
+  // that would wait (or any while a fault point is armed) to the storage pool.
+  void HandleReadInline(std::string_view payload, rpc::Responder r, bool on_xchg);
+  void ReadInlineOnPool(std::string_view payload, rpc::Responder r);
   void HandleClose(std::string_view payload, rpc::Responder* r);
   void HandleDelete(transport::PeerId peer, std::string_view payload, rpc::Responder* r);
   void HandleList(rpc::Responder* r);
@@ -194,6 +197,7 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
     Counter* appends = nullptr;
     Counter* append_bytes = nullptr;
     Counter* reads = nullptr;
+    Counter* reads_handed_off = nullptr;  // inline reads the page cache did not hold
     Counter* read_bytes = nullptr;
     Counter* fsyncs = nullptr;
     Counter* errors = nullptr;
