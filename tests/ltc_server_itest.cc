@@ -609,8 +609,9 @@ TEST_F(LtcServerITest, BadRequestsGetErrorsAndOthersKeepBeingServed) {
     auto c = RawConn::Connect(addr);
     ASSERT_NE(c, nullptr);
     // (0x033e and 0x033f are the authentication handshake's, answered even without a
-    // client secret: docs/protocol.md "Client authentication".)
-    const std::vector<uint16_t> unknown = {0x033d, 0x03ff, kConnectionErrorType, 0x0100, 0x0001,
+    // client secret: docs/protocol.md "Client authentication"; 0x033d is DeclareSynchronous,
+    // which refuses a payload: below.)
+    const std::vector<uint16_t> unknown = {0x033c, 0x03ff, kConnectionErrorType, 0x0100, 0x0001,
                                            0x0401, 0xffff};
     std::string frames;
     for (size_t i = 0; i < unknown.size(); ++i) {
@@ -619,8 +620,9 @@ TEST_F(LtcServerITest, BadRequestsGetErrorsAndOthersKeepBeingServed) {
     frames += Frame(ClientMsg::kGet, 200, "\x01\x02");         // truncated fields
     frames += Frame(ClientMsg::kDescribe, 201, "unexpected");  // Describe has no payload
     frames += Frame(ClientMsg::kWrite, 202, std::string(40, '\xff'));
+    frames += Frame(ClientMsg::kDeclareSynchronous, 203, "unexpected");
     ASSERT_TRUE(c->Send(frames).ok());
-    auto got = ReadResponses(c.get(), static_cast<int>(unknown.size()) + 3);
+    auto got = ReadResponses(c.get(), static_cast<int>(unknown.size()) + 4);
     for (size_t i = 0; i < unknown.size(); ++i) {
       ASSERT_EQ(got.count(100 + i), 1u) << "type " << unknown[i];
       const auto& [h, st] = got[100 + i];
@@ -629,7 +631,7 @@ TEST_F(LtcServerITest, BadRequestsGetErrorsAndOthersKeepBeingServed) {
       EXPECT_EQ(st.code(), Status::Code::kNotSupported)
           << "type " << unknown[i] << ": " << st.ToString();
     }
-    for (uint64_t id : {200, 201, 202}) {
+    for (uint64_t id : {200, 201, 202, 203}) {
       ASSERT_EQ(got.count(id), 1u) << id;
       EXPECT_TRUE(got[id].second.IsCorruption()) << id << ": " << got[id].second.ToString();
     }

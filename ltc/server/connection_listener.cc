@@ -286,6 +286,11 @@ void ConnectionListener::ServeRequests(const std::shared_ptr<ClientConn>& conn) 
       continue;
     }
     if (h.type == static_cast<uint16_t>(ClientMsg::kDeclareSynchronous)) {
+      if (!payload.empty()) {
+        conn->SendError(h.type, h.request_id,
+                        Status::Corruption("DeclareSynchronous request has a payload"));
+        continue;
+      }
       conn->DeclareSynchronous();
       conn->Send(wire::EncodeMessage(h.type, h.request_id, "", wire::kFlagResponse));
       continue;
