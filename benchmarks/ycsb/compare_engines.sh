@@ -10,7 +10,8 @@
 #
 #   benchmarks/ycsb/compare_engines.sh [--records N] [--seconds S] [--threads T]
 #       [--engines nova,ltc-leveldb,leveldb,rocksdb] [--distributions uniform,zipfian]
-#       [--zipfianconstant C] [--memtable_mb M] [--cache_mb C] [--ranges R] [--tau_mb T]
+#       [--zipfianconstant C] [--memtable_mb M] [--cache_mb C] [--cache_per_range]
+#       [--ranges R] [--tau_mb T]
 #       [--theta N] [--workdir DIR] [--out FILE] [--keep]
 #   benchmarks/ycsb/compare_engines.sh --latency [--records N] [--seconds S]
 #       [--engines nova,ltc-leveldb] [same memory options] [--workdir DIR] [--out FILE] [--keep]
@@ -50,10 +51,12 @@
 #
 # Memory budget, the same for every engine: M MiB of memtables and C MiB of block cache
 # (defaults 64 and 64), at most, summed over the engine's ranges:
-#   nova:        R ranges x delta memtables of tau MiB (delta = M / (R x tau)), a block cache
-#                of C / R MiB per range (--ltc_block_cache_mb)
+#   nova:        R ranges x delta memtables of tau MiB (delta = M / (R x tau)), one block
+#                cache of C MiB shared by the LTC's ranges (--ltc_shared_block_cache_mb;
+#                with --cache_per_range: C / R MiB per range, --ltc_block_cache_mb)
 #   ltc-leveldb: R ranges x a LevelDB write buffer of M / (2R) MiB (LevelDB keeps at most
-#                two memtables: the active one and one being flushed), C / R MiB cache each
+#                two memtables: the active one and one being flushed), the block cache as
+#                nova's
 #   leveldb, rocksdb: write buffer M / 2 (two memtables, RocksDB's max_write_buffer_number
 #                default), block cache C
 # Index and filter blocks outside the block cache, the Nova engine's lookup and range
@@ -79,6 +82,7 @@ workloads_dir=$root/benchmarks/ycsb/workloads
 
 records="" seconds=20 threads=4 engines="" distributions=uniform,zipfian zipfianconstant=""
 memtable_mb=64 cache_mb=64 ranges=4 tau_mb=4 theta=2 workdir="" out="" keep=0 latency=0
+cache_per_range=0
 # Records of a run (default) and of a --latency run (they fit in the memtables).
 readonly kDefaultRecords=1000000 kDefaultLatencyRecords=10000
 # An operation count no run reaches: maxexecutiontime ends every run.
@@ -112,6 +116,7 @@ while [[ $# -gt 0 ]]; do
     --workdir) workdir=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --keep) keep=1; shift ;;
+    --cache_per_range) cache_per_range=1; shift ;;
     --latency) latency=1; shift ;;
     -h|--help) usage ;;
     *) die "unknown argument $1 (see --help)" ;;
@@ -341,8 +346,12 @@ open_engine() {
       mkdir -p "$cluster_dir"
       split_points > "$workdir/split_points.txt"
       local flags=(--ltcs 1 --stocs 3 --ranges "$ranges"
-                   "--split_points=$workdir/split_points.txt"
-                   "--ltc_block_cache_mb=$((cache_mb / ranges))")
+                   "--split_points=$workdir/split_points.txt")
+      if ((cache_per_range)); then
+        flags+=("--ltc_block_cache_mb=$((cache_mb / ranges))")
+      else
+        flags+=("--ltc_shared_block_cache_mb=$cache_mb")
+      fi
       if [[ $engine == nova ]]; then
         flags+=("--ltc_memtable_size_mb=$tau_mb" "--ltc_memtables_per_range=$delta"
                 "--ltc_dranges_per_range=$theta")
@@ -489,9 +498,11 @@ report=$workdir/table.md
     echo "per operation, over the run."
   fi
   echo
+  local cache_text="one $cache_mb MiB block cache shared by the ranges"
+  ((cache_per_range)) && cache_text="$((cache_mb / ranges)) MiB block cache per range"
   echo "Per engine: nova: $ranges ranges x delta $delta memtables of tau $tau_mb MiB, theta $theta,"
-  echo "$((cache_mb / ranges)) MiB block cache per range; ltc-leveldb: $ranges ranges x LevelDB write buffer"
-  echo "$((memtable_mb / (2 * ranges))) MiB (2 memtables), $((cache_mb / ranges)) MiB block cache per range;"
+  echo "$cache_text; ltc-leveldb: $ranges ranges x LevelDB write buffer"
+  echo "$((memtable_mb / (2 * ranges))) MiB (2 memtables), $cache_text;"
   echo "leveldb, rocksdb: write buffer $((memtable_mb / 2)) MiB (2 memtables), block cache $cache_mb MiB."
   echo
   echo "Commands:"

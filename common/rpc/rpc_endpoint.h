@@ -5,7 +5,8 @@
 //    request id; every call completes exactly once: with the response, the remote error, a
 //    NetworkError when the peer goes down, or TimedOut at its deadline;
 //  - dispatches incoming requests by message type to registered services, on the service's
-//    thread pool (never on the xchg thread that received them); a request for an unknown
+//    thread pool, or on the xchg thread that received them for a service registered
+//    without one (handlers that never block); a request for an unknown
 //    type is answered with NotSupported, one that finds the pool full with ResourceExhausted;
 //  - fans out WRITE-with-immediate events and peer up/down events to registered observers.
 //

@@ -205,7 +205,12 @@ void TcpTransport::XchgLoop(XchgThread* t) {
     FlushDirty(t);
     timeout_ms = ReleaseDueAcks(t);
   }
-  // Shutting down: everything still pending fails.
+  // Shutting down: what is owed goes out if it can (a SEND we delivered is not reported
+  // failed to its sender), then everything still pending fails.
+  for (auto& [peer, slot] : t->lanes) {
+    slot.lane->ReleaseDeferredAcks();
+    slot.lane->Flush().IgnoreError();
+  }
   std::vector<std::pair<PeerId, uint64_t>> open;
   for (auto& [peer, slot] : t->lanes) open.emplace_back(peer, slot.lane->generation());
   for (auto& [peer, gen] : open) CloseLane(t, peer, gen, Status::Aborted("transport shut down"));

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 
+#include <leveldb/cache.h>
 #include <leveldb/comparator.h>
 
 namespace nova::ltc {
@@ -41,6 +42,10 @@ struct EngineOptions {
   uint32_t scatter_width = 1;
   int bloom_bits_per_key = 10;
   uint64_t block_cache_bytes = 8ull << 20;
+  // Set: the range's tables use this block cache, shared with the LTC's other ranges (one
+  // budget: a hot range gets more of it), and block_cache_bytes is not used. Null: the
+  // range has a cache of its own of block_cache_bytes.
+  std::shared_ptr<leveldb::Cache> shared_block_cache = nullptr;
 
   // Compaction: Level-0 tables that trigger one; bytes of Level 1 (each further level
   // holds 10x more); Level-0 bytes at which writes stop until compaction catches up.

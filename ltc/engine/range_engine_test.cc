@@ -7,6 +7,7 @@
 #include "ltc/engine/range_engine.h"
 
 #include <gtest/gtest.h>
+#include <leveldb/cache.h>
 
 #include <leveldb/comparator.h>
 
@@ -276,6 +277,37 @@ TEST(RangeEngineTest, FourMiBValuesSurviveFlushCompactionAndReopen) {
   RangeEngine engine(o, &store);
   ASSERT_TRUE(engine.Open().ok());
   engine_model_test::ExpectSameAsModel(&engine, model, nullptr, "4 MiB values after reopen");
+}
+
+// Two ranges given one shared block cache (--ltc_shared_block_cache_mb) both fill it and
+// both read their own data through it (block cache keys are per table, never per range).
+TEST(RangeEngineTest, RangesShareOneBlockCache) {
+  EngineOptions o = TinyOptions(Case{"shared-cache", 4, 3, false});
+  o.shared_block_cache.reset(leveldb::NewLRUCache(8 << 20));
+  lsm::MemoryTableStore store_a, store_b;
+  RangeEngine a(o, &store_a), b(o, &store_b);
+  ASSERT_TRUE(a.Open().ok());
+  ASSERT_TRUE(b.Open().ok());
+  for (int i = 0; i < 200; ++i) {
+    const std::string k = "key" + std::to_string(1000 + i);
+    ASSERT_TRUE(a.Put(k, "a" + std::to_string(i)).ok());
+    ASSERT_TRUE(b.Put(k, "b" + std::to_string(i)).ok());
+  }
+  ASSERT_TRUE(a.FlushAll().ok());
+  ASSERT_TRUE(b.FlushAll().ok());
+  for (int i = 0; i < 200; ++i) {
+    const std::string k = "key" + std::to_string(1000 + i);
+    std::string va, vb;
+    ASSERT_TRUE(a.Get(k, &va).ok()) << k;
+    ASSERT_TRUE(b.Get(k, &vb).ok()) << k;
+    EXPECT_EQ(va, "a" + std::to_string(i));
+    EXPECT_EQ(vb, "b" + std::to_string(i));
+  }
+  // Both ranges' blocks are in the one cache, and each reports the shared total.
+  const uint64_t charge = o.shared_block_cache->TotalCharge();
+  EXPECT_GT(charge, 0u);
+  EXPECT_EQ(a.GetStats().block_cache_bytes, charge);
+  EXPECT_EQ(b.GetStats().block_cache_bytes, charge);
 }
 
 // Orders keys backwards: the engine must follow EngineOptions::comparator everywhere.

@@ -29,9 +29,12 @@ Status SeekNewest(leveldb::Iterator* it, const lsm::InternalKeyComparator* icmp,
 
 OwnedTableContext::OwnedTableContext(lsm::TableStore* store,
                                      const lsm::InternalKeyComparator* icmp,
-                                     int bloom_bits_per_key, size_t block_cache_bytes)
+                                     int bloom_bits_per_key, size_t block_cache_bytes,
+                                     std::shared_ptr<leveldb::Cache> shared_block_cache)
     : filter_policy(leveldb::NewBloomFilterPolicy(bloom_bits_per_key)),
-      block_cache(leveldb::NewLRUCache(block_cache_bytes)) {
+      block_cache(shared_block_cache != nullptr
+                      ? std::move(shared_block_cache)
+                      : std::shared_ptr<leveldb::Cache>(leveldb::NewLRUCache(block_cache_bytes))) {
   ctx.store = store;
   ctx.icmp = icmp;
   ctx.block_cache = block_cache.get();

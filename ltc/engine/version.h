@@ -68,13 +68,14 @@ struct TableContext {
   TableRegistry* registry = nullptr;  // null: handles are not registered
 };
 
-// A TableContext with what it points at that the range owns: the bloom filter policy and
-// the block cache. Constant after construction.
+// A TableContext with what it points at that the range holds: the bloom filter policy and
+// the block cache (its own, or `shared_block_cache` when set). Constant after construction.
 struct OwnedTableContext {
   OwnedTableContext(lsm::TableStore* store, const lsm::InternalKeyComparator* icmp,
-                    int bloom_bits_per_key, size_t block_cache_bytes);
+                    int bloom_bits_per_key, size_t block_cache_bytes,
+                    std::shared_ptr<leveldb::Cache> shared_block_cache = nullptr);
   std::unique_ptr<const leveldb::FilterPolicy> filter_policy;
-  std::unique_ptr<leveldb::Cache> block_cache;
+  std::shared_ptr<leveldb::Cache> block_cache;
   TableRegistry registry;
   TableContext ctx;  // points at the above
 };

@@ -87,7 +87,11 @@ DEFINE_uint32(ltc_max_scan_count, 100000, "Most pairs one Scan request may ask f
 DEFINE_uint64(ltc_memtable_size_mb, 4, "tau: a memtable becomes immutable at this size, MiB");
 DEFINE_int32(ltc_memtables_per_range, 16, "delta: memtables per range (active + immutable)");
 DEFINE_uint64(ltc_block_cache_mb, 8, "Block cache of each range, MiB (LevelDB's block cache "
-              "with --engine=leveldb)");
+              "with --engine=leveldb); unused with --ltc_shared_block_cache_mb");
+DEFINE_uint64(ltc_shared_block_cache_mb, 0,
+              "One block cache for all ranges of this LTC, MiB (a hot range gets more of the "
+              "budget than --ltc_block_cache_mb per range gives it); 0: each range has its own "
+              "of --ltc_block_cache_mb");
 DEFINE_int32(ltc_active_memtables_per_range, 0,
              "alpha: active memtables per range. The engine keeps one active memtable per "
              "Drange, so alpha = theta: 0 follows --ltc_dranges_per_range; another value "
@@ -308,12 +312,18 @@ int main(int argc, char** argv) {
   std::unique_ptr<nova::ThreadPool> migration_pool;
   std::unique_ptr<nova::ltc::NovaBackends> nova_backends;
   nova::ltc::BackendFactory factory;
+  // --ltc_shared_block_cache_mb: one block cache for every range of this LTC.
+  std::shared_ptr<leveldb::Cache> shared_cache;
+  if (FLAGS_ltc_shared_block_cache_mb > 0) {
+    shared_cache.reset(leveldb::NewLRUCache(FLAGS_ltc_shared_block_cache_mb * kMiB));
+  }
   if (FLAGS_engine == "leveldb") {
     if (FLAGS_ltc_dir.empty()) return BadFlags("--engine=leveldb needs --ltc_dir");
     nova::ltc::LevelDbBackendOptions lo;
     lo.dir = FLAGS_ltc_dir;
     lo.write_buffer_bytes = FLAGS_ltc_memtable_size_mb * kMiB;
     lo.block_cache_bytes = FLAGS_ltc_block_cache_mb * kMiB;
+    lo.shared_block_cache = shared_cache;
     factory = nova::ltc::LevelDbBackendFactory(lo);
   } else if (FLAGS_engine == "nova") {
     if (a.stocs.empty() && !zk) return BadFlags("--engine=nova needs --stoc=id@host:port,...");
@@ -322,6 +332,7 @@ int main(int argc, char** argv) {
     e.memtable_bytes = FLAGS_ltc_memtable_size_mb * kMiB;
     e.memtables = FLAGS_ltc_memtables_per_range;
     e.block_cache_bytes = FLAGS_ltc_block_cache_mb * kMiB;
+    e.shared_block_cache = shared_cache;
     if (!DrangesFromFlags(&e.dranges)) {
       return BadFlags("--ltc_active_memtables_per_range (alpha) must equal "
                       "--ltc_dranges_per_range (theta): one active memtable per Drange");

@@ -41,7 +41,7 @@ class LevelDbBackend final : public RangeBackend {
   static constexpr int kLevelDbLevels = 7;
 
   // `cache` and `filter` (either may be null) are the ones `db` was opened with.
-  LevelDbBackend(std::unique_ptr<leveldb::Cache> cache,
+  LevelDbBackend(std::shared_ptr<leveldb::Cache> cache,
                  std::unique_ptr<const leveldb::FilterPolicy> filter,
                  std::unique_ptr<leveldb::DB> db)
       : cache_(std::move(cache)), filter_(std::move(filter)), db_(std::move(db)) {}
@@ -144,7 +144,7 @@ class LevelDbBackend final : public RangeBackend {
     return ro;
   }
   // Declared before db_, so destroyed after it: the database uses them until it closes.
-  std::unique_ptr<leveldb::Cache> cache_;
+  std::shared_ptr<leveldb::Cache> cache_;  // maybe shared with other ranges
   std::unique_ptr<const leveldb::FilterPolicy> filter_;
   std::unique_ptr<leveldb::DB> db_;
 };
@@ -319,7 +319,10 @@ BackendFactory LevelDbBackendFactory(LevelDbBackendOptions options) {
     std::error_code ec;
     std::filesystem::create_directories(options.dir, ec);
     if (ec) return Status::IOError("cannot create " + options.dir + ": " + ec.message());
-    std::unique_ptr<leveldb::Cache> cache(leveldb::NewLRUCache(options.block_cache_bytes));
+    std::shared_ptr<leveldb::Cache> cache =
+        options.shared_block_cache != nullptr
+            ? options.shared_block_cache
+            : std::shared_ptr<leveldb::Cache>(leveldb::NewLRUCache(options.block_cache_bytes));
     std::unique_ptr<const leveldb::FilterPolicy> filter;
     if (options.bloom_bits_per_key > 0) {
       filter.reset(leveldb::NewBloomFilterPolicy(options.bloom_bits_per_key));

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include <leveldb/cache.h>
 #include <leveldb/iterator.h>
 #include <leveldb/slice.h>
 
@@ -120,8 +121,10 @@ struct LevelDbBackendOptions {
   // LevelDB's write buffer: its memtable, of which it keeps at most two (one active, one
   // being flushed).
   uint64_t write_buffer_bytes = 4ull << 20;
-  // Each range's own LRU block cache (LevelDB's default size).
+  // Each range's own LRU block cache (LevelDB's default size) ...
   uint64_t block_cache_bytes = 8ull << 20;
+  // ... or, when set, this one, shared by every range of the LTC (one budget).
+  std::shared_ptr<leveldb::Cache> shared_block_cache = nullptr;
   // Table settings. The defaults are the Nova engine's (EngineOptions: 10-bit bloom
   // filters, uncompressed blocks), so the two engines compare on design, not on these.
   int bloom_bits_per_key = 10;  // 0: no filter

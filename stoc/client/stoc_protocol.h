@@ -156,10 +156,12 @@ struct LoadOnlyResponse {  // kRead, kClose, kDelete
   LoadStats load;
 };
 
-// Largest kReadInline read: far below the smallest message limit either side may have
-// (--transport_max_message_mb >= 1), and it bounds what one read holds in the StoC's memory
-// outside its file buffer. Bigger reads use kRead.
-constexpr uint64_t kMaxInlineReadBytes = 256 << 10;
+// Largest kReadInline a client sends: a few data blocks. The bytes of an inline read are
+// copied several times on their way (message encoding, frames, decoding), which costs more
+// than the round trip it saves once reads get large: compaction's 256 KiB read-ahead
+// windows, for one, are much cheaper as kRead, which the tcp lanes move between registered
+// memory and the socket without copies. Far below any message limit, too.
+constexpr uint64_t kMaxInlineReadBytes = 32 << 10;
 
 struct ReadInlineResponse {  // kReadInline
   LoadStats load;

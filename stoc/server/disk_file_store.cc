@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 
 #include <glog/logging.h>
 
@@ -145,8 +146,10 @@ Status DiskFile::Read(uint64_t offset, uint64_t size, char* dst, bool cached_onl
     if (cached_only) {
       iovec iov{dst + done, size - done};
       r = ::preadv2(fd_, &iov, 1, static_cast<off_t>(offset + done), RWF_NOWAIT);
-      if (r < 0 && (errno == EAGAIN || errno == EOPNOTSUPP)) {
-        return Status::Unavailable("not in the page cache");
+      if (r < 0 && errno == EAGAIN) return Status::Unavailable("not in the page cache");
+      if (r < 0 && errno != EINTR) {
+        // ENOSYS, EOPNOTSUPP, EINVAL (no RWF_NOWAIT here), EPERM (a seccomp filter), ...
+        return Status::NotSupported(std::string("preadv2(RWF_NOWAIT): ") + std::strerror(errno));
       }
     } else {
       r = ::pread(fd_, dst + done, size - done, static_cast<off_t>(offset + done));

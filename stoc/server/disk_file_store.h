@@ -57,7 +57,8 @@ class DiskFile {
   // Reads [offset, offset+size) into dst. The range must lie inside one block's data
   // (OutOfRange otherwise). A whole-block read is checked against its CRC (Corruption).
   // With `cached_only` it never waits for the disk: Unavailable unless every byte is in
-  // the page cache (preadv2 RWF_NOWAIT; also where the kernel or file system cannot tell).
+  // the page cache (preadv2 RWF_NOWAIT), NotSupported where the kernel, the file system or
+  // a seccomp filter refuses such reads.
   Status Read(uint64_t offset, uint64_t size, char* dst, bool cached_only = false) const
       EXCLUDES(mu_);
 

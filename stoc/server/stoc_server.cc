@@ -306,32 +306,42 @@ void StocServer::ReadInlineOnPool(std::string_view payload, rpc::Responder r) {
 
 void StocServer::HandleReadInline(std::string_view payload, rpc::Responder r, bool on_xchg) {
   const MonoTime start = MonoNow();
-  if (on_xchg && FaultPoints::AnyArmed()) {
-    // Fault points may delay: never on an xchg thread.
+  // On the xchg thread nothing may wait: not a fault point's delay, not the catalog (its
+  // lock is held across fdatasyncs), not the disk. Whatever might is handed to the pool,
+  // which also gives the exact errors.
+  if (on_xchg && (FaultPoints::AnyArmed() || !nowait_reads_.load(std::memory_order_relaxed))) {
     return ReadInlineOnPool(payload, std::move(r));
   }
   ReadRequest req;
   NOVA_REPLY_IF_ERROR(&r, Malformed(Decode(payload, &req)), m_.errors);
-  if (req.size > kMaxInlineReadBytes) {
-    NOVA_REPLY_IF_ERROR(&r,
-                        Status::InvalidArgument(
-                            "inline read of " + std::to_string(req.size) + " bytes exceeds " +
-                            std::to_string(kMaxInlineReadBytes) + " (use kRead)"),
-                        m_.errors);
+  std::shared_ptr<DiskFile> file;
+  if (on_xchg) {
+    // A disk file the store has open (its lock is short): else the pool says why not.
+    if (req.size > kMaxInlineReadBytes || (file = disk_->Get(req.file_id)) == nullptr) {
+      return ReadInlineOnPool(payload, std::move(r));
+    }
+  } else {
+    if (req.size > options_.max_block_bytes) {
+      NOVA_REPLY_IF_ERROR(&r,
+                          Status::InvalidArgument("read of " + std::to_string(req.size) +
+                                                  " bytes exceeds the maximum block size"),
+                          m_.errors);
+    }
+    auto entry = catalog_->Get(req.file_id);
+    if (!entry)
+      NOVA_REPLY_IF_ERROR(&r, Status::NotFound("no StoC file " + std::to_string(req.file_id)),
+                          m_.errors);
+    if (entry->kind != FileKind::kDisk) {
+      NOVA_REPLY_IF_ERROR(
+          &r,
+          Status::InvalidArgument("in-memory files are read with one-sided READs, not requests"),
+          m_.errors);
+    }
+    NOVA_REPLY_IF_ERROR(&r, MAYBE_FAULT(kReadFault), m_.errors);
+    file = disk_->Get(req.file_id);
+    if (file == nullptr)
+      NOVA_REPLY_IF_ERROR(&r, Status::NotFound("StoC file was deleted"), m_.errors);
   }
-  auto entry = catalog_->Get(req.file_id);
-  if (!entry)
-    NOVA_REPLY_IF_ERROR(&r, Status::NotFound("no StoC file " + std::to_string(req.file_id)),
-                        m_.errors);
-  if (entry->kind != FileKind::kDisk) {
-    NOVA_REPLY_IF_ERROR(
-        &r, Status::InvalidArgument("in-memory files are read with one-sided READs, not requests"),
-        m_.errors);
-  }
-  if (!on_xchg) NOVA_REPLY_IF_ERROR(&r, MAYBE_FAULT(kReadFault), m_.errors);
-  auto file = disk_->Get(req.file_id);
-  if (file == nullptr)
-    NOVA_REPLY_IF_ERROR(&r, Status::NotFound("StoC file was deleted"), m_.errors);
   ReadInlineResponse resp;
   resp.data.resize(req.size);
   queue_depth_.fetch_add(1);
@@ -340,8 +350,20 @@ void StocServer::HandleReadInline(std::string_view payload, rpc::Responder r, bo
                            : file->Read(req.offset, req.size, resp.data.data(), on_xchg);
   queue_depth_.fetch_sub(1);
   pending_bytes_.fetch_sub(req.size);
-  if (on_xchg && s.IsUnavailable()) {
-    // Not in the page cache: the disk read waits on a storage thread.
+  if (on_xchg && file.use_count() == 1) {
+    // Deleted meanwhile: closing its last descriptor frees its blocks, which may take a
+    // while. Not here.
+    storage_pool_.Submit([last = std::move(file)] {}).IgnoreError();
+  }
+  if (on_xchg && !s.ok()) {
+    if (s.code() == Status::Code::kNotSupported) {
+      // The kernel or file system cannot read without waiting: the pool reads from now on.
+      if (nowait_reads_.exchange(false)) {
+        LOG(WARNING) << "reads that never wait for the disk are not supported here ("
+                     << s.ToString() << "): every read is served by a storage thread";
+      }
+    }
+    // Not in the page cache (or an error the pool reports exactly): a storage thread reads.
     m_.reads_handed_off->Increment();
     return ReadInlineOnPool(payload, std::move(r));
   }

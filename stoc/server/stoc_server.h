@@ -191,6 +191,9 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
   std::atomic<uint32_t> queue_depth_{0};
   std::atomic<uint64_t> pending_bytes_{0};
   std::atomic<bool> started_{false};
+  // Reads that never wait for the disk (preadv2 RWF_NOWAIT) work here: ReadInline is tried
+  // on the receiving xchg thread. Cleared for good by the first NotSupported.
+  std::atomic<bool> nowait_reads_{true};
 
   // Metrics (owned by metrics_).
   struct Metrics {
