@@ -80,7 +80,8 @@ int main(int argc, char** argv) {
       "  delete KEY           remove KEY\n"
       "  scan START [--limit=N]  print up to N 'key<TAB>value' lines from START on\n"
       "  count [START [END]]  number of live keys in [START, END)\n"
-      "  stats                every LTC's range statistics\n");
+      "  stats                every LTC's range statistics, then where its requests'\n"
+      "                       time goes (CPU, context switches, waiting, engine, response)\n");
   // A command-line tool: only errors from the libraries' logging (--minloglevel=0 for all).
   gflags::SetCommandLineOptionWithMode("minloglevel", "2", gflags::SET_FLAGS_DEFAULT);
   gflags::SetCommandLineOptionWithMode("logtostderr", "true", gflags::SET_FLAGS_DEFAULT);
