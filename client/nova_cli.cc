@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
   const std::string cmd = args[0];
 
   nova::client::ClientOptions o;
-  o.ltcs = nova::SplitNonEmpty(FLAGS_ltc, ',');
+  // With --zk the configuration names the LTCs: `stats` must not also ask --ltc's default.
+  if (FLAGS_zk.empty()) o.ltcs = nova::SplitNonEmpty(FLAGS_ltc, ',');
   auto secret = nova::client::ClientSecretFromFlags();
   if (!secret.ok()) return Fail(secret.status());
   o.client_secret = secret.value();
