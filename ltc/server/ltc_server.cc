@@ -164,8 +164,12 @@ Status LtcServer::Dispatch(const std::shared_ptr<ClientConn>& conn, uint16_t typ
 void LtcServer::Serve(const std::shared_ptr<ClientConn>& conn, uint16_t type,
                       uint64_t request_id, std::string payload,
                       std::optional<MonoTime> queued_at) {
-  // Steady-clock readings only (vDSO, no system call), and the thread's own tallies of
-  // StoC reads and log appends: cheap enough for every request.
+  // Steady-clock readings (vDSO, no system call) and the thread's own tallies of StoC reads
+  // and log appends: cheap enough for every request. The thread's CPU clock (a system call)
+  // only for one request in kCpuSampleEvery of each thread.
+  thread_local uint32_t served_here = 0;  // by this thread: picks the CPU samples
+  const bool cpu_sample = ++served_here % kCpuSampleEvery == 0;
+  const uint64_t cpu_before = cpu_sample ? ThreadCpuNanos() : 0;
   const MonoTime start = MonoNow();
   const uint64_t stoc_before = stoc::StocClient::ThreadReadNanos();
   const uint64_t log_before = logc::LogClient::ThreadAppendNanos();
@@ -177,6 +181,7 @@ void LtcServer::Serve(const std::shared_ptr<ClientConn>& conn, uint16_t type,
     conn->SendError(type, request_id, resp.status());
   }
   const MonoTime sent = MonoNow();
+  const uint64_t cpu_after = cpu_sample ? ThreadCpuNanos() : 0;
   if (type != static_cast<uint16_t>(ClientMsg::kCompactRange)) {  // long by nature: apart
     const auto ns = [](MonoClock::duration d) {
       return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
@@ -187,6 +192,10 @@ void LtcServer::Serve(const std::shared_ptr<ClientConn>& conn, uint16_t type,
     times.stoc_read_ns = stoc::StocClient::ThreadReadNanos() - stoc_before;
     times.log_append_ns = logc::LogClient::ThreadAppendNanos() - log_before;
     times.send_ns = ns(sent - handled);
+    if (cpu_sample) {
+      times.cpu_sampled = true;
+      times.thread_cpu_ns = cpu_after - cpu_before;
+    }
     request_metrics_.Record(ClassOfRequest(type), times);
   }
   conn->EndRequest(payload.size());

@@ -613,16 +613,25 @@ TEST(LtcServerTest, RequestTimesAreCounted) {
     for (int i = 0; i < kKeys; ++i) ASSERT_TRUE(c.Put(SpreadKey(i), "v").ok());
     ASSERT_TRUE(c.Delete(SpreadKey(0)).ok());
     for (int i = 0; i < kKeys; ++i) (void)c.Get(SpreadKey(i));
+    // Enough for a CPU sample on one thread: a synchronous client's calls reuse one
+    // connection, whose reader serves them all when served inline.
+    constexpr int kGets = 2 * kCpuSampleEvery;
+    for (int i = 0; i < kGets; ++i) ASSERT_TRUE(c.Get(SpreadKey(1)).ok());
     std::vector<std::pair<std::string, std::string>> pairs;
     ASSERT_TRUE(c.Scan("", 100, &pairs).ok());
     // A request is counted once its response is written: the last may trail its answer.
     ASSERT_TRUE(test::WaitFor(
         [&] {
           return count("ltc_request_write_total") == kKeys + 1 &&
-                 count("ltc_request_read_total") >= kKeys + 1;  // the scan: 1 or 2 requests
+                 count("ltc_request_read_total") >= kKeys + kGets + 1;  // scan: 1 or 2
         },
         10s))
         << count("ltc_request_write_total") << " " << count("ltc_request_read_total");
+    if (serve_inline) {
+      EXPECT_GE(count("ltc_request_read_cpu_sampled_total"), 1u);
+      // A LevelDB Get and a socket write: some CPU.
+      EXPECT_GT(count("ltc_request_read_thread_cpu_us_total"), 0u);
+    }
     for (const char* cls : {"read", "write"}) {
       const std::string p = std::string("ltc_request_") + cls;
       // Twenty-odd requests through LevelDB and a socket: some microseconds in each part.
@@ -655,7 +664,7 @@ TEST(LtcServerTest, RequestTimesAreCounted) {
                           &served, &on_reader, &by_workers),
               3)
         << text;
-    EXPECT_GE(served, 2u * kKeys + 2);
+    EXPECT_GE(served, 2u * kKeys + kGets + 2);
     EXPECT_EQ(served, on_reader + by_workers);
     EXPECT_EQ(by_workers == 0, serve_inline) << text;
     double cpu_us = 0, user_us = 0, system_us = 0;
@@ -675,6 +684,9 @@ TEST(LtcServerTest, RequestTimesAreCounted) {
     }
     EXPECT_EQ(text.find("per request handed to a worker") == std::string::npos, serve_inline)
         << text;
+    if (serve_inline) {
+      EXPECT_NE(text.find("; serving thread's cpu "), std::string::npos) << text;
+    }
     // The process gauges are on /metrics.
     const std::string prometheus = metrics.DumpPrometheus();
     for (const char* gauge : {"process_cpu_user_seconds ", "process_cpu_system_seconds ",

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <ctime>
 
 #include "ltc/protocol/client_protocol.h"
 
@@ -25,7 +26,18 @@ uint64_t Micros(uint64_t ns) { return (ns + 500) / 1000; }
 // The figures of one class, or of all added up.
 struct Totals {
   uint64_t requests = 0, wait_us = 0, engine_us = 0, stoc_read_us = 0, log_append_us = 0,
-           send_us = 0;
+           send_us = 0, cpu_sampled = 0, thread_cpu_us = 0;
+
+  void Add(const Totals& o) {
+    requests += o.requests;
+    wait_us += o.wait_us;
+    engine_us += o.engine_us;
+    stoc_read_us += o.stoc_read_us;
+    log_append_us += o.log_append_us;
+    send_us += o.send_us;
+    cpu_sampled += o.cpu_sampled;
+    thread_cpu_us += o.thread_cpu_us;
+  }
 };
 
 // printf into a string (the lines here are short: longer ones are cut).
@@ -39,14 +51,21 @@ __attribute__((format(printf, 1, 2))) std::string Format(const char* format, ...
 }
 
 // "wall W us: waiting for a worker ..., engine E (StoC reads S, log appends L), writing the
-// response R": averages per request of `t`.
+// response R[; serving thread's cpu C (N sampled)]": averages per request of `t`.
 std::string WallText(const Totals& t) {
   const double n = static_cast<double>(t.requests);
   const auto avg = [n](uint64_t us) { return static_cast<double>(us) / n; };
-  return Format("wall %.1f us: waiting for a worker %.1f, engine %.1f (StoC reads %.1f, log "
-                "appends %.1f), writing the response %.1f",
-                avg(t.wait_us + t.engine_us + t.send_us), avg(t.wait_us), avg(t.engine_us),
-                avg(t.stoc_read_us), avg(t.log_append_us), avg(t.send_us));
+  std::string out =
+      Format("wall %.1f us: waiting for a worker %.1f, engine %.1f (StoC reads %.1f, log "
+             "appends %.1f), writing the response %.1f",
+             avg(t.wait_us + t.engine_us + t.send_us), avg(t.wait_us), avg(t.engine_us),
+             avg(t.stoc_read_us), avg(t.log_append_us), avg(t.send_us));
+  if (t.cpu_sampled > 0) {
+    out += Format("; serving thread's cpu %.1f us (%llu sampled)",
+                  static_cast<double>(t.thread_cpu_us) / static_cast<double>(t.cpu_sampled),
+                  static_cast<unsigned long long>(t.cpu_sampled));
+  }
+  return out;
 }
 
 }  // namespace
@@ -63,6 +82,12 @@ RequestClass ClassOfRequest(uint16_t type) {
     default:
       return RequestClass::kOther;
   }
+}
+
+uint64_t ThreadCpuNanos() {
+  struct timespec ts {};
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 RequestMetrics::RequestMetrics(MetricsRegistry* registry) {
@@ -82,6 +107,12 @@ RequestMetrics::RequestMetrics(MetricsRegistry* registry) {
         p + "_log_append_us_total", "Microseconds in log appends while handling" + what);
     c.send_us = registry->GetCounter(p + "_send_us_total",
                                      "Microseconds writing the responses" + what);
+    c.cpu_sampled = registry->GetCounter(
+        p + "_cpu_sampled_total",
+        "Requests whose serving thread's CPU time was measured (one in 64 per thread)" + what);
+    c.thread_cpu_us = registry->GetCounter(
+        p + "_thread_cpu_us_total",
+        "Microseconds of the serving thread's CPU time of the sampled requests" + what);
   }
   RegisterProcessGauges(registry);
 }
@@ -94,6 +125,10 @@ void RequestMetrics::Record(RequestClass c, const RequestTimes& t) {
   if (t.stoc_read_ns != 0) m.stoc_read_us->Increment(Micros(t.stoc_read_ns));
   if (t.log_append_ns != 0) m.log_append_us->Increment(Micros(t.log_append_ns));
   m.send_us->Increment(Micros(t.send_ns));
+  if (t.cpu_sampled) {
+    m.cpu_sampled->Increment();
+    m.thread_cpu_us->Increment(Micros(t.thread_cpu_ns));
+  }
 }
 
 std::string RequestMetrics::BreakdownText(uint32_t ltc_id, uint64_t served_inline) const {
@@ -103,13 +138,9 @@ std::string RequestMetrics::BreakdownText(uint32_t ltc_id, uint64_t served_inlin
     const PerClass& c = classes_[i];
     Totals& t = per[i];
     t = {c.requests->value(),     c.wait_us->value(),       c.engine_us->value(),
-         c.stoc_read_us->value(), c.log_append_us->value(), c.send_us->value()};
-    all.requests += t.requests;
-    all.wait_us += t.wait_us;
-    all.engine_us += t.engine_us;
-    all.stoc_read_us += t.stoc_read_us;
-    all.log_append_us += t.log_append_us;
-    all.send_us += t.send_us;
+         c.stoc_read_us->value(), c.log_append_us->value(), c.send_us->value(),
+         c.cpu_sampled->value(),  c.thread_cpu_us->value()};
+    all.Add(t);
   }
   const std::string head = "ltc " + std::to_string(ltc_id) + " time per request: ";
   if (all.requests == 0) return head + "no request served yet\n";

@@ -10,7 +10,10 @@
 // Requests are classed as reads (Get, Scan), writes (Put, Delete, Write) and other (the
 // rest; CompactRange, long by nature, is not recorded at all). The process's CPU time and
 // context switches (RegisterProcessGauges, common/metrics.h) are registered too: the text
-// divides them by the requests served.
+// divides them by the requests served. One request in kCpuSampleEvery on each serving thread
+// also reads the thread's CPU clock around it (a system call, unlike the steady clock): the
+// CPU the serving thread spent on it, without the background work the process figure
+// includes (but also without other threads' work for it: the transport's, the LogCs').
 //
 // Thread safety: thread-safe (relaxed atomic counters; the text reads them one by one, so
 // it may mix a request's figures in one counter and not yet in the next).
@@ -30,6 +33,12 @@ inline constexpr size_t kRequestClasses = 3;
 // The class of a request of client message `type` (ClientMsg).
 RequestClass ClassOfRequest(uint16_t type);
 
+// One request in this many on each thread has its thread CPU time measured: the two
+// clock_gettime(CLOCK_THREAD_CPUTIME_ID) system calls cost about a microsecond together.
+inline constexpr uint32_t kCpuSampleEvery = 64;
+// CPU time of the calling thread, nanoseconds (a system call).
+uint64_t ThreadCpuNanos();
+
 // One request's times, in nanoseconds.
 struct RequestTimes {
   uint64_t wait_ns = 0;        // handed to a worker until it started (0: served inline)
@@ -37,6 +46,8 @@ struct RequestTimes {
   uint64_t stoc_read_ns = 0;   // of engine_ns: StoC block reads on the serving thread
   uint64_t log_append_ns = 0;  // of engine_ns: log appends on the serving thread
   uint64_t send_ns = 0;        // writing the response
+  bool cpu_sampled = false;    // thread_cpu_ns was measured
+  uint64_t thread_cpu_ns = 0;  // CPU of the serving thread from start to response written
 };
 
 class RequestMetrics {
@@ -65,6 +76,8 @@ class RequestMetrics {
     Counter* stoc_read_us = nullptr;   // _stoc_read_us_total
     Counter* log_append_us = nullptr;  // _log_append_us_total
     Counter* send_us = nullptr;        // _send_us_total
+    Counter* cpu_sampled = nullptr;    // _cpu_sampled_total
+    Counter* thread_cpu_us = nullptr;  // _thread_cpu_us_total (of the sampled ones)
   };
 
   // Constant after construction (the counters are the registry's).
