@@ -682,7 +682,7 @@ TEST(LtcServerTest, RequestTimesAreCounted) {
           " other: wall ", "waiting for a worker ", "(StoC reads 0.0, log appends 0.0)"}) {
       EXPECT_NE(text.find(line, head), std::string::npos) << line << "\n" << text;
     }
-    EXPECT_EQ(text.find("per request handed to a worker") == std::string::npos, serve_inline)
+    EXPECT_EQ(text.find(" by workers after waiting ") == std::string::npos, serve_inline)
         << text;
     if (serve_inline) {
       EXPECT_NE(text.find("; serving thread's cpu "), std::string::npos) << text;

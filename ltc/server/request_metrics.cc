@@ -13,11 +13,12 @@ namespace {
 struct ClassNames {
   const char* metric;  // in ltc_request_<metric>_*
   const char* text;    // in the breakdown
+  const char* help;    // starts the metrics' help
 };
 constexpr std::array<ClassNames, kRequestClasses> kClassNames{{
-    {"read", "reads (get, scan)"},
-    {"write", "writes (put, delete, write)"},
-    {"other", "other"},
+    {"read", "reads (get, scan)", "Get and Scan requests"},
+    {"write", "writes (put, delete, write)", "Put, Delete and Write requests"},
+    {"other", "other", "Other requests (CompactRange not counted)"},
 }};
 
 // Nanoseconds to the nearest microsecond: no bias over many requests.
@@ -93,26 +94,26 @@ uint64_t ThreadCpuNanos() {
 RequestMetrics::RequestMetrics(MetricsRegistry* registry) {
   for (size_t i = 0; i < kRequestClasses; ++i) {
     const std::string p = std::string("ltc_request_") + kClassNames[i].metric;
-    const std::string what = std::string(" of ") + kClassNames[i].text + " requests";
+    const std::string of = std::string(kClassNames[i].help) + ": ";
     PerClass& c = classes_[i];
-    c.requests = registry->GetCounter(p + "_total", "Client requests served:" + what);
+    c.requests = registry->GetCounter(p + "_total", of + "served");
     c.wait_us = registry->GetCounter(
         p + "_wait_us_total",
-        "Microseconds waiting for a worker (0 when served on the connection's reader)" + what);
+        of + "microseconds waiting for a worker (none when served on the connection's reader)");
     c.engine_us = registry->GetCounter(p + "_engine_us_total",
-                                       "Microseconds decoding and handling" + what);
+                                       of + "microseconds decoding, routing and handling");
     c.stoc_read_us = registry->GetCounter(
-        p + "_stoc_read_us_total", "Microseconds in StoC block reads while handling" + what);
+        p + "_stoc_read_us_total", of + "microseconds in StoC block reads while handling");
     c.log_append_us = registry->GetCounter(
-        p + "_log_append_us_total", "Microseconds in log appends while handling" + what);
+        p + "_log_append_us_total", of + "microseconds in log appends while handling");
     c.send_us = registry->GetCounter(p + "_send_us_total",
-                                     "Microseconds writing the responses" + what);
+                                     of + "microseconds encoding and writing the response");
     c.cpu_sampled = registry->GetCounter(
         p + "_cpu_sampled_total",
-        "Requests whose serving thread's CPU time was measured (one in 64 per thread)" + what);
+        of + "served with their serving thread's CPU time measured (one in 64 per thread)");
     c.thread_cpu_us = registry->GetCounter(
-        p + "_thread_cpu_us_total",
-        "Microseconds of the serving thread's CPU time of the sampled requests" + what);
+        p + "_thread_cpu_us_total", of + "microseconds of CPU time of the serving thread, of "
+                                         "the sampled ones");
   }
   RegisterProcessGauges(registry);
 }
@@ -149,7 +150,12 @@ std::string RequestMetrics::BreakdownText(uint32_t ltc_id, uint64_t served_inlin
   const uint64_t by_workers = all.requests - inline_served;
   std::string out = head + std::to_string(all.requests) + " served (" +
                     std::to_string(inline_served) + " on their connection's reader, " +
-                    std::to_string(by_workers) + " by workers)\n";
+                    std::to_string(by_workers) + " by workers";
+  if (by_workers > 0) {
+    out += Format(" after waiting %.1f us on average",
+                  static_cast<double>(all.wait_us) / static_cast<double>(by_workers));
+  }
+  out += ")\n";
   const ProcessUsage u = ReadProcessUsage();
   const double n = static_cast<double>(all.requests);
   out += Format("  cpu %.1f us (user %.1f, system %.1f), %.2f context switches (%.2f voluntary, "
@@ -160,12 +166,7 @@ std::string RequestMetrics::BreakdownText(uint32_t ltc_id, uint64_t served_inlin
                 static_cast<double>(u.voluntary_switches + u.involuntary_switches) / n,
                 static_cast<double>(u.voluntary_switches) / n,
                 static_cast<double>(u.involuntary_switches) / n);
-  out += "  " + WallText(all);
-  if (by_workers > 0) {
-    out += Format(" (waiting %.1f per request handed to a worker)",
-                  static_cast<double>(all.wait_us) / static_cast<double>(by_workers));
-  }
-  out += "\n";
+  out += "  " + WallText(all) + "\n";
   for (size_t i = 0; i < kRequestClasses; ++i) {
     if (per[i].requests == 0) continue;
     out += "  " + std::to_string(per[i].requests) + " " + kClassNames[i].text + ": " +
