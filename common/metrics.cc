@@ -1,5 +1,7 @@
 #include "common/metrics.h"
 
+#include <sys/resource.h>
+
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -428,6 +430,37 @@ std::string MetricsRegistry::DumpText() const {
     out += line + buf + value + '\n';
   }
   return out;
+}
+
+ProcessUsage ReadProcessUsage() {
+  ProcessUsage u;
+  struct rusage ru {};
+  if (::getrusage(RUSAGE_SELF, &ru) != 0) return u;
+  const auto seconds = [](const struct timeval& tv) {
+    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+  };
+  u.user_seconds = seconds(ru.ru_utime);
+  u.system_seconds = seconds(ru.ru_stime);
+  u.voluntary_switches = static_cast<uint64_t>(ru.ru_nvcsw);
+  u.involuntary_switches = static_cast<uint64_t>(ru.ru_nivcsw);
+  return u;
+}
+
+void RegisterProcessGauges(MetricsRegistry* registry) {
+  registry->RegisterCallbackGauge("process_cpu_user_seconds",
+                                  "User CPU time of the whole process since it started",
+                                  [] { return ReadProcessUsage().user_seconds; });
+  registry->RegisterCallbackGauge("process_cpu_system_seconds",
+                                  "System CPU time of the whole process since it started",
+                                  [] { return ReadProcessUsage().system_seconds; });
+  registry->RegisterCallbackGauge(
+      "process_voluntary_context_switches",
+      "Voluntary context switches of the process (a thread waited: I/O, a lock, a condition)",
+      [] { return static_cast<double>(ReadProcessUsage().voluntary_switches); });
+  registry->RegisterCallbackGauge(
+      "process_involuntary_context_switches",
+      "Involuntary context switches of the process (a thread was preempted)",
+      [] { return static_cast<double>(ReadProcessUsage().involuntary_switches); });
 }
 
 }  // namespace nova

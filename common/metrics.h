@@ -261,4 +261,22 @@ class MetricsRegistry {
       GUARDED_BY(callback_mu_);
 };
 
+// The process's resource usage (getrusage(RUSAGE_SELF)): CPU time of all its threads
+// since it started, and its context switches. A value type.
+struct ProcessUsage {
+  double user_seconds = 0;
+  double system_seconds = 0;
+  uint64_t voluntary_switches = 0;    // the process waited (I/O, a lock, a condition)
+  uint64_t involuntary_switches = 0;  // the kernel preempted it
+};
+// Reads the usage now (one system call). All zero if getrusage fails (it cannot for
+// RUSAGE_SELF).
+ProcessUsage ReadProcessUsage();
+
+// Registers callback gauges computed at each dump from ReadProcessUsage():
+// process_cpu_user_seconds, process_cpu_system_seconds, process_voluntary_context_switches
+// and process_involuntary_context_switches. Their functions capture nothing: they never
+// need unregistering, and registering again (another component of the process) is harmless.
+void RegisterProcessGauges(MetricsRegistry* registry);
+
 }  // namespace nova

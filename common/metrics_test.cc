@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -291,6 +292,28 @@ TEST(MetricsRegistryTest, CallbackGauges) {
   // The name is free again.
   r.GetGauge("imbalance", "now a plain gauge")->Set(4);
   EXPECT_EQ(SeriesValue(r.DumpPrometheus(), "imbalance"), 4);
+}
+
+// The process gauges read getrusage at each dump: CPU time burnt shows up in them.
+TEST(MetricsRegistryTest, ProcessGauges) {
+  MetricsRegistry r;
+  RegisterProcessGauges(&r);
+  RegisterProcessGauges(&r);  // again: harmless
+  const ProcessUsage before = ReadProcessUsage();
+  // Spin until the kernel has charged us more user time (its accounting may be per tick).
+  volatile uint64_t sink = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (ReadProcessUsage().user_seconds <= before.user_seconds &&
+         std::chrono::steady_clock::now() < deadline) {
+    for (int i = 0; i < 100000; ++i) sink = sink + static_cast<uint64_t>(i);
+  }
+  const std::string out = r.DumpPrometheus();
+  EXPECT_GT(SeriesValue(out, "process_cpu_user_seconds"), before.user_seconds);
+  EXPECT_GE(SeriesValue(out, "process_cpu_system_seconds"), 0);
+  EXPECT_GE(SeriesValue(out, "process_voluntary_context_switches"),
+            static_cast<double>(before.voluntary_switches));
+  EXPECT_GE(SeriesValue(out, "process_involuntary_context_switches"),
+            static_cast<double>(before.involuntary_switches));
 }
 
 TEST(MetricsRegistryTest, DumpText) {

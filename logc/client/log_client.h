@@ -140,6 +140,11 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   // sent to any replica: they are in no log.
   Status Append(uint32_t range, uint64_t memtable, std::string_view bytes,
                 bool* reached = nullptr);
+  // Nanoseconds the calling thread has spent in Append (of any LogClient) since it
+  // started: a server attributes the log appends of the request a thread serves to it by
+  // the difference around the request. Per thread, no synchronization. (The process-wide
+  // figure is log_client_append_us_total.)
+  static uint64_t ThreadAppendNanos();
 
   // Deletes the logs of these memtables at every LogC this client knows (their replicas
   // included), in the background: returns at once; failures are logged and counted.
@@ -247,6 +252,7 @@ class LogClient : public rpc::RpcService, public rpc::EndpointObserver {
   rpc::RpcEndpoint* const endpoint_;  // must outlive this
   std::unique_ptr<MetricsRegistry> own_metrics_;  // when none was given
   MetricsRegistry* metrics_ = nullptr;            // given or own_metrics_; outlives this
+  Counter* append_us_ = nullptr;  // log_client_append_us_total, in metrics_
 
   // Shared with the parts (log_client_internal.h): atomics and counters.
   std::unique_ptr<internal::LogSettings> settings_;

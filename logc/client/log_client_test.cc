@@ -106,7 +106,7 @@ class LogClientTest : public ::testing::Test {
     ASSERT_EQ(s.server->address(), s.address);
   }
   // The client's transport, endpoint and LogClient (constructed before the transport starts).
-  void StartClient(LogClientOptions options) {
+  void StartClient(LogClientOptions options, MetricsRegistry* metrics = nullptr) {
     transport::TransportOptions o;
     o.node_name = "ltc-test";
     o.cluster_secret = kSecret;
@@ -116,7 +116,7 @@ class LogClientTest : public ::testing::Test {
     ASSERT_TRUE(t.ok());
     transport_ = std::move(t.value());
     endpoint_->Attach(transport_.get());
-    client_ = std::make_unique<LogClient>(options, endpoint_.get(), nullptr);
+    client_ = std::make_unique<LogClient>(options, endpoint_.get(), metrics);
     ASSERT_TRUE(transport_->Init().ok());
     ASSERT_TRUE(transport_->Start().ok());
     std::map<std::string, std::string> logcs;
@@ -168,6 +168,7 @@ class LogClientTest : public ::testing::Test {
   }
 
   std::vector<std::unique_ptr<Server>> servers_;
+  MetricsRegistry client_metrics_;  // for a test that gives the client one: outlives it
   std::unique_ptr<rpc::RpcEndpoint> endpoint_;
   std::unique_ptr<transport::Transport> transport_;
   std::unique_ptr<LogClient> client_;
@@ -255,6 +256,28 @@ TEST_F(LogClientTest, ConcurrentAppendsAreGroupCommittedAndReadBackInOrder) {
   std::vector<LogClient::RecoveredLog> none;
   ASSERT_TRUE(client_->ReadAll(2, 4, /*new_range=*/true, &none, &missing).ok());
   EXPECT_TRUE(none.empty());
+}
+
+// Every Append's time goes into log_client_append_us_total and the calling thread's tally
+// (ThreadAppendNanos), which a server reads around a request.
+TEST_F(LogClientTest, AppendsAreTimed) {
+  StartServers(2);
+  StartClient(Options(LogMode::kMemory), &client_metrics_);
+  Counter* append_us = client_metrics_.GetCounter("log_client_append_us_total", "");
+  const uint64_t before = LogClient::ThreadAppendNanos();
+  constexpr int kAppends = 5;
+  for (int i = 0; i < kAppends; ++i) ASSERT_TRUE(client_->Append(1, 0, "record").ok());
+  const uint64_t ns = LogClient::ThreadAppendNanos() - before;
+  // Each waited for WRITEs to 2 LogCs over loopback: at least a microsecond.
+  EXPECT_GE(append_us->value(), static_cast<uint64_t>(kAppends));
+  // The counter rounds each append to the nearest microsecond.
+  EXPECT_GE(ns + kAppends * 500, append_us->value() * 1000);
+  EXPECT_LE(ns, append_us->value() * 1000 + kAppends * 500);
+  // Another thread's appends are counted, but not on this thread's tally.
+  const uint64_t us_so_far = append_us->value();
+  std::thread([&] { ASSERT_TRUE(client_->Append(1, 0, "record").ok()); }).join();
+  EXPECT_GT(append_us->value(), us_so_far);
+  EXPECT_EQ(LogClient::ThreadAppendNanos() - before, ns);
 }
 
 // A recovery that has some memtables' contents already (a live migration copied them)

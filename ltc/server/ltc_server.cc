@@ -6,6 +6,8 @@
 
 #include "common/clock.h"
 #include "common/wire/message.h"
+#include "logc/client/log_client.h"
+#include "stoc/client/stoc_client.h"
 
 namespace nova::ltc {
 namespace {
@@ -34,6 +36,7 @@ ConnectionListenerOptions ListenerOptionsOf(const LtcServerOptions& o) {
 LtcServer::LtcServer(LtcServerOptions options, AssignmentSource* source, BackendFactory factory,
                      MetricsRegistry* metrics)
     : options_(std::move(options)), source_(source), metrics_(metrics),
+      request_metrics_(metrics),
       ranges_(std::move(factory),
               [this] {
                 RangeTableOptions r = RangeTableOptionsOf(options_);
@@ -145,39 +148,72 @@ Status LtcServer::Dispatch(const std::shared_ptr<ClientConn>& conn, uint16_t typ
   if (may_run_inline && !compaction && options_.serve_inline) {
     // One request at a time on this connection (a synchronous client): no worker to wake.
     metrics_.served_inline->Increment();
-    Serve(conn, type, request_id, std::move(payload));
+    Serve(conn, type, request_id, std::move(payload), std::nullopt);
     return Status::OK();
   }
   ThreadPool* pool = compaction ? compact_pool_.get() : pool_.get();
-  Status sub = pool->Submit([this, conn, type, request_id, p = std::move(payload)]() mutable {
-    Serve(conn, type, request_id, std::move(p));
-  });
+  Status sub = pool->Submit(
+      [this, conn, type, request_id, p = std::move(payload), queued_at = MonoNow()]() mutable {
+        Serve(conn, type, request_id, std::move(p), queued_at);
+      });
   if (sub.ok()) return sub;
   return sub.IsResourceExhausted() ? Status::ResourceExhausted("LTC overloaded: request queue full")
                                    : Status::Unavailable("LTC shutting down");
 }
 
 void LtcServer::Serve(const std::shared_ptr<ClientConn>& conn, uint16_t type,
-                      uint64_t request_id, std::string payload) {
+                      uint64_t request_id, std::string payload,
+                      std::optional<MonoTime> queued_at) {
+  // Steady-clock readings (vDSO, no system call) and the thread's own tallies of StoC reads
+  // and log appends: cheap enough for every request. The thread's CPU clock (a system call)
+  // only for one request in kCpuSampleEvery of each thread.
+  thread_local uint32_t served_here = 0;  // by this thread: picks the CPU samples
+  const bool cpu_sample = ++served_here % kCpuSampleEvery == 0;
+  const uint64_t cpu_before = cpu_sample ? ThreadCpuNanos() : 0;
+  const MonoTime start = MonoNow();
+  const uint64_t stoc_before = stoc::StocClient::ThreadReadNanos();
+  const uint64_t log_before = logc::LogClient::ThreadAppendNanos();
+  Result<std::string> resp = Respond(conn.get(), type, payload);
+  const MonoTime handled = MonoNow();
+  if (resp.ok()) {
+    conn->Send(wire::EncodeMessage(type, request_id, resp.value(), wire::kFlagResponse));
+  } else {
+    conn->SendError(type, request_id, resp.status());
+  }
+  const MonoTime sent = MonoNow();
+  const uint64_t cpu_after = cpu_sample ? ThreadCpuNanos() : 0;
+  if (type != static_cast<uint16_t>(ClientMsg::kCompactRange)) {  // long by nature: apart
+    const auto ns = [](MonoClock::duration d) {
+      return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+    };
+    RequestTimes times;
+    if (queued_at) times.wait_ns = ns(start - *queued_at);
+    times.engine_ns = ns(handled - start);
+    times.stoc_read_ns = stoc::StocClient::ThreadReadNanos() - stoc_before;
+    times.log_append_ns = logc::LogClient::ThreadAppendNanos() - log_before;
+    times.send_ns = ns(sent - handled);
+    if (cpu_sample) {
+      times.cpu_sampled = true;
+      times.thread_cpu_ns = cpu_after - cpu_before;
+    }
+    request_metrics_.Record(ClassOfRequest(type), times);
+  }
+  conn->EndRequest(payload.size());
+}
+
+Result<std::string> LtcServer::Respond(ClientConn* conn, uint16_t type,
+                                       const std::string& payload) {
   ClientRequest r;
   Status s = DecodeClientRequest(type, payload, &r);
   if (s.ok()) s = CheckClientLimits(r, options_.limits);
-  if (!s.ok()) {
-    conn->SendError(type, request_id, s);
-  } else {
-    Result<std::string> resp = Handle(conn.get(), r);
-    if (resp.status().IsFenced()) {
-      // A newer owner has the range (never shown to clients as such): the client re-reads
-      // the configuration and goes there.
-      resp = FormatWrongRange(ranges_.epoch(), resp.status().message());
-    }
-    if (resp.ok()) {
-      conn->Send(wire::EncodeMessage(type, request_id, resp.value(), wire::kFlagResponse));
-    } else {
-      conn->SendError(type, request_id, resp.status());
-    }
+  if (!s.ok()) return s;
+  Result<std::string> resp = Handle(conn, r);
+  if (resp.status().IsFenced()) {
+    // A newer owner has the range (never shown to clients as such): the client re-reads
+    // the configuration and goes there.
+    resp = FormatWrongRange(ranges_.epoch(), resp.status().message());
   }
-  conn->EndRequest(payload.size());
+  return resp;
 }
 
 }  // namespace nova::ltc

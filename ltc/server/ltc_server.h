@@ -14,6 +14,9 @@
 //     it on the worker pool. Responses are written under the connection's write lock.
 //   - RangeTable (range_table.h): the hosted ranges at the current assignment and their
 //     backends (RangeSlot, range_slot.h); opens and closes ranges on assignment changes.
+//   - RequestMetrics (request_metrics.h): where each request's time goes (waiting for a
+//     worker, in the engine, writing the response), ltc_request_* on /metrics and the end of
+//     the kStats text.
 //   - This class: the request handlers (routing by key and epoch, ltc_server_handlers.cc),
 //     and the applier thread, which applies new assignments from the source (not on the
 //     source's thread: opening ranges takes a while) and retries them with backoff if a
@@ -41,6 +44,7 @@
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/metrics.h"
 #include "common/mutex.h"
 #include "common/status.h"
@@ -51,6 +55,7 @@
 #include "ltc/server/ltc_assignment.h"
 #include "ltc/server/range_backend.h"
 #include "ltc/server/range_table.h"
+#include "ltc/server/request_metrics.h"
 
 namespace nova::ltc {
 
@@ -123,9 +128,12 @@ class LtcServer {
   // it may (`may_run_inline`, and it is not a CompactRange), else queues it on a pool.
   Status Dispatch(const std::shared_ptr<ClientConn>& conn, uint16_t type, uint64_t request_id,
                   std::string payload, bool may_run_inline);
-  // Runs one request (on a worker or the reader), writes its response and ends the request.
+  // Runs one request (on a worker or the reader), writes its response, ends the request and
+  // records its times; `queued_at`: when it was handed to a worker (none: served inline).
   void Serve(const std::shared_ptr<ClientConn>& conn, uint16_t type, uint64_t request_id,
-             std::string payload);
+             std::string payload, std::optional<MonoTime> queued_at);
+  // Serve's decoding and handling: the response payload, or the error to send.
+  Result<std::string> Respond(ClientConn* conn, uint16_t type, const std::string& payload);
   // Returns the response payload or the error to send.
   Result<std::string> Handle(ClientConn* conn, const ClientRequest& r);
   Result<std::string> HandleWrite(const HostedRanges& t, const ClientRequest& r);
@@ -152,6 +160,7 @@ class LtcServer {
   const LtcServerOptions options_;
   AssignmentSource* const source_;  // must outlive this
   ClientMetrics metrics_;
+  RequestMetrics request_metrics_;
 
   RangeTable ranges_;
   ConnectionListener listener_;

@@ -183,6 +183,8 @@ Result<std::string> LtcServer::Handle(ClientConn* conn, const ClientRequest& r) 
             << h.slot->StateText();
         if (out.str().back() != '\n') out << "\n";
       }
+      // Then where a request's time goes (nova_cli stats prints it under the ranges).
+      out << request_metrics_.BreakdownText(t->ltc_id, metrics_.served_inline->value());
       return EncodeBytes(out.str());
     }
     case ClientMsg::kPut:

@@ -641,5 +641,128 @@ TEST(LtcServerTest, ReverseScanAtSnapshotStaysInItsRange) {
   for (const auto& one : all) EXPECT_TRUE(c.ReleaseSnapshot(one.value()).ok());
 }
 
+// Where a request's time goes: each request served is counted by class with its times,
+// waiting for a worker only when it was handed to one; kStats ends with the breakdown.
+// (LevelDB backends: no StoC reads or log appends.)
+TEST(LtcServerTest, RequestTimesAreCounted) {
+  for (bool serve_inline : {true, false}) {
+    SCOPED_TRACE(serve_inline ? "served inline" : "served by workers");
+    const std::string dir =
+        test::TestTempDir(serve_inline ? "ltc_server_test_times_inline" : "ltc_server_test_times");
+    auto all = EqualRanges(2);
+    ASSERT_TRUE(all.ok());
+    LtcAssignment a;
+    a.epoch = 1;
+    a.ltc_id = 7;
+    a.ranges = all.value();
+    StaticAssignmentSource source(a);
+    MetricsRegistry metrics;
+    LtcServerOptions so;
+    so.serve_inline = serve_inline;
+    LtcServer server(so, &source,
+                     LevelDbBackendFactory({.dir = dir, .write_buffer_bytes = 1 << 20}), &metrics);
+    ASSERT_TRUE(server.Init().ok());
+    ASSERT_TRUE(server.Start().ok());
+    client::ClientOptions co;
+    co.ltcs = {server.address()};
+    co.timeout = 10s;
+    client::NovaClient c(co);
+    ASSERT_TRUE(c.Init().ok());
+    const auto count = [&](const std::string& name) {
+      return metrics.GetCounter(name, "")->value();
+    };
+    auto stats = c.Stats();  // before any read or write
+    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+    EXPECT_EQ(stats.value().find("reads (get, scan)"), std::string::npos) << stats.value();
+
+    constexpr int kKeys = 20;
+    for (int i = 0; i < kKeys; ++i) ASSERT_TRUE(c.Put(SpreadKey(i), "v").ok());
+    ASSERT_TRUE(c.Delete(SpreadKey(0)).ok());
+    for (int i = 0; i < kKeys; ++i) (void)c.Get(SpreadKey(i));
+    // Enough for a CPU sample on one thread: a synchronous client's calls reuse one
+    // connection, whose reader serves them all when served inline.
+    constexpr int kGets = 2 * kCpuSampleEvery;
+    for (int i = 0; i < kGets; ++i) ASSERT_TRUE(c.Get(SpreadKey(1)).ok());
+    std::vector<std::pair<std::string, std::string>> pairs;
+    ASSERT_TRUE(c.Scan("", 100, &pairs).ok());
+    // A request is counted once its response is written: the last may trail its answer.
+    ASSERT_TRUE(test::WaitFor(
+        [&] {
+          return count("ltc_request_write_total") == kKeys + 1 &&
+                 count("ltc_request_read_total") >= kKeys + kGets + 1;  // scan: 1 or 2
+        },
+        10s))
+        << count("ltc_request_write_total") << " " << count("ltc_request_read_total");
+    if (serve_inline) {
+      EXPECT_GE(count("ltc_request_read_cpu_sampled_total"), 1u);
+      // A LevelDB Get and a socket write: some CPU.
+      EXPECT_GT(count("ltc_request_read_thread_cpu_us_total"), 0u);
+    }
+    for (const char* cls : {"read", "write"}) {
+      const std::string p = std::string("ltc_request_") + cls;
+      // Twenty-odd requests through LevelDB and a socket: some microseconds in each part.
+      EXPECT_GT(count(p + "_engine_us_total"), 0u) << cls;
+      EXPECT_GT(count(p + "_send_us_total"), 0u) << cls;
+      EXPECT_EQ(count(p + "_stoc_read_us_total"), 0u) << cls;
+      EXPECT_EQ(count(p + "_log_append_us_total"), 0u) << cls;
+      if (serve_inline) {
+        EXPECT_EQ(count(p + "_wait_us_total"), 0u) << cls;
+      } else {
+        // A worker is woken for each: at least a microsecond between them all.
+        EXPECT_GT(count(p + "_wait_us_total"), 0u) << cls;
+      }
+    }
+    EXPECT_GE(count("ltc_request_other_total"), 2u);  // Describe, Stats
+    EXPECT_EQ(count("ltc_client_served_inline_total") > 0, serve_inline);
+
+    stats = c.Stats();
+    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+    const std::string& text = stats.value();
+    // The range lines come first, unchanged; the breakdown follows.
+    EXPECT_NE(text.find("ltc 7 epoch 1 ranges 2\nrange 0 "), std::string::npos) << text;
+    const size_t head = text.find("ltc 7 time per request: ");
+    ASSERT_NE(head, std::string::npos) << text;
+    EXPECT_GT(head, text.find("range 1 ")) << text;
+    unsigned long long served = 0, on_reader = 0, by_workers = 0;
+    ASSERT_EQ(std::sscanf(text.c_str() + head,
+                          "ltc 7 time per request: %llu served (%llu on their connection's "
+                          "reader, %llu by workers)",
+                          &served, &on_reader, &by_workers),
+              3)
+        << text;
+    EXPECT_GE(served, 2u * kKeys + kGets + 2);
+    EXPECT_EQ(served, on_reader + by_workers);
+    EXPECT_EQ(by_workers == 0, serve_inline) << text;
+    double cpu_us = 0, user_us = 0, system_us = 0;
+    const size_t cpu = text.find("  cpu ", head);
+    ASSERT_NE(cpu, std::string::npos) << text;
+    ASSERT_EQ(std::sscanf(text.c_str() + cpu, "  cpu %lf us (user %lf, system %lf)", &cpu_us,
+                          &user_us, &system_us),
+              3)
+        << text;
+    EXPECT_GT(cpu_us, 0) << text;  // this process did serve them
+    EXPECT_NEAR(cpu_us, user_us + system_us, 0.2) << text;
+    EXPECT_NE(text.find(" context switches ("), std::string::npos) << text;
+    for (const char* line :
+         {"  wall ", " reads (get, scan): wall ", " writes (put, delete, write): wall ",
+          " other: wall ", "waiting for a worker ", "(StoC reads 0.0, log appends 0.0)"}) {
+      EXPECT_NE(text.find(line, head), std::string::npos) << line << "\n" << text;
+    }
+    EXPECT_EQ(text.find(" by workers after waiting ") == std::string::npos, serve_inline)
+        << text;
+    if (serve_inline) {
+      EXPECT_NE(text.find("; serving thread's cpu "), std::string::npos) << text;
+    }
+    // The process gauges are on /metrics.
+    const std::string prometheus = metrics.DumpPrometheus();
+    for (const char* gauge : {"process_cpu_user_seconds ", "process_cpu_system_seconds ",
+                              "process_voluntary_context_switches ",
+                              "process_involuntary_context_switches "}) {
+      EXPECT_NE(prometheus.find(std::string("\n") + gauge), std::string::npos) << gauge;
+    }
+    server.Shutdown();
+  }
+}
+
 }  // namespace
 }  // namespace nova::ltc

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/metrics.h"
 #include "common/mutex.h"
 #include "common/rpc/rpc_endpoint.h"
 #include "common/transport/transport.h"
@@ -82,6 +83,9 @@ struct StocClientOptions {
   // its acknowledgment and a response over tcp). A StoC too old for kReadInline is read
   // with kRead. Users on the verbs backend set it false.
   bool inline_reads = true;
+  // Where Read counts itself: stoc_client_reads_total and stoc_client_read_us_total (every
+  // block read, failed ones included). Null: not counted. Must outlive the client.
+  MetricsRegistry* metrics = nullptr;
 };
 
 class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
@@ -119,6 +123,11 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   // REQUIRES: dst is registered with kRemoteWrite (the StoC may write into it for disk files).
   Status Read(const BlockHandle& block, const transport::MemoryRegion& dst, uint64_t dst_offset)
       EXCLUDES(mu_);
+  // Nanoseconds the calling thread has spent in Read (of any StocClient) since it started:
+  // a server attributes the block reads of the request a thread serves to it by the
+  // difference around the request. Per thread, no synchronization; a read the client fans
+  // out to another thread (StocTableStore's io pool) counts on that thread.
+  static uint64_t ThreadReadNanos();
   // Releases the append slot; for memory files records the appended length for readers.
   Status Close(StocFile* file) EXCLUDES(mu_);
   // Deletes a file; with owner_epoch > 0 the StoC refuses (Fenced) if the file's range is
@@ -175,6 +184,9 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   Result<BlockHandle> AppendDisk(StocFile* file, transport::PeerId peer,
                                  const transport::MemoryRegion& src, uint64_t src_offset,
                                  uint64_t length) EXCLUDES(mu_);
+  // Read, untimed.
+  Status ReadBlock(const BlockHandle& block, const transport::MemoryRegion& dst,
+                   uint64_t dst_offset) EXCLUDES(mu_);
   Result<std::vector<RegionInfo>> RegionsOf(uint32_t stoc_id, uint64_t file_id, bool refresh)
       EXCLUDES(mu_);
 
@@ -183,6 +195,8 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   LoadView load_;
   // options_.inline_reads until a StoC answers kReadInline with NotSupported (older).
   std::atomic<bool> inline_reads_;
+  Counter* const reads_;    // stoc_client_reads_total; null without options.metrics
+  Counter* const read_us_;  // stoc_client_read_us_total; as reads_
 
   mutable Mutex mu_;
   std::map<uint32_t, transport::PeerId> peers_ GUARDED_BY(mu_);

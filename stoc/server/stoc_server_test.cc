@@ -168,6 +168,57 @@ TEST_F(StocServerTest, DiskBlocksReadInlineAndByWrite) {
   t.value()->Shutdown();
 }
 
+// A client given a registry counts every Read and its time (failed ones too); every
+// client adds its reads' time to the calling thread's tally (ThreadReadNanos).
+TEST_F(StocServerTest, ReadsAreCountedAndTimed) {
+  auto f = client_->Open(1, "r1-t9-f0-p0", FileKind::kDisk, OpenOptions{true, true, 1 << 20});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  Fill(65536, 7);
+  auto h = client_->Append(f.value().get(), src_, 0, 65536);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  ASSERT_TRUE(client_->Close(f.value().get()).ok());
+
+  MetricsRegistry registry;
+  rpc::RpcEndpoint endpoint;
+  transport::TransportOptions o;
+  o.node_name = "client-timed";
+  o.cluster_secret = kSecret;
+  auto t = transport::NewTransport(o, &endpoint);
+  ASSERT_TRUE(t.ok());
+  endpoint.Attach(t.value().get());
+  StocClientOptions co;
+  co.metrics = &registry;
+  StocClient timed(&endpoint, co);
+  ASSERT_TRUE(t.value()->Init().ok());
+  ASSERT_TRUE(t.value()->Start().ok());
+  ASSERT_TRUE(timed.AddStoc(1, server_->address()).ok());
+  std::unique_ptr<char[]> mem(new char[65536]);
+  auto dst = t.value()->RegisterMemory(mem.get(), 65536, transport::kRemoteWrite);
+  ASSERT_TRUE(dst.ok());
+
+  Counter* reads = registry.GetCounter("stoc_client_reads_total", "");
+  Counter* read_us = registry.GetCounter("stoc_client_read_us_total", "");
+  const uint64_t thread_before = StocClient::ThreadReadNanos();
+  for (uint64_t size : {65536ull, 4096ull, 1ull}) {
+    ASSERT_TRUE(timed.Read(h->Slice(0, size), dst.value(), 0).ok());
+  }
+  BlockHandle missing = h.value();
+  missing.file_id += 1000;  // no such file
+  EXPECT_FALSE(timed.Read(missing, dst.value(), 0).ok());
+  EXPECT_EQ(reads->value(), 4u);
+  // Each of these reads crossed loopback to the StoC and back: at least a microsecond.
+  EXPECT_GE(read_us->value(), 4u);
+  const uint64_t timed_ns = StocClient::ThreadReadNanos() - thread_before;
+  // The counter rounds each read to the nearest microsecond.
+  EXPECT_GE(timed_ns + 4 * 500, read_us->value() * 1000);
+  EXPECT_LE(timed_ns, read_us->value() * 1000 + 4 * 500);
+  // A client without a registry counts nothing anywhere, but still on the thread's tally.
+  ASSERT_TRUE(client_->Read(h.value(), dst_, 0).ok());
+  EXPECT_EQ(reads->value(), 4u);
+  EXPECT_GT(StocClient::ThreadReadNanos(), thread_before + timed_ns);
+  t.value()->Shutdown();
+}
+
 TEST_F(StocServerTest, BadRequestsGetClearErrors) {
   auto f = client_->Open(1, "f", FileKind::kDisk);
   ASSERT_TRUE(f.ok());
