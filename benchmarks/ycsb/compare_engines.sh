@@ -498,7 +498,7 @@ report=$workdir/table.md
     echo "per operation, over the run."
   fi
   echo
-  local cache_text="one $cache_mb MiB block cache shared by the ranges"
+  cache_text="one $cache_mb MiB block cache shared by the ranges"
   ((cache_per_range)) && cache_text="$((cache_mb / ranges)) MiB block cache per range"
   echo "Per engine: nova: $ranges ranges x delta $delta memtables of tau $tau_mb MiB, theta $theta,"
   echo "$cache_text; ltc-leveldb: $ranges ranges x LevelDB write buffer"
