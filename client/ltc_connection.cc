@@ -52,20 +52,21 @@ Result<std::shared_ptr<LtcConnection>> LtcConnection::Connect(const std::string&
                                                               Deadline deadline,
                                                               uint64_t max_response_bytes,
                                                               const std::string& client_secret) {
-  return Open(address, deadline, max_response_bytes, client_secret, /*direct=*/false);
+  return Open(address, deadline, max_response_bytes, client_secret, /*direct=*/false, {});
 }
 
 Result<std::shared_ptr<LtcConnection>> LtcConnection::ConnectDirect(
     const std::string& address, Deadline deadline, uint64_t max_response_bytes,
-    const std::string& client_secret) {
-  return Open(address, deadline, max_response_bytes, client_secret, /*direct=*/true);
+    const std::string& client_secret, std::chrono::microseconds spin) {
+  return Open(address, deadline, max_response_bytes, client_secret, /*direct=*/true, spin);
 }
 
 Result<std::shared_ptr<LtcConnection>> LtcConnection::Open(const std::string& address,
                                                            Deadline deadline,
                                                            uint64_t max_response_bytes,
                                                            const std::string& client_secret,
-                                                           bool direct) {
+                                                           bool direct,
+                                                           std::chrono::microseconds spin) {
   auto fd = transport::ConnectTcp(address, deadline);
   if (!fd.ok()) {
     return Status::NetworkError("cannot connect to LTC " + address + ": " +
@@ -73,7 +74,7 @@ Result<std::shared_ptr<LtcConnection>> LtcConnection::Open(const std::string& ad
   }
   transport::TuneSocket(fd.value(), kSocketBufferBytes).IgnoreError();
   std::shared_ptr<LtcConnection> c(
-      new LtcConnection(address, fd.value(), max_response_bytes, direct));
+      new LtcConnection(address, fd.value(), max_response_bytes, direct, spin));
   if (direct) {
     // The limit is of payloads: a whole message is a header longer.
     c->direct_in_ = std::make_unique<wire::MessageStream>(
@@ -123,9 +124,9 @@ Status LtcConnection::Authenticate(const std::string& client_secret, Deadline de
 }
 
 LtcConnection::LtcConnection(std::string address, int fd, uint64_t max_response_bytes,
-                             bool direct)
+                             bool direct, std::chrono::microseconds spin)
     : address_(std::move(address)), fd_(fd), max_response_bytes_(max_response_bytes),
-      direct_(direct) {}
+      direct_(direct), direct_spin_(spin) {}
 
 LtcConnection::~LtcConnection() {
   Close();
@@ -208,6 +209,24 @@ void LtcConnection::AwaitDirect(uint64_t id, Deadline deadline) {
       MutexLock l(&mu_);
       if (pending_.count(id) == 0) return;
       if (closing_) break;
+    }
+    if (direct_spin_.ShouldSpin()) {
+      // Poll without sleeping for a moment: an answer that comes meanwhile is read with no
+      // wake-up (common/adaptive_spin.h).
+      const MonoTime until = std::min(MonoNow() + direct_spin_.window(), deadline.when());
+      Status got;
+      do {
+        got = direct_in_->Fill(/*dont_wait=*/true);
+      } while (got.IsUnavailable() && MonoNow() < until);
+      direct_spin_.Spun(!got.IsUnavailable());
+      if (got.ok()) continue;
+      if (!got.IsUnavailable()) {
+        Fail(Status::NetworkError("connection to LTC " + address_ + " lost" +
+                                  (got.message() == "closed by the peer"
+                                       ? std::string(" (closed by the LTC)")
+                                       : ": " + got.message())));
+        return;
+      }
     }
     pollfd fd = {fd_, POLLIN, 0};
     const int n = ::poll(&fd, 1, PollTimeoutMs(deadline.when()));

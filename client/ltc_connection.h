@@ -38,6 +38,7 @@
 #include <string_view>
 #include <thread>
 
+#include "common/adaptive_spin.h"
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "common/status.h"
@@ -58,11 +59,11 @@ class LtcConnection {
                                                         Deadline deadline,
                                                         uint64_t max_response_bytes,
                                                         const std::string& client_secret = "");
-  // As Connect, a direct connection (see above).
-  static Result<std::shared_ptr<LtcConnection>> ConnectDirect(const std::string& address,
-                                                              Deadline deadline,
-                                                              uint64_t max_response_bytes,
-                                                              const std::string& client_secret);
+  // As Connect, a direct connection (see above). Its caller polls for each answer for up
+  // to `spin` before sleeping (common/adaptive_spin.h; zero: never).
+  static Result<std::shared_ptr<LtcConnection>> ConnectDirect(
+      const std::string& address, Deadline deadline, uint64_t max_response_bytes,
+      const std::string& client_secret, std::chrono::microseconds spin = {});
   ~LtcConnection();  // Close()
   LtcConnection(const LtcConnection&) = delete;
   LtcConnection& operator=(const LtcConnection&) = delete;
@@ -89,8 +90,9 @@ class LtcConnection {
                                                      Deadline deadline,
                                                      uint64_t max_response_bytes,
                                                      const std::string& client_secret,
-                                                     bool direct);
-  LtcConnection(std::string address, int fd, uint64_t max_response_bytes, bool direct);
+                                                     bool direct, std::chrono::microseconds spin);
+  LtcConnection(std::string address, int fd, uint64_t max_response_bytes, bool direct,
+                std::chrono::microseconds spin);
   // The handshake of ltc/protocol/client_auth.h; OK once authenticated or not required.
   Status Authenticate(const std::string& client_secret, Deadline deadline)
       EXCLUDES(mu_, write_mu_);
@@ -117,6 +119,7 @@ class LtcConnection {
   // Direct connections: what was received and not yet delivered (the caller's, one at a
   // time; see AwaitDirect).
   std::unique_ptr<wire::MessageStream> direct_in_;
+  AdaptiveSpin direct_spin_;  // the caller's, as direct_in_
 
   Mutex write_mu_;  // serializes sends
 

@@ -16,6 +16,33 @@
 namespace nova::client {
 namespace {
 
+// One value handed from a callback to the thread waiting for it. Not std::promise, whose
+// set_value makes a futex system call even when nobody waits (a direct call completes on
+// its own thread: nobody does); an uncontended Mutex and a CondVar without waiters make
+// none. Thread safety: thread-safe.
+template <typename T>
+class Waiter {
+ public:
+  void Set(T value) EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    value_.emplace(std::move(value));
+    cv_.NotifyAll();
+  }
+  T Take() EXCLUDES(mu_) {
+    MutexLock l(&mu_);
+    cv_.Wait(&l, [&]() REQUIRES(mu_) { return value_.has_value(); });
+    return std::move(*value_);
+  }
+
+ private:
+  Mutex mu_;
+  CondVar cv_;
+  std::optional<T> value_ GUARDED_BY(mu_);
+};
+
+// A call's outcome: its status and response payload.
+using Answer = Waiter<std::pair<Status, std::string>>;
+
 using ltc::ClientMsg;
 
 // Pairs asked for per Scan request; a server may return fewer (its reply size cap).
@@ -312,7 +339,7 @@ struct NovaClient::Impl {
     const Deadline connect_deadline =
         Deadline(std::min(deadline.when(), MonoNow() + options.connect_timeout));
     auto c = LtcConnection::ConnectDirect(address, connect_deadline, options.max_response_bytes,
-                                          options.client_secret);
+                                          options.client_secret, options.spin);
     Status s = c.status();
     ltc::DescribeResponse d;
     if (s.ok()) {
@@ -364,15 +391,12 @@ struct NovaClient::Impl {
         return;
       }
     }
-    // Completed before Call returns (a direct connection); the promise only keeps that
-    // from being assumed.
-    auto answer = std::make_shared<std::promise<std::pair<Status, std::string>>>();
-    auto f = answer->get_future();
+    // Completed before Call returns (a direct connection), unless a concurrent Close fails
+    // it from another thread: the waiter covers that without assuming it.
+    auto answer = std::make_shared<Answer>();
     conn.value()->Call(op->type, payload, op->deadline,
-                       [answer](const Status& s, std::string p) {
-                         answer->set_value({s, std::move(p)});
-                       });
-    auto [s, response] = f.get();
+                       [answer](const Status& s, std::string p) { answer->Set({s, std::move(p)}); });
+    auto [s, response] = answer->Take();
     ReturnDirect(address, std::move(conn.value()));
     op->direct = false;  // a retry goes through the pipelined connections
     if (s.ok()) {
@@ -656,14 +680,13 @@ RoutingTable NovaClient::routing() const {
 
 namespace {
 
-// Runs `start` with a callback filling a promise and waits for it (at once when the call
-// went over a direct connection).
+// Runs `start` with a callback handing its result over and waits for it (at once when the
+// call went over a direct connection).
 template <typename T>
 T Await(const std::function<void(std::function<void(T)>)>& start) {
-  auto p = std::make_shared<std::promise<T>>();
-  auto f = p->get_future();
-  start([p](T r) { p->set_value(std::move(r)); });
-  return f.get();
+  auto w = std::make_shared<Waiter<T>>();
+  start([w](T r) { w->Set(std::move(r)); });
+  return w->Take();
 }
 
 }  // namespace

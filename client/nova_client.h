@@ -100,6 +100,9 @@ struct ClientOptions {
   // At most this many direct connections to one LTC (the LTC's --ltc_max_connections
   // counts them): further blocking calls use the pipelined connections.
   int max_direct_per_ltc = 64;
+  // A blocking call on a direct connection polls for its answer this long before sleeping
+  // (common/adaptive_spin.h: only while that pays); zero: it sleeps at once.
+  std::chrono::microseconds spin{50};
   // Deadline of each operation, retries included.
   std::chrono::milliseconds timeout{10000};
   std::chrono::milliseconds connect_timeout{2000};

@@ -152,6 +152,12 @@ Result<NovaBindingOptions> ParseNovaBindingOptions(const Properties& props) {
                                    direct + "'");
   }
   o.direct_calls = direct == "true";
+  Result<int64_t> spin = props.GetInt("nova.spin_us", o.spin_us);
+  if (!spin.ok()) return spin.status();
+  if (*spin < 0 || *spin > 10000) {
+    return Status::InvalidArgument("property nova.spin_us: must be in 0..10000");
+  }
+  o.spin_us = *spin;
   Result<int64_t> fieldcount = props.GetInt("fieldcount", o.fieldcount);
   if (!fieldcount.ok()) return fieldcount.status();
   o.fieldcount = *fieldcount;
@@ -169,6 +175,7 @@ Result<std::unique_ptr<Binding>> OpenNovaBinding(const Properties& props) {
   co.timeout = options->timeout;
   co.connections_per_ltc = options->connections_per_ltc;
   co.direct_calls = options->direct_calls;
+  co.spin = std::chrono::microseconds(options->spin_us);
   if (!options->client_secret_file.empty()) {
     auto secret = ReadSecretFile(options->client_secret_file, "property nova.client_secret_file");
     if (!secret.ok()) return secret.status().Prepend("-db nova");

@@ -26,6 +26,8 @@ inline constexpr const char* kNovaBindingHelp =
     "nova.timeout_ms (10000: per operation, retries included), nova.connections_per_ltc (2), "
     "nova.direct_calls (true: each thread's calls on a connection of its own whose answers it "
     "reads itself; false: all threads' calls pipelined on the shared connections), "
+    "nova.spin_us (50: a direct call polls for its answer this long before sleeping, while "
+    "that pays; 0: never), "
     "nova.client_secret_file (the LTCs' client secret, when they require one), "
     "nova.zk_auth_file (ZooKeeper digest credential user:password; reading needs none)";
 
@@ -41,6 +43,7 @@ struct NovaBindingOptions {
   std::chrono::milliseconds timeout{10000};  // nova.timeout_ms
   int connections_per_ltc = 2;               // nova.connections_per_ltc
   bool direct_calls = true;                  // nova.direct_calls (ClientOptions::direct_calls)
+  int64_t spin_us = 50;                      // nova.spin_us (ClientOptions::spin)
   // nova.client_secret_file: the client secret LTCs started with --ltc_client_secret_file
   // require (ClientOptions::client_secret); empty: none.
   std::string client_secret_file;

@@ -151,10 +151,15 @@ Status SetNonBlocking(int fd, bool nonblocking) {
 
 Status WriteFully(int fd, const char* data, size_t n, Deadline deadline) {
   while (n > 0) {
-    NOVA_RETURN_NOT_OK(WaitFd(fd, POLLOUT, deadline, "write"));
+    // Send first: a message usually fits in the socket's buffer at once, and a poll before
+    // every send would cost a system call per message for nothing.
     ssize_t w = ::send(fd, data, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w < 0) {
-      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        NOVA_RETURN_NOT_OK(WaitFd(fd, POLLOUT, deadline, "write"));
+        continue;
+      }
       return Status::NetworkError(std::string("send: ") + std::strerror(errno));
     }
     data += w;

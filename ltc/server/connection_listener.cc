@@ -10,6 +10,7 @@
 
 #include <glog/logging.h>
 
+#include "common/adaptive_spin.h"
 #include "common/clock.h"
 #include "common/coding.h"
 #include "common/transport/tcp_socket.h"
@@ -255,11 +256,23 @@ void ConnectionListener::ServeRequests(const std::shared_ptr<ClientConn>& conn) 
   // whether the client has answered it (already done, or not required).
   std::string nonce;
   bool authenticated = true;
+  AdaptiveSpin spin(options_.reader_spin);
   for (;;) {
     wire::MessageHeader h;
     std::string_view payload;
     Status s = in.Next(&h, &payload);
     if (s.IsNotFound()) {
+      if (conn->synchronous() && spin.ShouldSpin()) {
+        // The client's next request usually follows its answer closely: catch it without
+        // sleeping (a wake-up costs more; common/adaptive_spin.h).
+        const MonoTime until = MonoNow() + spin.window();
+        do {
+          s = in.Fill(/*dont_wait=*/true);
+        } while (s.IsUnavailable() && MonoNow() < until);
+        spin.Spun(!s.IsUnavailable());
+        if (s.ok()) continue;
+        if (!s.IsUnavailable()) return;  // closed by the client, or shut down by us
+      }
       s = in.Fill(/*dont_wait=*/false);
       if (s.ok() || s.IsUnavailable()) continue;
       return;  // closed by the client, or shut down by us

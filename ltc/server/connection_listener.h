@@ -58,6 +58,9 @@ struct ConnectionListenerOptions {
   // With a client_secret: a connection not authenticated within this long of its
   // acceptance is refused and closed.
   std::chrono::milliseconds auth_timeout{10000};
+  // A synchronous connection's reader polls for the next request this long before it
+  // sleeps (common/adaptive_spin.h: only while that pays); zero: it sleeps at once.
+  std::chrono::microseconds reader_spin{50};
 };
 
 // Takes one request read from `conn` (on its reader thread): runs it, on that thread or by

@@ -28,6 +28,7 @@ ConnectionListenerOptions ListenerOptionsOf(const LtcServerOptions& o) {
   l.max_request_bytes = o.limits.max_request_bytes;
   l.write_timeout = o.write_timeout;
   l.client_secret = o.client_secret;
+  l.reader_spin = o.reader_spin;
   return l;
 }
 

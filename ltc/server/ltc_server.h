@@ -66,6 +66,9 @@ struct LtcServerOptions {
   // Serve a request on its connection's reader thread when nothing else of the connection
   // waits for it (ConnectionListener's may_run_inline); false: always hand it to a worker.
   bool serve_inline = true;      // --ltc_serve_inline
+  // A synchronous connection's reader polls for the next request this long before it
+  // sleeps (ConnectionListenerOptions::reader_spin).
+  std::chrono::microseconds reader_spin{50};  // --ltc_reader_spin_us
   size_t max_queue = 4096;       // requests waiting for a worker, all connections
   int max_connections = 256;     // --ltc_max_connections
   int max_inflight_per_connection = 256;
