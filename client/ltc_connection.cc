@@ -52,13 +52,16 @@ Result<std::shared_ptr<LtcConnection>> LtcConnection::Connect(const std::string&
                                                               Deadline deadline,
                                                               uint64_t max_response_bytes,
                                                               const std::string& client_secret) {
-  return Open(address, deadline, max_response_bytes, client_secret, /*direct=*/false, {});
+  return Open(address, deadline, max_response_bytes, client_secret, /*direct=*/false, {},
+              nullptr);
 }
 
 Result<std::shared_ptr<LtcConnection>> LtcConnection::ConnectDirect(
     const std::string& address, Deadline deadline, uint64_t max_response_bytes,
-    const std::string& client_secret, std::chrono::microseconds spin) {
-  return Open(address, deadline, max_response_bytes, client_secret, /*direct=*/true, spin);
+    const std::string& client_secret, std::chrono::microseconds spin,
+    std::atomic<int>* spinners) {
+  return Open(address, deadline, max_response_bytes, client_secret, /*direct=*/true, spin,
+              spinners);
 }
 
 Result<std::shared_ptr<LtcConnection>> LtcConnection::Open(const std::string& address,
@@ -66,7 +69,8 @@ Result<std::shared_ptr<LtcConnection>> LtcConnection::Open(const std::string& ad
                                                            uint64_t max_response_bytes,
                                                            const std::string& client_secret,
                                                            bool direct,
-                                                           std::chrono::microseconds spin) {
+                                                           std::chrono::microseconds spin,
+                                                           std::atomic<int>* spinners) {
   auto fd = transport::ConnectTcp(address, deadline);
   if (!fd.ok()) {
     return Status::NetworkError("cannot connect to LTC " + address + ": " +
@@ -74,7 +78,7 @@ Result<std::shared_ptr<LtcConnection>> LtcConnection::Open(const std::string& ad
   }
   transport::TuneSocket(fd.value(), kSocketBufferBytes).IgnoreError();
   std::shared_ptr<LtcConnection> c(
-      new LtcConnection(address, fd.value(), max_response_bytes, direct, spin));
+      new LtcConnection(address, fd.value(), max_response_bytes, direct, spin, spinners));
   if (direct) {
     // The limit is of payloads: a whole message is a header longer.
     c->direct_in_ = std::make_unique<wire::MessageStream>(
@@ -124,9 +128,10 @@ Status LtcConnection::Authenticate(const std::string& client_secret, Deadline de
 }
 
 LtcConnection::LtcConnection(std::string address, int fd, uint64_t max_response_bytes,
-                             bool direct, std::chrono::microseconds spin)
+                             bool direct, std::chrono::microseconds spin,
+                             std::atomic<int>* spinners)
     : address_(std::move(address)), fd_(fd), max_response_bytes_(max_response_bytes),
-      direct_(direct), direct_spin_(spin) {}
+      direct_(direct), direct_spin_(spin, spinners) {}
 
 LtcConnection::~LtcConnection() {
   Close();
@@ -215,9 +220,11 @@ void LtcConnection::AwaitDirect(uint64_t id, Deadline deadline) {
       // wake-up (common/adaptive_spin.h).
       const MonoTime until = std::min(MonoNow() + direct_spin_.window(), deadline.when());
       Status got;
-      do {
+      for (;;) {
         got = direct_in_->Fill(/*dont_wait=*/true);
-      } while (got.IsUnavailable() && MonoNow() < until);
+        if (!got.IsUnavailable() || MonoNow() >= until) break;
+        std::this_thread::yield();  // a thread with work to do runs first
+      }
       direct_spin_.Spun(!got.IsUnavailable());
       if (got.ok()) continue;
       if (!got.IsUnavailable()) {

@@ -61,9 +61,12 @@ class LtcConnection {
                                                         const std::string& client_secret = "");
   // As Connect, a direct connection (see above). Its caller polls for each answer for up
   // to `spin` before sleeping (common/adaptive_spin.h; zero: never).
+  // `spinners` (null: no limit) counts the callers polling at once, of all the direct
+  // connections sharing it (at most one polls); it must outlive the connection.
   static Result<std::shared_ptr<LtcConnection>> ConnectDirect(
       const std::string& address, Deadline deadline, uint64_t max_response_bytes,
-      const std::string& client_secret, std::chrono::microseconds spin = {});
+      const std::string& client_secret, std::chrono::microseconds spin = {},
+      std::atomic<int>* spinners = nullptr);
   ~LtcConnection();  // Close()
   LtcConnection(const LtcConnection&) = delete;
   LtcConnection& operator=(const LtcConnection&) = delete;
@@ -90,9 +93,10 @@ class LtcConnection {
                                                      Deadline deadline,
                                                      uint64_t max_response_bytes,
                                                      const std::string& client_secret,
-                                                     bool direct, std::chrono::microseconds spin);
+                                                     bool direct, std::chrono::microseconds spin,
+                                                     std::atomic<int>* spinners);
   LtcConnection(std::string address, int fd, uint64_t max_response_bytes, bool direct,
-                std::chrono::microseconds spin);
+                std::chrono::microseconds spin, std::atomic<int>* spinners);
   // The handshake of ltc/protocol/client_auth.h; OK once authenticated or not required.
   Status Authenticate(const std::string& client_secret, Deadline deadline)
       EXCLUDES(mu_, write_mu_);

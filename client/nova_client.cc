@@ -219,6 +219,8 @@ struct NovaClient::Impl {
     MonoTime retry_after{};  // no new one before (connecting one failed)
   };
   std::map<std::string, DirectPool> direct GUARDED_BY(mu);
+  // Blocking calls polling for their answer (at most one: common/adaptive_spin.h).
+  std::atomic<int> spinning_calls{0};
   // What each LTC reported of its limits on the newest connection to it (by address).
   std::map<std::string, ltc::ClientLimits> limits GUARDED_BY(mu);
   uint64_t round_robin GUARDED_BY(mu) = 0;
@@ -339,7 +341,7 @@ struct NovaClient::Impl {
     const Deadline connect_deadline =
         Deadline(std::min(deadline.when(), MonoNow() + options.connect_timeout));
     auto c = LtcConnection::ConnectDirect(address, connect_deadline, options.max_response_bytes,
-                                          options.client_secret, options.spin);
+                                          options.client_secret, options.spin, &spinning_calls);
     Status s = c.status();
     ltc::DescribeResponse d;
     if (s.ok()) {

@@ -256,7 +256,7 @@ void ConnectionListener::ServeRequests(const std::shared_ptr<ClientConn>& conn) 
   // whether the client has answered it (already done, or not required).
   std::string nonce;
   bool authenticated = true;
-  AdaptiveSpin spin(options_.reader_spin);
+  AdaptiveSpin spin(options_.reader_spin, &spinning_readers_);
   for (;;) {
     wire::MessageHeader h;
     std::string_view payload;
@@ -266,9 +266,11 @@ void ConnectionListener::ServeRequests(const std::shared_ptr<ClientConn>& conn) 
         // The client's next request usually follows its answer closely: catch it without
         // sleeping (a wake-up costs more; common/adaptive_spin.h).
         const MonoTime until = MonoNow() + spin.window();
-        do {
+        for (;;) {
           s = in.Fill(/*dont_wait=*/true);
-        } while (s.IsUnavailable() && MonoNow() < until);
+          if (!s.IsUnavailable() || MonoNow() >= until) break;
+          std::this_thread::yield();  // a thread with work to do runs first
+        }
         spin.Spun(!s.IsUnavailable());
         if (s.ok()) continue;
         if (!s.IsUnavailable()) return;  // closed by the client, or shut down by us

@@ -128,6 +128,7 @@ class ConnectionListener {
   uint16_t bound_port_ = 0;
   std::thread acceptor_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int> spinning_readers_{0};  // readers polling for a next request (at most 1)
 
   struct Reader {
     std::shared_ptr<ClientConn> conn;
