@@ -228,10 +228,7 @@ void LtcConnection::AwaitDirect(uint64_t id, Deadline deadline) {
       direct_spin_.Spun(!got.IsUnavailable());
       if (got.ok()) continue;
       if (!got.IsUnavailable()) {
-        Fail(Status::NetworkError("connection to LTC " + address_ + " lost" +
-                                  (got.message() == "closed by the peer"
-                                       ? std::string(" (closed by the LTC)")
-                                       : ": " + got.message())));
+        Fail(LostError(got));
         return;
       }
     }
@@ -250,14 +247,18 @@ void LtcConnection::AwaitDirect(uint64_t id, Deadline deadline) {
     Status got = direct_in_->Fill(/*dont_wait=*/true);
     if (got.IsUnavailable()) continue;
     if (!got.ok()) {
-      Fail(Status::NetworkError("connection to LTC " + address_ + " lost" +
-                                (got.message() == "closed by the peer"
-                                     ? std::string(" (closed by the LTC)")
-                                     : ": " + got.message())));
+      Fail(LostError(got));
       return;
     }
   }
   Fail(Status::Aborted("connection to LTC " + address_ + " closed"));
+}
+
+Status LtcConnection::LostError(const Status& read_error) const {
+  return Status::NetworkError("connection to LTC " + address_ + " lost" +
+                              (read_error.message() == "closed by the peer"
+                                   ? std::string(" (closed by the LTC)")
+                                   : ": " + read_error.message()));
 }
 
 void LtcConnection::Fail(const Status& why) {
@@ -317,10 +318,7 @@ void LtcConnection::ReadLoop() {
     Status got = in.Fill(/*dont_wait=*/true);
     if (got.IsUnavailable()) continue;
     if (!got.ok()) {
-      Fail(Status::NetworkError("connection to LTC " + address_ + " lost" +
-                                (got.message() == "closed by the peer"
-                                     ? std::string(" (closed by the LTC)")
-                                     : ": " + got.message())));
+      Fail(LostError(got));
       return;
     }
     if (!DeliverResponses(&in)) return;

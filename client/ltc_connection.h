@@ -107,6 +107,8 @@ class LtcConnection {
   // Direct connections: reads on the calling thread until call `id` is completed, failing
   // the connection at `deadline` or on a read error.
   void AwaitDirect(uint64_t id, Deadline deadline) EXCLUDES(mu_);
+  // The connection's failure for a read error of its stream (MessageStream::Fill).
+  Status LostError(const Status& read_error) const;
   // Marks the connection failed and fails every outstanding call with `why`.
   void Fail(const Status& why) EXCLUDES(mu_);
   // Fails calls past their deadline; returns the nearest remaining deadline.

@@ -210,6 +210,9 @@ struct NovaClient::Impl {
   mutable Mutex mu;
   RoutingTable table GUARDED_BY(mu);
   std::map<std::string, std::vector<std::shared_ptr<LtcConnection>>> pools GUARDED_BY(mu);
+  // Blocking calls polling for their answer (at most one: common/adaptive_spin.h). Declared
+  // before the connections that point at it, so it outlives them.
+  std::atomic<int> spinning_calls{0};
   // Direct connections (LtcConnection::ConnectDirect) by address: a blocking call takes
   // one for itself, so there are about as many as threads calling at once, at most
   // options.max_direct_per_ltc (`open`: idle and taken).
@@ -219,8 +222,6 @@ struct NovaClient::Impl {
     MonoTime retry_after{};  // no new one before (connecting one failed)
   };
   std::map<std::string, DirectPool> direct GUARDED_BY(mu);
-  // Blocking calls polling for their answer (at most one: common/adaptive_spin.h).
-  std::atomic<int> spinning_calls{0};
   // What each LTC reported of its limits on the newest connection to it (by address).
   std::map<std::string, ltc::ClientLimits> limits GUARDED_BY(mu);
   uint64_t round_robin GUARDED_BY(mu) = 0;
@@ -397,7 +398,9 @@ struct NovaClient::Impl {
     // it from another thread: the waiter covers that without assuming it.
     auto answer = std::make_shared<Answer>();
     conn.value()->Call(op->type, payload, op->deadline,
-                       [answer](const Status& s, std::string p) { answer->Set({s, std::move(p)}); });
+                       [answer](const Status& s, std::string p) {
+                         answer->Set({s, std::move(p)});
+                       });
     auto [s, response] = answer->Take();
     ReturnDirect(address, std::move(conn.value()));
     op->direct = false;  // a retry goes through the pipelined connections

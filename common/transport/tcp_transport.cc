@@ -205,12 +205,10 @@ void TcpTransport::XchgLoop(XchgThread* t) {
     FlushDirty(t);
     timeout_ms = ReleaseDueAcks(t);
   }
-  // Shutting down: what is owed goes out if it can (a SEND we delivered is not reported
-  // failed to its sender), then everything still pending fails.
-  for (auto& [peer, slot] : t->lanes) {
-    slot.lane->ReleaseDeferredAcks();
-    slot.lane->Flush().IgnoreError();
-  }
+  // Shutting down: everything still pending fails. (Deferred acknowledgments are dropped:
+  // flushing them would also send requests that never went out, which are then reported
+  // failed though the peer may carry them out; the peer fails its own pending SENDs as it
+  // would for any lane that goes down.)
   std::vector<std::pair<PeerId, uint64_t>> open;
   for (auto& [peer, slot] : t->lanes) open.emplace_back(peer, slot.lane->generation());
   for (auto& [peer, gen] : open) CloseLane(t, peer, gen, Status::Aborted("transport shut down"));

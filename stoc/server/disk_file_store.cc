@@ -147,8 +147,8 @@ Status DiskFile::Read(uint64_t offset, uint64_t size, char* dst, bool cached_onl
       iovec iov{dst + done, size - done};
       r = ::preadv2(fd_, &iov, 1, static_cast<off_t>(offset + done), RWF_NOWAIT);
       if (r < 0 && errno == EAGAIN) return Status::Unavailable("not in the page cache");
-      if (r < 0 && errno != EINTR) {
-        // ENOSYS, EOPNOTSUPP, EINVAL (no RWF_NOWAIT here), EPERM (a seccomp filter), ...
+      if (r < 0 && (errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL || errno == EPERM)) {
+        // No RWF_NOWAIT here (old kernel, file system), or a seccomp filter refuses it.
         return Status::NotSupported(std::string("preadv2(RWF_NOWAIT): ") + std::strerror(errno));
       }
     } else {

@@ -291,6 +291,15 @@ void StocServer::HandleReserveSlot(transport::PeerId peer, std::string_view payl
   r->Reply(Encode(ReserveSlotResponse{CurrentLoad(), slot.value()}));
 }
 
+Status StocServer::CheckDiskRead(uint64_t file_id) {
+  auto entry = catalog_->Get(file_id);
+  if (!entry) return Status::NotFound("no StoC file " + std::to_string(file_id));
+  if (entry->kind != FileKind::kDisk) {
+    return Status::InvalidArgument("in-memory files are read with one-sided READs, not requests");
+  }
+  return MAYBE_FAULT(kReadFault);
+}
+
 void StocServer::ReadInlineOnPool(std::string_view payload, rpc::Responder r) {
   auto responder = std::make_shared<rpc::Responder>(std::move(r));
   Status s = storage_pool_.Submit([this, p = std::string(payload), responder] {
@@ -321,23 +330,18 @@ void StocServer::HandleReadInline(std::string_view payload, rpc::Responder r, bo
       return ReadInlineOnPool(payload, std::move(r));
     }
   } else {
-    if (req.size > options_.max_block_bytes) {
+    // The reply must fit in any message limit (--transport_max_message_mb >= 1): clients
+    // send at most kMaxInlineReadBytes; this bounds what one that does not may ask.
+    constexpr uint64_t kMaxServedInline = 512 << 10;
+    if (req.size > std::min<uint64_t>(options_.max_block_bytes, kMaxServedInline)) {
       NOVA_REPLY_IF_ERROR(&r,
-                          Status::InvalidArgument("read of " + std::to_string(req.size) +
-                                                  " bytes exceeds the maximum block size"),
+                          Status::InvalidArgument("inline read of " + std::to_string(req.size) +
+                                                  " bytes exceeds " +
+                                                  std::to_string(kMaxServedInline) +
+                                                  " bytes or the maximum block size (use Read)"),
                           m_.errors);
     }
-    auto entry = catalog_->Get(req.file_id);
-    if (!entry)
-      NOVA_REPLY_IF_ERROR(&r, Status::NotFound("no StoC file " + std::to_string(req.file_id)),
-                          m_.errors);
-    if (entry->kind != FileKind::kDisk) {
-      NOVA_REPLY_IF_ERROR(
-          &r,
-          Status::InvalidArgument("in-memory files are read with one-sided READs, not requests"),
-          m_.errors);
-    }
-    NOVA_REPLY_IF_ERROR(&r, MAYBE_FAULT(kReadFault), m_.errors);
+    NOVA_REPLY_IF_ERROR(&r, CheckDiskRead(req.file_id), m_.errors);
     file = disk_->Get(req.file_id);
     if (file == nullptr)
       NOVA_REPLY_IF_ERROR(&r, Status::NotFound("StoC file was deleted"), m_.errors);
@@ -386,16 +390,7 @@ void StocServer::HandleRead(transport::PeerId peer, std::string_view payload, rp
                                                 " bytes exceeds the maximum block size"),
                         m_.errors);
   }
-  auto entry = catalog_->Get(req.file_id);
-  if (!entry)
-    NOVA_REPLY_IF_ERROR(&r, Status::NotFound("no StoC file " + std::to_string(req.file_id)),
-                        m_.errors);
-  if (entry->kind != FileKind::kDisk) {
-    NOVA_REPLY_IF_ERROR(
-        &r, Status::InvalidArgument("in-memory files are read with one-sided READs, not requests"),
-        m_.errors);
-  }
-  NOVA_REPLY_IF_ERROR(&r, MAYBE_FAULT(kReadFault), m_.errors);
+  NOVA_REPLY_IF_ERROR(&r, CheckDiskRead(req.file_id), m_.errors);
   if (req.size == 0) return r.Reply(Encode(LoadOnlyResponse{CurrentLoad()}));
   auto file = disk_->Get(req.file_id);
   if (file == nullptr)

@@ -129,6 +129,9 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
   // that would wait (or any while a fault point is armed) to the storage pool.
   void HandleReadInline(std::string_view payload, rpc::Responder r, bool on_xchg);
   void ReadInlineOnPool(std::string_view payload, rpc::Responder r);
+  // Before a disk read by request: NotFound, InvalidArgument for an in-memory file, or
+  // the "stoc.read" fault point's error. Takes the catalog lock (not on an xchg thread).
+  Status CheckDiskRead(uint64_t file_id);
   void HandleClose(std::string_view payload, rpc::Responder* r);
   void HandleDelete(transport::PeerId peer, std::string_view payload, rpc::Responder* r);
   void HandleList(rpc::Responder* r);
