@@ -77,6 +77,36 @@ class StocServerTest : public ::testing::Test {
     ASSERT_TRUE(server_->Start().ok());
     ASSERT_TRUE(test::WaitFor([&] { return client_->Stats(1).ok(); }, std::chrono::seconds(20)));
   }
+  // A second client of the StoC, with a transport of its own and a registered buffer
+  // (kRemoteWrite) of `bytes` to read into. The destructor shuts its transport down.
+  struct OtherClient {
+    rpc::RpcEndpoint endpoint;
+    std::unique_ptr<transport::Transport> transport;
+    std::unique_ptr<StocClient> client;
+    std::unique_ptr<char[]> mem;
+    transport::MemoryRegion dst;
+    ~OtherClient() {
+      if (transport) transport->Shutdown();
+    }
+  };
+  void StartOtherClient(const std::string& node_name, const StocClientOptions& co,
+                        size_t bytes, OtherClient* c) {
+    transport::TransportOptions o;
+    o.node_name = node_name;
+    o.cluster_secret = kSecret;
+    auto t = transport::NewTransport(o, &c->endpoint);
+    ASSERT_TRUE(t.ok());
+    c->transport = std::move(t.value());
+    c->endpoint.Attach(c->transport.get());
+    c->client = std::make_unique<StocClient>(&c->endpoint, co);
+    ASSERT_TRUE(c->transport->Init().ok());
+    ASSERT_TRUE(c->transport->Start().ok());
+    ASSERT_TRUE(c->client->AddStoc(1, server_->address()).ok());
+    c->mem.reset(new char[bytes]);
+    auto dst = c->transport->RegisterMemory(c->mem.get(), bytes, transport::kRemoteWrite);
+    ASSERT_TRUE(dst.ok());
+    c->dst = dst.value();
+  }
   void Fill(uint64_t n, uint64_t seed) {
     std::mt19937_64 rng(seed);
     for (uint64_t i = 0; i < n; ++i) buf_[i] = static_cast<char>(rng());
@@ -137,35 +167,25 @@ TEST_F(StocServerTest, DiskBlocksReadInlineAndByWrite) {
   ASSERT_TRUE(client_->Close(f.value().get()).ok());
   const uint64_t reads_before = client_->Stats(1)->reads;
 
-  rpc::RpcEndpoint endpoint;
-  transport::TransportOptions o;
-  o.node_name = "client-by-write";
-  o.cluster_secret = kSecret;
-  auto t = transport::NewTransport(o, &endpoint);
-  ASSERT_TRUE(t.ok());
-  endpoint.Attach(t.value().get());
   StocClientOptions co;
   co.inline_reads = false;
-  StocClient by_write(&endpoint, co);
-  ASSERT_TRUE(t.value()->Init().ok());
-  ASSERT_TRUE(t.value()->Start().ok());
-  ASSERT_TRUE(by_write.AddStoc(1, server_->address()).ok());
-  std::unique_ptr<char[]> mem(new char[300000]);
-  auto dst = t.value()->RegisterMemory(mem.get(), 300000, transport::kRemoteWrite);
-  ASSERT_TRUE(dst.ok());
+  OtherClient other;
+  ASSERT_NO_FATAL_FAILURE(StartOtherClient("client-by-write", co, 300000, &other));
+  StocClient& by_write = *other.client;
+  char* const mem = other.mem.get();
+  const transport::MemoryRegion dst = other.dst;
 
   for (auto [offset, size] : {std::pair<uint64_t, uint64_t>{0, 300000}, {12345, 4096}, {299999, 1}}) {
     std::memset(back_.get(), 0, size);
-    std::memset(mem.get(), 0, size);
+    std::memset(mem, 0, size);
     Status s = client_->Read(h->Slice(offset, size), dst_, 0);
     ASSERT_TRUE(s.ok()) << s.ToString();
     EXPECT_EQ(std::memcmp(back_.get(), buf_.get() + offset, size), 0) << offset;
-    s = by_write.Read(h->Slice(offset, size), dst.value(), 0);
+    s = by_write.Read(h->Slice(offset, size), dst, 0);
     ASSERT_TRUE(s.ok()) << s.ToString();
-    EXPECT_EQ(std::memcmp(mem.get(), buf_.get() + offset, size), 0) << offset;
+    EXPECT_EQ(std::memcmp(mem, buf_.get() + offset, size), 0) << offset;
   }
   EXPECT_EQ(client_->Stats(1)->reads, reads_before + 6);
-  t.value()->Shutdown();
 }
 
 // A client given a registry counts every Read and its time (failed ones too); every
@@ -179,32 +199,22 @@ TEST_F(StocServerTest, ReadsAreCountedAndTimed) {
   ASSERT_TRUE(client_->Close(f.value().get()).ok());
 
   MetricsRegistry registry;
-  rpc::RpcEndpoint endpoint;
-  transport::TransportOptions o;
-  o.node_name = "client-timed";
-  o.cluster_secret = kSecret;
-  auto t = transport::NewTransport(o, &endpoint);
-  ASSERT_TRUE(t.ok());
-  endpoint.Attach(t.value().get());
   StocClientOptions co;
   co.metrics = &registry;
-  StocClient timed(&endpoint, co);
-  ASSERT_TRUE(t.value()->Init().ok());
-  ASSERT_TRUE(t.value()->Start().ok());
-  ASSERT_TRUE(timed.AddStoc(1, server_->address()).ok());
-  std::unique_ptr<char[]> mem(new char[65536]);
-  auto dst = t.value()->RegisterMemory(mem.get(), 65536, transport::kRemoteWrite);
-  ASSERT_TRUE(dst.ok());
+  OtherClient other;
+  ASSERT_NO_FATAL_FAILURE(StartOtherClient("client-timed", co, 65536, &other));
+  StocClient& timed = *other.client;
+  const transport::MemoryRegion dst = other.dst;
 
   Counter* reads = registry.GetCounter("stoc_client_reads_total", "");
   Counter* read_us = registry.GetCounter("stoc_client_read_us_total", "");
   const uint64_t thread_before = StocClient::ThreadReadNanos();
   for (uint64_t size : {65536ull, 4096ull, 1ull}) {
-    ASSERT_TRUE(timed.Read(h->Slice(0, size), dst.value(), 0).ok());
+    ASSERT_TRUE(timed.Read(h->Slice(0, size), dst, 0).ok());
   }
   BlockHandle missing = h.value();
   missing.file_id += 1000;  // no such file
-  EXPECT_FALSE(timed.Read(missing, dst.value(), 0).ok());
+  EXPECT_FALSE(timed.Read(missing, dst, 0).ok());
   EXPECT_EQ(reads->value(), 4u);
   // Each of these reads crossed loopback to the StoC and back: at least a microsecond.
   EXPECT_GE(read_us->value(), 4u);
@@ -216,7 +226,6 @@ TEST_F(StocServerTest, ReadsAreCountedAndTimed) {
   ASSERT_TRUE(client_->Read(h.value(), dst_, 0).ok());
   EXPECT_EQ(reads->value(), 4u);
   EXPECT_GT(StocClient::ThreadReadNanos(), thread_before + timed_ns);
-  t.value()->Shutdown();
 }
 
 TEST_F(StocServerTest, BadRequestsGetClearErrors) {
