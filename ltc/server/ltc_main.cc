@@ -111,6 +111,10 @@ DEFINE_uint32(ltc_scatter_width, 1, "rho: StoCs a table's data fragments are sca
 DEFINE_string(ltc_placement, "power-of-d", "StoC placement of fragments: random|power-of-d");
 DEFINE_uint64(ltc_sstable_size_mb, 2, "Target SSTable size, MiB");
 DEFINE_int32(ltc_compaction_threads, 2, "Background flush and compaction threads per range");
+DEFINE_bool(ltc_local_reads, true,
+            "Read the tables of StoCs on this host from their files with pread, without a "
+            "request per block (docs/stoc.md \"Local reads\"); reads of other StoCs, and "
+            "every read this cannot serve, are requests");
 DEFINE_string(ltc_compaction_offload, "none",
               "Where compactions run: none (here), round-robin or least-loaded (StoCs)");
 DEFINE_uint64(ltc_l0_stop_write_mb, 256, "Level-0 size at which writes stop, MiB "
@@ -361,6 +365,7 @@ int main(int argc, char** argv) {
     s = nova::ltc::ParseOffloadPolicy(FLAGS_ltc_compaction_offload, &policy);
     if (!s.ok()) return BadFlags("--ltc_compaction_offload: " + s.ToString());
     no.offload_policy = FLAGS_ltc_compaction_offload;
+    no.local_reads = FLAGS_ltc_local_reads;
     s = nova::lsm::ParseTableAvailability(FLAGS_ltc_table_availability, &no.availability);
     if (!s.ok()) return BadFlags("--ltc_table_availability: " + s.ToString());
     if (FLAGS_ltc_fragment_replicas < 1 || FLAGS_ltc_fragment_replicas > 16) {

@@ -148,6 +148,8 @@ struct NovaBackendOptions {
   lsm::PlacementPolicy placement = lsm::PlacementPolicy::kPowerOfD;
   std::string offload_policy = "none";  // --ltc_compaction_offload
   std::chrono::milliseconds stoc_timeout{30000};
+  // Tables of StoCs on this host are read with pread (StocClientOptions::local_reads).
+  bool local_reads = true;
   // Logging (docs/durability.md): the default mode and replicas; the first assignment's
   // log_mode and log_replicas settings override them, and fix the mode for good (a later
   // assignment naming another mode is refused: restart the LTC).

@@ -27,7 +27,15 @@ StocClient::StocClient(rpc::RpcEndpoint* endpoint, const StocClientOptions& opti
       reads_(CounterOf(options.metrics, "stoc_client_reads_total",
                        "Blocks read from StoCs (failed reads included)")),
       read_us_(CounterOf(options.metrics, "stoc_client_read_us_total",
-                         "Microseconds spent reading blocks from StoCs, all threads")) {
+                         "Microseconds spent reading blocks from StoCs, all threads")),
+      local_reads_(CounterOf(options.metrics, "stoc_client_local_reads_total",
+                             "Blocks of StoCs on this host read from their files with pread "
+                             "(counted in stoc_client_reads_total too)")) {
+  if (options_.local_reads) {
+    local_ = std::make_unique<LocalFiles>([this](uint32_t stoc_id, uint64_t file_id) {
+      return LocateFile(stoc_id, file_id);
+    });
+  }
   endpoint_->RegisterService(kAckRange, this, nullptr);  // inline: only wakes a waiter
   endpoint_->AddObserver(this);
 }
@@ -46,7 +54,12 @@ Status StocClient::AddStoc(uint32_t stoc_id, const std::string& address) {
     return peer.status().Prepend("StoC " + std::to_string(stoc_id));
   }
   unconnected_.erase(stoc_id);
+  auto it = peers_.find(stoc_id);
+  const bool moved = it != peers_.end() && it->second != peer.value();
   peers_[stoc_id] = peer.value();
+  lock.Unlock();
+  // Re-addressed: what was located at the old address is not this StoC's.
+  if (moved && local_ != nullptr) local_->ForgetStoc(stoc_id);
   return Status::OK();
 }
 
@@ -104,10 +117,12 @@ Result<transport::PeerId> StocClient::PeerOf(uint32_t stoc_id) {
 }
 
 template <typename Resp>
-Status StocClient::Rpc(uint32_t stoc_id, uint16_t type, const std::string& request, Resp* resp) {
+Status StocClient::Rpc(uint32_t stoc_id, uint16_t type, const std::string& request, Resp* resp,
+                       std::chrono::milliseconds timeout) {
   auto peer = PeerOf(stoc_id);
   if (!peer.ok()) return peer.status();
-  auto reply = endpoint_->CallSync(peer.value(), type, request, options_.timeout);
+  auto reply = endpoint_->CallSync(peer.value(), type, request,
+                                   timeout.count() > 0 ? timeout : options_.timeout);
   if (!reply.ok()) return reply.status().Prepend("StoC " + std::to_string(stoc_id));
   NOVA_RETURN_NOT_OK(Decode(reply.value(), resp));
   load_.Update(stoc_id, StocLoad{resp->load.queue_depth, resp->load.pending_bytes, MonoNow()});
@@ -266,8 +281,12 @@ void StocClient::HandleRequest(transport::PeerId peer, uint16_t type, std::strin
 
 void StocClient::OnPeerDown(transport::PeerId peer, const Status& why) {
   std::vector<std::shared_ptr<AckWaiter>> failed;
+  std::vector<uint32_t> down;  // the StoC ids behind `peer`
   {
     MutexLock lock(&mu_);
+    for (const auto& [id, p] : peers_) {
+      if (p == peer) down.push_back(id);
+    }
     for (auto it = waiters_.begin(); it != waiters_.end();) {
       if (it->first.first == peer) {
         failed.push_back(std::move(it->second));
@@ -282,6 +301,12 @@ void StocClient::OnPeerDown(transport::PeerId peer, const Status& why) {
     w->ack.status = Status::NetworkError("StoC went down before acknowledging: " + why.ToString());
     w->done = true;
     w->cv.NotifyAll();
+  }
+  // A StoC that is down is not read locally either (its files are still there, but the
+  // cluster treats its data as unavailable, and a reader fails over as with requests): its
+  // files are located again, by a request, once it is back.
+  if (local_ != nullptr) {
+    for (uint32_t id : down) local_->ForgetStoc(id);
   }
 }
 
@@ -319,6 +344,11 @@ Status StocClient::ReadBlock(const BlockHandle& block, const transport::MemoryRe
                              uint64_t dst_offset) {
   if (dst_offset > dst.length || block.size > dst.length - dst_offset) {
     return Status::InvalidArgument("read destination outside its region");
+  }
+  if (block.kind == FileKind::kDisk && local_ != nullptr &&
+      local_->Read(block.stoc_id, block.file_id, block.offset, block.size, dst.base + dst_offset)) {
+    if (local_reads_ != nullptr) local_reads_->Increment();
+    return Status::OK();
   }
   auto peer = PeerOf(block.stoc_id);
   if (!peer.ok()) return peer.status();
@@ -372,6 +402,13 @@ Status StocClient::ReadBlock(const BlockHandle& block, const transport::MemoryRe
   req.dst_rkey = where.rkey;
   LoadOnlyResponse resp;
   return Rpc(block.stoc_id, kRead, Encode(req), &resp);
+}
+
+Result<LocalFileResponse> StocClient::LocateFile(uint32_t stoc_id, uint64_t file_id) {
+  LocalFileResponse resp;
+  NOVA_RETURN_NOT_OK(
+      Rpc(stoc_id, kLocalFile, Encode(FileIdRequest{file_id}), &resp, kLocateTimeout));
+  return resp;
 }
 
 Status StocClient::Close(StocFile* file) {

@@ -30,6 +30,7 @@
 #include "common/mutex.h"
 #include "common/rpc/rpc_endpoint.h"
 #include "common/transport/transport.h"
+#include "stoc/client/local_files.h"
 #include "stoc/client/placement.h"
 #include "stoc/client/stoc_protocol.h"
 
@@ -83,6 +84,12 @@ struct StocClientOptions {
   // its acknowledgment and a response over tcp). A StoC too old for kReadInline is read
   // with kRead. Users on the verbs backend set it false.
   bool inline_reads = true;
+  // Disk blocks of a StoC on this host (and network namespace) are read from its data file
+  // with pread, without a request (local_files.h, docs/stoc.md "Local reads"), while the
+  // StoC is up; every read that cannot be served that way is sent as above. Off by default
+  // for library users (a test that arms the StoC's "stoc.read" fault point reads by
+  // request); the LTC turns it on (--ltc_local_reads).
+  bool local_reads = false;
   // Where Read counts itself: stoc_client_reads_total and stoc_client_read_us_total (every
   // block read, failed ones included). Null: not counted. Must outlive the client.
   MetricsRegistry* metrics = nullptr;
@@ -109,6 +116,7 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   std::vector<uint32_t> stocs() const EXCLUDES(mu_);
   // How long a StoC that could not be connected is left alone before a request tries again.
   static constexpr std::chrono::milliseconds kReconnectInterval{1000};
+  static constexpr std::chrono::milliseconds kLocateTimeout{1000};
 
   Result<std::unique_ptr<StocFile>> Open(uint32_t stoc_id, const std::string& name, FileKind kind,
                                          const OpenOptions& options = OpenOptions()) EXCLUDES(mu_);
@@ -119,7 +127,7 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
                              uint64_t src_offset, uint64_t length) EXCLUDES(mu_);
   // Reads block.size bytes into dst.base[dst_offset, ...): disk blocks by one request
   // (kReadInline, or kRead with options.inline_reads false), memory blocks by a one-sided
-  // READ.
+  // READ; disk blocks of a StoC on this host with pread where options.local_reads allows.
   // REQUIRES: dst is registered with kRemoteWrite (the StoC may write into it for disk files).
   Status Read(const BlockHandle& block, const transport::MemoryRegion& dst, uint64_t dst_offset)
       EXCLUDES(mu_);
@@ -148,6 +156,8 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
                            std::chrono::milliseconds timeout) EXCLUDES(mu_);
 
   const LoadView& load_view() const { return load_; }
+  // The short-circuit reader of co-located StoCs' files; null without options.local_reads.
+  LocalFiles* local_files() const { return local_.get(); }
   // The transport the client's endpoint runs on: where callers register the memory they
   // pass to Append and Read.
   transport::Transport* transport() const { return endpoint_->transport(); }
@@ -174,8 +184,11 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   // at once.
   Result<transport::PeerId> PeerOf(uint32_t stoc_id) EXCLUDES(mu_);
   // Sends a request and decodes the response into *resp (which must have a `load` field).
+  // Waits options_.timeout, or `timeout` if not zero.
   template <typename Resp>
-  Status Rpc(uint32_t stoc_id, uint16_t type, const std::string& request, Resp* resp) EXCLUDES(mu_);
+  Status Rpc(uint32_t stoc_id, uint16_t type, const std::string& request, Resp* resp,
+             std::chrono::milliseconds timeout = std::chrono::milliseconds::zero())
+      EXCLUDES(mu_);
   // Runs a one-sided op and waits for its completion.
   Status WaitOp(const std::function<Status(transport::Completion)>& post);
   Result<BlockHandle> AppendMemory(StocFile* file, transport::PeerId peer,
@@ -187,6 +200,9 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   // Read, untimed.
   Status ReadBlock(const BlockHandle& block, const transport::MemoryRegion& dst,
                    uint64_t dst_offset) EXCLUDES(mu_);
+  // kLocalFile: where a disk file's data lies on the StoC's host (LocalFiles asks). Waits
+  // at most kLocateTimeout: the read it precedes is sent as a request if this fails.
+  Result<LocalFileResponse> LocateFile(uint32_t stoc_id, uint64_t file_id) EXCLUDES(mu_);
   Result<std::vector<RegionInfo>> RegionsOf(uint32_t stoc_id, uint64_t file_id, bool refresh)
       EXCLUDES(mu_);
 
@@ -197,6 +213,9 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   std::atomic<bool> inline_reads_;
   Counter* const reads_;    // stoc_client_reads_total; null without options.metrics
   Counter* const read_us_;  // stoc_client_read_us_total; as reads_
+  Counter* const local_reads_;  // stoc_client_local_reads_total; as reads_
+  // Short-circuit reads of co-located StoCs; null without options.local_reads.
+  std::unique_ptr<LocalFiles> local_;
 
   mutable Mutex mu_;
   std::map<uint32_t, transport::PeerId> peers_ GUARDED_BY(mu_);

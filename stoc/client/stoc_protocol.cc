@@ -299,6 +299,23 @@ Status Decode(std::string_view in, ReadInlineResponse* m) {
   return Finish(r, ok, "inline read response");
 }
 
+std::string Encode(const LocalFileResponse& m) {
+  PayloadWriter w;
+  Put(&w, m.load);
+  w.PutBytes(m.host_id);
+  w.PutBytes(m.path);
+  w.PutU64(m.device);
+  w.PutU64(m.inode);
+  return w.Finish();
+}
+Status Decode(std::string_view in, LocalFileResponse* m) {
+  PayloadReader r(in);
+  bool ok = Get(&r, &m->load) && r.GetString("host_id", &m->host_id) &&
+            r.GetString("path", &m->path) && r.GetU64("device", &m->device) &&
+            r.GetU64("inode", &m->inode);
+  return Finish(r, ok, "local file response");
+}
+
 std::string Encode(const StatFileResponse& m) {
   PayloadWriter w;
   Put(&w, m.load);

@@ -45,6 +45,11 @@ enum MessageType : uint16_t {  // DO NOT CHANGE: on the wire (wire::kStocTypes)
   // ReadInlineResponse): one round trip where kRead takes a WRITE, its acknowledgment and
   // the response over tcp. An older StoC answers NotSupported.
   kReadInline = 0x010B,
+  // Disk file: where its data file lies on the StoC's host (FileIdRequest; LocalFileResponse),
+  // so a client on the same host reads it with pread instead of a request per read (docs/
+  // stoc.md "Local reads"). NotSupported from an older StoC, or one started with
+  // --stoc_local_reads=false.
+  kLocalFile = 0x010C,
   kAppendAck = 0x0110,  // StoC -> client notification: a persistent append is durable
   // An offloaded compaction job (common/lsm/compaction_job.h encodes it; the response is
   // EncodeWithLoad(load, result)). Served by the compaction pool when the daemon has a
@@ -148,7 +153,7 @@ struct FenceRequest {  // kFenceRange
   uint32_t range_id = 0;
   uint64_t owner_epoch = 0;  // > 0
 };
-struct FileIdRequest {  // kStatFile
+struct FileIdRequest {  // kStatFile, kLocalFile
   uint64_t file_id = 0;
 };
 
@@ -166,6 +171,18 @@ constexpr uint64_t kMaxInlineReadBytes = 32 << 10;
 struct ReadInlineResponse {  // kReadInline
   LoadStats load;
   std::string data;  // the block's bytes
+};
+
+struct LocalFileResponse {  // kLocalFile
+  LoadStats load;
+  // The StoC's HostIdentity() (local_files.h): a client whose own differs is on another
+  // host (or in another network namespace) and must not use `path`.
+  std::string host_id;
+  std::string path;  // absolute path of the data file
+  // The data file's identity (st_dev, st_ino): a client that opens `path` and finds another
+  // file there (another mount namespace, a recreated file) must not read it.
+  uint64_t device = 0;
+  uint64_t inode = 0;
 };
 
 struct StatFileResponse {
@@ -224,6 +241,8 @@ std::string Encode(const LoadOnlyResponse& m);
 Status Decode(std::string_view in, LoadOnlyResponse* m);
 std::string Encode(const ReadInlineResponse& m);
 Status Decode(std::string_view in, ReadInlineResponse* m);
+std::string Encode(const LocalFileResponse& m);
+Status Decode(std::string_view in, LocalFileResponse* m);
 std::string Encode(const StatFileResponse& m);
 Status Decode(std::string_view in, StatFileResponse* m);
 std::string Encode(const ListResponse& m);

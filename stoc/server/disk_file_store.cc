@@ -55,6 +55,16 @@ uint64_t DiskFile::size() const {
   return size_;
 }
 
+Status DiskFile::Identity(uint64_t* device, uint64_t* inode) const {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) {
+    return Status::FromErrno("fstat of StoC file " + std::to_string(file_id_), errno);
+  }
+  *device = static_cast<uint64_t>(st.st_dev);
+  *inode = static_cast<uint64_t>(st.st_ino);
+  return Status::OK();
+}
+
 Status DiskFile::health() const {
   MutexLock lock(&mu_);
   return health_;

@@ -48,6 +48,9 @@ class DiskFile {
   Status health() const EXCLUDES(mu_);
   // The valid blocks, in file order (a copy: appends may follow).
   std::vector<BlockExtent> blocks() const EXCLUDES(mu_);
+  // The data file's st_dev and st_ino (for clients that read it locally); IOError if fstat
+  // fails.
+  Status Identity(uint64_t* device, uint64_t* inode) const;
 
   // Writes the blocks in order, fdatasyncs once, and records them. Each block's status says
   // whether it is durable. `*fsyncs` counts the fdatasyncs done.
@@ -91,9 +94,11 @@ class DiskFileStore {
   // Forgets the file and unlinks its data. Readers holding it keep a valid fd.
   Status Delete(uint64_t file_id) EXCLUDES(mu_);
   size_t size() const EXCLUDES(mu_);
+  // Where file `file_id`'s data file is (dir/<file_id in hex>.dat), as given to the
+  // constructor (relative if `dir` was).
+  std::string PathOf(uint64_t file_id) const;
 
  private:
-  std::string PathOf(uint64_t file_id) const;
 
   const std::string dir_;
   mutable Mutex mu_;

@@ -29,6 +29,10 @@ DEFINE_int32(stoc_storage_threads, 2, "Storage threads: write, fsync and read pe
 DEFINE_int32(stoc_compaction_threads, 1,
              "Threads running compactions offloaded by LTCs (jobs run at once)");
 DEFINE_int32(stoc_control_threads, 1, "Threads for open/close/delete/list requests");
+DEFINE_bool(stoc_local_reads, true,
+            "Tell clients on this host where a persistent file's data lies, so they read it "
+            "with pread instead of a request per block (docs/stoc.md \"Local reads\"); a client "
+            "that may not open the file reads by request");
 
 namespace {
 constexpr uint64_t kMiB = 1ull << 20;
@@ -55,6 +59,7 @@ int main(int argc, char** argv) {
   nova::stoc::StocOptions options;
   options.stoc_id = FLAGS_stoc_id;
   options.dir = FLAGS_stoc_dir;
+  options.local_reads = FLAGS_stoc_local_reads;
   auto transport = nova::TransportOptionsFromFlags("stoc-" + std::to_string(FLAGS_stoc_id));
   if (!transport.ok()) {
     std::fprintf(stderr, "nova_stoc: %s\n", transport.status().ToString().c_str());

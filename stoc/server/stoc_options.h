@@ -28,6 +28,9 @@ struct StocOptions {
   int storage_threads = 2;
   int compaction_threads = 1;
   int control_threads = 1;
+  // Answer kLocalFile: tell clients on this host where a disk file's data file is, so they
+  // read it with pread (docs/stoc.md "Local reads"). False: every read is a request.
+  bool local_reads = true;
   // Requests waiting per pool before new ones are refused with ResourceExhausted.
   size_t max_queued_requests = 4096;
 };

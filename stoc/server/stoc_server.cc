@@ -4,12 +4,15 @@
 
 #include <bit>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 
 #include <glog/logging.h>
 
 #include "common/fault_point.h"
 #include "common/transport/transport_metrics.h"
 #include "common/wire/message.h"
+#include "stoc/client/local_files.h"
 
 namespace nova::stoc {
 
@@ -25,6 +28,7 @@ constexpr wire::TypeRange kControlHigh{kClose, kStatFile};
 // A fence may wait for a range's queued appends: on the control pool, like the others.
 constexpr wire::TypeRange kFence{kFenceRange, kFenceRange};
 constexpr wire::TypeRange kStorageInline{kReadInline, kReadInline};
+constexpr wire::TypeRange kLocal{kLocalFile, kLocalFile};
 // Only the daemon's own fault points: "stoc.storage" (each append drain) and
 // "stoc.read" (each read).
 constexpr char kStorageFault[] = "stoc.storage";
@@ -125,6 +129,7 @@ Status StocServer::Init() {
   endpoint_.RegisterService(kStorage, this, &storage_pool_);
   endpoint_.RegisterService(kControlHigh, this, &control_pool_);
   endpoint_.RegisterService(kFence, this, &control_pool_);
+  endpoint_.RegisterService(kLocal, this, &control_pool_);  // a realpath: not on xchg
   // On the receiving xchg thread: a read the page cache holds is answered there (no
   // hand-off); one that would wait for the disk goes to the storage pool.
   endpoint_.RegisterService(kStorageInline, this, nullptr);
@@ -195,6 +200,7 @@ void StocServer::HandleRequest(transport::PeerId peer, uint16_t type, std::strin
     case kStats: return HandleStats(&responder);
     case kStatFile: return HandleStatFile(payload, &responder);
     case kFenceRange: return HandleFence(payload, &responder);
+    case kLocalFile: return HandleLocalFile(payload, &responder);
     default:
       m_.errors->Increment();
       responder.ReplyError(Status::NotSupported("unknown StoC request " + std::to_string(type)));
@@ -501,6 +507,42 @@ void StocServer::HandleStatFile(std::string_view payload, rpc::Responder* r) {
   auto st = StateOf(*entry, /*with_blocks=*/true);
   NOVA_REPLY_IF_ERROR(r, st.status(), m_.errors);
   r->Reply(Encode(StatFileResponse{CurrentLoad(), std::move(st.value())}));
+}
+
+void StocServer::HandleLocalFile(std::string_view payload, rpc::Responder* r) {
+  FileIdRequest req;
+  NOVA_REPLY_IF_ERROR(r, Malformed(Decode(payload, &req)), m_.errors);
+  if (!options_.local_reads) {
+    NOVA_REPLY_IF_ERROR(r, Status::NotSupported("this StoC serves reads by request only "
+                                                "(--stoc_local_reads=false)"),
+                        m_.errors);
+  }
+  static const Result<std::string> host_id = HostIdentity();  // never changes while we run
+  NOVA_REPLY_IF_ERROR(r, host_id.status(), m_.errors);
+  // Not the catalog (its lock is held across fdatasyncs): the disk store knows every
+  // persistent file it has open, and no in-memory one.
+  auto file = disk_->Get(req.file_id);
+  if (file == nullptr) {
+    NOVA_REPLY_IF_ERROR(r, Status::NotFound("no persistent StoC file " +
+                                            std::to_string(req.file_id)),
+                        m_.errors);
+  }
+  // A corrupt file, or one whose fdatasync failed, is not located: read by request, which
+  // refuses a corrupt one.
+  NOVA_REPLY_IF_ERROR(r, file->health(), m_.errors);
+  LocalFileResponse resp;
+  NOVA_REPLY_IF_ERROR(r, file->Identity(&resp.device, &resp.inode), m_.errors);
+  const std::string path = disk_->PathOf(req.file_id);
+  char* absolute = ::realpath(path.c_str(), nullptr);
+  if (absolute == nullptr) {
+    // Deleted since (ENOENT) or a directory we may no longer search: read by request.
+    NOVA_REPLY_IF_ERROR(r, Status::FromErrno("realpath " + path, errno), m_.errors);
+  }
+  resp.path = absolute;
+  std::free(absolute);
+  resp.host_id = host_id.value();
+  resp.load = CurrentLoad();
+  r->Reply(Encode(resp));
 }
 
 void StocServer::HandleFence(std::string_view payload, rpc::Responder* r) {

@@ -137,6 +137,7 @@ class StocServer : public rpc::RpcService, public rpc::EndpointObserver {
   void HandleList(rpc::Responder* r);
   void HandleStats(rpc::Responder* r);
   void HandleStatFile(std::string_view payload, rpc::Responder* r);
+  void HandleLocalFile(std::string_view payload, rpc::Responder* r);
   void HandleFence(std::string_view payload, rpc::Responder* r);
 
   // The range's fence state, made on first use. Never null.

@@ -188,6 +188,104 @@ TEST_F(StocServerTest, DiskBlocksReadInlineAndByWrite) {
   EXPECT_EQ(client_->Stats(1)->reads, reads_before + 6);
 }
 
+// A client with local_reads reads the disk blocks of a StoC on its host from the data file
+// (no request reaches the StoC), gives the same bytes, stops when the file is deleted or
+// the StoC goes down, and starts again once the StoC is back. Memory files stay one-sided.
+TEST_F(StocServerTest, LocalReadsServeBlocksWithoutRequests) {
+  auto f = client_->Open(1, "r1-t10-f0-p0", FileKind::kDisk, OpenOptions{true, true, 1 << 20});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  Fill(200000, 11);
+  auto h = client_->Append(f.value().get(), src_, 0, 200000);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  ASSERT_TRUE(client_->Close(f.value().get()).ok());
+
+  MetricsRegistry registry;
+  StocClientOptions co;
+  co.local_reads = true;
+  co.metrics = &registry;
+  OtherClient other;
+  ASSERT_NO_FATAL_FAILURE(StartOtherClient("client-local", co, 200000, &other));
+  StocClient& local = *other.client;
+  ASSERT_NE(local.local_files(), nullptr);
+  Counter* local_reads = registry.GetCounter("stoc_client_local_reads_total", "");
+  Counter* reads = registry.GetCounter("stoc_client_reads_total", "");
+  const uint64_t served_before = client_->Stats(1)->reads;
+  for (auto [offset, size] : {std::pair<uint64_t, uint64_t>{0, 200000}, {777, 4096}, {199999, 1}}) {
+    std::memset(other.mem.get(), 0, size);
+    Status s = local.Read(h->Slice(offset, size), other.dst, 0);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(std::memcmp(other.mem.get(), buf_.get() + offset, size), 0) << offset;
+  }
+  EXPECT_EQ(local_reads->value(), 3u);
+  EXPECT_EQ(reads->value(), 3u);
+  EXPECT_EQ(client_->Stats(1)->reads, served_before) << "no read reached the StoC";
+  EXPECT_EQ(local.local_files()->open_files(), 1u);
+
+  // Deleted: the sweep closes the descriptor; a read asks the StoC, which says NotFound.
+  ASSERT_TRUE(client_->Delete(1, "r1-t10-f0-p0").ok());
+  local.local_files()->Sweep();
+  EXPECT_EQ(local.local_files()->open_files(), 0u);
+  Status gone = local.Read(h->Slice(0, 10), other.dst, 0);
+  EXPECT_TRUE(gone.IsNotFound()) << gone.ToString();
+
+  // A StoC that goes down is not read locally; once it is back, it is again.
+  auto g = client_->Open(1, "r1-t11-f0-p0", FileKind::kDisk, OpenOptions{true, true, 1 << 20});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto h2 = client_->Append(g.value().get(), src_, 0, 5000);
+  ASSERT_TRUE(h2.ok()) << h2.status().ToString();
+  ASSERT_TRUE(client_->Close(g.value().get()).ok());
+  ASSERT_TRUE(local.Read(h2.value(), other.dst, 0).ok());
+  EXPECT_EQ(local_reads->value(), 4u);
+  EXPECT_EQ(local.local_files()->open_files(), 1u);
+  RestartServer();
+  ASSERT_TRUE(test::WaitFor([&] { return local.local_files()->open_files() == 0; }))
+      << "the client saw the StoC go down";
+  ASSERT_TRUE(test::WaitFor([&] {
+    return local.Read(h2.value(), other.dst, 0).ok() && local.local_files()->open_files() == 1;
+  }));
+  EXPECT_EQ(std::memcmp(other.mem.get(), buf_.get(), 5000), 0);
+
+  // In-memory files are read one-sided, never from a file.
+  auto m = client_->Open(1, "r1-t12-f0-p0", FileKind::kMemory);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  auto hm = client_->Append(m.value().get(), src_, 0, 1000);
+  ASSERT_TRUE(hm.ok()) << hm.status().ToString();
+  ASSERT_TRUE(client_->Close(m.value().get()).ok());
+  const uint64_t local_before = local_reads->value();
+  ASSERT_TRUE(local.Read(hm.value(), other.dst, 0).ok());
+  EXPECT_EQ(std::memcmp(other.mem.get(), buf_.get(), 1000), 0);
+  EXPECT_EQ(local_reads->value(), local_before);
+}
+
+// A StoC started with local_reads false answers kLocalFile NotSupported: a client that
+// would read locally reads by request, and asks once.
+TEST_F(StocServerTest, LocalReadsOffAtTheStocMeansRequests) {
+  server_.reset();
+  StocOptions o = ServerOptions(dir_);
+  o.local_reads = false;
+  server_ = std::make_unique<StocServer>(o, metrics_.get());
+  ASSERT_TRUE(server_->Init().ok());
+  ASSERT_TRUE(server_->Start().ok());
+  StocClientOptions co;
+  co.local_reads = true;
+  OtherClient other;
+  ASSERT_NO_FATAL_FAILURE(StartOtherClient("client-local-off", co, 65536, &other));
+  StocClient& c = *other.client;
+  auto f = c.Open(1, "r1-t13-f0-p0", FileKind::kDisk, OpenOptions{true, true, 1 << 20});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  Fill(65536, 3);
+  auto src = other.transport->RegisterMemory(buf_.get(), 65536, transport::kLocalOnly);
+  ASSERT_TRUE(src.ok());
+  auto h = c.Append(f.value().get(), src.value(), 0, 65536);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c.Read(h->Slice(100, 4000), other.dst, 0).ok());
+    EXPECT_EQ(std::memcmp(other.mem.get(), buf_.get() + 100, 4000), 0);
+  }
+  EXPECT_EQ(c.local_files()->local_reads(), 0u);
+  EXPECT_EQ(c.Stats(1)->reads, 3u);
+}
+
 // A client given a registry counts every Read and its time (failed ones too); every
 // client adds its reads' time to the calling thread's tally (ThreadReadNanos).
 TEST_F(StocServerTest, ReadsAreCountedAndTimed) {
