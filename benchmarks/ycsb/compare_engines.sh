@@ -12,7 +12,8 @@
 #       [--engines nova,ltc-leveldb,leveldb,rocksdb] [--distributions uniform,zipfian]
 #       [--zipfianconstant C] [--memtable_mb M] [--cache_mb C] [--cache_per_range]
 #       [--ranges R] [--tau_mb T]
-#       [--theta N] [--workdir DIR] [--out FILE] [--keep]
+#       [--theta N] [--table_availability MODE] [--cluster_flag F ...] [--workdir DIR]
+#       [--out FILE] [--keep]
 #   benchmarks/ycsb/compare_engines.sh --latency [--records N] [--seconds S]
 #       [--engines nova,ltc-leveldb] [same memory options] [--workdir DIR] [--out FILE] [--keep]
 #
@@ -59,6 +60,16 @@
 #                nova's
 #   leveldb, rocksdb: write buffer M / 2 (two memtables, RocksDB's max_write_buffer_number
 #                default), block cache C
+# Copies: ltc-leveldb, leveldb and rocksdb keep one copy of each table on the local disk;
+# nova keeps its tables on the StoCs with the cluster's default table availability (hybrid:
+# data fragments plus a parity fragment, index and filter copied, so a table survives the
+# loss of a StoC), or as --table_availability says (none, replicas, parity, hybrid: the
+# cluster setting table_availability, docs/stoc.md); none is one copy, as the others keep.
+#
+# --cluster_flag F (repeatable) passes F to deploy/local_cluster.sh start for nova and
+# ltc-leveldb (every component gets it; each ignores flags it does not define), e.g.
+# --cluster_flag=--ltc_local_reads=false for an A/B.
+#
 # Index and filter blocks outside the block cache, the Nova engine's lookup and range
 # indexes and the OS page cache are not counted, for any engine. Every engine uses 10-bit
 # bloom filters and no compression (the Nova engine's tables have none).
@@ -82,7 +93,7 @@ workloads_dir=$root/benchmarks/ycsb/workloads
 
 records="" seconds=20 threads=4 engines="" distributions=uniform,zipfian zipfianconstant=""
 memtable_mb=64 cache_mb=64 ranges=4 tau_mb=4 theta=2 workdir="" out="" keep=0 latency=0
-cache_per_range=0
+cache_per_range=0 table_availability="" cluster_flags=()
 # Records of a run (default) and of a --latency run (they fit in the memtables).
 readonly kDefaultRecords=1000000 kDefaultLatencyRecords=10000
 # An operation count no run reaches: maxexecutiontime ends every run.
@@ -117,6 +128,9 @@ while [[ $# -gt 0 ]]; do
     --out) out=$2; shift 2 ;;
     --keep) keep=1; shift ;;
     --cache_per_range) cache_per_range=1; shift ;;
+    --table_availability) table_availability=$2; shift 2 ;;
+    --cluster_flag) cluster_flags+=("$2"); shift 2 ;;
+    --cluster_flag=*) cluster_flags+=("${1#--cluster_flag=}"); shift ;;
     --latency) latency=1; shift ;;
     -h|--help) usage ;;
     *) die "unknown argument $1 (see --help)" ;;
@@ -139,6 +153,13 @@ done
 ((cache_mb % ranges == 0)) || die "--cache_mb must be a multiple of --ranges"
 delta=$((memtable_mb / (ranges * tau_mb)))
 ((theta <= delta)) || die "--theta ($theta) must be <= delta ($delta memtables per range)"
+for f in "${cluster_flags[@]+"${cluster_flags[@]}"}"; do
+  [[ "$f" == --?* ]] || die "--cluster_flag wants a flag such as --ltc_local_reads=false, got '$f'"
+done
+case "$table_availability" in
+  ""|none|replicas|parity|hybrid) ;;
+  *) die "--table_availability must be none, replicas, parity or hybrid, got '$table_availability'" ;;
+esac
 IFS=, read -r -a engine_list <<< "$engines"
 for e in "${engine_list[@]}"; do
   case "$e" in nova|ltc-leveldb|leveldb|rocksdb) ;; *) die "unknown engine $e" ;; esac
@@ -346,7 +367,8 @@ open_engine() {
       mkdir -p "$cluster_dir"
       split_points > "$workdir/split_points.txt"
       local flags=(--ltcs 1 --stocs 3 --ranges "$ranges"
-                   "--split_points=$workdir/split_points.txt")
+                   "--split_points=$workdir/split_points.txt"
+                   "${cluster_flags[@]+"${cluster_flags[@]}"}")
       if ((cache_per_range)); then
         flags+=("--ltc_block_cache_mb=$((cache_mb / ranges))")
       else
@@ -355,6 +377,8 @@ open_engine() {
       if [[ $engine == nova ]]; then
         flags+=("--ltc_memtable_size_mb=$tau_mb" "--ltc_memtables_per_range=$delta"
                 "--ltc_dranges_per_range=$theta")
+        [[ -z "$table_availability" ]] ||
+          flags+=("--setting=table_availability=$table_availability")
       else
         flags+=(--engine=leveldb "--ltc_memtable_size_mb=$((memtable_mb / (2 * ranges)))")
       fi
@@ -501,6 +525,7 @@ report=$workdir/table.md
   cache_text="one $cache_mb MiB block cache shared by the ranges"
   ((cache_per_range)) && cache_text="$((cache_mb / ranges)) MiB block cache per range"
   echo "Per engine: nova: $ranges ranges x delta $delta memtables of tau $tau_mb MiB, theta $theta,"
+  echo "table availability ${table_availability:-hybrid (the default)},"
   echo "$cache_text; ltc-leveldb: $ranges ranges x LevelDB write buffer"
   echo "$((memtable_mb / (2 * ranges))) MiB (2 memtables), $cache_text;"
   echo "leveldb, rocksdb: write buffer $((memtable_mb / 2)) MiB (2 memtables), block cache $cache_mb MiB."

@@ -340,6 +340,20 @@ Status StocClient::Read(const BlockHandle& block, const transport::MemoryRegion&
   return s;
 }
 
+bool StocClient::ReadLocal(const BlockHandle& block, char* dst) {
+  if (block.kind != FileKind::kDisk || local_ == nullptr) return false;
+  const uint64_t start = MonoNanos();
+  if (!local_->Read(block.stoc_id, block.file_id, block.offset, block.size, dst)) return false;
+  const uint64_t ns = MonoNanos() - start;
+  thread_read_nanos += ns;
+  if (reads_ != nullptr) {
+    reads_->Increment();
+    read_us_->Increment((ns + 500) / 1000);
+    local_reads_->Increment();
+  }
+  return true;
+}
+
 Status StocClient::ReadBlock(const BlockHandle& block, const transport::MemoryRegion& dst,
                              uint64_t dst_offset) {
   if (dst_offset > dst.length || block.size > dst.length - dst_offset) {

@@ -131,6 +131,10 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   // REQUIRES: dst is registered with kRemoteWrite (the StoC may write into it for disk files).
   Status Read(const BlockHandle& block, const transport::MemoryRegion& dst, uint64_t dst_offset)
       EXCLUDES(mu_);
+  // Reads a disk block of a StoC on this host straight into dst with pread (local_files.h),
+  // counted and timed as Read. False, having done nothing, where Read would send a request
+  // (options.local_reads off, not local, any failure): then call Read.
+  bool ReadLocal(const BlockHandle& block, char* dst);
   // Nanoseconds the calling thread has spent in Read (of any StocClient) since it started:
   // a server attributes the block reads of the request a thread serves to it by the
   // difference around the request. Per thread, no synchronization; a read the client fans

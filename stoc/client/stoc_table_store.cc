@@ -386,6 +386,8 @@ Status StocTableStore::ReadBlock(const lsm::FragmentLocation& loc, uint64_t offs
                            : loc.offset + offset / loc.chunk_bytes * loc.chunk_stride +
                                  offset % loc.chunk_bytes;
   const BlockHandle block{loc.stoc_id, loc.file_id, FileKind::kDisk, file_offset, n};
+  // A StoC on this host: straight into dst, without a staging buffer.
+  if (client_->ReadLocal(block, dst)) return Status::OK();
   if (n <= read_buffers_->options().max_class_bytes) {
     auto buf = read_buffers_->Allocate(n);
     if (buf.ok()) {

@@ -46,6 +46,7 @@ Status StocCompactionService::Init() {
   StocClientOptions co;
   co.timeout = options_.stoc_timeout;
   co.inline_reads = to.backend != transport::Backend::kVerbs;  // as the LTC's (range_backend.cc)
+  co.local_reads = options_.local_reads;
   client_ = std::make_unique<StocClient>(&endpoint_, co);
   NOVA_RETURN_NOT_OK_PREPEND(transport_->Init(), "compaction service transport");
   NOVA_RETURN_NOT_OK_PREPEND(transport_->Start(), "compaction service transport");

@@ -51,6 +51,9 @@ struct CompactionServiceOptions {
   uint64_t read_pool_bytes = 16ull << 20;
   // Threads per job writing an output's fragment replicas in parallel.
   int io_threads_per_job = 4;
+  // Inputs on StoCs of this host are read with pread (StocClientOptions::local_reads; the
+  // daemon's --stoc_local_reads).
+  bool local_reads = false;
 };
 
 class StocCompactionService : public rpc::RpcService {

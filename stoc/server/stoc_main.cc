@@ -32,7 +32,8 @@ DEFINE_int32(stoc_control_threads, 1, "Threads for open/close/delete/list reques
 DEFINE_bool(stoc_local_reads, true,
             "Tell clients on this host where a persistent file's data lies, so they read it "
             "with pread instead of a request per block (docs/stoc.md \"Local reads\"); a client "
-            "that may not open the file reads by request");
+            "that may not open the file reads by request. The compaction service reads the "
+            "inputs of offloaded compactions on this host so too");
 
 namespace {
 constexpr uint64_t kMiB = 1ull << 20;
@@ -80,6 +81,7 @@ int main(int argc, char** argv) {
   nova::stoc::CompactionServiceOptions cso;
   cso.stoc_id = options.stoc_id;
   cso.transport = options.transport;
+  cso.local_reads = options.local_reads;
   nova::stoc::StocCompactionService compactions(cso, &metrics,
                                                 [&server] { return server.CurrentLoad(); });
   nova::Status s = server.Init();

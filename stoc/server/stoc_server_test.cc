@@ -216,8 +216,13 @@ TEST_F(StocServerTest, LocalReadsServeBlocksWithoutRequests) {
     ASSERT_TRUE(s.ok()) << s.ToString();
     EXPECT_EQ(std::memcmp(other.mem.get(), buf_.get() + offset, size), 0) << offset;
   }
-  EXPECT_EQ(local_reads->value(), 3u);
-  EXPECT_EQ(reads->value(), 3u);
+  // ReadLocal: straight into any memory, counted the same; false without local_reads.
+  std::string direct(4096, '\0');
+  ASSERT_TRUE(local.ReadLocal(h->Slice(777, 4096), direct.data()));
+  EXPECT_EQ(std::memcmp(direct.data(), buf_.get() + 777, 4096), 0);
+  EXPECT_FALSE(client_->ReadLocal(h->Slice(777, 4096), direct.data()));
+  EXPECT_EQ(local_reads->value(), 4u);
+  EXPECT_EQ(reads->value(), 4u);
   EXPECT_EQ(client_->Stats(1)->reads, served_before) << "no read reached the StoC";
   EXPECT_EQ(local.local_files()->open_files(), 1u);
 
@@ -235,7 +240,7 @@ TEST_F(StocServerTest, LocalReadsServeBlocksWithoutRequests) {
   ASSERT_TRUE(h2.ok()) << h2.status().ToString();
   ASSERT_TRUE(client_->Close(g.value().get()).ok());
   ASSERT_TRUE(local.Read(h2.value(), other.dst, 0).ok());
-  EXPECT_EQ(local_reads->value(), 4u);
+  EXPECT_EQ(local_reads->value(), 5u);
   EXPECT_EQ(local.local_files()->open_files(), 1u);
   RestartServer();
   ASSERT_TRUE(test::WaitFor([&] { return local.local_files()->open_files() == 0; }))
