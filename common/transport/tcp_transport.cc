@@ -570,6 +570,17 @@ void TcpTransport::AcceptOne(int fd) {
     MutexLock lock(&peers_mu_);
     auto key = std::make_pair(hello.node_name, hello.incarnation);
     auto& entry = assembling_[key];
+    // A dialer sends its lanes in order, each after the previous one's verdict, and this
+    // thread files a lane before it accepts the next: lane 0 opens a new set. Lanes an
+    // earlier try of this incarnation left (failed, or raced by another dial) are dropped:
+    // one of them completing this set would be a socket its dialer gave up on, whose EOF
+    // downs the peer at once, and each redial would leave its own lane behind the same way.
+    if (hello.lane == 0 && !entry.second.fds.empty()) {
+      for (int f : entry.second.fds) {
+        if (f >= 0) ::close(f);
+      }
+      entry.second.fds.clear();
+    }
     if (entry.second.fds.empty()) {
       entry.first = MonoNow();
       entry.second.name = hello.node_name;

@@ -2,6 +2,8 @@
 // with "no RDMA device" where there is none (as on CI machines).
 #include "common/transport/transport.h"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -12,6 +14,8 @@
 
 #include "common/crc32c.h"
 #include "common/mutex.h"
+#include "common/transport/handshake.h"
+#include "common/transport/tcp_socket.h"
 #include "tests/util/test_util.h"
 
 namespace nova::transport {
@@ -231,6 +235,93 @@ TEST_P(TransportTest, PeersSeeEachOtherUpWithNames) {
 
 // Several threads connecting to one new peer at once get one connection: racing dials
 // used to install two lane sets that closed each other forever.
+// The initiator side of the tcp handshake for one lane of a made-up node (as the
+// transport's own dial does). On return the acceptor has filed the lane: it files it right
+// after the verdict, before it accepts the next connection.
+Result<int> DialFakeLane(const std::string& address, const std::string& name,
+                         uint64_t incarnation, uint16_t lane, uint16_t lanes) {
+  const Deadline deadline = Deadline::After(10s);
+  auto fd = ConnectTcp(address, deadline);
+  if (!fd.ok()) return fd.status();
+  Hello hello;
+  hello.node_name = name;
+  hello.listen_address = "127.0.0.1:1";  // accepted peers are never dialed back
+  hello.incarnation = incarnation;
+  hello.lane = lane;
+  hello.lanes = lanes;
+  hello.nonce = RandomNonce();
+  Status s = WriteHandshakeFrame(fd.value(), EncodeHello(hello), deadline);
+  Challenge ch;
+  if (s.ok()) {
+    auto bytes = ReadHandshakeFrame(fd.value(), deadline);
+    s = bytes.ok() ? DecodeChallenge(bytes.value(), &ch) : bytes.status();
+  }
+  if (s.ok()) {
+    Response resp;
+    resp.mac = InitiatorMac(kSecret, lane, ch.nonce, hello.nonce);
+    s = WriteHandshakeFrame(fd.value(), EncodeResponse(resp), deadline);
+  }
+  if (s.ok()) {
+    auto verdict = ReadHandshakeFrame(fd.value(), deadline);
+    s = verdict.ok() ? DecodeVerdict(verdict.value()) : verdict.status();
+  }
+  if (!s.ok()) {
+    ::close(fd.value());
+    return s;
+  }
+  return fd.value();
+}
+
+// A lane an abandoned dial left at the acceptor must not complete the next dial's set.
+// It did: the set died at once on the dead lane's EOF, and each redial left its own lane 1
+// behind the same way, forever (seen as a LogClientFailoverTest flake after a LogC restart,
+// where a Connect and the reconnector dialed at once and mixed their lanes).
+TEST_P(TransportTest, LeftoverLaneDoesNotJoinTheNextDial) {
+  if (GetParam() != Backend::kTcp) GTEST_SKIP() << "tcp lane assembly";
+  const std::string addr = b_->listen_address();
+  constexpr uint64_t kInc = 42;
+  auto stale = DialFakeLane(addr, "ghost", kInc, 1, 2);  // an abandoned try: lane 1 only
+  ASSERT_TRUE(stale.ok()) << stale.status().ToString();
+  ::close(stale.value());
+  auto lane0 = DialFakeLane(addr, "ghost", kInc, 0, 2);  // the next try, lane by lane
+  ASSERT_TRUE(lane0.ok()) << lane0.status().ToString();
+  auto lane1 = DialFakeLane(addr, "ghost", kInc, 1, 2);
+  ASSERT_TRUE(lane1.ok()) << lane1.status().ToString();
+  ASSERT_TRUE(WaitFor([&] { return hb_.NumUps() == 2; }));  // node-a, then the ghost
+  PeerId ghost;
+  {
+    MutexLock l(&hb_.mu);
+    ASSERT_EQ(hb_.ups.back().name, "ghost");
+    ghost = hb_.ups.back().id;
+  }
+  // b's lanes to the ghost are lane0 and lane1: a message on each arrives there. Before the
+  // fix the dead stale lane was lane 1 and the peer went down at once.
+  Counter sends;
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_TRUE(b_->Send(ghost, "to the ghost", sends.Done(), k).ok()) << "lane " << k;
+  }
+  char byte;
+  ASSERT_TRUE(ReadFully(lane0.value(), &byte, 1, Deadline::After(10s)).ok());
+  ASSERT_TRUE(ReadFully(lane1.value(), &byte, 1, Deadline::After(10s)).ok());
+  EXPECT_TRUE(b_->IsUp(ghost));
+  EXPECT_EQ(hb_.NumDowns(), 0u);
+
+  // A restarted ghost (new incarnation) still replaces it at once: the same PeerId, the old
+  // connection reported down before the new one up.
+  auto new0 = DialFakeLane(addr, "ghost", kInc + 1, 0, 2);
+  auto new1 = DialFakeLane(addr, "ghost", kInc + 1, 1, 2);
+  ASSERT_TRUE(new0.ok() && new1.ok());
+  ASSERT_TRUE(WaitFor([&] { return hb_.NumUps() == 3; }));
+  {
+    MutexLock l(&hb_.mu);
+    EXPECT_EQ(hb_.ups.back().id, ghost);
+    ASSERT_EQ(hb_.downs.size(), 1u);
+    EXPECT_EQ(hb_.downs[0].first, ghost);
+  }
+  EXPECT_TRUE(b_->IsUp(ghost));
+  for (int fd : {lane0.value(), lane1.value(), new0.value(), new1.value()}) ::close(fd);
+}
+
 TEST_P(TransportTest, ConcurrentConnectsMakeOneStableConnection) {
   RecordingHandler hc;
   auto c = Make(Options("node-c"), &hc);
