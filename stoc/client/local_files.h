@@ -25,8 +25,9 @@
 //
 // A descriptor keeps a file the StoC deleted readable (as a StoC's own readers do) and its
 // disk space allocated: a background thread closes the descriptors of unlinked files every
-// kSweepInterval, and closes every descriptor let go of (evicted, forgotten), so no reader
-// waits for a close that frees a file's blocks. At most MaxOpenFiles() stay open.
+// kSweepInterval, and closes every descriptor let go of (evicted, forgotten), so a reader
+// waits for a close that frees a file's blocks only if it was still reading that file
+// then (its reference is the last). At most MaxOpenFiles() stay open.
 //
 // Thread safety: thread-safe. mu_ guards the maps; reads run outside it, on a descriptor
 // kept alive by a shared_ptr.
