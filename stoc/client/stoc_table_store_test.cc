@@ -50,6 +50,7 @@ class StocTableStoreTest : public ::testing::Test {
     endpoint_.Attach(transport_.get());
     StocClientOptions co;
     co.timeout = std::chrono::seconds(10);
+    co.local_reads = local_reads_;
     client_ = std::make_unique<StocClient>(&endpoint_, co);
     ASSERT_TRUE(transport_->Init().ok());
     ASSERT_TRUE(transport_->Start().ok());
@@ -182,6 +183,7 @@ class StocTableStoreTest : public ::testing::Test {
   }
 
   std::string dir_;
+  bool local_reads_ = false;  // the client's StocClientOptions::local_reads
   std::map<uint32_t, Node> nodes_;
   rpc::RpcEndpoint endpoint_;
   std::unique_ptr<transport::Transport> transport_;
@@ -331,6 +333,43 @@ TEST_F(StocTableStoreTest, ReadsFailOverWhenAStocStops) {
   // Deleting reports the unreachable StoC but removes the other replicas.
   EXPECT_FALSE(store->DeleteTable(meta).ok());
   EXPECT_EQ(CountFiles(StocFileType::kTableFragment), 0u);
+}
+
+// The LTC's configuration: the StoCs run on the client's host, so tables are read from
+// their files (StocClient::ReadLocal), not by request; a StoC that stops is not read
+// locally any more and reads fail over to the other replica as they do by request.
+class StocTableStoreLocalReadsTest : public StocTableStoreTest {
+ protected:
+  StocTableStoreLocalReadsTest() { local_reads_ = true; }
+};
+
+TEST_F(StocTableStoreLocalReadsTest, TablesAreReadLocallyAndFailOverWhenAStocStops) {
+  std::mt19937_64 rng(nova::test::TestSeed("StocTableStoreLocalReadsTest.TablesAreReadLocally"));
+  StocTableStoreOptions o;
+  o.fragment_replicas = 2;
+  auto store = NewStore(o);
+  const lsm::table_test::TableModel m = lsm::table_test::RandomTableModel(&rng, 2000, 300);
+  const lsm::TableMeta meta = WriteChecked(store.get(), 7, m, 3, 2);
+  ASSERT_FALSE(HasFailure());
+  ASSERT_NE(client_->local_files(), nullptr);
+  ASSERT_NO_FATAL_FAILURE(lsm::table_test::VerifyTable(store.get(), icmp_, meta, m));
+  ASSERT_NO_FATAL_FAILURE(lsm::table_test::VerifyFilter(store.get(), bloom_.get(), meta, m));
+  EXPECT_GT(client_->local_files()->local_reads(), 0u);
+  for (auto& [id, node] : nodes_) {
+    EXPECT_EQ(client_->Stats(id)->reads, 0u) << "StoC " << id << " served a read request";
+  }
+  EXPECT_EQ(store->GetStats().read_failovers, 0u);
+
+  // The StoC of the meta fragment's first replica (and of the filter's) goes away: once
+  // its client sees it down, its files are not read locally, though they are still there.
+  const uint32_t victim = meta.fragments[3][0].stoc_id;
+  const size_t open_before = client_->local_files()->open_files();
+  StopStoc(victim);
+  ASSERT_TRUE(nova::test::WaitFor(
+      [&] { return client_->local_files()->open_files() < open_before; }));
+  ASSERT_NO_FATAL_FAILURE(lsm::table_test::VerifyTable(store.get(), icmp_, meta, m));
+  ASSERT_NO_FATAL_FAILURE(lsm::table_test::VerifyFilter(store.get(), bloom_.get(), meta, m));
+  EXPECT_GT(store->GetStats().read_failovers, 0u);
 }
 
 TEST_F(StocTableStoreTest, PowerOfDPlacesFragmentsOnIdleStocs) {
