@@ -328,29 +328,35 @@ uint64_t StocClient::ThreadReadNanos() { return thread_read_nanos; }
 
 Status StocClient::Read(const BlockHandle& block, const transport::MemoryRegion& dst,
                         uint64_t dst_offset) {
-  // Two steady-clock readings (vDSO, no system call) per block: cheap next to a round trip.
   const uint64_t start = MonoNanos();
   Status s = ReadBlock(block, dst, dst_offset);
+  CountRead(start);
+  return s;
+}
+
+bool StocClient::ReadLocal(const BlockHandle& block, char* dst) {
+  const uint64_t start = MonoNanos();
+  if (!ReadFromFile(block, dst)) return false;
+  CountRead(start);
+  return true;
+}
+
+void StocClient::CountRead(uint64_t start) {
+  // Two steady-clock readings (vDSO, no system call) per block: cheap next to a round trip.
   const uint64_t ns = MonoNanos() - start;
   thread_read_nanos += ns;
   if (reads_ != nullptr) {
     reads_->Increment();
     read_us_->Increment((ns + 500) / 1000);  // rounded: no bias over many reads
   }
-  return s;
 }
 
-bool StocClient::ReadLocal(const BlockHandle& block, char* dst) {
-  if (block.kind != FileKind::kDisk || local_ == nullptr) return false;
-  const uint64_t start = MonoNanos();
-  if (!local_->Read(block.stoc_id, block.file_id, block.offset, block.size, dst)) return false;
-  const uint64_t ns = MonoNanos() - start;
-  thread_read_nanos += ns;
-  if (reads_ != nullptr) {
-    reads_->Increment();
-    read_us_->Increment((ns + 500) / 1000);
-    local_reads_->Increment();
+bool StocClient::ReadFromFile(const BlockHandle& block, char* dst) {
+  if (block.kind != FileKind::kDisk || local_ == nullptr ||
+      !local_->Read(block.stoc_id, block.file_id, block.offset, block.size, dst)) {
+    return false;
   }
+  if (local_reads_ != nullptr) local_reads_->Increment();
   return true;
 }
 
@@ -359,11 +365,7 @@ Status StocClient::ReadBlock(const BlockHandle& block, const transport::MemoryRe
   if (dst_offset > dst.length || block.size > dst.length - dst_offset) {
     return Status::InvalidArgument("read destination outside its region");
   }
-  if (block.kind == FileKind::kDisk && local_ != nullptr &&
-      local_->Read(block.stoc_id, block.file_id, block.offset, block.size, dst.base + dst_offset)) {
-    if (local_reads_ != nullptr) local_reads_->Increment();
-    return Status::OK();
-  }
+  if (ReadFromFile(block, dst.base + dst_offset)) return Status::OK();
   auto peer = PeerOf(block.stoc_id);
   if (!peer.ok()) return peer.status();
   if (block.kind == FileKind::kMemory) {

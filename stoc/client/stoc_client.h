@@ -204,6 +204,12 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   // Read, untimed.
   Status ReadBlock(const BlockHandle& block, const transport::MemoryRegion& dst,
                    uint64_t dst_offset) EXCLUDES(mu_);
+  // Counts a block read that began at MonoNanos() `start`: the calling thread's tally
+  // (ThreadReadNanos) and, with options.metrics, stoc_client_reads_total and _read_us_total.
+  void CountRead(uint64_t start);
+  // A disk block of a StoC on this host read with pread (counted in
+  // stoc_client_local_reads_total); false if it must be read by request.
+  bool ReadFromFile(const BlockHandle& block, char* dst);
   // kLocalFile: where a disk file's data lies on the StoC's host (LocalFiles asks). Waits
   // at most kLocateTimeout: the read it precedes is sent as a request if this fails.
   Result<LocalFileResponse> LocateFile(uint32_t stoc_id, uint64_t file_id) EXCLUDES(mu_);
