@@ -25,6 +25,16 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// The first assignment (epoch 1) of an LTC that owns all of `n` equal ranges.
+LtcAssignment AllRanges(int n) {
+  auto all = EqualRanges(n);
+  EXPECT_TRUE(all.ok()) << all.status().ToString();
+  LtcAssignment a;
+  a.epoch = 1;
+  if (all.ok()) a.ranges = all.value();
+  return a;
+}
+
 TEST(LtcServerTest, NewAssignmentAddsAndRemovesRanges) {
   const std::string dir = test::TestTempDir("ltc_server_test");
   auto all = EqualRanges(4);
@@ -72,12 +82,7 @@ TEST(LtcServerTest, NewAssignmentAddsAndRemovesRanges) {
 // always served by the workers.
 TEST(LtcServerTest, OnlySynchronousConnectionsAreServedInline) {
   const std::string dir = test::TestTempDir("ltc_server_test_inline");
-  auto all = EqualRanges(2);
-  ASSERT_TRUE(all.ok());
-  LtcAssignment a;
-  a.epoch = 1;
-  a.ranges = all.value();
-  StaticAssignmentSource source(a);
+  StaticAssignmentSource source(AllRanges(2));
   MetricsRegistry metrics;
   LtcServer server(LtcServerOptions(), &source,
                    LevelDbBackendFactory({.dir = dir, .write_buffer_bytes = 1 << 20}), &metrics);
@@ -168,12 +173,7 @@ TEST(LtcServerTest, FailedAssignmentIsRetried) {
 // library retries Unavailable until its deadline, so its calls block until the range is back.
 TEST(LtcServerTest, RecoveringRangeBlocksItsRequestsOnly) {
   const std::string dir = test::TestTempDir("ltc_server_test_recovering");
-  auto all = EqualRanges(2);
-  ASSERT_TRUE(all.ok());
-  LtcAssignment a;
-  a.epoch = 1;
-  a.ranges = all.value();
-  StaticAssignmentSource source(a);
+  StaticAssignmentSource source(AllRanges(2));
   MetricsRegistry metrics;
   BackendFactory leveldb = LevelDbBackendFactory({.dir = dir, .write_buffer_bytes = 1 << 20});
   Mutex gate_mu;
@@ -282,12 +282,7 @@ std::string SpreadKey(int i) {
 }
 
 TEST(LtcServerAdminTest, SizesCompactionAndFiguresAcrossRanges) {
-  auto all = EqualRanges(4);
-  ASSERT_TRUE(all.ok());
-  LtcAssignment a;
-  a.epoch = 1;
-  a.ranges = all.value();
-  StaticAssignmentSource source(a);
+  StaticAssignmentSource source(AllRanges(4));
   MetricsRegistry metrics;
   LtcServer server(LtcServerOptions(), &source,
                    [](const RangeInfo& r, const LtcAssignment&) { return EngineBackend::Open(r); },
@@ -376,12 +371,7 @@ TEST(LtcServerAdminTest, SizesCompactionAndFiguresAcrossRanges) {
 
 TEST(LtcServerAdminTest, LevelDbBackendsAnswerToo) {
   const std::string dir = test::TestTempDir("ltc_server_test_admin");
-  auto all = EqualRanges(2);
-  ASSERT_TRUE(all.ok());
-  LtcAssignment a;
-  a.epoch = 1;
-  a.ranges = all.value();
-  StaticAssignmentSource source(a);
+  StaticAssignmentSource source(AllRanges(2));
   MetricsRegistry metrics;
   LtcServer server(LtcServerOptions(), &source,
                    LevelDbBackendFactory({.dir = dir, .write_buffer_bytes = 256 << 10}), &metrics);
@@ -649,12 +639,8 @@ TEST(LtcServerTest, RequestTimesAreCounted) {
     SCOPED_TRACE(serve_inline ? "served inline" : "served by workers");
     const std::string dir =
         test::TestTempDir(serve_inline ? "ltc_server_test_times_inline" : "ltc_server_test_times");
-    auto all = EqualRanges(2);
-    ASSERT_TRUE(all.ok());
-    LtcAssignment a;
-    a.epoch = 1;
+    LtcAssignment a = AllRanges(2);
     a.ltc_id = 7;
-    a.ranges = all.value();
     StaticAssignmentSource source(a);
     MetricsRegistry metrics;
     LtcServerOptions so;

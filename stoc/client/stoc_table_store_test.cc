@@ -100,6 +100,19 @@ class StocTableStoreTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.ToString();
     return store;
   }
+  // A new store holding table 7: 2000 random entries (seeded from `test`) with rho 3 and 2
+  // replicas of each fragment. *m gets the entries, *meta the table.
+  std::unique_ptr<StocTableStore> StoreWithTwoReplicaTable(const std::string& test,
+                                                           lsm::table_test::TableModel* m,
+                                                           lsm::TableMeta* meta) {
+    std::mt19937_64 rng(nova::test::TestSeed(test.c_str()));
+    StocTableStoreOptions o;
+    o.fragment_replicas = 2;
+    auto store = NewStore(o);
+    *m = lsm::table_test::RandomTableModel(&rng, 2000, 300);
+    *meta = WriteChecked(store.get(), 7, *m, 3, 2);
+    return store;
+  }
   // Names of the files at each running StoC.
   std::map<uint32_t, std::set<std::string>> Files() {
     std::map<uint32_t, std::set<std::string>> out;
@@ -317,12 +330,9 @@ TEST_F(StocTableStoreTest, ConcurrentWritersAndReaders) {
 }
 
 TEST_F(StocTableStoreTest, ReadsFailOverWhenAStocStops) {
-  std::mt19937_64 rng(nova::test::TestSeed("StocTableStoreTest.ReadsFailOverWhenAStocStops"));
-  StocTableStoreOptions o;
-  o.fragment_replicas = 2;
-  auto store = NewStore(o);
-  const lsm::table_test::TableModel m = lsm::table_test::RandomTableModel(&rng, 2000, 300);
-  const lsm::TableMeta meta = WriteChecked(store.get(), 7, m, 3, 2);
+  lsm::table_test::TableModel m;
+  lsm::TableMeta meta;
+  auto store = StoreWithTwoReplicaTable("StocTableStoreTest.ReadsFailOverWhenAStocStops", &m, &meta);
   ASSERT_FALSE(HasFailure());
   // The StoC of the meta fragment's first replica (and of the filter's) goes away.
   const uint32_t victim = meta.fragments[3][0].stoc_id;
@@ -344,12 +354,9 @@ class StocTableStoreLocalReadsTest : public StocTableStoreTest {
 };
 
 TEST_F(StocTableStoreLocalReadsTest, TablesAreReadLocallyAndFailOverWhenAStocStops) {
-  std::mt19937_64 rng(nova::test::TestSeed("StocTableStoreLocalReadsTest.TablesAreReadLocally"));
-  StocTableStoreOptions o;
-  o.fragment_replicas = 2;
-  auto store = NewStore(o);
-  const lsm::table_test::TableModel m = lsm::table_test::RandomTableModel(&rng, 2000, 300);
-  const lsm::TableMeta meta = WriteChecked(store.get(), 7, m, 3, 2);
+  lsm::table_test::TableModel m;
+  lsm::TableMeta meta;
+  auto store = StoreWithTwoReplicaTable("StocTableStoreLocalReadsTest.TablesAreReadLocally", &m, &meta);
   ASSERT_FALSE(HasFailure());
   ASSERT_NE(client_->local_files(), nullptr);
   ASSERT_NO_FATAL_FAILURE(lsm::table_test::VerifyTable(store.get(), icmp_, meta, m));

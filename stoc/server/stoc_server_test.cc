@@ -111,6 +111,20 @@ class StocServerTest : public ::testing::Test {
     std::mt19937_64 rng(seed);
     for (uint64_t i = 0; i < n; ++i) buf_[i] = static_cast<char>(rng());
   }
+  // Creates disk file `name` through `c` (slots of `slot_bytes`) holding one block: the
+  // first `bytes` bytes of buf_ after Fill(bytes, seed), appended from `src` (buf_
+  // registered with c's transport); closes it and returns where the block lives.
+  Result<BlockHandle> WriteDiskBlock(StocClient* c, const transport::MemoryRegion& src,
+                                     const std::string& name, uint64_t bytes, uint64_t seed,
+                                     uint64_t slot_bytes) {
+    auto f = c->Open(1, name, FileKind::kDisk, OpenOptions{true, true, slot_bytes});
+    if (!f.ok()) return f.status();
+    Fill(bytes, seed);
+    auto h = c->Append(f.value().get(), src, 0, bytes);
+    if (!h.ok()) return h.status();
+    NOVA_RETURN_NOT_OK(c->Close(f.value().get()));
+    return h;
+  }
 
   static constexpr uint64_t kBuf = 16 << 20;
   std::string dir_;
@@ -159,12 +173,8 @@ TEST_F(StocServerTest, DiskAppendAndReadBlocksOfManySizes) {
 // Disk blocks are read inline (kReadInline, the default: the bytes in the response) and,
 // by a client with inline_reads off, by the StoC's WRITE (kRead); both give the same bytes.
 TEST_F(StocServerTest, DiskBlocksReadInlineAndByWrite) {
-  auto f = client_->Open(1, "r1-t8-f0-p0", FileKind::kDisk, OpenOptions{true, true, 16 << 20});
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
-  Fill(300000, 42);
-  auto h = client_->Append(f.value().get(), src_, 0, 300000);
+  auto h = WriteDiskBlock(client_.get(), src_, "r1-t8-f0-p0", 300000, 42, 16 << 20);
   ASSERT_TRUE(h.ok()) << h.status().ToString();
-  ASSERT_TRUE(client_->Close(f.value().get()).ok());
   const uint64_t reads_before = client_->Stats(1)->reads;
 
   StocClientOptions co;
@@ -192,12 +202,8 @@ TEST_F(StocServerTest, DiskBlocksReadInlineAndByWrite) {
 // (no request reaches the StoC), gives the same bytes, stops when the file is deleted or
 // the StoC goes down, and starts again once the StoC is back. Memory files stay one-sided.
 TEST_F(StocServerTest, LocalReadsServeBlocksWithoutRequests) {
-  auto f = client_->Open(1, "r1-t10-f0-p0", FileKind::kDisk, OpenOptions{true, true, 1 << 20});
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
-  Fill(200000, 11);
-  auto h = client_->Append(f.value().get(), src_, 0, 200000);
+  auto h = WriteDiskBlock(client_.get(), src_, "r1-t10-f0-p0", 200000, 11, 1 << 20);
   ASSERT_TRUE(h.ok()) << h.status().ToString();
-  ASSERT_TRUE(client_->Close(f.value().get()).ok());
 
   MetricsRegistry registry;
   StocClientOptions co;
@@ -234,11 +240,8 @@ TEST_F(StocServerTest, LocalReadsServeBlocksWithoutRequests) {
   EXPECT_TRUE(gone.IsNotFound()) << gone.ToString();
 
   // A StoC that goes down is not read locally; once it is back, it is again.
-  auto g = client_->Open(1, "r1-t11-f0-p0", FileKind::kDisk, OpenOptions{true, true, 1 << 20});
-  ASSERT_TRUE(g.ok()) << g.status().ToString();
-  auto h2 = client_->Append(g.value().get(), src_, 0, 5000);
+  auto h2 = WriteDiskBlock(client_.get(), src_, "r1-t11-f0-p0", 5000, 12, 1 << 20);
   ASSERT_TRUE(h2.ok()) << h2.status().ToString();
-  ASSERT_TRUE(client_->Close(g.value().get()).ok());
   ASSERT_TRUE(local.Read(h2.value(), other.dst, 0).ok());
   EXPECT_EQ(local_reads->value(), 5u);
   EXPECT_EQ(local.local_files()->open_files(), 1u);
@@ -276,12 +279,9 @@ TEST_F(StocServerTest, LocalReadsOffAtTheStocMeansRequests) {
   OtherClient other;
   ASSERT_NO_FATAL_FAILURE(StartOtherClient("client-local-off", co, 65536, &other));
   StocClient& c = *other.client;
-  auto f = c.Open(1, "r1-t13-f0-p0", FileKind::kDisk, OpenOptions{true, true, 1 << 20});
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
-  Fill(65536, 3);
   auto src = other.transport->RegisterMemory(buf_.get(), 65536, transport::kLocalOnly);
   ASSERT_TRUE(src.ok());
-  auto h = c.Append(f.value().get(), src.value(), 0, 65536);
+  auto h = WriteDiskBlock(&c, src.value(), "r1-t13-f0-p0", 65536, 3, 1 << 20);
   ASSERT_TRUE(h.ok()) << h.status().ToString();
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(c.Read(h->Slice(100, 4000), other.dst, 0).ok());
@@ -294,12 +294,8 @@ TEST_F(StocServerTest, LocalReadsOffAtTheStocMeansRequests) {
 // A client given a registry counts every Read and its time (failed ones too); every
 // client adds its reads' time to the calling thread's tally (ThreadReadNanos).
 TEST_F(StocServerTest, ReadsAreCountedAndTimed) {
-  auto f = client_->Open(1, "r1-t9-f0-p0", FileKind::kDisk, OpenOptions{true, true, 1 << 20});
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
-  Fill(65536, 7);
-  auto h = client_->Append(f.value().get(), src_, 0, 65536);
+  auto h = WriteDiskBlock(client_.get(), src_, "r1-t9-f0-p0", 65536, 7, 1 << 20);
   ASSERT_TRUE(h.ok()) << h.status().ToString();
-  ASSERT_TRUE(client_->Close(f.value().get()).ok());
 
   MetricsRegistry registry;
   StocClientOptions co;
