@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <memory>
 
 namespace nova {
 
@@ -79,6 +80,36 @@ void ThreadPool::WorkerLoop() {
     }
     task();
   }
+}
+
+void RunAll(ThreadPool* pool, const std::vector<std::function<void()>>& jobs) {
+  if (jobs.empty()) return;
+  struct Latch {
+    Mutex mu;
+    CondVar cv;
+    size_t pending GUARDED_BY(mu) = 0;
+  };
+  auto latch = std::make_shared<Latch>();
+  for (size_t i = 1; i < jobs.size(); ++i) {
+    if (pool != nullptr) {
+      {
+        MutexLock lock(&latch->mu);
+        ++latch->pending;
+      }
+      Status queued = pool->Submit([&jobs, i, latch] {
+        jobs[i]();
+        MutexLock lock(&latch->mu);
+        if (--latch->pending == 0) latch->cv.NotifyAll();
+      });
+      if (queued.ok()) continue;
+      MutexLock lock(&latch->mu);
+      --latch->pending;
+    }
+    jobs[i]();  // no pool, or it refused: here
+  }
+  jobs[0]();
+  MutexLock lock(&latch->mu);
+  latch->cv.Wait(&lock, [&]() REQUIRES(latch->mu) { return latch->pending == 0; });
 }
 
 }  // namespace nova

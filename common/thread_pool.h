@@ -74,4 +74,11 @@ class ThreadPool {
   bool joined_ GUARDED_BY(join_mu_) = false;
 };
 
+// Runs every job of `jobs` and returns once all have finished: jobs[0] on the calling thread,
+// the others on `pool`, each one the pool refuses (queue full, shutting down) on the calling
+// thread too. With a null pool, all run on the calling thread, one after another.
+// REQUIRES: not called from one of `pool`'s workers when the pool may be saturated by such
+// callers (they would wait for each other); jobs must not throw.
+void RunAll(ThreadPool* pool, const std::vector<std::function<void()>>& jobs);
+
 }  // namespace nova

@@ -211,5 +211,64 @@ TEST(ThreadPoolTest, DestructorDrains) {
   EXPECT_EQ(ran.load(), 100);
 }
 
+// RunAll returns only once every job has run; job 0 runs on the caller, the others on the
+// pool's workers.
+TEST(ThreadPoolTest, RunAllWaitsForEveryJob) {
+  ThreadPool pool("test", 2, 100);
+  constexpr size_t kJobs = 12;
+  std::vector<std::atomic<bool>> done(kJobs);
+  std::vector<std::thread::id> ran_on(kJobs);
+  std::vector<std::function<void()>> jobs;
+  for (size_t i = 0; i < kJobs; ++i) {
+    jobs.push_back([&, i] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(i % 3));  // finish out of order
+      ran_on[i] = std::this_thread::get_id();
+      done[i].store(true);
+    });
+  }
+  RunAll(&pool, jobs);
+  for (size_t i = 0; i < kJobs; ++i) EXPECT_TRUE(done[i].load()) << "job " << i;
+  EXPECT_EQ(ran_on[0], std::this_thread::get_id());
+  size_t on_workers = 0;
+  for (size_t i = 1; i < kJobs; ++i) on_workers += ran_on[i] != std::this_thread::get_id();
+  EXPECT_EQ(on_workers, kJobs - 1);
+}
+
+// Without a pool, or with one that refuses (full queue, shut down), the jobs run on the
+// caller, and RunAll still waits for what the pool took.
+TEST(ThreadPoolTest, RunAllRunsRefusedJobsOnTheCaller) {
+  std::vector<int> order;
+  std::vector<std::function<void()>> jobs;
+  for (int i = 0; i < 3; ++i) jobs.push_back([&order, i] { order.push_back(i); });
+  RunAll(nullptr, jobs);
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 0}));  // the others first, job 0 last
+
+  ThreadPool pool("test", 1, 1);
+  Gate gate;
+  ASSERT_TRUE(pool.Submit(gate.Task()).ok());
+  ASSERT_TRUE(WaitUntil([&] { return gate.entered() == 1; }));  // the worker is busy
+  std::atomic<bool> queued_ran{false};
+  std::vector<std::thread::id> ran_on(3);
+  std::vector<std::function<void()>> more;
+  for (size_t i = 0; i < 3; ++i) {
+    more.push_back([&, i] {
+      ran_on[i] = std::this_thread::get_id();
+      if (i == 1) queued_ran.store(true);
+      if (i == 0) gate.Release();  // job 1 can run now; RunAll must wait for it
+    });
+  }
+  // Job 1 takes the queue's one place, job 2 is refused and runs here, then job 0.
+  RunAll(&pool, more);
+  EXPECT_TRUE(queued_ran.load());
+  EXPECT_NE(ran_on[1], std::this_thread::get_id());
+  EXPECT_EQ(ran_on[2], std::this_thread::get_id());
+  EXPECT_EQ(ran_on[0], std::this_thread::get_id());
+
+  pool.Shutdown();
+  order.clear();
+  RunAll(&pool, jobs);  // a stopped pool refuses everything
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 0}));
+}
+
 }  // namespace
 }  // namespace nova

@@ -1,6 +1,7 @@
 #include "common/lsm/merging_iterator.h"
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <utility>
 
@@ -15,8 +16,9 @@ namespace {
 //   3. No child has failed: once one is seen to, heap_ is emptied (header, "Errors").
 class MergingIterator final : public leveldb::Iterator {
  public:
-  MergingIterator(const leveldb::Comparator* cmp, std::vector<leveldb::Iterator*> children)
-      : cmp_(cmp) {
+  MergingIterator(const leveldb::Comparator* cmp, std::vector<leveldb::Iterator*> children,
+                  ThreadPool* seek_pool)
+      : cmp_(cmp), seek_pool_(seek_pool) {
     children_.reserve(children.size());
     for (leveldb::Iterator* c : children) children_.emplace_back(c);
     heap_.reserve(children_.size());
@@ -25,19 +27,19 @@ class MergingIterator final : public leveldb::Iterator {
   bool Valid() const override { return !heap_.empty(); }
 
   void SeekToFirst() override {
-    for (auto& c : children_) c->SeekToFirst();
+    PositionEach([](leveldb::Iterator* c) { c->SeekToFirst(); });
     direction_ = Direction::kForward;
     RebuildHeap();
   }
 
   void SeekToLast() override {
-    for (auto& c : children_) c->SeekToLast();
+    PositionEach([](leveldb::Iterator* c) { c->SeekToLast(); });
     direction_ = Direction::kReverse;
     RebuildHeap();
   }
 
   void Seek(const leveldb::Slice& target) override {
-    for (auto& c : children_) c->Seek(target);
+    PositionEach([&target](leveldb::Iterator* c) { c->Seek(target); });
     direction_ = Direction::kForward;
     RebuildHeap();
   }
@@ -73,6 +75,20 @@ class MergingIterator final : public leveldb::Iterator {
 
  private:
   enum class Direction { kForward, kReverse };
+
+  // Applies `position` to every child: one after another, or concurrently through
+  // seek_pool_ (each child on one thread at a time, so no child is shared).
+  template <typename F>
+  void PositionEach(const F& position) {
+    if (seek_pool_ == nullptr) {
+      for (auto& c : children_) position(c.get());
+      return;
+    }
+    std::vector<std::function<void()>> jobs;
+    jobs.reserve(children_.size());
+    for (auto& c : children_) jobs.push_back([&position, it = c.get()] { position(it); });
+    RunAll(seek_pool_, jobs);
+  }
 
   // True if child `a` is yielded before child `b` in the current direction.
   // REQUIRES: both are Valid().
@@ -157,6 +173,7 @@ class MergingIterator final : public leveldb::Iterator {
   }
 
   const leveldb::Comparator* const cmp_;  // must outlive this
+  ThreadPool* const seek_pool_;            // null: children are positioned one by one
   std::vector<std::unique_ptr<leveldb::Iterator>> children_;
   std::vector<size_t> heap_;  // see invariant 1
   Direction direction_ = Direction::kForward;
@@ -165,10 +182,11 @@ class MergingIterator final : public leveldb::Iterator {
 }  // namespace
 
 leveldb::Iterator* NewMergingIterator(const leveldb::Comparator* cmp,
-                                      std::vector<leveldb::Iterator*> children) {
+                                      std::vector<leveldb::Iterator*> children,
+                                      ThreadPool* seek_pool) {
   if (children.empty()) return leveldb::NewEmptyIterator();
   if (children.size() == 1) return children[0];
-  return new MergingIterator(cmp, std::move(children));
+  return new MergingIterator(cmp, std::move(children), seek_pool);
 }
 
 }  // namespace nova::lsm

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <random>
 #include <set>
@@ -11,6 +13,8 @@
 #include <vector>
 
 #include "common/lsm/lsm_test_util.h"
+#include "common/mutex.h"
+#include "common/thread_pool.h"
 #include "tests/util/test_util.h"
 
 namespace nova::lsm {
@@ -54,11 +58,11 @@ std::vector<std::vector<KV>> RandomChildren(std::mt19937_64* rng, const leveldb:
   return children;
 }
 
-void RunRandomized(const leveldb::Comparator* cmp, const char* name) {
+void RunRandomized(const leveldb::Comparator* cmp, const char* name,
+                   ThreadPool* seek_pool = nullptr, int rounds = 300) {
   std::mt19937_64 rng(nova::test::TestSeed(name));
-  constexpr int kRounds = 300;
   constexpr int kOpsPerRound = 300;
-  for (int round = 0; round < kRounds; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     const size_t n = rng() % 3 == 0 ? rng() % 3 : rng() % 64;
     const auto children = RandomChildren(&rng, cmp, n);
     std::vector<ModelEntry> model;
@@ -71,7 +75,7 @@ void RunRandomized(const leveldb::Comparator* cmp, const char* name) {
       const int r = cmp->Compare(a.key, b.key);
       return r < 0 || (r == 0 && a.child < b.child);
     });
-    std::unique_ptr<leveldb::Iterator> it(NewMergingIterator(cmp, iters));
+    std::unique_ptr<leveldb::Iterator> it(NewMergingIterator(cmp, iters, seek_pool));
 
     // pos indexes model; model.size() means not valid.
     size_t pos = model.size();
@@ -132,6 +136,69 @@ TEST(MergingIteratorTest, RandomizedReverseComparator) {
 
 // Every key in every child: full scans both ways visit all entries in order, and a
 // direction switch at every step retraces exactly.
+TEST(MergingIteratorTest, RandomizedWithASeekPool) {
+  ThreadPool pool("test-seek", 3, 1024);
+  // Fewer rounds: every seek wakes the pool's threads (slow under the sanitizers).
+  RunRandomized(leveldb::BytewiseComparator(), "RandomizedWithASeekPool", &pool, 40);
+}
+
+// A child whose seeks wait until every child of the merge is seeking at the same time (or
+// a deadline passes): only concurrent seeks all see the others.
+class RendezvousIterator final : public VectorIterator {
+ public:
+  struct Meeting {
+    Mutex mu;
+    CondVar cv;
+    size_t arrived GUARDED_BY(mu) = 0;
+  };
+  RendezvousIterator(const leveldb::Comparator* cmp, std::vector<KV> entries, Meeting* meeting,
+                     size_t everyone, std::atomic<size_t>* met)
+      : VectorIterator(cmp, std::move(entries)), meeting_(meeting), everyone_(everyone),
+        met_(met) {}
+  void Seek(const leveldb::Slice& target) override {
+    {
+      MutexLock lock(&meeting_->mu);
+      ++meeting_->arrived;
+      meeting_->cv.NotifyAll();
+      if (meeting_->cv.WaitUntil(&lock, std::chrono::steady_clock::now() + std::chrono::seconds(5),
+                                 [&]() REQUIRES(meeting_->mu) {
+                                   return meeting_->arrived >= everyone_;
+                                 })) {
+        met_->fetch_add(1);
+      }
+    }
+    VectorIterator::Seek(target);
+  }
+
+ private:
+  Meeting* const meeting_;
+  const size_t everyone_;
+  std::atomic<size_t>* const met_;
+};
+
+TEST(MergingIteratorTest, ASeekPoolSeeksTheChildrenConcurrently) {
+  constexpr size_t kChildren = 4;
+  ThreadPool pool("test-seek", kChildren - 1, 16);  // the caller seeks one child itself
+  RendezvousIterator::Meeting meeting;
+  std::atomic<size_t> met{0};
+  std::vector<leveldb::Iterator*> children;
+  for (size_t c = 0; c < kChildren; ++c) {
+    children.push_back(new RendezvousIterator(leveldb::BytewiseComparator(),
+                                              {{"k" + std::to_string(c), "v"}}, &meeting,
+                                              kChildren, &met));
+  }
+  std::unique_ptr<leveldb::Iterator> it(
+      NewMergingIterator(leveldb::BytewiseComparator(), children, &pool));
+  it->Seek("k");
+  EXPECT_EQ(met.load(), kChildren) << "the children were not all seeking at once";
+  for (size_t c = 0; c < kChildren; ++c) {
+    ASSERT_TRUE(it->Valid());
+    EXPECT_EQ(it->key().ToString(), "k" + std::to_string(c));
+    it->Next();
+  }
+  EXPECT_FALSE(it->Valid());
+}
+
 TEST(MergingIteratorTest, EqualKeysAcrossManyChildren) {
   const leveldb::Comparator* cmp = leveldb::BytewiseComparator();
   constexpr size_t kChildren = 100;

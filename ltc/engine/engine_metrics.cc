@@ -26,6 +26,8 @@ std::vector<StatGauge> StatGauges() {
       {"gets_total", "Gets served", u(&EngineStats::gets)},
       {"flushes_total", "Immutable memtables written as Level-0 tables", u(&EngineStats::flushes)},
       {"compactions_total", "Compactions installed", u(&EngineStats::compactions)},
+      {"table_moves_total", "Compactions that moved their one table down a level unread",
+       u(&EngineStats::table_moves)},
       {"compactions_offloaded_total", "Compactions executed by a StoC",
        u(&EngineStats::compactions_offloaded)},
       {"compaction_offload_fallbacks_total", "Offloaded compactions that failed and ran here",

@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/thread_pool.h"
 #include "common/zipfian.h"
 #include "ltc/engine/engine_options.h"
 #include "ltc/engine/range_engine.h"
@@ -48,7 +49,15 @@ struct Case {
   bool zipfian;  // else uniform keys
   bool range_index = true;   // EngineOptions::range_index
   bool lookup_index = true;  // EngineOptions::lookup_index
+  bool parallel_reads = false;  // EngineOptions::read_pool: ReadPool()
 };
+
+// A pool for EngineOptions::read_pool, shared by every engine of the test binary (as by
+// the ranges of an LTC) and never destroyed (engines of a test may outlive any scope).
+inline ThreadPool* ReadPool() {
+  static ThreadPool* pool = new ThreadPool("test-read", 3, 1024);
+  return pool;
+}
 
 // Options that flush, compact and reorganize Dranges constantly.
 inline EngineOptions TinyOptions(const Case& c) {
@@ -66,6 +75,7 @@ inline EngineOptions TinyOptions(const Case& c) {
   o.compaction_threads = 2;
   o.range_index = c.range_index;
   o.lookup_index = c.lookup_index;
+  if (c.parallel_reads) o.read_pool = ReadPool();
   return o;
 }
 

@@ -10,6 +10,10 @@
 #include <leveldb/cache.h>
 #include <leveldb/comparator.h>
 
+namespace nova {
+class ThreadPool;
+}  // namespace nova
+
 namespace nova::ltc {
 
 class CompactionOffloader;
@@ -46,7 +50,17 @@ struct EngineOptions {
   // budget: a hot range gets more of it), and block_cache_bytes is not used. Null: the
   // range has a cache of its own of block_cache_bytes.
   std::shared_ptr<leveldb::Cache> shared_block_cache = nullptr;
+  // Set: reads fan out over this pool (shared by the LTC's ranges, must outlive the
+  // engine): a scan's Seek positions its sources (memtables and Level 0, each level)
+  // concurrently, and a Get searches the levels below Level 0 that may hold its key
+  // concurrently. Null: one after another. Worth it where the sources' blocks are StoC
+  // round trips; on a host whose cores are all busy it only adds wake-ups
+  // (docs/benchmarks.md, "Parallel reads").
+  ThreadPool* read_pool = nullptr;
 
+  // A compaction of one table with nothing below it moves the table down unread
+  // (RangeEngine::MoveTableDown). False rewrites it, as before 2026-11-27 (for comparison).
+  bool table_moves = true;
   // Compaction: Level-0 tables that trigger one; bytes of Level 1 (each further level
   // holds 10x more); Level-0 bytes at which writes stop until compaction catches up.
   int l0_compaction_trigger = 4;

@@ -608,7 +608,8 @@ Status RangeEngine::Get(const leveldb::Slice& key, std::string* value,
     }
   }
   if (!best.found) {
-    NOVA_RETURN_NOT_OK(version->GetBelowLevel0(options_.comparator, key, seq, &best));
+    NOVA_RETURN_NOT_OK(
+        version->GetBelowLevel0(options_.comparator, key, seq, &best, options_.read_pool));
   }
   if (!best.found || best.type == lsm::kTypeDeletion) return Status::NotFound("key not found");
   *value = std::move(best.value);

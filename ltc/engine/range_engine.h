@@ -106,6 +106,9 @@ struct EngineStats {
   // Of `compactions`, those executed by a StoC; and offloads that failed, after which the
   // job ran here (EngineOptions::compaction_offloader).
   uint64_t compactions_offloaded = 0, compaction_offload_fallbacks = 0;
+  // Compactions that moved their one table down instead (RangeEngine::MoveTableDown); not
+  // in `compactions`.
+  uint64_t table_moves = 0;
   uint64_t stalls = 0;           // writes that had to wait for a free memtable or Level 0
   uint64_t stall_micros = 0;     // time they waited
   // Of those: writes that waited (also) because Level 0 was at l0_stop_writes_bytes, and
@@ -476,6 +479,14 @@ class RangeEngine {
       REQUIRES(mu_);
   Status RunCompaction(int level, const std::vector<TableRef>& inputs,
                        const std::vector<TableRef>& next);
+  // A background compaction of one table that overlaps nothing at level + 1 moves it down
+  // by a MANIFEST edit instead, its bytes neither read nor written (LevelDB's trivial move),
+  // unless it overlaps more than 10 tables' worth at level + 2 (its own next compaction
+  // would be that big) or straddles a Drange boundary (merges split their outputs there).
+  // False if the compaction must run; else true, with the edit's outcome in *result.
+  // REQUIRES: mu_ not held.
+  bool MoveTableDown(int level, const std::vector<TableRef>& inputs,
+                     const std::vector<TableRef>& next, Status* result) EXCLUDES(mu_);
   // CompactRange's steps at `level`: moves the tables of `level` holding keys of `span`
   // (when the call began) to level + 1. REQUIRES: mu_ not held.
   Status CompactSpanAtLevel(int level, const KeyRange& span, const std::atomic<bool>* cancel)

@@ -240,6 +240,56 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
   return Status::OK();
 }
 
+bool RangeEngine::MoveTableDown(int level, const std::vector<TableRef>& inputs,
+                                const std::vector<TableRef>& next, Status* result) {
+  if (!options_.table_moves || inputs.size() != 1 || !next.empty() ||
+      level + 1 >= lsm::kNumLevels) {
+    return false;
+  }
+  const TableRef& t = inputs.front();
+  const lsm::TableMeta& meta = t->meta();
+  const leveldb::Slice lo = lsm::ExtractUserKey(meta.smallest);
+  const leveldb::Slice hi = lsm::ExtractUserKey(meta.largest);
+  const leveldb::Comparator* ucmp = options_.comparator;
+  // LevelDB's bound on what a moved table may overlap two levels down.
+  const uint64_t max_grandparent_bytes = 10 * options_.sstable_bytes;
+  MutexLock lock(&mu_);
+  const std::shared_ptr<Version> v = versions_.current();
+  // As picked: still at `level`, nothing at level + 1 in its way (the picker's busy marks
+  // keep it so; checked again, as it costs nothing).
+  if (std::none_of(v->levels[level].begin(), v->levels[level].end(),
+                   [&](const TableRef& x) { return x == t; })) {
+    return false;
+  }
+  for (const TableRef& x : v->levels[level + 1]) {
+    if (x->Overlaps(lo, hi)) return false;
+  }
+  if (level + 2 < lsm::kNumLevels) {
+    uint64_t overlap = 0;
+    for (const TableRef& g : v->levels[level + 2]) {
+      if (g->Overlaps(lo, hi)) overlap += g->meta().layout.file_size;
+    }
+    if (overlap > max_grandparent_bytes) return false;
+  }
+  const DrangeLayout& layout = *router_.Current()->layout;
+  for (int d = 1; d < layout.size(); ++d) {
+    const KeyBound& b = layout.drange(d).lower;
+    if (b.min || b.after) continue;
+    if (ucmp->Compare(lo, b.key) < 0 && ucmp->Compare(b.key, hi) <= 0) return false;
+  }
+  VersionEdit edit;
+  edit.deleted_tables.emplace_back(level, meta.number);
+  edit.new_tables.emplace_back(level + 1, meta);
+  *result = LogAndApplyLocked(&edit);
+  if (!result->ok()) return true;  // as a failed compaction: retried after a backoff
+  ++stats_.table_moves;
+  lock.Unlock();
+  // The lookup index names Level-0 tables: forget this one's keys (read from the table, as
+  // after an offloaded compaction).
+  if (level == 0 && options_.lookup_index) ForgetCompactedLevel0(inputs, {});
+  return true;
+}
+
 void RangeEngine::ForgetCompactedLevel0(const std::vector<TableRef>& tables,
                                         const std::vector<std::string>& recorded_keys) {
   for (size_t i = 0; i < tables.size(); ++i) {

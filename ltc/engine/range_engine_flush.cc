@@ -119,7 +119,10 @@ void RangeEngine::BackgroundWork() {
       picker_.Start(*pick);
       const auto pending = bg_.pending_outputs.insert(versions_.state().next_file_number());
       lock.Unlock();
-      Status s = RunCompaction(pick->level, pick->inputs, pick->next);
+      Status s;
+      if (!MoveTableDown(pick->level, pick->inputs, pick->next, &s)) {
+        s = RunCompaction(pick->level, pick->inputs, pick->next);
+      }
       lock.Lock();
       bg_.pending_outputs.erase(pending);
       picker_.Finish(*pick);

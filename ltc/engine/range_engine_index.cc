@@ -59,7 +59,7 @@ leveldb::Iterator* RangeEngine::NewInternalIterator(
     if (!version->levels[level].empty())
       children.push_back(NewLevelIterator(&icmp_, version, level));
   }
-  return lsm::NewMergingIterator(&icmp_, std::move(children));
+  return lsm::NewMergingIterator(&icmp_, std::move(children), options_.read_pool);
 }
 
 }  // namespace nova::ltc

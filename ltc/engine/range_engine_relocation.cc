@@ -213,7 +213,8 @@ void RangeEngine::RelocateOneLocked(TableRef t, int level) {
     const auto& tables = versions_.current()->levels[level];
     const bool current = std::find(tables.begin(), tables.end(), t) != tables.end();
     if (!current || life_.shutting_down || !life_.bg_error.ok() || life_.migration.out) {
-      // Compacted away (never brought back), or the range stops or moves: not installed.
+      // Compacted away (never brought back) or moved down a level (relocated again from
+      // there later), or the range stops or moves: not installed.
       drop = std::move(moved.value());
     } else {
       VersionEdit edit;

@@ -1,6 +1,7 @@
 #include "ltc/engine/version.h"
 
 #include <algorithm>
+#include <functional>
 
 #include <glog/logging.h>
 
@@ -170,8 +171,10 @@ uint64_t Version::LevelBytes(int level) const {
 }
 
 Status Version::GetBelowLevel0(const leveldb::Comparator* ucmp, const leveldb::Slice& user_key,
-                               lsm::SequenceNumber snapshot, LookupHit* hit) const {
+                               lsm::SequenceNumber snapshot, LookupHit* hit,
+                               ThreadPool* pool) const {
   hit->found = false;
+  std::vector<TableHandle*> candidates;  // at most one per level, in level order
   for (int level = 1; level < lsm::kNumLevels; ++level) {
     const auto& tables = levels[level];
     auto it = std::lower_bound(
@@ -179,8 +182,30 @@ Status Version::GetBelowLevel0(const leveldb::Comparator* ucmp, const leveldb::S
           return ucmp->Compare(lsm::ExtractUserKey(t->meta().largest), k) < 0;
         });
     if (it == tables.end() || !(*it)->Overlaps(user_key, user_key)) continue;
-    NOVA_RETURN_NOT_OK((*it)->Get(user_key, snapshot, hit));
-    if (hit->found) return Status::OK();
+    if (pool == nullptr) {  // one level after another, stopping at the first hit
+      NOVA_RETURN_NOT_OK((*it)->Get(user_key, snapshot, hit));
+      if (hit->found) return Status::OK();
+    } else {
+      candidates.push_back(it->get());
+    }
+  }
+  if (candidates.empty()) return Status::OK();
+  // Every candidate level at once; the answer is what the sequential search would give:
+  // the first level's error or hit, in level order.
+  std::vector<LookupHit> hits(candidates.size());
+  std::vector<Status> results(candidates.size());
+  std::vector<std::function<void()>> jobs;
+  jobs.reserve(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    jobs.push_back([&, i] { results[i] = candidates[i]->Get(user_key, snapshot, &hits[i]); });
+  }
+  RunAll(pool, jobs);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    NOVA_RETURN_NOT_OK(results[i]);
+    if (hits[i].found) {
+      *hit = std::move(hits[i]);
+      return Status::OK();
+    }
   }
   return Status::OK();
 }

@@ -25,6 +25,7 @@
 #include "common/lsm/table_store.h"
 #include "common/mutex.h"
 #include "common/status.h"
+#include "common/thread_pool.h"
 #include "ltc/engine/version_edit.h"
 
 namespace nova::ltc {
@@ -147,9 +148,12 @@ struct Version {
   // memtables and Level 0, and their tables do not overlap, so at most one table per level
   // can hold `user_key` (found by binary search on the largest keys, `ucmp` ordering user
   // keys) and the first level with an entry of it (sequence <= snapshot) has the newest.
-  // hit->found false if no level has one. A table's read error is returned.
+  // hit->found false if no level has one. A table's read error is returned. With `pool`,
+  // the levels with a candidate table are searched concurrently (RunAll), with the same
+  // answer: the first level's error or entry, in level order.
   Status GetBelowLevel0(const leveldb::Comparator* ucmp, const leveldb::Slice& user_key,
-                        lsm::SequenceNumber snapshot, LookupHit* hit) const;
+                        lsm::SequenceNumber snapshot, LookupHit* hit,
+                        ThreadPool* pool = nullptr) const;
 
   // Level 0's table `number`, or null.
   TableRef FindLevel0(uint64_t number) const;

@@ -78,10 +78,11 @@ Status VersionSet::LogAndApply(const VersionEdit& edit, bool* fatal) {
     manifest_bytes_ = snapshot.size();
     ++manifest_failures_;
     // The edit is gone for good, and with it the only reference to its new tables. A table
-    // it replaced (deleted and added at one level: a relocation) stays with its old
-    // metadata: only the copies the old one does not hold go.
+    // it replaced (deleted and added at one level: a relocation) or moved (deleted at one
+    // level and added at another) stays with its old metadata: only the copies the old one
+    // does not hold go (none, for a move).
     for (const auto& [level, meta] : edit.new_tables) {
-      if (TableRef old = FindReplaced(edit, level, meta.number)) {
+      if (TableRef old = FindReplaced(edit, meta.number)) {
         Status d = ctx_->store->DeleteCopiesNotIn(meta, old->meta());
         LOG_IF(WARNING, !d.ok()) << "range " << options_.range_id << ": deleting the new "
                                  << "copies of table " << meta.number << " of a failed edit: "
@@ -128,12 +129,13 @@ void VersionSet::SkipFileNumbersThrough(uint64_t number) {
   state_.Apply(e).IgnoreError();  // only a counter: cannot contradict the state
 }
 
-TableRef VersionSet::FindReplaced(const VersionEdit& edit, int level, uint64_t number) const {
-  const bool deleted = std::any_of(edit.deleted_tables.begin(), edit.deleted_tables.end(),
-                                   [&](const auto& d) { return d == std::pair(level, number); });
-  if (!deleted) return nullptr;
-  for (const TableRef& t : current_->levels[level]) {
-    if (t->meta().number == number) return t;
+TableRef VersionSet::FindReplaced(const VersionEdit& edit, uint64_t number) const {
+  // At the level it is added (a relocation) or another one (a move down).
+  for (const auto& [level, deleted] : edit.deleted_tables) {
+    if (deleted != number) continue;
+    for (const TableRef& t : current_->levels[level]) {
+      if (t->meta().number == number) return t;
+    }
   }
   return nullptr;
 }
@@ -143,7 +145,10 @@ std::shared_ptr<Version> VersionSet::BuildVersion(const Version& base,
   auto v = std::make_shared<Version>();
   // A table deleted and added at the same level is replaced (the edit's encoding, version_
   // edit.h): its old handle hands its copies over to the new one instead of being deleted.
+  // One deleted at one level and added at another moved down (a compaction's table move):
+  // the new version holds the same handle, open table and all, at its new level.
   std::vector<std::pair<TableRef, size_t>> replaced;  // old handle, index in new_tables
+  std::vector<TableRef> moved(edit.new_tables.size());  // by index in new_tables
   for (int l = 0; l < lsm::kNumLevels; ++l) {
     for (const TableRef& t : base.levels[l]) {
       const bool deleted =
@@ -154,18 +159,21 @@ std::shared_ptr<Version> VersionSet::BuildVersion(const Version& base,
         continue;
       }
       auto added = std::find_if(edit.new_tables.begin(), edit.new_tables.end(), [&](const auto& n) {
-        return n.first == l && n.second.number == t->meta().number;
+        return n.second.number == t->meta().number;
       });
-      if (added != edit.new_tables.end()) {
+      if (added == edit.new_tables.end()) {
+        t->MarkObsolete();
+      } else if (added->first == l) {
         replaced.emplace_back(t, added - edit.new_tables.begin());
       } else {
-        t->MarkObsolete();
+        moved[added - edit.new_tables.begin()] = t;
       }
     }
   }
   std::vector<TableRef> added;
-  for (const auto& [level, meta] : edit.new_tables) {
-    added.push_back(std::make_shared<TableHandle>(meta, ctx_));
+  for (size_t i = 0; i < edit.new_tables.size(); ++i) {
+    const auto& [level, meta] = edit.new_tables[i];
+    added.push_back(moved[i] != nullptr ? moved[i] : std::make_shared<TableHandle>(meta, ctx_));
     v->levels[level].push_back(added.back());
   }
   for (const auto& [old, index] : replaced) old->MarkReplaced(added[index]);

@@ -79,11 +79,12 @@ class VersionSet {
 
  private:
   // `base` with `edit` applied; tables the edit deletes are marked obsolete, except those it
-  // also adds at the same level (replaced: MarkReplaced with the new handle).
+  // also adds at the same level (replaced: MarkReplaced with the new handle) or at another
+  // one (moved: the new version holds the same handle there).
   std::shared_ptr<Version> BuildVersion(const Version& base, const VersionEdit& edit) const;
-  // The current handle of table `number` at `level` if `edit` replaces it (deletes and adds
-  // it there), else null.
-  TableRef FindReplaced(const VersionEdit& edit, int level, uint64_t number) const;
+  // The current handle of table `number` if `edit` deletes it (at any level: `edit` adds it
+  // back, replaced at the same level or moved to another), else null.
+  TableRef FindReplaced(const VersionEdit& edit, uint64_t number) const;
   // The whole state as the first record of a new MANIFEST.
   std::string SnapshotRecord() const { return EncodeManifestRecord(state_.Snapshot()); }
 

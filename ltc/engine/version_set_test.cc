@@ -1,7 +1,8 @@
 // VersionSet: a new range gets its first MANIFEST; edits survive a recovery; the MANIFEST
 // rolls over to a snapshot; an edit whose append fails is given up (a new MANIFEST without
 // it, its tables deleted) or, if no new MANIFEST can be written either, reported fatal;
-// table numbers are never handed out twice.
+// table numbers are never handed out twice; a table deleted at one level and added at the
+// same one is replaced, at another one moved.
 #include "ltc/engine/version_set.h"
 
 #include <gtest/gtest.h>
@@ -152,6 +153,41 @@ TEST_F(VersionSetTest, DeletingAndAddingATableAtOneLevelReplacesIt) {
   EXPECT_FALSE(fatal);
   EXPECT_EQ(again->current()->levels[1][0]->meta(), moved);
   EXPECT_TRUE(store_.HasTable(4));
+}
+
+// A compaction's table move: deleted at one level, added at the next. The new version holds
+// the same handle there, and nothing is deleted, neither when the old version goes nor when
+// the move's append fails for good.
+TEST_F(VersionSetTest, DeletingATableAtOneLevelAndAddingItAtAnotherMovesIt) {
+  bool new_range = false;
+  auto v = Recover(&new_range);
+  bool fatal = false;
+  ASSERT_TRUE(v->LogAndApply(AddTable(4, 0), &fatal).ok());
+  const TableRef handle = v->current()->levels[0][0];
+  VersionEdit move;
+  move.deleted_tables.emplace_back(0, 4);
+  move.new_tables.emplace_back(1, handle->meta());
+  ASSERT_TRUE(v->LogAndApply(move, &fatal).ok());
+  EXPECT_TRUE(v->current()->levels[0].empty());
+  ASSERT_EQ(v->current()->levels[1].size(), 1u);
+  EXPECT_EQ(v->current()->levels[1][0], handle) << "the same handle (and open table)";
+  EXPECT_TRUE(store_.HasTable(4));
+  EXPECT_EQ(store_.tables_deleted(), 0u);
+  auto again = Recover(&new_range);
+  EXPECT_EQ(Level(*again, 0), std::vector<uint64_t>{});
+  EXPECT_EQ(Level(*again, 1), std::vector<uint64_t>{4});
+
+  // A move whose append fails for good leaves the table where it was, files and all.
+  VersionEdit move2;
+  move2.deleted_tables.emplace_back(1, 4);
+  move2.new_tables.emplace_back(2, again->current()->levels[1][0]->meta());
+  store_.FailNextManifestWrites(3);  // every append attempt; the new MANIFEST is written
+  EXPECT_FALSE(again->LogAndApply(move2, &fatal).ok());
+  EXPECT_FALSE(fatal);
+  EXPECT_EQ(Level(*again, 1), std::vector<uint64_t>{4});
+  EXPECT_TRUE(store_.HasTable(4));
+  EXPECT_EQ(store_.tables_deleted(), 0u);
+  EXPECT_EQ(store_.copies_deleted(), 0u);
 }
 
 }  // namespace

@@ -111,6 +111,16 @@ DEFINE_uint32(ltc_scatter_width, 1, "rho: StoCs a table's data fragments are sca
 DEFINE_string(ltc_placement, "power-of-d", "StoC placement of fragments: random|power-of-d");
 DEFINE_uint64(ltc_sstable_size_mb, 2, "Target SSTable size, MiB");
 DEFINE_int32(ltc_compaction_threads, 2, "Background flush and compaction threads per range");
+DEFINE_bool(ltc_table_moves, true,
+            "A compaction of one table that overlaps nothing a level down moves the table by "
+            "a MANIFEST edit, unread (LevelDB's trivial move); false rewrites it (for "
+            "comparison)");
+DEFINE_int32(ltc_read_threads, 0,
+             "Threads (shared by the ranges) that fan reads out: a scan seeks its memtables, "
+             "Level 0 and each level concurrently, and a Get searches the levels below Level 0 "
+             "concurrently; 0 (default) reads them one after another. Pays where blocks are "
+             "StoC round trips and cores are free (docs/benchmarks.md \"Parallel reads\"); "
+             "Nova engine only, 0 to 64");
 DEFINE_bool(ltc_local_reads, true,
             "Read the tables of StoCs on this host from their files with pread, without a "
             "request per block (docs/stoc.md \"Local reads\"); reads of other StoCs, and "
@@ -319,6 +329,7 @@ int main(int argc, char** argv) {
   // its ranges' memtables to LTCs taking them over, and takes ranges over itself.
   std::unique_ptr<nova::ltc::RangeMigrator> migrator;
   std::unique_ptr<nova::ThreadPool> migration_pool;
+  std::unique_ptr<nova::ThreadPool> read_pool;  // --ltc_read_threads; outlives the ranges
   std::unique_ptr<nova::ltc::NovaBackends> nova_backends;
   nova::ltc::BackendFactory factory;
   // --ltc_shared_block_cache_mb: one block cache for every range of this LTC.
@@ -352,6 +363,15 @@ int main(int argc, char** argv) {
     e.scatter_width = FLAGS_ltc_scatter_width;
     e.sstable_bytes = FLAGS_ltc_sstable_size_mb * kMiB;
     e.compaction_threads = FLAGS_ltc_compaction_threads;
+    e.table_moves = FLAGS_ltc_table_moves;
+    if (FLAGS_ltc_read_threads < 0 || FLAGS_ltc_read_threads > 64) {
+      return BadFlags("--ltc_read_threads must be 0 to 64");
+    }
+    if (FLAGS_ltc_read_threads > 0) {
+      read_pool = std::make_unique<nova::ThreadPool>(
+          "ltc-read", static_cast<size_t>(FLAGS_ltc_read_threads), 4096);
+      e.read_pool = read_pool.get();
+    }
     e.l0_stop_writes_bytes = FLAGS_ltc_l0_stop_write_mb * kMiB;
     e.l0_slowdown_writes_bytes = e.l0_stop_writes_bytes / 4 * 3;
     e.lookup_index = FLAGS_ltc_lookup_index;

@@ -267,6 +267,7 @@ class NovaBackend final : public RangeBackend {
     std::ostringstream out;
     out << "engine=nova puts=" << st.puts << " deletes=" << st.deletes << " gets=" << st.gets
         << " flushes=" << st.flushes << " compactions=" << st.compactions
+        << " table_moves=" << st.table_moves
         << " stalls=" << st.stalls << " stall_micros=" << st.stall_micros
         << " dranges=" << st.dranges << " drange_imbalance=" << st.drange_imbalance
         << " last_sequence=" << st.last_sequence << "\n  levels:";

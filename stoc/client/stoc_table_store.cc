@@ -218,35 +218,12 @@ Result<std::vector<uint32_t>> StocTableStore::FenceStocs(const std::vector<uint3
 
 std::vector<Status> StocTableStore::RunAll(const std::vector<std::function<Status()>>& jobs) {
   std::vector<Status> results(jobs.size());
-  if (jobs.empty()) return results;
-  struct Latch {
-    Mutex mu;
-    CondVar cv;
-    size_t pending GUARDED_BY(mu) = 0;
-  };
-  auto latch = std::make_shared<Latch>();
-  for (size_t i = 1; i < jobs.size(); ++i) {
-    {
-      MutexLock lock(&latch->mu);
-      ++latch->pending;
-    }
-    Status queued = io_pool_->Submit([&jobs, &results, i, latch] {
-      Status s = jobs[i]();
-      MutexLock lock(&latch->mu);
-      results[i] = std::move(s);
-      if (--latch->pending == 0) latch->cv.NotifyAll();
-    });
-    if (!queued.ok()) {  // the pool is saturated or stopping: do it here
-      {
-        MutexLock lock(&latch->mu);
-        --latch->pending;
-      }
-      results[i] = jobs[i]();
-    }
+  std::vector<std::function<void()>> run;
+  run.reserve(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    run.push_back([&, i] { results[i] = jobs[i](); });
   }
-  results[0] = jobs[0]();
-  MutexLock lock(&latch->mu);
-  latch->cv.Wait(&lock, [&]() REQUIRES(latch->mu) { return latch->pending == 0; });
+  nova::RunAll(io_pool_.get(), run);
   return results;
 }
 
