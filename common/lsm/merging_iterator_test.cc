@@ -134,8 +134,7 @@ TEST(MergingIteratorTest, RandomizedReverseComparator) {
   RunRandomized(&cmp, "MergingIteratorTest.RandomizedReverseComparator");
 }
 
-// Every key in every child: full scans both ways visit all entries in order, and a
-// direction switch at every step retraces exactly.
+// The randomized test with the children positioned concurrently on a pool.
 TEST(MergingIteratorTest, RandomizedWithASeekPool) {
   ThreadPool pool("test-seek", 3, 1024);
   // Fewer rounds: every seek wakes the pool's threads (slow under the sanitizers).
@@ -199,6 +198,8 @@ TEST(MergingIteratorTest, ASeekPoolSeeksTheChildrenConcurrently) {
   EXPECT_FALSE(it->Valid());
 }
 
+// Every key in every child: full scans both ways visit all entries in order, and a
+// direction switch at every step retraces exactly.
 TEST(MergingIteratorTest, EqualKeysAcrossManyChildren) {
   const leveldb::Comparator* cmp = leveldb::BytewiseComparator();
   constexpr size_t kChildren = 100;

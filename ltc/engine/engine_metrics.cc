@@ -26,7 +26,7 @@ std::vector<StatGauge> StatGauges() {
       {"gets_total", "Gets served", u(&EngineStats::gets)},
       {"flushes_total", "Immutable memtables written as Level-0 tables", u(&EngineStats::flushes)},
       {"compactions_total", "Compactions installed", u(&EngineStats::compactions)},
-      {"table_moves_total", "Compactions that moved their one table down a level unread",
+      {"table_moves_total", "Compactions that moved their one table down a level instead of rewriting it",
        u(&EngineStats::table_moves)},
       {"compactions_offloaded_total", "Compactions executed by a StoC",
        u(&EngineStats::compactions_offloaded)},

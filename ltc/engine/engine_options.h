@@ -58,8 +58,9 @@ struct EngineOptions {
   // (docs/benchmarks.md, "Parallel reads").
   ThreadPool* read_pool = nullptr;
 
-  // A compaction of one table with nothing below it moves the table down unread
-  // (RangeEngine::MoveTableDown). False rewrites it, as before 2026-11-27 (for comparison).
+  // A compaction of one table with nothing below it moves the table down instead of
+  // rewriting it (RangeEngine::MoveTableDown). False rewrites it, as before 2026-11-27 (for
+  // comparison).
   bool table_moves = true;
   // Compaction: Level-0 tables that trigger one; bytes of Level 1 (each further level
   // holds 10x more); Level-0 bytes at which writes stop until compaction catches up.

@@ -480,11 +480,12 @@ class RangeEngine {
   Status RunCompaction(int level, const std::vector<TableRef>& inputs,
                        const std::vector<TableRef>& next);
   // A background compaction of one table that overlaps nothing at level + 1 moves it down
-  // by a MANIFEST edit instead, its bytes neither read nor written (LevelDB's trivial move),
-  // unless it overlaps more than 10 tables' worth at level + 2 (its own next compaction
-  // would be that big) or straddles a Drange boundary (merges split their outputs there).
-  // False if the compaction must run; else true, with the edit's outcome in *result.
-  // REQUIRES: mu_ not held.
+  // by a MANIFEST edit instead, not rewritten (LevelDB's trivial move; a Level-0 table's
+  // keys are read once for the lookup index's clean-up), unless it overlaps more than 10
+  // tables' worth at level + 2 (its own next compaction would be that big) or straddles a
+  // Drange boundary (merges split their outputs there). False if the compaction must run;
+  // else true, with the edit's outcome in *result (an error also when the pick went stale:
+  // it is picked again after the backoff). REQUIRES: mu_ not held.
   bool MoveTableDown(int level, const std::vector<TableRef>& inputs,
                      const std::vector<TableRef>& next, Status* result) EXCLUDES(mu_);
   // CompactRange's steps at `level`: moves the tables of `level` holding keys of `span`

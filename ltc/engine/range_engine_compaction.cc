@@ -256,13 +256,16 @@ bool RangeEngine::MoveTableDown(int level, const std::vector<TableRef>& inputs,
   MutexLock lock(&mu_);
   const std::shared_ptr<Version> v = versions_.current();
   // As picked: still at `level`, nothing at level + 1 in its way (the picker's busy marks
-  // keep it so; checked again, as it costs nothing).
-  if (std::none_of(v->levels[level].begin(), v->levels[level].end(),
-                   [&](const TableRef& x) { return x == t; })) {
-    return false;
-  }
-  for (const TableRef& x : v->levels[level + 1]) {
-    if (x->Overlaps(lo, hi)) return false;
+  // keep it so; checked again, as it costs nothing). Otherwise the pick is stale, and so is
+  // its empty `next`: no merge may run on it either (its outputs would overlap level + 1).
+  const bool still_there = std::any_of(v->levels[level].begin(), v->levels[level].end(),
+                                       [&](const TableRef& x) { return x == t; });
+  const bool clear_below = std::none_of(v->levels[level + 1].begin(), v->levels[level + 1].end(),
+                                        [&](const TableRef& x) { return x->Overlaps(lo, hi); });
+  if (!still_there || !clear_below) {
+    *result = Status::IllegalState("table " + std::to_string(meta.number) +
+                                   " changed after its compaction was picked; picking again");
+    return true;
   }
   if (level + 2 < lsm::kNumLevels) {
     uint64_t overlap = 0;
@@ -284,8 +287,8 @@ bool RangeEngine::MoveTableDown(int level, const std::vector<TableRef>& inputs,
   if (!result->ok()) return true;  // as a failed compaction: retried after a backoff
   ++stats_.table_moves;
   lock.Unlock();
-  // The lookup index names Level-0 tables: forget this one's keys (read from the table, as
-  // after an offloaded compaction).
+  // The lookup index names Level-0 tables: forget this one's keys (read from the table once,
+  // as after an offloaded compaction).
   if (level == 0 && options_.lookup_index) ForgetCompactedLevel0(inputs, {});
   return true;
 }

@@ -187,7 +187,6 @@ TEST_F(VersionSetTest, DeletingATableAtOneLevelAndAddingItAtAnotherMovesIt) {
   EXPECT_EQ(Level(*again, 1), std::vector<uint64_t>{4});
   EXPECT_TRUE(store_.HasTable(4));
   EXPECT_EQ(store_.tables_deleted(), 0u);
-  EXPECT_EQ(store_.copies_deleted(), 0u);
 }
 
 }  // namespace

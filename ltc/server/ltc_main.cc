@@ -113,8 +113,8 @@ DEFINE_uint64(ltc_sstable_size_mb, 2, "Target SSTable size, MiB");
 DEFINE_int32(ltc_compaction_threads, 2, "Background flush and compaction threads per range");
 DEFINE_bool(ltc_table_moves, true,
             "A compaction of one table that overlaps nothing a level down moves the table by "
-            "a MANIFEST edit, unread (LevelDB's trivial move); false rewrites it (for "
-            "comparison)");
+            "a MANIFEST edit instead of rewriting it (LevelDB's trivial move); false rewrites "
+            "it (for comparison)");
 DEFINE_int32(ltc_read_threads, 0,
              "Threads (shared by the ranges) that fan reads out: a scan seeks its memtables, "
              "Level 0 and each level concurrently, and a Get searches the levels below Level 0 "
