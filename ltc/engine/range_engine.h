@@ -488,6 +488,10 @@ class RangeEngine {
   // it is picked again after the backoff). REQUIRES: mu_ not held.
   bool MoveTableDown(int level, const std::vector<TableRef>& inputs,
                      const std::vector<TableRef>& next, Status* result) EXCLUDES(mu_);
+  // The user keys at which compaction outputs are split, ascending and distinct: the lower
+  // bounds of the current layout's Dranges after the first (a table never straddles one
+  // below Level 0).
+  std::vector<std::string> DrangeSplitKeys() const;
   // CompactRange's steps at `level`: moves the tables of `level` holding keys of `span`
   // (when the call began) to level + 1. REQUIRES: mu_ not held.
   Status CompactSpanAtLevel(int level, const KeyRange& span, const std::atomic<bool>* cancel)

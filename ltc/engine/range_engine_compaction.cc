@@ -146,17 +146,7 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
         if (t->Overlaps(lo, hi)) mo.bottommost = false;
       }
     }
-    // Outputs respect Drange boundaries.
-    const std::shared_ptr<const DrangeRouting> routing = router_.Current();
-    const DrangeLayout& layout = *routing->layout;
-    for (int d = 1; d < layout.size(); ++d) {
-      const KeyBound& b = layout.drange(d).lower;
-      if (b.min || b.after) continue;
-      if (mo.split_user_keys.empty() ||
-          options_.comparator->Compare(mo.split_user_keys.back(), b.key) < 0) {
-        mo.split_user_keys.push_back(b.key);
-      }
-    }
+    mo.split_user_keys = DrangeSplitKeys();  // outputs respect Drange boundaries
   }
   mo.smallest_snapshot_or_max =
       mo.snapshots.empty() ? lsm::kMaxSequenceNumber : mo.snapshots.front();
@@ -240,6 +230,20 @@ Status RangeEngine::RunCompaction(int level, const std::vector<TableRef>& inputs
   return Status::OK();
 }
 
+std::vector<std::string> RangeEngine::DrangeSplitKeys() const {
+  const std::shared_ptr<const DrangeRouting> routing = router_.Current();
+  const DrangeLayout& layout = *routing->layout;
+  std::vector<std::string> keys;
+  for (int d = 1; d < layout.size(); ++d) {
+    const KeyBound& b = layout.drange(d).lower;
+    if (b.min || b.after) continue;
+    if (keys.empty() || options_.comparator->Compare(keys.back(), b.key) < 0) {
+      keys.push_back(b.key);
+    }
+  }
+  return keys;
+}
+
 bool RangeEngine::MoveTableDown(int level, const std::vector<TableRef>& inputs,
                                 const std::vector<TableRef>& next, Status* result) {
   if (!options_.table_moves || inputs.size() != 1 || !next.empty() ||
@@ -274,11 +278,8 @@ bool RangeEngine::MoveTableDown(int level, const std::vector<TableRef>& inputs,
     }
     if (overlap > max_grandparent_bytes) return false;
   }
-  const DrangeLayout& layout = *router_.Current()->layout;
-  for (int d = 1; d < layout.size(); ++d) {
-    const KeyBound& b = layout.drange(d).lower;
-    if (b.min || b.after) continue;
-    if (ucmp->Compare(lo, b.key) < 0 && ucmp->Compare(b.key, hi) <= 0) return false;
+  for (const std::string& k : DrangeSplitKeys()) {
+    if (ucmp->Compare(lo, k) < 0 && ucmp->Compare(k, hi) <= 0) return false;  // straddles it
   }
   VersionEdit edit;
   edit.deleted_tables.emplace_back(level, meta.number);
