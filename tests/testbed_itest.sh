@@ -3,7 +3,7 @@
 # 256 MiB each, a 5 ms delay when the kernel has sch_netem, else a 100 Mbit/s rate limit) and
 # checks
 #   1. every host reaches every other over ssh on its 198.18 address, and the control node
-#      reaches each through STATE/ssh_config;
+#      reaches each through STATE/ssh_config; an ssh session's HOME is the host's own;
 #   2. the CPU quota holds: a busy loop of ~2 s in a host gets at most ~0.5 of a core
 #      (the host's cpuacct.usage over wall time, with a generous tolerance);
 #   3. the netem delay shows in the round trip between two hosts (skipped without
@@ -114,6 +114,14 @@ for i in 0 1 2; do
   done
 done
 check "ssh: control -> every host and every host -> every other host" test "$mesh_ok" -eq 1
+# An ssh session's HOME is its host's own (no dotfile of the control machine's root runs).
+home_ok=1
+for i in 0 1 2; do
+  got=$(timeout 20 ssh -F "$state/ssh_config" "host-$i" 'echo "$HOME"') || got=""
+  [[ "$got" == "$state/hosts/host-$i/home" && -d "$got" ]] ||
+    { home_ok=0; echo "host-$i: ssh sessions' HOME is '$got'"; }
+done
+check "ssh: each host's sessions have its own HOME" test "$home_ok" -eq 1
 
 # 2. The CPU quota. cpuacct.usage counts the nanoseconds of CPU the host's processes used.
 acct=$(grep cpuacct "$state/hosts/host-0/cgroups" | head -1)/cpuacct.usage

@@ -44,10 +44,13 @@
 #   STATE/      ssh_config (ssh_config_direct: the same without the proxy, for ssh from one
 #               host to another), known_hosts, id_ed25519{,.pub}, inventory.ini (Ansible),
 #               hosts.tsv (name address namespace), hosts.json, bed.env, hosts/host-I/ (sshd
-#               config, host key, pid file, log)
+#               config, host key, pid file, log; home/: the HOME of its ssh sessions)
 # The root namespace gets no address, route or link: nothing is routed to or from the real
 # network. `ssh -F STATE/ssh_config host-0` (or the address) logs in as root with the
 # bed's key; everything started over ssh or `exec` runs in that host's namespace and cgroups.
+# An ssh session's HOME is the host's own STATE/hosts/host-I/home, not /root: bash sources
+# ~/.bashrc for each command sshd runs, and the control machine's (a `pyenv init` on the CI
+# machines) cost ~0.7 s of CPU per command: one Ansible run took 15 minutes.
 # The hosts share this machine's root filesystem: give each host its own directories.
 #
 # `down` kills every process of the bed, removes its namespaces (and so its links), cgroups
@@ -386,6 +389,8 @@ PrintLastLog no
 MaxStartups 100:30:200
 MaxSessions 100
 Subsystem sftp internal-sftp
+# Each host its own HOME (see the header): no dotfile of the control machine's root runs.
+SetEnv HOME=$dir/home
 EOF
 }
 
@@ -548,6 +553,7 @@ cmd_up() {
     if [[ -n "$delay_ms$rate_mbit" ]]; then shape_ns "$ns"; fi
 
     mkdir -p "$state_dir/hosts/host-$i"
+    mkdir -m 0700 "$state_dir/hosts/host-$i/home"
     : > "$state_dir/hosts/host-$i/cgroups"
     for r in $(cgroup_roots); do
       cg=$r$(caller_cgroup "$r")
