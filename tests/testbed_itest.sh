@@ -14,7 +14,8 @@
 #   6. `down` leaves no namespace, link, cgroup, process, state directory or registry entry,
 #      and a second `down` succeeds; the cgroups it removes are exactly those `up` recorded
 #      in STATE/hosts/host-I/cgroups;
-#   7. names: `up`/`down --name beds` (the registry's name) and a --state-dir in the registry
+#   7. names: `up`/`down --name beds` (the registry's name), a --state-dir in the registry
+#      and one containing a space
 #      are refused and leave the registry as it was;
 #   8. cgroups from a deep caller: a 1-host bed brought up from a cgroup 4 levels below this
 #      one's leaves nothing behind after `down`; a stale nova-testbed-NAME-0 cgroup deep in
@@ -188,6 +189,9 @@ rc=0; "$tb" up --name "${name}s" --hosts 1 --state-dir /run/nova-testbed/beds/x 
   >/dev/null 2>&1 || rc=$?
 rmdir /run/nova-testbed/beds/x 2>/dev/null || true
 check "up with a --state-dir inside the registry is refused" test "$rc" -ne 0
+ws_dir=$(mktemp -u "/tmp/nova testbed.XXXXXX")  # sshd_config could not name files there
+rc=0; out=$("$tb" up --name "${name}s" --hosts 1 --state-dir "$ws_dir" 2>&1) || rc=$?
+check "up with a --state-dir containing a space is refused, and says why, making nothing"   test "$rc" -ne 0 -a ! -e "$ws_dir" -a "${out#*contains whitespace}" != "$out"
 check "the registry is as before (entry of '$name' still there)" \
   test "$(ls /run/nova-testbed/beds)" == "$registry_before" -a -e "/run/nova-testbed/beds/$name"
 

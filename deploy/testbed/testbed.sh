@@ -28,7 +28,8 @@
 #   --rate-mbit R    bandwidth limit of every packet a host sends (netem rate, or tc tbf when
 #                    no delay is asked for).
 #   --state-dir DIR  where the bed keeps its files (default /run/nova-testbed/NAME); an empty
-#                    or new directory, not /run/nova-testbed itself nor its registry.
+#                    or new directory, not /run/nova-testbed itself nor its registry; no
+#                    whitespace, quote or backslash in its path (sshd's config names it).
 #   HOST             host-I or I (exec, limit: which host's CPU quota or memory limit to
 #                    change on a running bed; shape changes every host's shaping).
 #
@@ -492,6 +493,9 @@ cmd_up() {
   bed_index=$(free_index)
   bed_hosts=$hosts
   [[ -n "$state_dir" ]] || state_dir=$kStateRoot/$name
+  # sshd_config and ssh_config name files below it unquoted.
+  [[ "$state_dir" != *[[:space:]\"\'\\]* ]] ||
+    die "--state-dir '$state_dir' contains whitespace, a quote or a backslash; choose another"
   [[ ! -e "$state_dir" || -z "$(ls -A "$state_dir" 2>/dev/null)" ]] ||
     die "state directory $state_dir exists and is not empty"
   mkdir -p "$state_dir"
