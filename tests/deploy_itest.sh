@@ -41,7 +41,8 @@ command -v ansible-playbook >/dev/null ||
 [[ -r /usr/share/java/zookeeper.jar ]] ||
   { echo "SKIP: ZooKeeper is not installed (deploy/install_deps.sh)"; exit 0; }
 ip netns list >/dev/null 2>&1 || { echo "SKIP: deploy_itest needs 'ip netns'"; exit 0; }
-for b in nova_stoc nova_logc nova_ltc nova_coordinator nova_admin nova_cli nova_ycsb; do
+binaries=(nova_stoc nova_logc nova_ltc nova_coordinator nova_admin nova_cli nova_ycsb)
+for b in "${binaries[@]}"; do
   [[ -x $build/bin/$b ]] || { echo "FAIL: $build/bin/$b not built"; exit 1; }
 done
 
@@ -51,7 +52,7 @@ work=$(mktemp -d /var/tmp/nova-deploy-itest.XXXXXX)
 # ships): RelWithDebInfo's weigh 220 MB for the five hosts; copying them took ~20 s of the
 # first site.yml run, checksumming them ~15 s of every later one.
 mkdir -p "$work/build/bin"
-for b in nova_stoc nova_logc nova_ltc nova_coordinator nova_admin nova_cli nova_ycsb; do
+for b in "${binaries[@]}"; do
   objcopy --strip-debug "$build/bin/$b" "$work/build/bin/$b" ||
     { echo "FAIL: objcopy --strip-debug $build/bin/$b"; rm -rf "$work"; exit 1; }
 done

@@ -191,7 +191,8 @@ rmdir /run/nova-testbed/beds/x 2>/dev/null || true
 check "up with a --state-dir inside the registry is refused" test "$rc" -ne 0
 ws_dir=$(mktemp -u "/tmp/nova testbed.XXXXXX")  # sshd_config could not name files there
 rc=0; out=$("$tb" up --name "${name}s" --hosts 1 --state-dir "$ws_dir" 2>&1) || rc=$?
-check "up with a --state-dir containing a space is refused, and says why, making nothing"   test "$rc" -ne 0 -a ! -e "$ws_dir" -a "${out#*contains whitespace}" != "$out"
+check "up with a --state-dir containing a space is refused, and says why, making nothing" \
+  test "$rc" -ne 0 -a ! -e "$ws_dir" -a "${out#*contains whitespace}" != "$out"
 check "the registry is as before (entry of '$name' still there)" \
   test "$(ls /run/nova-testbed/beds)" == "$registry_before" -a -e "/run/nova-testbed/beds/$name"
 
