@@ -2,7 +2,7 @@
 # Profiles a local Nova-LSM cluster under a YCSB workload: where the machine's CPU goes.
 #
 #   benchmarks/profile_cluster.sh [--records N] [--workload w100|rw50|sw50]
-#       [--distribution D] [--seconds S] [--perf_seconds P]
+#       [--distribution D] [--seconds S] [--perf_seconds P] [--perf_start T]
 #       [--engine nova|leveldb|embedded] [--out DIR]
 #
 # Starts a cluster as benchmarks/ycsb/compare_engines.sh does (1 LTC, 3 StoCs, 4 ranges split
@@ -11,7 +11,7 @@
 # embedded LevelDB (32 MiB write buffer, 64 MiB cache, as compare_engines.sh's `leveldb`).
 # Loads N records (default 200,000), runs the workload for S seconds (default 14) with 4
 # client threads, and records `perf record -F 499 -a -g` over P seconds of it (default 6),
-# starting 4 s in. Writes to DIR (default a new temporary directory, printed): perf.data,
+# starting T s in (default 4; later to see the steady state after the load's compactions). Writes to DIR (default a new temporary directory, printed): perf.data,
 # report-comm.txt (CPU share per process), report-dso.txt (kernel vs libraries vs
 # binaries), report-sym.txt (top symbols), the run's nova_ycsb report and, for a cluster,
 # the LTC's and a StoC's /metrics after the run. Needs `perf` (Debian: linux-perf) and the
@@ -22,7 +22,8 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${NOVA_BUILD_DIR:-$root/build}/bin
-records=200000 workload=rw50 distribution=uniform seconds=14 perf_seconds=6 engine=nova out=""
+records=200000 workload=rw50 distribution=uniform seconds=14 perf_seconds=6 perf_start=4
+engine=nova out=""
 
 usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1; }
 die() { echo "profile_cluster.sh: $*" >&2; exit 1; }
@@ -33,16 +34,17 @@ while [[ $# -gt 0 ]]; do
     --distribution) distribution=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --perf_seconds) perf_seconds=$2; shift 2 ;;
+    --perf_start) perf_start=$2; shift 2 ;;
     --engine) engine=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     -h|--help) usage ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
-for n in "$records" "$seconds" "$perf_seconds"; do
+for n in "$records" "$seconds" "$perf_seconds" "$perf_start"; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "numeric options want a positive integer, got '$n'"
 done
-((perf_seconds + 4 <= seconds)) || die "--perf_seconds + 4 must not exceed --seconds"
+((perf_seconds + perf_start <= seconds)) || die "--perf_seconds + --perf_start must not exceed --seconds"
 [[ -f "$root/benchmarks/ycsb/workloads/$workload" ]] || die "no workload '$workload'"
 [[ "$engine" =~ ^(nova|leveldb|embedded)$ ]] || die "--engine is nova, leveldb or embedded"
 command -v perf > /dev/null || die "perf is not installed (apt-get install linux-perf)"
@@ -92,7 +94,7 @@ timeout $((seconds + 120)) "$bin/nova_ycsb" -run -db "$db" \
   -p "requestdistribution=$distribution" -p operationcount=2000000000 \
   -p "maxexecutiontime=$seconds" > "$out/run.out" 2>&1 &
 run_pid=$!
-sleep 4  # into the run's steady part
+sleep "$perf_start"  # into the run's steady part
 perf record -F 499 -a -g -o "$out/perf.data" -- sleep "$perf_seconds" > "$out/perf.out" 2>&1 ||
   echo "perf record failed (see $out/perf.out)" >&2
 wait "$run_pid" || die "the run failed (see $out/run.out)"
