@@ -220,10 +220,10 @@ void LtcConnection::AwaitDirect(uint64_t id, Deadline deadline) {
       // wake-up (common/adaptive_spin.h).
       const MonoTime until = std::min(MonoNow() + direct_spin_.window(), deadline.when());
       Status got;
-      for (;;) {
+      for (bool more = true;;) {
         got = direct_in_->Fill(/*dont_wait=*/true);
-        if (!got.IsUnavailable() || MonoNow() >= until) break;
-        std::this_thread::yield();  // a thread with work to do runs first
+        if (!got.IsUnavailable() || !more || MonoNow() >= until) break;
+        more = direct_spin_.Yield();  // a thread with work to do runs first; if one did, stop
       }
       direct_spin_.Spun(!got.IsUnavailable());
       if (got.ok()) continue;

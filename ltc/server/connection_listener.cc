@@ -266,10 +266,10 @@ void ConnectionListener::ServeRequests(const std::shared_ptr<ClientConn>& conn) 
         // The client's next request usually follows its answer closely: catch it without
         // sleeping (a wake-up costs more; common/adaptive_spin.h).
         const MonoTime until = MonoNow() + spin.window();
-        for (;;) {
+        for (bool more = true;;) {
           s = in.Fill(/*dont_wait=*/true);
-          if (!s.IsUnavailable() || MonoNow() >= until) break;
-          std::this_thread::yield();  // a thread with work to do runs first
+          if (!s.IsUnavailable() || !more || MonoNow() >= until) break;
+          more = spin.Yield();  // a thread with work to do runs first; if one did, stop
         }
         spin.Spun(!s.IsUnavailable());
         if (s.ok()) continue;

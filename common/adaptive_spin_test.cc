@@ -1,0 +1,124 @@
+#include "common/adaptive_spin.h"
+
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "common/clock.h"
+
+namespace nova {
+namespace {
+
+using std::chrono::microseconds;
+
+bool MachineIdle() { return true; }
+bool MachineBusy() { return false; }
+
+TEST(AdaptiveSpinTest, ZeroWindowNeverSpins) {
+  AdaptiveSpin spin(microseconds(0), nullptr, 1, &MachineIdle);
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(spin.ShouldSpin());
+}
+
+TEST(AdaptiveSpinTest, MissSkipsTheNextWaits) {
+  AdaptiveSpin spin(microseconds(50), nullptr, 1, &MachineIdle);
+  ASSERT_TRUE(spin.ShouldSpin());
+  spin.Spun(true);  // a hit: spin again next time
+  ASSERT_TRUE(spin.ShouldSpin());
+  spin.Spun(false);  // a miss: block at once for the next kSkipAfterMiss waits
+  for (int i = 0; i < AdaptiveSpin::kSkipAfterMiss; ++i) {
+    EXPECT_FALSE(spin.ShouldSpin()) << "wait " << i;
+  }
+  EXPECT_TRUE(spin.ShouldSpin());
+}
+
+TEST(AdaptiveSpinTest, SpinnersAreCapped) {
+  std::atomic<int> spinners{0};
+  AdaptiveSpin a(microseconds(50), &spinners, 1, &MachineIdle);
+  AdaptiveSpin b(microseconds(50), &spinners, 1, &MachineIdle);
+  ASSERT_TRUE(a.ShouldSpin());
+  EXPECT_FALSE(b.ShouldSpin());  // a polls
+  a.Spun(true);
+  EXPECT_TRUE(b.ShouldSpin());
+  b.Spun(true);
+  EXPECT_EQ(spinners.load(), 0);
+}
+
+TEST(AdaptiveSpinTest, LongYieldMeansAnotherThreadRan) {
+  AdaptiveSpin spin(microseconds(50));
+  EXPECT_TRUE(spin.YieldTook(microseconds(1)));
+  EXPECT_TRUE(spin.YieldTook(AdaptiveSpin::kBusyYield));
+  EXPECT_EQ(spin.busy_yields(), 0u);
+  EXPECT_FALSE(spin.YieldTook(AdaptiveSpin::kBusyYield + microseconds(1)));
+  EXPECT_FALSE(spin.YieldTook(std::chrono::milliseconds(4)));
+  EXPECT_EQ(spin.busy_yields(), 2u);
+}
+
+TEST(AdaptiveSpinTest, RunnableThreadsAgainstCpus) {
+  // The fourth field of /proc/loadavg: runnable threads (the reader included) / all.
+  EXPECT_TRUE(AdaptiveSpin::NoThreadWaitsForACpu("0.52 0.58 0.59 1/512 12345\n", 2));
+  EXPECT_TRUE(AdaptiveSpin::NoThreadWaitsForACpu("0.52 0.58 0.59 2/512 12345\n", 2));
+  EXPECT_FALSE(AdaptiveSpin::NoThreadWaitsForACpu("3.10 2.58 2.59 3/512 12345\n", 2));
+  EXPECT_FALSE(AdaptiveSpin::NoThreadWaitsForACpu("9.00 9.00 9.00 17/900 1\n", 16));
+  EXPECT_TRUE(AdaptiveSpin::NoThreadWaitsForACpu("9.00 9.00 9.00 16/900 1\n", 16));
+  // What cannot be parsed does not stop spinning.
+  EXPECT_TRUE(AdaptiveSpin::NoThreadWaitsForACpu("", 2));
+  EXPECT_TRUE(AdaptiveSpin::NoThreadWaitsForACpu("0.52 0.58", 2));
+  EXPECT_TRUE(AdaptiveSpin::NoThreadWaitsForACpu("0.52 0.58 0.59 /512 1", 2));
+  EXPECT_TRUE(AdaptiveSpin::NoThreadWaitsForACpu("0.52 0.58 0.59 x3/512 1", 2));
+  EXPECT_TRUE(AdaptiveSpin::NoThreadWaitsForACpu("0.52 0.58 0.59 3/512 1", 0));
+}
+
+TEST(AdaptiveSpinTest, NoWindowWhileThreadsWaitForACpu) {
+  AdaptiveSpin spin(microseconds(50), nullptr, 1, &MachineBusy);
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(spin.ShouldSpin());
+  EXPECT_EQ(spin.busy_yields(), 0u);
+  // The live check reads /proc/loadavg (or allows spinning where it cannot): it answers,
+  // twice within kRunnableCheck from its cache.
+  AdaptiveSpin::NoThreadWaitsForACpu();
+  AdaptiveSpin::NoThreadWaitsForACpu();
+}
+
+// Two threads on one CPU, one of them never blocking: the other's yields hand the CPU over,
+// and Yield() says stop.
+TEST(AdaptiveSpinTest, YieldOnABusyCpuSaysStop) {
+  const int cpu = sched_getcpu();
+  if (cpu < 0) GTEST_SKIP() << "sched_getcpu failed";
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  if (sched_setaffinity(0, sizeof(one), &one) != 0) {
+    GTEST_SKIP() << "cannot pin this thread to CPU " << cpu;
+  }
+  const MonoTime deadline = MonoNow() + std::chrono::seconds(10);
+  std::atomic<bool> stop{false};
+  std::atomic<bool> pinned{false};
+  std::thread busy([&] {
+    pinned = sched_setaffinity(0, sizeof(one), &one) == 0;
+    while (!stop.load(std::memory_order_relaxed) && MonoNow() < deadline) {
+    }
+  });
+  AdaptiveSpin spin(microseconds(50));
+  bool said_stop = false;
+  int yields = 0;
+  while (!said_stop && MonoNow() < deadline) {
+    said_stop = !spin.Yield();
+    ++yields;
+  }
+  stop = true;
+  busy.join();
+  sched_setaffinity(0, sizeof(before), &before);
+  if (!pinned) GTEST_SKIP() << "cannot pin the busy thread to CPU " << cpu;
+  EXPECT_TRUE(said_stop) << yields << " yields on CPU " << cpu
+                         << " beside a busy thread all took at most "
+                         << AdaptiveSpin::kBusyYield.count() << " us";
+  EXPECT_GE(spin.busy_yields(), 1u);
+}
+
+}  // namespace
+}  // namespace nova
