@@ -3,9 +3,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cstdlib>
-#include <string>
-
 namespace nova {
 
 bool AdaptiveSpin::NoThreadWaitsForACpu(std::string_view loadavg, long cpus) {
@@ -48,7 +45,8 @@ bool AdaptiveSpin::NoThreadWaitsForACpu() {
     n = ::read(fd, buf, sizeof(buf));
     ::close(fd);
   }
-  const bool v = n <= 0 || NoThreadWaitsForACpu(std::string_view(buf, static_cast<size_t>(n)), cpus);
+  const bool v =
+      n <= 0 || NoThreadWaitsForACpu(std::string_view(buf, static_cast<size_t>(n)), cpus);
   verdict.store(v, std::memory_order_relaxed);
   return v;
 }

@@ -9,12 +9,13 @@
 // one process's readers) poll at once; and a poller yields its CPU between polls
 // (sched_yield), so the threads doing the work run first. Polling pays only where a core
 // is free: a yield that took longer than kBusyYield means another thread ran meanwhile
-// (no core is free), so Yield() says stop, and the window ends with one more poll: on a
-// machine whose cores are all busy, each yield that hands the CPU over costs two context
-// switches and each poll a system call. Nor does a window start while more threads are
-// runnable on the machine than it has CPUs (NoThreadWaitsForACpu): a poller would hold a
-// CPU a waiting thread could have, and, never idle, that CPU pulls no waiting thread over
-// from another one (docs/benchmarks.md, "Spinning only where a core is free").
+// (no core is free), so Yield() says stop, and the window ends with one more poll (without
+// bytes, the next kSkipAfterBusyYield waits block at once): on a machine whose cores are
+// all busy, each yield that hands the CPU over costs two context switches and each poll a
+// system call. Nor does a window start while more threads are runnable on the machine
+// than it has CPUs (NoThreadWaitsForACpu): a poller would hold a CPU a waiting thread could
+// have, and, never idle, that CPU pulls no waiting thread over from another one
+// (docs/benchmarks.md, "Spinning only where a core is free").
 //
 //   AdaptiveSpin spin(std::chrono::microseconds(50));
 //   if (spin.ShouldSpin()) {
@@ -32,6 +33,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <string_view>
 #include <thread>
 
@@ -42,6 +44,10 @@ namespace nova {
 class AdaptiveSpin {
  public:
   static constexpr int kSkipAfterMiss = 16;
+  // Waits that block at once after a window that a busy yield cut short, without bytes:
+  // fewer, since an uncontended yield too takes longer than kBusyYield now and then (an
+  // interrupt, the hypervisor).
+  static constexpr int kSkipAfterBusyYield = 4;
   // A yield to no other thread takes about a system call (1.2 us at p50 and 1.4 us at p99
   // on the project's VM, 46 us at p99.9); one that let another thread run takes that
   // thread's turn on the CPU.
@@ -76,7 +82,8 @@ class AdaptiveSpin {
   // After a window: `got` whether the bytes came within it.
   void Spun(bool got) {
     if (spinners_ != nullptr) spinners_->fetch_sub(1, std::memory_order_relaxed);
-    if (!got) skip_ = kSkipAfterMiss;
+    if (!got) skip_ = cut_short_ ? kSkipAfterBusyYield : kSkipAfterMiss;
+    cut_short_ = false;
   }
   std::chrono::microseconds window() const { return window_; }
 
@@ -91,6 +98,7 @@ class AdaptiveSpin {
   bool YieldTook(MonoClock::duration took) {
     if (took <= kBusyYield) return true;
     ++busy_yields_;
+    cut_short_ = true;
     return false;
   }
   // Yields that found the CPU wanted by another thread, so far.
@@ -101,7 +109,7 @@ class AdaptiveSpin {
   // looking idle, so the scheduler moves no waiting thread there. From /proc/loadavg's
   // count of runnable threads (the caller included) against the online CPUs, read at most
   // once per kRunnableCheck by any thread of the process; true where it cannot be read.
-  // In a container that count is the whole host's.
+  // Both counts are the whole host's (also in a container, or under a CPU affinity mask).
   static bool NoThreadWaitsForACpu();
   static constexpr std::chrono::milliseconds kRunnableCheck{5};  // a read costs about 6 us
   // The verdict on /proc/loadavg's contents `loadavg` on a machine of `cpus` CPUs (exposed
@@ -114,6 +122,7 @@ class AdaptiveSpin {
   const int max_spinners_;
   const MachineCheck machine_allows_;
   int skip_ = 0;
+  bool cut_short_ = false;  // a busy yield ended this window
   uint64_t busy_yields_ = 0;
 };
 

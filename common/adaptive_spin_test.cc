@@ -73,33 +73,64 @@ TEST(AdaptiveSpinTest, RunnableThreadsAgainstCpus) {
 }
 
 TEST(AdaptiveSpinTest, NoWindowWhileThreadsWaitForACpu) {
-  AdaptiveSpin spin(microseconds(50), nullptr, 1, &MachineBusy);
+  std::atomic<int> spinners{0};
+  AdaptiveSpin spin(microseconds(50), &spinners, 1, &MachineBusy);
   for (int i = 0; i < 3; ++i) EXPECT_FALSE(spin.ShouldSpin());
-  EXPECT_EQ(spin.busy_yields(), 0u);
-  // The live check reads /proc/loadavg (or allows spinning where it cannot): it answers,
-  // twice within kRunnableCheck from its cache.
+  EXPECT_EQ(spinners.load(), 0);  // a refusal takes no spinner's place
+  // The live check runs (it reads /proc/loadavg, or allows spinning where it cannot); its
+  // verdict depends on the machine, so only RunnableThreadsAgainstCpus checks verdicts.
   AdaptiveSpin::NoThreadWaitsForACpu();
-  AdaptiveSpin::NoThreadWaitsForACpu();
+}
+
+TEST(AdaptiveSpinTest, BusyYieldSkipsFewerWaitsThanAMiss) {
+  AdaptiveSpin spin(microseconds(50), nullptr, 1, &MachineIdle);
+  ASSERT_TRUE(spin.ShouldSpin());
+  EXPECT_FALSE(spin.YieldTook(std::chrono::milliseconds(1)));  // another thread ran
+  spin.Spun(false);
+  for (int i = 0; i < AdaptiveSpin::kSkipAfterBusyYield; ++i) {
+    EXPECT_FALSE(spin.ShouldSpin()) << "wait " << i;
+  }
+  ASSERT_TRUE(spin.ShouldSpin());
+  spin.Spun(false);  // a whole window without bytes: the full skip again
+  for (int i = 0; i < AdaptiveSpin::kSkipAfterMiss; ++i) {
+    EXPECT_FALSE(spin.ShouldSpin()) << "wait " << i;
+  }
+  EXPECT_TRUE(spin.ShouldSpin());
+  EXPECT_TRUE(spin.YieldTook(microseconds(1)));
+  spin.Spun(true);  // bytes came: no skip
+  EXPECT_TRUE(spin.ShouldSpin());
 }
 
 // Two threads on one CPU, one of them never blocking: the other's yields hand the CPU over,
 // and Yield() says stop.
-TEST(AdaptiveSpinTest, YieldOnABusyCpuSaysStop) {
-  const int cpu = sched_getcpu();
-  if (cpu < 0) GTEST_SKIP() << "sched_getcpu failed";
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  cpu_set_t before;
-  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
-  if (sched_setaffinity(0, sizeof(one), &one) != 0) {
-    GTEST_SKIP() << "cannot pin this thread to CPU " << cpu;
+class PinnedToOneCpu {
+ public:
+  PinnedToOneCpu() {
+    const int cpu = sched_getcpu();
+    if (cpu < 0 || sched_getaffinity(0, sizeof(before_), &before_) != 0) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    pinned_ = sched_setaffinity(0, sizeof(one), &one) == 0;
   }
+  ~PinnedToOneCpu() {
+    if (pinned_) {
+      EXPECT_EQ(sched_setaffinity(0, sizeof(before_), &before_), 0);
+    }
+  }
+  bool pinned() const { return pinned_; }
+
+ private:
+  cpu_set_t before_;
+  bool pinned_ = false;
+};
+
+TEST(AdaptiveSpinTest, YieldOnABusyCpuSaysStop) {
+  PinnedToOneCpu pin;
+  if (!pin.pinned()) GTEST_SKIP() << "cannot pin this thread to one CPU";
   const MonoTime deadline = MonoNow() + std::chrono::seconds(10);
   std::atomic<bool> stop{false};
-  std::atomic<bool> pinned{false};
-  std::thread busy([&] {
-    pinned = sched_setaffinity(0, sizeof(one), &one) == 0;
+  std::thread busy([&] {  // inherits the pinned affinity
     while (!stop.load(std::memory_order_relaxed) && MonoNow() < deadline) {
     }
   });
@@ -112,11 +143,8 @@ TEST(AdaptiveSpinTest, YieldOnABusyCpuSaysStop) {
   }
   stop = true;
   busy.join();
-  sched_setaffinity(0, sizeof(before), &before);
-  if (!pinned) GTEST_SKIP() << "cannot pin the busy thread to CPU " << cpu;
-  EXPECT_TRUE(said_stop) << yields << " yields on CPU " << cpu
-                         << " beside a busy thread all took at most "
-                         << AdaptiveSpin::kBusyYield.count() << " us";
+  EXPECT_TRUE(said_stop) << yields << " yields beside a busy thread on the same CPU all took"
+                         << " at most " << AdaptiveSpin::kBusyYield.count() << " us";
   EXPECT_GE(spin.busy_yields(), 1u);
 }
 
