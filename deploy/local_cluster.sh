@@ -220,13 +220,23 @@ launch() {
   echo $! > "$dir/pids/$id.pid"
 }
 
-# Waits until component $1 printed its LISTEN line; prints host:port.
+# Whether the process `launch` just started for component $1 still runs: its pid exists
+# and is no zombie. Not `alive`: until the forked shell has exec'd setsid and the program,
+# its command line is still this script's, which `alive` takes for another process.
+launched_running() {
+  local p
+  p=$(pid_of "$1")
+  [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null &&
+    [[ -n "$(tr -d '\0' < "/proc/$p/cmdline" 2>/dev/null)" ]]
+}
+
+# Waits until component $1, just launched, printed its LISTEN line; prints host:port.
 wait_listen() {
   local id=$1 deadline=$((SECONDS + start_timeout)) line
   while ((SECONDS < deadline)); do
     line=$(grep -m1 '^LISTEN ' "$dir/logs/$id.log" 2>/dev/null || true)
     if [[ -n "$line" ]]; then echo "${line#LISTEN }"; return 0; fi
-    alive "$id" || { tail -n 20 "$dir/logs/$id.log" >&2; die "$id exited during start"; }
+    launched_running "$id" || { tail -n 20 "$dir/logs/$id.log" >&2; die "$id exited during start"; }
     sleep 0.2
   done
   die "$id did not start within ${start_timeout}s (see $dir/logs/$id.log)"
