@@ -11,9 +11,10 @@
 # embedded LevelDB (32 MiB write buffer, 64 MiB cache, as compare_engines.sh's `leveldb`).
 # Loads N records (default 200,000), runs the workload for S seconds (default 14) with 4
 # client threads, and records `perf record -F 499 -a -g` over P seconds of it (default 6),
-# starting T s in (default 4; later to see the steady state after the load's compactions). Writes to DIR (default a new temporary directory, printed): perf.data,
-# report-comm.txt (CPU share per process), report-dso.txt (kernel vs libraries vs
-# binaries), report-sym.txt (top symbols), the run's nova_ycsb report and, for a cluster,
+# starting T s in (default 4; later to see the steady state after the load's compactions).
+# Writes to DIR (default a new temporary directory, printed): perf.data, report-comm.txt
+# (CPU share per process), report-dso.txt (kernel vs libraries vs binaries),
+# report-sym.txt (top symbols), the run's nova_ycsb report and, for a cluster,
 # the LTC's and a StoC's /metrics after the run. Needs `perf` (Debian: linux-perf) and the
 # binaries in $NOVA_BUILD_DIR/bin (default build/bin). Every process it starts is stopped
 # (and embedded LevelDB's data removed) on exit. Exit status: 0, or 1 with the reason on
@@ -25,7 +26,7 @@ bin=${NOVA_BUILD_DIR:-$root/build}/bin
 records=200000 workload=rw50 distribution=uniform seconds=14 perf_seconds=6 perf_start=4
 engine=nova out=""
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1; }
 die() { echo "profile_cluster.sh: $*" >&2; exit 1; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
