@@ -219,13 +219,8 @@ void LtcConnection::AwaitDirect(uint64_t id, Deadline deadline) {
       // Poll without sleeping for a moment: an answer that comes meanwhile is read with no
       // wake-up (common/adaptive_spin.h).
       const MonoTime until = std::min(MonoNow() + direct_spin_.window(), deadline.when());
-      Status got;
-      for (bool more = true;;) {
-        got = direct_in_->Fill(/*dont_wait=*/true);
-        if (!got.IsUnavailable() || !more || MonoNow() >= until) break;
-        more = direct_spin_.Yield();  // a thread with work to do runs first; if one did, stop
-      }
-      direct_spin_.Spun(!got.IsUnavailable());
+      const Status got =
+          direct_spin_.PollWindow(until, [&] { return direct_in_->Fill(/*dont_wait=*/true); });
       if (got.ok()) continue;
       if (!got.IsUnavailable()) {
         Fail(LostError(got));

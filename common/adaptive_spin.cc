@@ -27,12 +27,10 @@ bool AdaptiveSpin::NoThreadWaitsForACpu(std::string_view loadavg, long cpus) {
 
 bool AdaptiveSpin::NoThreadWaitsForACpu() {
   static const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-  static std::atomic<int64_t> next_check_ns{0};
+  static std::atomic<uint64_t> next_check_ns{0};
   static std::atomic<bool> verdict{true};
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          MonoNow().time_since_epoch())
-                          .count();
-  int64_t due = next_check_ns.load(std::memory_order_relaxed);
+  const uint64_t now = MonoNanos();
+  uint64_t due = next_check_ns.load(std::memory_order_relaxed);
   if (now < due || !next_check_ns.compare_exchange_strong(
                        due, now + std::chrono::nanoseconds(kRunnableCheck).count(),
                        std::memory_order_relaxed)) {

@@ -19,12 +19,8 @@
 //
 //   AdaptiveSpin spin(std::chrono::microseconds(50));
 //   if (spin.ShouldSpin()) {
-//     const MonoTime until = MonoNow() + spin.window();
-//     bool got = false;
-//     for (bool more = true; !(got = TryRead()) && more && MonoNow() < until;) {
-//       more = spin.Yield();
-//     }
-//     spin.Spun(got);
+//     Status s = spin.PollWindow(MonoNow() + spin.window(), [&] { return TryRead(); });
+//     if (!s.IsUnavailable()) ...;  // bytes (or an error) came within the window
 //   }
 //
 // Thread safety: not thread-safe (one per reading thread, e.g. per connection), except
@@ -86,6 +82,22 @@ class AdaptiveSpin {
     cut_short_ = false;
   }
   std::chrono::microseconds window() const { return window_; }
+
+  // One window, after ShouldSpin() said true: calls `poll` (returning a Status-like value,
+  // Unavailable while no bytes are there) until it returns anything else or `until` has
+  // passed, yielding between polls; a busy yield ends the window after one more poll. Then
+  // Spun; returns the last poll's result.
+  template <typename Poll>
+  auto PollWindow(MonoTime until, Poll poll) -> decltype(poll()) {
+    auto got = poll();
+    bool more = true;
+    while (got.IsUnavailable() && more && MonoNow() < until) {
+      more = Yield();  // a thread with work to do runs first; if one did, stop
+      got = poll();
+    }
+    Spun(!got.IsUnavailable());
+    return got;
+  }
 
   // Between two polls of a window: yields the CPU. False if another thread ran meanwhile
   // (the yield took longer than kBusyYield): poll once more, then end the window.

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "common/clock.h"
+#include "common/status.h"
 
 namespace nova {
 namespace {
@@ -98,6 +99,43 @@ TEST(AdaptiveSpinTest, BusyYieldSkipsFewerWaitsThanAMiss) {
   EXPECT_TRUE(spin.ShouldSpin());
   EXPECT_TRUE(spin.YieldTook(microseconds(1)));
   spin.Spun(true);  // bytes came: no skip
+  EXPECT_TRUE(spin.ShouldSpin());
+}
+
+TEST(AdaptiveSpinTest, PollWindowReturnsWhatCameAndSkipsAfterNothing) {
+  AdaptiveSpin spin(microseconds(50), nullptr, 1, &MachineIdle);
+  // Bytes on the second poll, well within the window: returned, and no skip follows. (A
+  // second poll always comes: after a yield, busy or not. Whether a third would depends on
+  // how long the yield took on this machine.)
+  int polls = 0;
+  ASSERT_TRUE(spin.ShouldSpin());
+  Status got = spin.PollWindow(MonoNow() + std::chrono::seconds(10), [&] {
+    return ++polls < 2 ? Status::Unavailable("nothing yet") : Status::OK();
+  });
+  EXPECT_TRUE(got.ok()) << got.ToString();
+  EXPECT_EQ(polls, 2);
+  // An error ends the window at once and is returned as it is.
+  ASSERT_TRUE(spin.ShouldSpin());
+  polls = 0;
+  got = spin.PollWindow(MonoNow() + std::chrono::seconds(10), [&] {
+    ++polls;
+    return Status::NetworkError("closed");
+  });
+  EXPECT_TRUE(got.IsNetworkError()) << got.ToString();
+  EXPECT_EQ(polls, 1);
+  // Nothing within a window that has already ended: one poll, Unavailable, and the next
+  // kSkipAfterMiss waits block at once.
+  ASSERT_TRUE(spin.ShouldSpin());
+  polls = 0;
+  got = spin.PollWindow(MonoNow(), [&] {
+    ++polls;
+    return Status::Unavailable("nothing");
+  });
+  EXPECT_TRUE(got.IsUnavailable()) << got.ToString();
+  EXPECT_EQ(polls, 1);
+  for (int i = 0; i < AdaptiveSpin::kSkipAfterMiss; ++i) {
+    EXPECT_FALSE(spin.ShouldSpin()) << "wait " << i;
+  }
   EXPECT_TRUE(spin.ShouldSpin());
 }
 

@@ -265,13 +265,8 @@ void ConnectionListener::ServeRequests(const std::shared_ptr<ClientConn>& conn) 
       if (conn->synchronous() && spin.ShouldSpin()) {
         // The client's next request usually follows its answer closely: catch it without
         // sleeping (a wake-up costs more; common/adaptive_spin.h).
-        const MonoTime until = MonoNow() + spin.window();
-        for (bool more = true;;) {
-          s = in.Fill(/*dont_wait=*/true);
-          if (!s.IsUnavailable() || !more || MonoNow() >= until) break;
-          more = spin.Yield();  // a thread with work to do runs first; if one did, stop
-        }
-        spin.Spun(!s.IsUnavailable());
+        s = spin.PollWindow(MonoNow() + spin.window(),
+                            [&] { return in.Fill(/*dont_wait=*/true); });
         if (s.ok()) continue;
         if (!s.IsUnavailable()) return;  // closed by the client, or shut down by us
       }
