@@ -15,8 +15,7 @@
 #      and a second `down` succeeds; the cgroups it removes are exactly those `up` recorded
 #      in STATE/hosts/host-I/cgroups;
 #   7. names: `up`/`down --name beds` (the registry's name), a --state-dir in the registry
-#      and one containing a space
-#      are refused and leave the registry as it was;
+#      and one containing a space are refused and leave the registry as it was;
 #   8. cgroups from a deep caller: a 1-host bed brought up from a cgroup 4 levels below this
 #      one's leaves nothing behind after `down`; a stale nova-testbed-NAME-0 cgroup deep in
 #      the tree makes `up` of NAME fail with a clear message, and `down` of NAME removes it.
