@@ -234,9 +234,14 @@ Status ConfigStore::EnsureRegistered(const std::string& path, const std::string&
     LOG(WARNING) << "taking " << path << " over from ZooKeeper session "
                  << SessionHex(stat.ephemeral_owner)
                  << " (a previous process of this member; it is fenced off)";
-    s = zk_->Delete(path, stat.version);
-    if (!s.ok() && !s.IsNotFound()) return s;
-    return zk_->Create(path, data, ZkCreateMode::kEphemeral);
+    // One transaction: a node deleted, then created, would be absent in between, and a
+    // coordinator looking then fails a restarting LTC's ranges over to another LTC.
+    s = zk_->Replace(path, stat.version, data, ZkCreateMode::kEphemeral);
+    if (s.IsNotFound()) return zk_->Create(path, data, ZkCreateMode::kEphemeral);
+    if (s.code() == Status::Code::kAborted) {
+      return Status::Unavailable(path + " changed while taking it over; retrying");
+    }
+    return s;
   }
   return Status::Unavailable(
       path + " is held by another ZooKeeper session " + SessionHex(stat.ephemeral_owner) +

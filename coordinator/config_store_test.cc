@@ -6,6 +6,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "common/mutex.h"
@@ -146,6 +147,42 @@ TEST_F(ConfigStoreTest, ARestartedMemberMayTakeItsNodeOver) {
   // Without take_over a third process waits, as before.
   auto third = NewStore("takeover");
   EXPECT_TRUE(third->Register(MemberKind::kLtc, "ltc-1", info).IsUnavailable());
+}
+
+// A take-over replaces the node in one ZooKeeper transaction: an observer listing the
+// members while restarted processes take the node over again and again never finds it
+// missing. (A coordinator that did would fail a restarting LTC's ranges over to another.)
+TEST_F(ConfigStoreTest, ATakeOverNeverLeavesTheNodeMissing) {
+  constexpr int kTakeOvers = 20;
+  auto observer = NewStore("takeover-atomic");
+  MemberInfo info;
+  info.addresses["client"] = "127.0.0.1:7001";
+  std::unique_ptr<ConfigStore> holder = NewStore("takeover-atomic");
+  ASSERT_TRUE(holder->Register(MemberKind::kLtc, "ltc-1", info, /*take_over=*/true).ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int> looks{0}, missing{0};
+  std::thread reader([&] {
+    while (!stop.load()) {
+      if (!HasMember(observer.get(), MemberKind::kLtc, "ltc-1")) missing++;
+      looks++;
+    }
+  });
+  for (int i = 0; i < kTakeOvers && missing.load() == 0; ++i) {
+    std::unique_ptr<ConfigStore> next = NewStore("takeover-atomic");
+    Status s = next->Register(MemberKind::kLtc, "ltc-1", info, /*take_over=*/true);
+    EXPECT_TRUE(s.ok()) << "take-over " << i << ": " << s.ToString();
+    // Nothing left to remove: the node is the new session's.
+    holder->Shutdown();
+    holder = std::move(next);
+  }
+  stop = true;
+  reader.join();
+  EXPECT_EQ(missing.load(), 0) << "the node was missing in " << missing.load() << " of "
+                               << looks.load() << " listings";
+  EXPECT_GT(looks.load(), kTakeOvers);
+  ZkStat stat;
+  ASSERT_TRUE(holder->zk()->Exists(holder->MemberPath(MemberKind::kLtc, "ltc-1"), &stat).ok());
+  EXPECT_EQ(stat.ephemeral_owner, holder->zk()->session_id());
 }
 
 TEST_F(ConfigStoreTest, CreateClusterAndCompareAndSet) {

@@ -4,6 +4,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cinttypes>
 #include <cstdio>
@@ -30,6 +31,11 @@ struct ZkCall {
   CondVar cv;
   bool done GUARDED_BY(mu) = false;
   ZkReply reply GUARDED_BY(mu);
+  // A multi's per-operation results and created path: the C library writes them on its
+  // event thread just before the completion, so they live as long as the call (nobody
+  // reads them: the completion's rc is the first failure).
+  std::array<zoo_op_result_t, 2> multi_results{};
+  std::array<char, 256> created_path{};
 };
 
 namespace {
@@ -532,6 +538,31 @@ Status ZkClient::Delete(const std::string& path, int32_t expected_version) {
       "delete " + path,
       [&](zhandle_t* zh, void* d) {
         return zoo_adelete(zh, path.c_str(), expected_version, &VoidDone, d);
+      },
+      &reply);
+}
+
+Status ZkClient::Replace(const std::string& path, int32_t expected_version,
+                         const std::string& data, ZkCreateMode mode) {
+  ZkReply reply;
+  const bool shared = std::find(options_.shared_parents.begin(), options_.shared_parents.end(),
+                                path) != options_.shared_parents.end();
+  const ProtectedAcl protected_acl(shared);
+  const struct ACL_vector* acl =
+      options_.auth.empty() ? &ZOO_OPEN_ACL_UNSAFE : &protected_acl.vector;
+  return Run(
+      "replace " + path,
+      [&](zhandle_t* zh, void* d) {
+        ZkCall* call = static_cast<Holder*>(d)->get();
+        // The operations are serialized by zoo_amulti itself; only the results and the
+        // created path's buffer are written later.
+        std::array<zoo_op_t, 2> ops;
+        zoo_delete_op_init(&ops[0], path.c_str(), expected_version);
+        zoo_create_op_init(&ops[1], path.c_str(), data.data(), static_cast<int>(data.size()),
+                           acl, ToZkFlags(mode), call->created_path.data(),
+                           static_cast<int>(call->created_path.size()));
+        return zoo_amulti(zh, static_cast<int>(ops.size()), ops.data(),
+                          call->multi_results.data(), &VoidDone, d);
       },
       &reply);
 }

@@ -160,6 +160,12 @@ class ZkClient {
              ZkStat* stat = nullptr) EXCLUDES(handle_mu_, mu_);
   Status Delete(const std::string& path, int32_t expected_version = kAnyVersion)
       EXCLUDES(handle_mu_, mu_);
+  // Deletes the node at `path` (if its version is `expected_version`, or any with
+  // kAnyVersion) and creates it anew with `data` and `mode`, in one ZooKeeper transaction:
+  // no reader ever sees `path` absent. NotFound if there is no node to replace, Aborted on
+  // a version mismatch; on either, nothing changed.
+  Status Replace(const std::string& path, int32_t expected_version, const std::string& data,
+                 ZkCreateMode mode) EXCLUDES(handle_mu_, mu_);
   // NotFound if absent; with a watch, notified on creation too.
   Status Exists(const std::string& path, ZkStat* stat, uint64_t watch = kNoWatch)
       EXCLUDES(handle_mu_, mu_);
