@@ -3,9 +3,10 @@
 # daemons and ZooKeeper, nova_ycsb runs workloada with dataintegrity (every read checked)
 # on 3 threads, and StoCs are killed -9, added and drained while it runs.
 #  1. For each availability mode (replicas R=2, parity m=1, hybrid m=1), 4 StoCs: one StoC
-#     killed; the coordinator removes it after --coordinator_stoc_grace_ms and the LTC
-#     rebuilds its copies elsewhere (nova_admin status: no copy at risk); a second StoC
-#     killed. No failed operation, no wrong value, every record still there.
+#     killed (once the load's compactions settled); the coordinator removes it after
+#     --coordinator_stoc_grace_ms and the LTC rebuilds its copies elsewhere (nova_admin
+#     status: no copy at risk); a second StoC killed. No failed operation, no wrong value,
+#     every record still there.
 #  2. Hybrid, 3 StoCs: a StoC added under load receives new tables; a StoC removed under
 #     load (drained by nova_admin remove-stoc, then stopped) ends with no table file and
 #     every record still reads back.
@@ -125,6 +126,31 @@ counts_all() {
     [[ "$n" == "$records" ]]
 }
 
+# The LTC's /metrics (its port is in its log), over bash's /dev/tcp.
+ltc_metrics() (
+  local port
+  port=$(grep -ho 'serving /metrics on http://127.0.0.1:[0-9]*' "$dir/logs/ltc-0.log" | tail -1)
+  [[ -n "$port" ]] || return 1
+  exec 3<>"/dev/tcp/127.0.0.1/${port##*:}" || return 1
+  printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+  cat <&3
+)
+# Level N's tables, summed over the ranges.
+level_tables() { awk -v re="^ltc_range[0-9]+_l$2_tables\$" '$1 ~ re {n += $2} END {print n + 0}' <<<"$1"; }
+# True once the load's level-0 backlog is compacted (fewer level-0 tables than a compaction
+# takes) and level 2 holds tables. Until then one compaction may rewrite every table at once,
+# placing none on a dead StoC, which would leave its repair nothing to rebuild.
+lsm_settled() {
+  local m
+  m=$(ltc_metrics) || return 1
+  (($(level_tables "$m" 0) < 4 && $(level_tables "$m" 2) > 0))
+}
+levels() {
+  local m
+  m=$(ltc_metrics) || { echo "(no /metrics)"; return; }
+  echo "tables by level: L0 $(level_tables "$m" 0), L1 $(level_tables "$m" 1), L2 $(level_tables "$m" 2)"
+}
+
 stoc_alive() { "${admin[@]}" status 2>/dev/null | grep -Eq "^ *stoc +$1 .*alive"; }
 stoc_listed() { "${admin[@]}" status 2>/dev/null | grep -Eq "^ *stoc +$1 "; }
 stoc_gone() { "${admin[@]}" status >/dev/null 2>&1 && ! stoc_listed "$1"; }
@@ -135,6 +161,8 @@ for mode in "${modes[@]}"; do
   start_cluster "$mode" 4
   start_run 60
   wait_for 60 "the run to start" ran_for 3
+  wait_for 60 "the load's compactions to settle" lsm_settled
+  levels
   "$root/deploy/local_cluster.sh" kill --dir "$dir" stoc-1
   wait_for 90 "StoC 1 to be removed and its copies rebuilt" repaired 1
   st=$("${admin[@]}" status | sed -n '/^LTC status/,$p')
