@@ -561,8 +561,12 @@ Status ZkClient::Replace(const std::string& path, int32_t expected_version,
         zoo_create_op_init(&ops[1], path.c_str(), data.data(), static_cast<int>(data.size()),
                            acl, ToZkFlags(mode), call->created_path.data(),
                            static_cast<int>(call->created_path.size()));
-        return zoo_amulti(zh, static_cast<int>(ops.size()), ops.data(),
-                          call->multi_results.data(), &VoidDone, d);
+        const int rc = zoo_amulti(zh, static_cast<int>(ops.size()), ops.data(),
+                                  call->multi_results.data(), &VoidDone, d);
+        // zoo_amulti reports every failure to issue (a handle no longer connected, as
+        // ZINVALIDSTATE from the other calls) as a marshalling error; the paths and data
+        // are ours and valid, so it is that: unavailable for now.
+        return rc == ZMARSHALLINGERROR ? ZINVALIDSTATE : rc;
       },
       &reply);
 }
