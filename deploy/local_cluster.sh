@@ -158,7 +158,7 @@ alive() {
   [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null || return 1
   # The whole command line, not only the program: another cluster's component from the same
   # build, or any JVM, must not count. --listen_port is left out (pinned after the start).
-  running=$(tr '\0' '\n' < "/proc/$p/cmdline" 2>/dev/null | grep -v '^--listen_port=' || true)
+  running=$({ tr '\0' '\n' < "/proc/$p/cmdline"; } 2>/dev/null | grep -v '^--listen_port=' || true)
   want=$(grep -v '^--listen_port=' "$dir/cmd/$1" 2>/dev/null || true)
   [[ -n "$want" && ( "$running" == "$want" || "$running" == "setsid"$'\n'"$want" ) ]]
 }
@@ -227,7 +227,7 @@ launched_running() {
   local p
   p=$(pid_of "$1")
   [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null &&
-    [[ -n "$(tr -d '\0' < "/proc/$p/cmdline" 2>/dev/null)" ]]
+    [[ -n "$({ tr -d '\0' < "/proc/$p/cmdline"; } 2>/dev/null)" ]]
 }
 
 # Waits until component $1, just launched, printed its LISTEN line; prints host:port.
@@ -287,7 +287,10 @@ start_zookeeper() {
   launch zookeeper
   local deadline=$((SECONDS + start_timeout))
   until [[ "$(echo srvr | nc -w 2 127.0.0.1 "$port" 2>/dev/null | grep -c '^Mode')" -gt 0 ]]; do
-    alive zookeeper || { tail -n 20 "$dir/logs/zookeeper.log" >&2; die "ZooKeeper exited"; }
+    if ! launched_running zookeeper; then
+      tail -n 20 "$dir/logs/zookeeper.log" >&2
+      die "ZooKeeper exited"
+    fi
     ((SECONDS < deadline)) || die "ZooKeeper did not answer within ${start_timeout}s"
     sleep 0.5
   done

@@ -136,7 +136,9 @@ ltc_metrics() (
   cat <&3
 )
 # Level N's tables, summed over the ranges.
-level_tables() { awk -v re="^ltc_range[0-9]+_l$2_tables\$" '$1 ~ re {n += $2} END {print n + 0}' <<<"$1"; }
+level_tables() {
+  awk -v re="^ltc_range[0-9]+_l$2_tables\$" '$1 ~ re {n += $2} END {print n + 0}' <<<"$1"
+}
 # True once the load's level-0 backlog is compacted (fewer level-0 tables than a compaction
 # takes) and level 2 holds tables. Until then one compaction may rewrite every table at once,
 # placing none on a dead StoC, which would leave its repair nothing to rebuild.
@@ -148,7 +150,8 @@ lsm_settled() {
 levels() {
   local m
   m=$(ltc_metrics) || { echo "(no /metrics)"; return; }
-  echo "tables by level: L0 $(level_tables "$m" 0), L1 $(level_tables "$m" 1), L2 $(level_tables "$m" 2)"
+  echo "tables by level: L0 $(level_tables "$m" 0), L1 $(level_tables "$m" 1)," \
+    "L2 $(level_tables "$m" 2)"
 }
 
 stoc_alive() { "${admin[@]}" status 2>/dev/null | grep -Eq "^ *stoc +$1 .*alive"; }
