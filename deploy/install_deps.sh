@@ -16,6 +16,7 @@ PACKAGES=(
   nlohmann-json3-dev    # JSON output and config documents
   librocksdb-dev        # nova_ycsb's rocksdb binding (baseline engine, DESIGN.md section 12)
   libisal-dev           # CRC32C, Reed-Solomon parity
+  libjemalloc-dev       # the daemons' and tools' allocator (CMakeLists.txt NOVA_WITH_JEMALLOC)
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   gnuplot-nox           # benchmarks/plot_timeseries (nova_ycsb time series -> PNG)
