@@ -149,7 +149,7 @@ char kDigestScheme[] = "digest";
 
 // The ACL of a new node (module comment of zk_client.h): ALL for the creator's credential
 // and READ for everyone (plus CREATE on a shared parent). Lives as long as the call that
-// serializes it (zoo_acreate copies it into its request at once).
+// serializes it (zoo_acreate and zoo_amulti copy it into their request at once).
 struct ProtectedAcl {
   explicit ProtectedAcl(bool shared)
       : entries{{ZOO_PERM_ALL, {kAuthScheme, kAuthIdsAll}},
@@ -159,6 +159,21 @@ struct ProtectedAcl {
   ProtectedAcl& operator=(const ProtectedAcl&) = delete;
   struct ACL entries[2];
   struct ACL_vector vector;
+};
+
+// The ACL a node created at `path` gets: open without a credential, ProtectedAcl with one
+// (CREATE for everyone where `path` is one of the shared parents). Same lifetime rule.
+class NewNodeAcl {
+ public:
+  NewNodeAcl(const ZkClientOptions& options, const std::string& path)
+      : open_(options.auth.empty()),
+        protected_(std::find(options.shared_parents.begin(), options.shared_parents.end(),
+                             path) != options.shared_parents.end()) {}
+  const struct ACL_vector* get() const { return open_ ? &ZOO_OPEN_ACL_UNSAFE : &protected_.vector; }
+
+ private:
+  const bool open_;
+  const ProtectedAcl protected_;
 };
 
 void AuthDone(int rc, const void* data) {
@@ -475,11 +490,8 @@ Status ZkClient::Run(const std::string& what, const std::function<int(zhandle_t*
 Status ZkClient::Create(const std::string& path, const std::string& data, ZkCreateMode mode,
                         std::string* created) {
   ZkReply reply;
-  const bool shared = std::find(options_.shared_parents.begin(), options_.shared_parents.end(),
-                                path) != options_.shared_parents.end();
-  const ProtectedAcl protected_acl(shared);
-  const struct ACL_vector* acl =
-      options_.auth.empty() ? &ZOO_OPEN_ACL_UNSAFE : &protected_acl.vector;
+  const NewNodeAcl new_node_acl(options_, path);
+  const struct ACL_vector* acl = new_node_acl.get();
   Status s = Run(
       "create " + path,
       [&](zhandle_t* zh, void* d) {
@@ -545,11 +557,8 @@ Status ZkClient::Delete(const std::string& path, int32_t expected_version) {
 Status ZkClient::Replace(const std::string& path, int32_t expected_version,
                          const std::string& data, ZkCreateMode mode) {
   ZkReply reply;
-  const bool shared = std::find(options_.shared_parents.begin(), options_.shared_parents.end(),
-                                path) != options_.shared_parents.end();
-  const ProtectedAcl protected_acl(shared);
-  const struct ACL_vector* acl =
-      options_.auth.empty() ? &ZOO_OPEN_ACL_UNSAFE : &protected_acl.vector;
+  const NewNodeAcl new_node_acl(options_, path);
+  const struct ACL_vector* acl = new_node_acl.get();
   return Run(
       "replace " + path,
       [&](zhandle_t* zh, void* d) {
