@@ -56,17 +56,15 @@ inline BuiltTable BuildTable(const InternalKeyComparator& icmp, const TableModel
   return table;
 }
 
-// Opens `meta` through `store`, scans it fully and point-reads every key (and a missing
-// one) against `m`.
-inline void VerifyTable(TableStore* store, const InternalKeyComparator& icmp,
-                        const TableMeta& meta, const TableModel& m) {
-  auto source = store->OpenTable(meta);
-  ASSERT_TRUE(source.ok()) << source.status().ToString();
+// Opens table `meta` over `source`, scans it fully and point-reads every key (and a
+// missing one) against `m`.
+inline void VerifySource(FragmentSource* source, const InternalKeyComparator& icmp,
+                         const TableMeta& meta, const TableModel& m) {
   TableReadOptions ro;
   ro.comparator = &icmp;
   ro.paranoid_checks = true;
   std::unique_ptr<FragmentedTable> table;
-  Status s = OpenTable(ro, meta.layout, source.value().get(), &table);
+  Status s = OpenTable(ro, meta.layout, source, &table);
   ASSERT_TRUE(s.ok()) << s.ToString();
   leveldb::ReadOptions options;
   options.verify_checksums = true;
@@ -94,6 +92,14 @@ inline void VerifyTable(TableStore* store, const InternalKeyComparator& icmp,
   s = TableGet(*table, options, nullptr, "missing", kMaxSequenceNumber, &got, &result);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(static_cast<int>(result), static_cast<int>(TableGetResult::kNotFound));
+}
+
+// Opens `meta` through `store` and checks it as VerifySource does.
+inline void VerifyTable(TableStore* store, const InternalKeyComparator& icmp,
+                        const TableMeta& meta, const TableModel& m) {
+  auto source = store->OpenTable(meta);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  VerifySource(source.value().get(), icmp, meta, m);
 }
 
 // Reads the filter of `meta` through `store` and checks it admits every key of `m`.

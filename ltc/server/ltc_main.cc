@@ -125,6 +125,11 @@ DEFINE_bool(ltc_local_reads, true,
             "Read the tables of StoCs on this host from their files with pread, without a "
             "request per block (docs/stoc.md \"Local reads\"); reads of other StoCs, and "
             "every read this cannot serve, are requests");
+DEFINE_bool(ltc_local_reads_mmap, true,
+            "With --ltc_local_reads: map those files into memory and use their blocks in "
+            "place, as LevelDB reads its own tables (no system call, copy or block-cache "
+            "entry per block read); false reads them with pread (docs/stoc.md \"Local "
+            "reads\")");
 DEFINE_string(ltc_compaction_offload, "none",
               "Where compactions run: none (here), round-robin or least-loaded (StoCs)");
 DEFINE_uint64(ltc_l0_stop_write_mb, 256, "Level-0 size at which writes stop, MiB "
@@ -386,6 +391,7 @@ int main(int argc, char** argv) {
     if (!s.ok()) return BadFlags("--ltc_compaction_offload: " + s.ToString());
     no.offload_policy = FLAGS_ltc_compaction_offload;
     no.local_reads = FLAGS_ltc_local_reads;
+    no.map_local_files = FLAGS_ltc_local_reads_mmap;
     s = nova::lsm::ParseTableAvailability(FLAGS_ltc_table_availability, &no.availability);
     if (!s.ok()) return BadFlags("--ltc_table_availability: " + s.ToString());
     if (FLAGS_ltc_fragment_replicas < 1 || FLAGS_ltc_fragment_replicas > 16) {

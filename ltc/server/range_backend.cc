@@ -705,6 +705,7 @@ Status NovaBackends::Init() {
   // Over tcp a block in the response is one round trip; RDMA WRITEs it without copies.
   stoc_options.inline_reads = impl_->options.transport.backend != transport::Backend::kVerbs;
   stoc_options.local_reads = impl_->options.local_reads;
+  stoc_options.map_local_files = impl_->options.map_local_files;
   stoc_options.metrics = impl_->metrics;  // stoc_client_reads_total, stoc_client_read_us_total
   impl_->client = std::make_unique<stoc::StocClient>(&impl_->endpoint, stoc_options);
   // Before the transport starts: it registers for the LogCs' persist acknowledgments. (Made

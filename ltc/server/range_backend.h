@@ -150,6 +150,9 @@ struct NovaBackendOptions {
   std::chrono::milliseconds stoc_timeout{30000};
   // Tables of StoCs on this host are read with pread (StocClientOptions::local_reads).
   bool local_reads = true;
+  // With local_reads, and used in place from a mapping of the file
+  // (StocClientOptions::map_local_files).
+  bool map_local_files = true;
   // Logging (docs/durability.md): the default mode and replicas; the first assignment's
   // log_mode and log_replicas settings override them, and fix the mode for good (a later
   // assignment naming another mode is refused: restart the LTC).

@@ -1,6 +1,7 @@
 #include "stoc/client/local_files.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -41,6 +42,30 @@ Result<std::string> HostIdentity() {
 
 LocalFiles::Fd::~Fd() { ::close(fd); }
 
+MappedFile::~MappedFile() {
+  ::munmap(const_cast<char*>(data_), size_);
+  live_->fetch_sub(1, std::memory_order_relaxed);
+}
+
+const char* MappedFile::Find(uint64_t offset, uint64_t n) const {
+  if (offset > size_ || n > size_ - offset) return nullptr;
+  const char* p = data_ + offset;
+  // A whole block (the header before it gives its length): checked as Read checks it.
+  if (offset >= kBlockHeaderBytes && DecodeFixed32(p - kBlockHeaderBytes) == n &&
+      crc32c::Mask(crc32c::Value(p, n)) != DecodeFixed32(p - kBlockHeaderBytes + 4)) {
+    return nullptr;
+  }
+  return p;
+}
+
+size_t LocalFiles::MaxMappings() {
+  constexpr size_t kMost = 16384;
+  std::ifstream in("/proc/sys/vm/max_map_count");
+  size_t limit = 0;
+  if (!(in >> limit) || limit == 0) return kMost;
+  return std::clamp<size_t>(limit / 4, 1, kMost);
+}
+
 size_t LocalFiles::MaxOpenFiles() {
   constexpr size_t kMost = 4096;
   struct rlimit lim;
@@ -49,7 +74,10 @@ size_t LocalFiles::MaxOpenFiles() {
 }
 
 LocalFiles::LocalFiles(Locate locate)
-    : locate_(std::move(locate)), host_id_(HostIdentity()), max_open_(MaxOpenFiles()) {
+    : locate_(std::move(locate)),
+      host_id_(HostIdentity()),
+      max_open_(MaxOpenFiles()),
+      max_mappings_(MaxMappings()) {
   LOG_IF(INFO, !host_id_.ok()) << "StoC files are read by request only: "
                                << host_id_.status().ToString();
   sweeper_ = std::thread([this] { SweepLoop(); });
@@ -106,6 +134,35 @@ bool LocalFiles::Read(uint32_t stoc_id, uint64_t file_id, uint64_t offset, uint6
   }
   local_reads_.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+std::shared_ptr<const MappedFile> LocalFiles::Map(uint32_t stoc_id, uint64_t file_id) {
+  if (!host_id_.ok()) return nullptr;
+  std::shared_ptr<Fd> f = FdOf(stoc_id, file_id);
+  if (f == nullptr) return nullptr;
+  MutexLock lock(&f->map_mu);
+  if (f->map_tried) return f->mapped;
+  // Not counted as tried when the limit refuses it: a later call may find room.
+  if (live_mappings_->fetch_add(1, std::memory_order_relaxed) >= max_mappings_) {
+    live_mappings_->fetch_sub(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  f->map_tried = true;
+  struct stat st;
+  void* p = MAP_FAILED;
+  if (::fstat(f->fd, &st) == 0 && st.st_size > 0) {
+    p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, f->fd, 0);
+    LOG_IF(WARNING, p == MAP_FAILED) << "StoC " << stoc_id << " file " << file_id
+                                     << ": cannot map it (" << std::strerror(errno)
+                                     << "); reading it with pread";
+  }
+  if (p == MAP_FAILED) {
+    live_mappings_->fetch_sub(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  f->mapped = std::make_shared<MappedFile>(static_cast<const char*>(p),
+                                           static_cast<uint64_t>(st.st_size), live_mappings_);
+  return f->mapped;
 }
 
 std::shared_ptr<LocalFiles::Fd> LocalFiles::FdOf(uint32_t stoc_id, uint64_t file_id) {

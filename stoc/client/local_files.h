@@ -23,6 +23,17 @@
 // are read locally again only once it answers kLocalFile again. Every failure falls back
 // to the request, so a local read never fails a read the StoC would serve.
 //
+// Map lets a reader go one step further, as LevelDB reads its own tables: a read-only
+// mapping of the whole file (its size when mapped), whose acknowledged bytes the reader uses
+// in place, with no system call, copy or buffer per read (MappedFile::Find). A mapping
+// outlives the descriptor it was made from and the file's deletion; its holder keeps it for
+// as long as it reads the file (a table's source: while the table is open). Only bytes the
+// StoC acknowledged are read through it, and a StoC only ever cuts unacknowledged bytes off
+// a file (a failed append, a torn tail at recovery), so no read touches a page past the
+// file's end. An I/O error under a mapping is a SIGBUS, as for LevelDB's mapped tables. At
+// most MaxMappings() mappings exist at once, so a host with many tables keeps within the
+// kernel's limit of mappings per process; past it, reads use pread.
+//
 // A descriptor keeps a file the StoC deleted readable (as a StoC's own readers do) and its
 // disk space allocated: a background thread closes the descriptors of unlinked files every
 // kSweepInterval, and closes every descriptor let go of (evicted, forgotten), so a reader
@@ -58,6 +69,32 @@ namespace nova::stoc {
 // be read (then no file is read locally).
 Result<std::string> HostIdentity();
 
+// A read-only mapping of a StoC's data file on this host (LocalFiles::Map): the file's first
+// size() bytes.
+//
+// Thread safety: immutable; safe for concurrent use.
+class MappedFile {
+ public:
+  // Takes over the mapping [data, +size); `live` counts the mappings that exist (this one
+  // included), shared so that a mapping may outlive its LocalFiles.
+  MappedFile(const char* data, uint64_t size, std::shared_ptr<std::atomic<size_t>> live)
+      : data_(data), size_(size), live_(std::move(live)) {}
+  ~MappedFile();  // unmaps it
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  uint64_t size() const { return size_; }
+  // The bytes [offset, +n) in place, or null if the mapping does not hold all of them, or
+  // if they are a whole StoC block whose CRC does not match (as LocalFiles::Read checks).
+  // REQUIRES: the StoC acknowledged those bytes.
+  const char* Find(uint64_t offset, uint64_t n) const;
+
+ private:
+  const char* const data_;
+  const uint64_t size_;
+  const std::shared_ptr<std::atomic<size_t>> live_;
+};
+
 class LocalFiles {
  public:
   // Asks StoC `stoc_id` where file `file_id` lies (a kLocalFile request).
@@ -78,6 +115,11 @@ class LocalFiles {
   // (not local, not known to the StoC, a short read, an I/O error, a CRC mismatch).
   bool Read(uint32_t stoc_id, uint64_t file_id, uint64_t offset, uint64_t size, char* dst)
       EXCLUDES(mu_);
+  // A read-only mapping of disk file `file_id` of StoC `stoc_id`, made once per open
+  // descriptor (later calls return the same one); null if the file must be read by Read or
+  // by request (not local, empty, mmap failed, MaxMappings() reached). Reads through it see
+  // the file as large as it was when mapped: a caller falls back to Read past its end.
+  std::shared_ptr<const MappedFile> Map(uint32_t stoc_id, uint64_t file_id) EXCLUDES(mu_);
   // Closes the descriptors of StoC `stoc_id`'s files and reads none of its files locally
   // for kDownInterval: the StoC is down (its client saw the connection fail) or moved.
   void ForgetStoc(uint32_t stoc_id) EXCLUDES(mu_);
@@ -85,18 +127,25 @@ class LocalFiles {
   // files were unknown. The sweeping thread calls it every kSweepInterval; tests directly.
   void Sweep() EXCLUDES(mu_);
 
-  // Descriptors open now, and reads served by pread so far.
+  // Descriptors open now, reads served by pread so far, and mappings that exist (held here
+  // or by readers).
   size_t open_files() const EXCLUDES(mu_);
   uint64_t local_reads() const { return local_reads_.load(std::memory_order_relaxed); }
+  size_t live_mappings() const { return live_mappings_->load(std::memory_order_relaxed); }
   // The most descriptors kept: 4096, or a quarter of the soft RLIMIT_NOFILE if lower (the
   // process needs descriptors for its connections and files too).
   static size_t MaxOpenFiles();
+  // The most mappings at once: 16384, or a quarter of /proc/sys/vm/max_map_count if lower.
+  static size_t MaxMappings();
 
  private:
   struct Fd {
     explicit Fd(int f) : fd(f) {}
     ~Fd();
     const int fd;
+    Mutex map_mu;
+    bool map_tried GUARDED_BY(map_mu) = false;
+    std::shared_ptr<const MappedFile> mapped GUARDED_BY(map_mu);  // null: not mappable
   };
   using FileKey = std::pair<uint32_t, uint64_t>;  // (stoc_id, file_id)
 
@@ -114,7 +163,10 @@ class LocalFiles {
   const Locate locate_;
   const Result<std::string> host_id_;
   const size_t max_open_;
+  const size_t max_mappings_;
   std::atomic<uint64_t> local_reads_{0};
+  const std::shared_ptr<std::atomic<size_t>> live_mappings_ =
+      std::make_shared<std::atomic<size_t>>(0);
   mutable Mutex mu_;
   CondVar cv_;  // wakes the sweeping thread to stop
   bool stop_ GUARDED_BY(mu_) = false;

@@ -160,6 +160,86 @@ TEST_F(LocalFilesTest, AWholeBlockIsCheckedAgainstItsHeader) {
   EXPECT_EQ(buf.substr(0, 4), block.substr(1, 4));
 }
 
+// Map: one mapping per descriptor, its bytes in place; nothing past the file's size when
+// mapped; it outlives the file's deletion, the sweep that closes the descriptor and the
+// LocalFiles itself, and is counted while it exists.
+TEST_F(LocalFilesTest, MapsAFileForReadsInPlace) {
+  LocalFileResponse a = MakeFile("a.dat", "0123456789");
+  answers_.emplace(std::make_pair(1u, 7ull), a);
+  answers_.emplace(std::make_pair(1u, 8ull), MakeFile("empty.dat", ""));
+  LocalFileResponse other_host = MakeFile("b.dat", "bbbb");
+  other_host.host_id = "another-boot net:1";
+  answers_.emplace(std::make_pair(2u, 1ull), other_host);
+  auto files = std::make_unique<LocalFiles>(Scripted());
+  std::shared_ptr<const MappedFile> m = files->Map(1, 7);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->size(), 10u);
+  const char* p = m->Find(3, 4);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(std::string(p, 4), "3456");
+  EXPECT_EQ(m->Find(8, 4), nullptr) << "past the mapping: read otherwise";
+  EXPECT_EQ(m->Find(11, 0), nullptr);
+  EXPECT_EQ(files->Map(1, 7), m) << "one mapping per descriptor";
+  EXPECT_EQ(asked_[1], 1);
+  EXPECT_EQ(files->live_mappings(), 1u);
+  EXPECT_EQ(files->Map(1, 8), nullptr) << "an empty file has nothing to map";
+  EXPECT_EQ(files->Map(2, 1), nullptr) << "another host's file";
+  EXPECT_EQ(files->live_mappings(), 1u);
+
+  // Grown since: the mapping still holds what it held (its end is where reads fall back).
+  { std::ofstream(a.path, std::ios::app) << "abc"; }
+  EXPECT_EQ(files->Map(1, 7)->size(), 10u);
+
+  ASSERT_EQ(::unlink(a.path.c_str()), 0);
+  files->Sweep();
+  EXPECT_EQ(files->open_files(), 1u) << "the empty file's descriptor is still open";
+  EXPECT_EQ(std::string(m->Find(0, 10), 10), "0123456789") << "a deleted file stays mapped";
+  EXPECT_EQ(files->Map(1, 7), nullptr) << "reopened: the path is gone";
+  files.reset();
+  EXPECT_EQ(std::string(m->Find(5, 5), 5), "56789") << "the mapping outlives its LocalFiles";
+  m.reset();  // unmaps it; the count it updates is shared, so no LocalFiles is needed
+}
+
+TEST_F(LocalFilesTest, MappingsCountAndGoWithTheirLastHolder) {
+  answers_.emplace(std::make_pair(1u, 1ull), MakeFile("a.dat", "aaaa"));
+  answers_.emplace(std::make_pair(1u, 2ull), MakeFile("b.dat", "bbbb"));
+  LocalFiles files(Scripted());
+  std::shared_ptr<const MappedFile> a = files.Map(1, 1);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(files.Map(1, 2), nullptr);
+  EXPECT_EQ(files.live_mappings(), 2u) << "b's mapping is held by its descriptor";
+  files.ForgetStoc(1);  // the descriptors go to the sweeping thread
+  files.Sweep();
+  EXPECT_EQ(files.open_files(), 0u);
+  EXPECT_EQ(files.live_mappings(), 1u) << "only the mapping someone holds is left";
+  a.reset();
+  EXPECT_EQ(files.live_mappings(), 0u);
+  EXPECT_GE(LocalFiles::MaxMappings(), 1u);
+}
+
+// A whole StoC block found in a mapping is checked against its header, as Read checks it.
+TEST_F(LocalFilesTest, AWholeBlockInAMappingIsCheckedAgainstItsHeader) {
+  const std::string block = "the block's data";
+  std::string f(8, '\0');
+  EncodeFixed32(&f[0], static_cast<uint32_t>(block.size()));
+  EncodeFixed32(&f[4], crc32c::Mask(crc32c::Value(block)) + 1);
+  answers_.emplace(std::make_pair(1u, 1ull), MakeFile("bad.dat", f + block));
+  f.clear();
+  f.resize(8);
+  EncodeFixed32(&f[0], static_cast<uint32_t>(block.size()));
+  EncodeFixed32(&f[4], crc32c::Mask(crc32c::Value(block)));
+  answers_.emplace(std::make_pair(1u, 2ull), MakeFile("good.dat", f + block));
+  LocalFiles files(Scripted());
+  auto bad = files.Map(1, 1);
+  auto good = files.Map(1, 2);
+  ASSERT_NE(bad, nullptr);
+  ASSERT_NE(good, nullptr);
+  EXPECT_EQ(bad->Find(8, block.size()), nullptr) << "the request reports the corruption";
+  ASSERT_NE(bad->Find(9, 4), nullptr) << "part of a block: nothing to check";
+  ASSERT_NE(good->Find(8, block.size()), nullptr);
+  EXPECT_EQ(std::string(good->Find(8, block.size()), block.size()), block);
+}
+
 // A StoC that goes down while a file of it is being located: the answer is not used.
 TEST_F(LocalFilesTest, ALocateUnderWayWhenTheStocGoesDownIsNotUsed) {
   answers_.emplace(std::make_pair(1u, 1ull), MakeFile("a.dat", "aaaa"));

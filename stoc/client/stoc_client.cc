@@ -30,7 +30,10 @@ StocClient::StocClient(rpc::RpcEndpoint* endpoint, const StocClientOptions& opti
                          "Microseconds spent reading blocks from StoCs, all threads")),
       local_reads_(CounterOf(options.metrics, "stoc_client_local_reads_total",
                              "Blocks of StoCs on this host read from their files with pread "
-                             "(counted in stoc_client_reads_total too)")) {
+                             "(counted in stoc_client_reads_total too)")),
+      mapped_reads_(CounterOf(options.metrics, "stoc_client_mapped_reads_total",
+                              "Blocks of StoCs on this host read in place from a memory mapping "
+                              "of their files (not in stoc_client_reads_total)")) {
   if (options_.local_reads) {
     local_ = std::make_unique<LocalFiles>([this](uint32_t stoc_id, uint64_t file_id) {
       return LocateFile(stoc_id, file_id);
@@ -339,6 +342,11 @@ bool StocClient::ReadLocal(const BlockHandle& block, char* dst) {
   if (!ReadFromFile(block, dst)) return false;
   CountRead(start);
   return true;
+}
+
+std::shared_ptr<const MappedFile> StocClient::MapLocal(uint32_t stoc_id, uint64_t file_id) {
+  if (local_ == nullptr || !options_.map_local_files) return nullptr;
+  return local_->Map(stoc_id, file_id);
 }
 
 void StocClient::CountRead(uint64_t start) {

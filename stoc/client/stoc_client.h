@@ -90,6 +90,10 @@ struct StocClientOptions {
   // for library users (a test that arms the StoC's "stoc.read" fault point reads by
   // request); the LTC turns it on (--ltc_local_reads).
   bool local_reads = false;
+  // With local_reads: MapLocal maps such files, for readers that use their bytes in place
+  // (StocTableStore's table reads: no system call, copy or buffer per block, as LevelDB
+  // reads its own tables). The LTC sets it from --ltc_local_reads_mmap.
+  bool map_local_files = true;
   // Where Read counts itself: stoc_client_reads_total and stoc_client_read_us_total (every
   // block read, failed ones included). Null: not counted. Must outlive the client.
   MetricsRegistry* metrics = nullptr;
@@ -135,6 +139,15 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   // counted and timed as Read. False, having done nothing, where Read would send a request
   // (options.local_reads off, not local, any failure): then call Read.
   bool ReadLocal(const BlockHandle& block, char* dst);
+  // A read-only mapping of disk file `file_id` of StoC `stoc_id` on this host, for reads in
+  // place (LocalFiles::Map); null without options.local_reads and options.map_local_files,
+  // or where the file cannot be mapped (then use ReadLocal or Read). A reader counts each
+  // block it reads through one with CountMappedRead.
+  std::shared_ptr<const MappedFile> MapLocal(uint32_t stoc_id, uint64_t file_id);
+  // stoc_client_mapped_reads_total (not in stoc_client_reads_total).
+  void CountMappedRead() {
+    if (mapped_reads_ != nullptr) mapped_reads_->Increment();
+  }
   // Nanoseconds the calling thread has spent in Read (of any StocClient) since it started:
   // a server attributes the block reads of the request a thread serves to it by the
   // difference around the request. Per thread, no synchronization; a read the client fans
@@ -224,6 +237,7 @@ class StocClient : public rpc::RpcService, public rpc::EndpointObserver {
   Counter* const reads_;    // stoc_client_reads_total; null without options.metrics
   Counter* const read_us_;  // stoc_client_read_us_total; as reads_
   Counter* const local_reads_;  // stoc_client_local_reads_total; as reads_
+  Counter* const mapped_reads_;  // stoc_client_mapped_reads_total; as reads_
   // Short-circuit reads of co-located StoCs; null without options.local_reads.
   std::unique_ptr<LocalFiles> local_;
 

@@ -39,19 +39,28 @@ leveldb::Status ToLevelDB(const Status& s) {
 }  // namespace
 
 // Reads the fragments of one table; remembers per fragment the replica that last worked.
+// A fragment with a replica on a StoC of this host is read in place from a mapping of that
+// replica's file (StocClient::MapLocal), which the source keeps until it is destroyed (the
+// table is closed before its source: FragmentSource's contract for results in place).
 class StocTableStore::Source final : public lsm::FragmentSource {
  public:
   // `store` must outlive this.
   Source(StocTableStore* store, const lsm::TableMeta& meta)
       : store_(store),
         meta_(meta),
-        preferred_(new std::atomic<uint32_t>[meta.fragments.size()]()) {}
+        preferred_(new std::atomic<uint32_t>[meta.fragments.size()]()),
+        mapped_(new std::atomic<const Mapped*>[meta.fragments.size()]()),
+        map_after_(new std::atomic<uint64_t>[meta.fragments.size()]()) {}
 
   leveldb::Status ReadFragment(uint32_t fragment, uint64_t offset, size_t n, char* scratch,
                                leveldb::Slice* result) override {
     if (fragment >= meta_.fragments.size()) {
       return leveldb::Status::Corruption("table " + std::to_string(meta_.number) +
                                          " has no fragment " + std::to_string(fragment));
+    }
+    if (const char* in_place = InPlace(fragment, offset, n)) {
+      *result = leveldb::Slice(in_place, n);
+      return leveldb::Status::OK();
     }
     Status s =
         store_->ReadFragmentOf(meta_, fragment, offset, n, scratch, &preferred_[fragment]);
@@ -60,9 +69,58 @@ class StocTableStore::Source final : public lsm::FragmentSource {
   }
 
  private:
+  // A replica of a fragment on this host and the mapping of its file.
+  struct Mapped {
+    lsm::FragmentLocation loc;
+    std::shared_ptr<const MappedFile> file;
+  };
+  // How long a fragment none of whose replicas could be mapped is read otherwise before
+  // the source tries again (a StoC of this host that was down may be back).
+  static constexpr uint64_t kRemapNanos = 1'000'000'000;
+
+  // [offset, +n) of the fragment in place, or null if it must be read by ReadFragmentOf.
+  const char* InPlace(uint32_t fragment, uint64_t offset, uint64_t n) {
+    const Mapped* m = mapped_[fragment].load(std::memory_order_acquire);
+    if (m == nullptr) {
+      const uint64_t now = MonoNanos();
+      if (now < map_after_[fragment].load(std::memory_order_relaxed)) return nullptr;
+      m = MapFragment(fragment);
+      if (m == nullptr) {
+        map_after_[fragment].store(now + kRemapNanos, std::memory_order_relaxed);
+        return nullptr;
+      }
+    }
+    uint64_t at = 0;
+    if (!FileOffsetOf(m->loc, offset, n, &at)) return nullptr;
+    const char* p = m->file->Find(at, n);
+    if (p != nullptr) store_->client_->CountMappedRead();
+    return p;
+  }
+
+  // Maps the first replica of the fragment that is on this host; null if none is.
+  const Mapped* MapFragment(uint32_t fragment) EXCLUDES(mu_) {
+    for (const lsm::FragmentLocation& loc : meta_.fragments[fragment]) {
+      std::shared_ptr<const MappedFile> file = store_->client_->MapLocal(loc.stoc_id, loc.file_id);
+      if (file == nullptr) continue;
+      MutexLock lock(&mu_);
+      const Mapped* other = mapped_[fragment].load(std::memory_order_acquire);
+      if (other != nullptr) return other;  // another thread mapped it first
+      mappings_.push_back(std::make_unique<Mapped>(Mapped{loc, std::move(file)}));
+      mapped_[fragment].store(mappings_.back().get(), std::memory_order_release);
+      return mappings_.back().get();
+    }
+    return nullptr;
+  }
+
   StocTableStore* const store_;  // must outlive this
   const lsm::TableMeta meta_;
   const std::unique_ptr<std::atomic<uint32_t>[]> preferred_;  // per fragment
+  // Per fragment: its mapped replica (owned by mappings_) once one is, else null.
+  const std::unique_ptr<std::atomic<const Mapped*>[]> mapped_;
+  // Per fragment: MonoNanos() before which no mapping is tried again.
+  const std::unique_ptr<std::atomic<uint64_t>[]> map_after_;
+  Mutex mu_;
+  std::vector<std::unique_ptr<Mapped>> mappings_ GUARDED_BY(mu_);
 };
 
 StocTableStore::StocTableStore(StocClient* client, StocTableStoreOptions options)
@@ -335,6 +393,18 @@ Result<std::unique_ptr<StocFile>> StocTableStore::CreateFile(uint32_t stoc_id,
   return file;
 }
 
+bool StocTableStore::FileOffsetOf(const lsm::FragmentLocation& loc, uint64_t offset, uint64_t n,
+                                  uint64_t* file_offset) {
+  if (offset > loc.size || n > loc.size - offset) return false;
+  if (loc.chunk_bytes == 0) {
+    *file_offset = loc.offset + offset;
+    return true;
+  }
+  if (n > loc.chunk_bytes - offset % loc.chunk_bytes) return false;  // runs into the next chunk
+  *file_offset = loc.offset + offset / loc.chunk_bytes * loc.chunk_stride + offset % loc.chunk_bytes;
+  return true;
+}
+
 Status StocTableStore::ReadBlock(const lsm::FragmentLocation& loc, uint64_t offset, uint64_t n,
                                  char* dst) {
   if (offset > loc.size || n > loc.size - offset) {
@@ -357,11 +427,8 @@ Status StocTableStore::ReadBlock(const lsm::FragmentLocation& loc, uint64_t offs
     }
     return Status::OK();
   }
-  // Where [offset, +n) lies in the file; it is inside one chunk here.
-  const uint64_t file_offset =
-      loc.chunk_bytes == 0 ? loc.offset + offset
-                           : loc.offset + offset / loc.chunk_bytes * loc.chunk_stride +
-                                 offset % loc.chunk_bytes;
+  uint64_t file_offset = 0;
+  FileOffsetOf(loc, offset, n, &file_offset);  // true: inside one chunk here
   const BlockHandle block{loc.stoc_id, loc.file_id, FileKind::kDisk, file_offset, n};
   // A StoC on this host: straight into dst, without a staging buffer.
   if (client_->ReadLocal(block, dst)) return Status::OK();

@@ -303,6 +303,10 @@ class StocTableStore final : public lsm::TableStore {
                                  const ParsedFileName& parsed)>& visit);
   // Runs every job, in parallel, and returns their statuses in order.
   std::vector<Status> RunAll(const std::vector<std::function<Status()>>& jobs);
+  // Where [offset, +n) of replica `loc` lies in its file; false if the range is not inside
+  // the replica or runs from one chunk into the next (not contiguous in the file).
+  static bool FileOffsetOf(const lsm::FragmentLocation& loc, uint64_t offset, uint64_t n,
+                           uint64_t* file_offset);
   // Reads [offset, +n) of fragment `fragment` of `meta` into dst: from a replica (first
   // *preferred, then the others), else, for a stripe column, rebuilt from the stripe.
   Status ReadFragmentOf(const lsm::TableMeta& meta, uint32_t fragment, uint64_t offset,

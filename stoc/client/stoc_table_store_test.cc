@@ -51,6 +51,8 @@ class StocTableStoreTest : public ::testing::Test {
     StocClientOptions co;
     co.timeout = std::chrono::seconds(10);
     co.local_reads = local_reads_;
+    co.map_local_files = map_local_files_;
+    co.metrics = &client_metrics_;
     client_ = std::make_unique<StocClient>(&endpoint_, co);
     ASSERT_TRUE(transport_->Init().ok());
     ASSERT_TRUE(transport_->Start().ok());
@@ -197,6 +199,8 @@ class StocTableStoreTest : public ::testing::Test {
 
   std::string dir_;
   bool local_reads_ = false;  // the client's StocClientOptions::local_reads
+  bool map_local_files_ = false;  // and its map_local_files
+  MetricsRegistry client_metrics_;  // the client's counters
   std::map<uint32_t, Node> nodes_;
   rpc::RpcEndpoint endpoint_;
   std::unique_ptr<transport::Transport> transport_;
@@ -350,7 +354,7 @@ TEST_F(StocTableStoreTest, ReadsFailOverWhenAStocStops) {
 // locally any more and reads fail over to the other replica as they do by request.
 class StocTableStoreLocalReadsTest : public StocTableStoreTest {
  protected:
-  StocTableStoreLocalReadsTest() { local_reads_ = true; }
+  StocTableStoreLocalReadsTest() { local_reads_ = true; }  // with pread, not mappings
 };
 
 TEST_F(StocTableStoreLocalReadsTest, TablesAreReadLocallyAndFailOverWhenAStocStops) {
@@ -377,6 +381,68 @@ TEST_F(StocTableStoreLocalReadsTest, TablesAreReadLocallyAndFailOverWhenAStocSto
   ASSERT_NO_FATAL_FAILURE(lsm::table_test::VerifyTable(store.get(), icmp_, meta, m));
   ASSERT_NO_FATAL_FAILURE(lsm::table_test::VerifyFilter(store.get(), bloom_.get(), meta, m));
   EXPECT_GT(store->GetStats().read_failovers, 0u);
+}
+
+// The LTC's default: tables of StoCs on the client's host are read in place from
+// mappings of their files (StocClient::MapLocal): no request, no pread, no copy. A source
+// keeps its mappings while it is open, so a table whose StoC stops, or whose files are
+// deleted, reads the same bytes until it is closed; then the mappings go.
+class StocTableStoreMappedReadsTest : public StocTableStoreTest {
+ protected:
+  StocTableStoreMappedReadsTest() {
+    local_reads_ = true;
+    map_local_files_ = true;
+  }
+};
+
+TEST_F(StocTableStoreMappedReadsTest, TablesAreReadInPlaceWhileTheirSourceIsOpen) {
+  lsm::table_test::TableModel m;
+  lsm::TableMeta meta;
+  auto store = StoreWithTwoReplicaTable(
+      "StocTableStoreMappedReadsTest.TablesAreReadInPlaceWhileTheirSourceIsOpen", &m, &meta);
+  ASSERT_FALSE(HasFailure());
+  LocalFiles* local = client_->local_files();
+  ASSERT_NE(local, nullptr);
+  Counter* mapped = client_metrics_.GetCounter("stoc_client_mapped_reads_total", "");
+  ASSERT_NO_FATAL_FAILURE(lsm::table_test::VerifyTable(store.get(), icmp_, meta, m));
+  EXPECT_GT(mapped->value(), 0u);
+  for (auto& [id, node] : nodes_) {
+    EXPECT_EQ(client_->Stats(id)->reads, 0u) << "StoC " << id << " served a read request";
+  }
+
+  // A source's reads point into the mapping, not into the caller's scratch.
+  auto opened = store->OpenTable(meta);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<lsm::FragmentSource> source = std::move(opened.value());
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(meta.layout.FragmentSize(0), 1000));
+  ASSERT_GT(n, 0u);
+  std::string scratch(n, '\0');
+  leveldb::Slice first;
+  ASSERT_TRUE(source->ReadFragment(0, 0, n, scratch.data(), &first).ok());
+  ASSERT_EQ(first.size(), n);
+  EXPECT_NE(first.data(), scratch.data()) << "not read in place";
+  const std::string expected = first.ToString();
+  // Its first read of each fragment maps a replica of it.
+  for (uint32_t i = 1; i < meta.fragments.size(); ++i) {
+    if (meta.layout.FragmentSize(i) == 0) continue;
+    leveldb::Slice byte;
+    ASSERT_TRUE(source->ReadFragment(i, 0, 1, scratch.data(), &byte).ok()) << i;
+    EXPECT_NE(byte.data(), scratch.data()) << "fragment " << i << " not read in place";
+  }
+
+  // The table's files are deleted and every StoC stops: the open source still reads the
+  // same bytes and the whole table, from its mappings.
+  ASSERT_TRUE(store->DeleteTable(meta).ok());
+  local->Sweep();
+  EXPECT_EQ(local->open_files(), 0u) << "the deleted files' descriptors are closed";
+  EXPECT_GT(local->live_mappings(), 0u) << "the open source holds its mappings";
+  for (uint32_t id = 1; id <= kNumStocs; ++id) StopStoc(id);
+  leveldb::Slice again;
+  ASSERT_TRUE(source->ReadFragment(0, 0, n, scratch.data(), &again).ok());
+  EXPECT_EQ(again.ToString(), expected);
+  ASSERT_NO_FATAL_FAILURE(lsm::table_test::VerifySource(source.get(), icmp_, meta, m));
+  source.reset();
+  EXPECT_EQ(local->live_mappings(), 0u) << "closing the table lets its mappings go";
 }
 
 TEST_F(StocTableStoreTest, PowerOfDPlacesFragmentsOnIdleStocs) {
