@@ -15,7 +15,7 @@
 # Writes to DIR (default a new temporary directory, printed): perf.data, report-comm.txt
 # (CPU share per process), report-dso.txt (kernel vs libraries vs binaries),
 # report-sym.txt (top symbols), the run's nova_ycsb report and, for a cluster,
-# the LTC's and a StoC's /metrics after the run. Needs `perf` (Debian: linux-perf) and the
+# the LTC's and a StoC's /metrics and `nova_cli stats` (stats.txt) after the run. Needs `perf` (Debian: linux-perf) and the
 # binaries in $NOVA_BUILD_DIR/bin (default build/bin). Every process it starts is stopped
 # (and embedded LevelDB's data removed) on exit. Exit status: 0, or 1 with the reason on
 # stderr.
@@ -99,6 +99,10 @@ sleep "$perf_start"  # into the run's steady part
 perf record -F 499 -a -g -o "$out/perf.data" -- sleep "$perf_seconds" > "$out/perf.out" 2>&1 ||
   echo "perf record failed (see $out/perf.out)" >&2
 wait "$run_pid" || die "the run failed (see $out/run.out)"
+if [[ "$engine" != embedded ]]; then
+  # Per range and level: tables, bytes, and what flushes and compactions read and wrote.
+  "$bin/nova_cli" --zk="$NOVA_ZK" --cluster="$NOVA_CLUSTER" stats > "$out/stats.txt" 2>&1 || true
+fi
 for log in ltc-0 stoc-0; do
   addr=$(grep -o "serving /metrics on http://[0-9.:]*" "$cluster/logs/$log.log" | head -n 1 |
          grep -o "[0-9.]*:[0-9]*$" || true)
