@@ -15,10 +15,10 @@
 # Writes to DIR (default a new temporary directory, printed): perf.data, report-comm.txt
 # (CPU share per process), report-dso.txt (kernel vs libraries vs binaries),
 # report-sym.txt (top symbols), the run's nova_ycsb report and, for a cluster,
-# the LTC's and a StoC's /metrics and `nova_cli stats` (stats.txt) after the run. Needs `perf` (Debian: linux-perf) and the
-# binaries in $NOVA_BUILD_DIR/bin (default build/bin). Every process it starts is stopped
-# (and embedded LevelDB's data removed) on exit. Exit status: 0, or 1 with the reason on
-# stderr.
+# the LTC's and a StoC's /metrics and `nova_cli stats` (stats.txt) after the run. Needs
+# `perf` (Debian: linux-perf) and the binaries in $NOVA_BUILD_DIR/bin (default build/bin).
+# Every process it starts is stopped (and embedded LevelDB's data removed) on exit. Exit
+# status: 0, or 1 with the reason on stderr.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -25,6 +25,14 @@ namespace {
 // u32, both little-endian, right before the block's data.
 constexpr uint64_t kBlockHeaderBytes = 8;
 
+// True if `header` (the 8 bytes before data) gives n as its block's length and a CRC that
+// data[0, n) does not match: a whole block that fails its check. A read of part of a block
+// has no CRC to check (false).
+bool WholeBlockFailsCrc(const char* header, const char* data, uint64_t n) {
+  return DecodeFixed32(header) == n &&
+         crc32c::Mask(crc32c::Value(data, n)) != DecodeFixed32(header + 4);
+}
+
 }  // namespace
 
 Result<std::string> HostIdentity() {
@@ -51,8 +59,7 @@ const char* MappedFile::Find(uint64_t offset, uint64_t n) const {
   if (offset > size_ || n > size_ - offset) return nullptr;
   const char* p = data_ + offset;
   // A whole block (the header before it gives its length): checked as Read checks it.
-  if (offset >= kBlockHeaderBytes && DecodeFixed32(p - kBlockHeaderBytes) == n &&
-      crc32c::Mask(crc32c::Value(p, n)) != DecodeFixed32(p - kBlockHeaderBytes + 4)) {
+  if (offset >= kBlockHeaderBytes && WholeBlockFailsCrc(p - kBlockHeaderBytes, p, n)) {
     return nullptr;
   }
   return p;
@@ -124,8 +131,7 @@ bool LocalFiles::Read(uint32_t stoc_id, uint64_t file_id, uint64_t offset, uint6
     if (n <= 0) return false;
     done += static_cast<uint64_t>(n);
   }
-  if (lead > 0 && DecodeFixed32(header) == size &&
-      crc32c::Mask(crc32c::Value(dst, size)) != DecodeFixed32(header + 4)) {
+  if (lead > 0 && WholeBlockFailsCrc(header, dst, size)) {
     // A whole block that fails its check: the request reports the corruption (and a reader
     // tries another replica).
     LOG(WARNING) << "StoC " << stoc_id << " file " << file_id << ": block at " << offset
