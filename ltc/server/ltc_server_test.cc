@@ -8,9 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <future>
 #include <map>
 #include <random>
+#include <sstream>
 
 #include "client/ltc_connection.h"
 #include "client/nova_client.h"
@@ -260,7 +262,7 @@ class EngineBackend final : public RangeBackend {
   void ReleaseSnapshot(Snapshot s) override {
     engine_.ReleaseSnapshot(static_cast<const EngineSnapshot*>(s));
   }
-  std::string StatsText() override { return "engine=test\n"; }
+  std::string StatsText() override { return EngineStatsText(&engine_); }
   Result<uint64_t> ApproximateSize(const KeyRange& span) override {
     return engine_.ApproximateSize(span);
   }
@@ -342,6 +344,39 @@ TEST(LtcServerAdminTest, SizesCompactionAndFiguresAcrossRanges) {
   }
   EXPECT_GT(tables, 4u);
   for (int i = 0; i < kKeys; i += 97) EXPECT_TRUE(c.Get(SpreadKey(i)).ok()) << i;
+  // `nova_cli stats` shows what writing each level cost, in LevelDB's columns: a row for
+  // Level 0 (written by flushes, empty now) and one for Level 1 (written by the compaction)
+  // in every range, none for the levels never written.
+  auto text = c.Stats();
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  const std::string& t = text.value();
+  size_t headers = 0;
+  for (size_t at = t.find("Level  Files Size(MB)"); at != std::string::npos;
+       at = t.find("Level  Files Size(MB)", at + 1)) {
+    ++headers;
+  }
+  EXPECT_EQ(headers, 4u) << t;
+  std::istringstream lines(t);
+  std::string line;
+  int level_rows[2] = {0, 0};
+  while (std::getline(lines, line)) {
+    int level = -1;
+    unsigned long long files = 0;
+    double size_mb = -1, secs = -1, read_mb = -1, write_mb = -1;
+    if (std::sscanf(line.c_str(), " %d %llu %lf %lf %lf %lf", &level, &files, &size_mb, &secs,
+                    &read_mb, &write_mb) != 6) {
+      continue;
+    }
+    ASSERT_TRUE(level == 0 || level == 1) << line;  // nothing below Level 1 yet
+    ++level_rows[level];
+    if (level == 0) {
+      EXPECT_EQ(files, 0u) << line;  // all compacted into Level 1
+    } else {
+      EXPECT_GT(files, 0u) << line;
+    }
+  }
+  EXPECT_EQ(level_rows[0], 4) << t;  // every range flushed into Level 0
+  EXPECT_EQ(level_rows[1], 4) << t;
   auto after = c.ApproximateSizes({KeyRange::All()});
   ASSERT_TRUE(after.ok());
   EXPECT_NEAR(static_cast<double>(after.value()[0]) / total, 1.0, 0.3);

@@ -262,19 +262,7 @@ class NovaBackend final : public RangeBackend {
   void GetFigures(bool with_tables, RangeFigures* out) override {
     FillEngineFigures(engine_.get(), with_tables, out);
   }
-  std::string StatsText() override {
-    const EngineStats st = engine_->GetStats();
-    std::ostringstream out;
-    out << "engine=nova puts=" << st.puts << " deletes=" << st.deletes << " gets=" << st.gets
-        << " flushes=" << st.flushes << " compactions=" << st.compactions
-        << " table_moves=" << st.table_moves
-        << " stalls=" << st.stalls << " stall_micros=" << st.stall_micros
-        << " dranges=" << st.dranges << " drange_imbalance=" << st.drange_imbalance
-        << " last_sequence=" << st.last_sequence << "\n  levels:";
-    for (int l = 0; l < lsm::kNumLevels; ++l) out << " L" << l << "=" << st.level_tables[l];
-    out << "\n";
-    return out.str();
-  }
+  std::string StatsText() override { return EngineStatsText(engine_.get()); }
 
   // Shared with the engine's on_fenced callback.
   std::shared_ptr<FenceNotice> fence_ = std::make_shared<FenceNotice>();
@@ -311,6 +299,33 @@ void FillEngineFigures(RangeEngine* engine, bool with_tables, RangeFigures* out)
                                          m.smallest, m.largest});
     }
   }
+}
+
+std::string EngineStatsText(RangeEngine* engine) {
+  const EngineStats st = engine->GetStats();
+  std::ostringstream out;
+  out << "engine=nova puts=" << st.puts << " deletes=" << st.deletes << " gets=" << st.gets
+      << " flushes=" << st.flushes << " compactions=" << st.compactions
+      << " table_moves=" << st.table_moves
+      << " stalls=" << st.stalls << " stall_micros=" << st.stall_micros
+      << " dranges=" << st.dranges << " drange_imbalance=" << st.drange_imbalance
+      << " last_sequence=" << st.last_sequence << "\n  levels:";
+  for (int l = 0; l < lsm::kNumLevels; ++l) out << " L" << l << "=" << st.level_tables[l];
+  out << "\n  Level  Files Size(MB) Time(sec) Read(MB) Write(MB)\n";
+  constexpr double kMiB = 1048576.0;
+  for (int l = 0; l < lsm::kNumLevels; ++l) {
+    if (st.level_tables[l] == 0 && st.level_compaction_micros[l] == 0 &&
+        st.level_write_bytes[l] == 0) {
+      continue;  // as LevelDB: a level never written and empty is left out
+    }
+    char line[128];
+    std::snprintf(line, sizeof(line), "  %5d %6llu %8.0f %9.0f %8.0f %9.0f\n", l,
+                  static_cast<unsigned long long>(st.level_tables[l]),
+                  st.level_bytes[l] / kMiB, st.level_compaction_micros[l] / 1e6,
+                  st.level_read_bytes[l] / kMiB, st.level_write_bytes[l] / kMiB);
+    out << line;
+  }
+  return out.str();
 }
 
 BackendFactory LevelDbBackendFactory(LevelDbBackendOptions options) {
