@@ -12,8 +12,8 @@
 #       [--engines nova,ltc-leveldb,leveldb,rocksdb] [--distributions uniform,zipfian]
 #       [--zipfianconstant C] [--memtable_mb M] [--cache_mb C] [--cache_per_range]
 #       [--ranges R] [--tau_mb T]
-#       [--theta N] [--table_availability MODE] [--cluster_flag F ...] [--workdir DIR]
-#       [--out FILE] [--keep]
+#       [--theta N] [--table_availability MODE] [--cluster_flag F ...] [--abba]
+#       [--workdir DIR] [--out FILE] [--keep]
 #   benchmarks/ycsb/compare_engines.sh --latency [--records N] [--seconds S]
 #       [--engines nova,ltc-leveldb] [same memory options] [--workdir DIR] [--out FILE] [--keep]
 #
@@ -37,6 +37,12 @@
 # that total; guest time is already inside user), and cs/op = delta(ctxt) / the run's
 # operations ([OVERALL], Operations of its report). Both count the whole machine: the
 # cluster's processes, the client, and anything else running.
+#
+# --abba: every engine twice, in the order of --engines and then in the reverse order (A B B
+# A), each time with a fresh cluster and load. On this machine the engine that runs first is
+# often the slower one (the background work of whatever ran before), so single runs of two
+# engines compare their places as much as the engines. Prints the table of each pass, then
+# one of the means of both passes (ops/s only) with the ratio of the first two engines.
 #
 # Ping-pong: at the start and at the end, deploy/testbed/rtt.py times 2000 round trips of
 # 64 bytes between two processes over loopback TCP; both lines go above the table ("ping-pong
@@ -93,7 +99,7 @@ workloads_dir=$root/benchmarks/ycsb/workloads
 
 records="" seconds=20 threads=4 engines="" distributions=uniform,zipfian zipfianconstant=""
 memtable_mb=64 cache_mb=64 ranges=4 tau_mb=4 theta=2 workdir="" out="" keep=0 latency=0
-cache_per_range=0 table_availability="" cluster_flags=()
+cache_per_range=0 table_availability="" cluster_flags=() abba=0
 # Records of a run (default) and of a --latency run (they fit in the memtables).
 readonly kDefaultRecords=1000000 kDefaultLatencyRecords=10000
 # An operation count no run reaches: maxexecutiontime ends every run.
@@ -132,10 +138,12 @@ while [[ $# -gt 0 ]]; do
     --cluster_flag) cluster_flags+=("$2"); shift 2 ;;
     --cluster_flag=*) cluster_flags+=("${1#--cluster_flag=}"); shift ;;
     --latency) latency=1; shift ;;
+    --abba) abba=1; shift ;;
     -h|--help) usage ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
+((!(latency && abba))) || die "--abba applies to the workload runs, not to --latency"
 if ((latency)); then
   records=${records:-$kDefaultLatencyRecords}
   engines=${engines:-nova,ltc-leveldb}
@@ -415,22 +423,23 @@ close_engine() {
   rm -rf "$workdir/db-$engine"
 }
 
-# Loads engine $1 (its report: $reports/$1.load).
+# Loads engine $1 (its report: $2.load).
 load_engine() {
   echo "[$1] loading $records records" >&2
-  ycsb "$kLoadTimeoutSeconds" "$reports/$1.load" -load -db "$db" \
+  ycsb "$kLoadTimeoutSeconds" "$2.load" -load -db "$db" \
     -P "$workloads_dir/w100" "${common_props[@]}" "${props[@]}"
 }
 
-# Loads and runs every workload against engine $1; reports go to $reports/$1.*.
+# Loads and runs every workload against engine $1 in pass $2 (1, or 2 with --abba);
+# reports go to $reports/p$2.$1.*.
 bench_engine() {
-  local engine=$1 wl dist
+  local engine=$1 prefix=$reports/p$2.$1 wl dist
   open_engine "$engine"
-  load_engine "$engine"
+  load_engine "$engine" "$prefix"
   for wl in w100 rw50 sw50; do
     for dist in "${dist_list[@]}"; do
       echo "[$engine] $wl $dist, ${seconds}s" >&2
-      ycsb_run $((seconds + kRunSlackSeconds)) "$reports/$engine.$wl.$dist" -run -db "$db" \
+      ycsb_run $((seconds + kRunSlackSeconds)) "$prefix.$wl.$dist" -run -db "$db" \
         -P "$workloads_dir/$wl" "${common_props[@]}" -p "requestdistribution=$dist" \
         -p "operationcount=$kUnboundedOps" -p "maxexecutiontime=$seconds" "${props[@]}"
     done
@@ -442,13 +451,65 @@ bench_engine() {
 latency_engine() {
   local engine=$1
   open_engine "$engine"
-  load_engine "$engine"
+  load_engine "$engine" "$reports/$engine"
   echo "[$engine] 100% reads, 1 thread, ${seconds}s" >&2
   ycsb_run $((seconds + kRunSlackSeconds)) "$reports/$engine.latency" -run -db "$db" \
     -P "$workloads_dir/w100" "${common_props[@]}" -p readproportion=1 \
     -p updateproportion=0 -p requestdistribution=uniform \
     -p "operationcount=$kUnboundedOps" -p "maxexecutiontime=$seconds" "${props[@]}"
   close_engine "$engine"
+}
+
+# The table of pass $1 over engines $2...: a row per load and run, a column per engine.
+pass_table() {
+  local pass=$1 header="| workload | distribution |" rule="|---|---|" row e wl dist
+  shift
+  for e in "$@"; do header+=" $e |"; rule+="---|"; done
+  echo "$header"
+  echo "$rule"
+  row="| load | (ordered) |"
+  for e in "$@"; do row+=" $(cell "$reports/p$pass.$e.load") |"; done
+  echo "$row"
+  for wl in w100 rw50 sw50; do
+    for dist in "${dist_list[@]}"; do
+      row="| $wl | $dist |"
+      for e in "$@"; do row+=" $(cell "$reports/p$pass.$e.$wl.$dist") |"; done
+      echo "$row"
+    done
+  done
+}
+
+# --abba: the mean ops/s of each engine over both passes, and (two engines or more) the
+# ratio of the first engine's mean to the second's.
+means_table() {
+  local header="| workload | distribution |" rule="|---|---|" row e a b wl dist
+  for e in "${engine_list[@]}"; do header+=" $e |"; rule+="---|"; done
+  if ((${#engine_list[@]} > 1)); then
+    header+=" ${engine_list[0]} / ${engine_list[1]} |"
+    rule+="---|"
+  fi
+  echo "$header"
+  echo "$rule"
+  for wl in load w100 rw50 sw50; do
+    for dist in "${dist_list[@]}"; do
+      local suffix=$wl.$dist label="| $wl | $dist |"
+      if [[ $wl == load ]]; then suffix=load label="| load | (ordered) |"; fi
+      row=$label
+      local -a means=()
+      for e in "${engine_list[@]}"; do
+        a=$(field "$reports/p1.$e.$suffix" OVERALL 'Throughput(ops/sec)')
+        b=$(field "$reports/p2.$e.$suffix" OVERALL 'Throughput(ops/sec)')
+        means+=("$(awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { printf "%.0f", (a + b) / 2 }')")
+        row+=" $(ops_fmt "${means[-1]}") ($(ops_fmt "${a:-0}") / $(ops_fmt "${b:-0}")) |"
+      done
+      if ((${#engine_list[@]} > 1)); then
+        row+=" $(awk -v a="${means[0]}" -v b="${means[1]}" \
+          'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }') |"
+      fi
+      echo "$row"
+      [[ $wl != load ]] || break  # one load row
+    done
+  done
 }
 
 # ---- main ---------------------------------------------------------------------------------
@@ -458,9 +519,15 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "ping-pong (start)" >&2
 ping_pong start
 rtt_start=$rtt_line
+# The engines of pass 2 (--abba): the reverse order.
+reversed_list=()
+for ((i = ${#engine_list[@]} - 1; i >= 0; i--)); do reversed_list+=("${engine_list[i]}"); done
 for e in "${engine_list[@]}"; do
-  if ((latency)); then latency_engine "$e"; else bench_engine "$e"; fi
+  if ((latency)); then latency_engine "$e"; else bench_engine "$e" 1; fi
 done
+if ((abba)); then
+  for e in "${reversed_list[@]}"; do bench_engine "$e" 2; done
+fi
 echo "ping-pong (end)" >&2
 ping_pong end
 rtt_end=$rtt_line
@@ -500,21 +567,21 @@ report=$workdir/table.md
     echo "request at a time). sys: system CPU share of the whole machine during the run (vmstat's"
     echo "sy); cs/op: the machine's context switches per operation."
   else
-    header="| workload | distribution |"
-    rule="|---|---|"
-    for e in "${engine_list[@]}"; do header+=" $e |"; rule+="---|"; done
-    echo "$header"
-    echo "$rule"
-    row="| load | (ordered) |"
-    for e in "${engine_list[@]}"; do row+=" $(cell "$reports/$e.load") |"; done
-    echo "$row"
-    for wl in w100 rw50 sw50; do
-      for dist in "${dist_list[@]}"; do
-        row="| $wl | $dist |"
-        for e in "${engine_list[@]}"; do row+=" $(cell "$reports/$e.$wl.$dist") |"; done
-        echo "$row"
-      done
-    done
+    if ((abba)); then
+      echo "Pass 1 (${engine_list[*]}):"
+      echo
+      pass_table 1 "${engine_list[@]}"
+      echo
+      echo "Pass 2 (${reversed_list[*]}):"
+      echo
+      pass_table 2 "${reversed_list[@]}"
+      echo
+      echo "Means of both passes, ops/s (pass 1 / pass 2):"
+      echo
+      means_table
+    else
+      pass_table 1 "${engine_list[@]}"
+    fi
     echo
     echo "Cells: throughput in ops/s, then the p99 latency in us of each operation type"
     echo "(I insert, R read, U update, S scan of 10 records); for the runs, the system CPU share"
