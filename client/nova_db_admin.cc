@@ -34,15 +34,11 @@ size_t NumLevels(const NovaClient::ClusterFigures& f) {
   return n;
 }
 
+// The cluster's levels, summed over its ranges, as LevelDB's table.
 std::string StatsTable(const NovaClient::ClusterFigures& f) {
-  // LevelDB's layout: a title, the column header, a rule, one row per level (each value
-  // right-aligned under its column's header).
-  std::string out =
-      "                               Compactions\n"
-      "Level  Files Size(MB) Time(sec) Read(MB) Write(MB)\n"
-      "--------------------------------------------------\n";
-  for (size_t l = 0; l < NumLevels(f); ++l) {
-    ltc::LevelFigures sum;
+  std::vector<ltc::LevelFigures> sums(NumLevels(f));
+  for (size_t l = 0; l < sums.size(); ++l) {
+    ltc::LevelFigures& sum = sums[l];
     for (const auto& r : f.ranges) {
       if (l >= r.levels.size()) continue;
       sum.files += r.levels[l].files;
@@ -51,14 +47,8 @@ std::string StatsTable(const NovaClient::ClusterFigures& f) {
       sum.read_bytes += r.levels[l].read_bytes;
       sum.write_bytes += r.levels[l].write_bytes;
     }
-    if (sum.files == 0 && sum.compaction_micros == 0) continue;
-    char row[128];
-    std::snprintf(row, sizeof(row), "%5zu%7llu%9.0f%10.0f%9.0f%10.0f\n", l,
-                  static_cast<unsigned long long>(sum.files), sum.bytes / kMiB,
-                  sum.compaction_micros / 1e6, sum.read_bytes / kMiB, sum.write_bytes / kMiB);
-    out += row;
   }
-  return out;
+  return ltc::LevelStatsTable(sums);
 }
 
 std::string Sstables(const NovaClient::ClusterFigures& f) {

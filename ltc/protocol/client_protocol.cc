@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 
 namespace nova::ltc {
 namespace {
@@ -438,6 +439,25 @@ uint64_t ParseWrongRangeEpoch(const Status& s) {
   auto [ptr, ec] = std::from_chars(m.data(), m.data() + m.size(), epoch);
   (void)ptr;
   return ec == std::errc() ? epoch : 0;
+}
+
+std::string LevelStatsTable(const std::vector<LevelFigures>& levels) {
+  constexpr double kMiB = 1048576.0;
+  // Each value right-aligned under its column's header.
+  std::string out =
+      "                               Compactions\n"
+      "Level  Files Size(MB) Time(sec) Read(MB) Write(MB)\n"
+      "--------------------------------------------------\n";
+  for (size_t l = 0; l < levels.size(); ++l) {
+    const LevelFigures& f = levels[l];
+    if (f.files == 0 && f.compaction_micros == 0) continue;
+    char row[128];
+    std::snprintf(row, sizeof(row), "%5zu%7llu%9.0f%10.0f%9.0f%10.0f\n", l,
+                  static_cast<unsigned long long>(f.files), f.bytes / kMiB,
+                  f.compaction_micros / 1e6, f.read_bytes / kMiB, f.write_bytes / kMiB);
+    out += row;
+  }
+  return out;
 }
 
 }  // namespace nova::ltc

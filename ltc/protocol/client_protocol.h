@@ -195,6 +195,12 @@ struct RangeFigures {
   std::vector<TableFigures> tables;  // with_tables only: by level, then as the level orders
   bool operator==(const RangeFigures&) const = default;
 };
+// LevelDB's "leveldb.stats" table of `levels` (Level 0 first): a title, the column header
+// (Level Files Size(MB) Time(sec) Read(MB) Write(MB)), a rule, then a row per level that
+// holds tables or was written; the others are left out, as LevelDB does. The adapter's
+// leveldb.stats prints it over a cluster's sums, `nova_cli stats` for each Nova range.
+std::string LevelStatsTable(const std::vector<LevelFigures>& levels);
+
 struct RangeStatsResponse {
   uint64_t epoch = 0;
   uint32_t ltc_id = 0;

@@ -278,6 +278,17 @@ class NovaBackend final : public RangeBackend {
   std::unique_ptr<EngineMetrics> metrics_;
 };
 
+// Each level's tables and what writing it cost, from the engine's stats.
+std::vector<LevelFigures> LevelFiguresOf(const EngineStats& st) {
+  std::vector<LevelFigures> levels(lsm::kNumLevels);
+  for (int l = 0; l < lsm::kNumLevels; ++l) {
+    levels[l] = LevelFigures{st.level_tables[l], st.level_bytes[l],
+                             st.level_compaction_micros[l], st.level_read_bytes[l],
+                             st.level_write_bytes[l]};
+  }
+  return levels;
+}
+
 }  // namespace
 
 void FillEngineFigures(RangeEngine* engine, bool with_tables, RangeFigures* out) {
@@ -285,12 +296,7 @@ void FillEngineFigures(RangeEngine* engine, bool with_tables, RangeFigures* out)
   out->memtable_bytes = st.memtable_bytes;
   out->memtables = static_cast<uint32_t>(st.memtables);
   out->block_cache_bytes = st.block_cache_bytes;
-  out->levels.resize(lsm::kNumLevels);
-  for (int l = 0; l < lsm::kNumLevels; ++l) {
-    out->levels[l] = LevelFigures{st.level_tables[l], st.level_bytes[l],
-                                  st.level_compaction_micros[l], st.level_read_bytes[l],
-                                  st.level_write_bytes[l]};
-  }
+  out->levels = LevelFiguresOf(st);
   if (!with_tables) return;
   const EngineShape shape = engine->GetShape();
   for (int l = 0; l < lsm::kNumLevels; ++l) {
@@ -311,20 +317,7 @@ std::string EngineStatsText(RangeEngine* engine) {
       << " dranges=" << st.dranges << " drange_imbalance=" << st.drange_imbalance
       << " last_sequence=" << st.last_sequence << "\n  levels:";
   for (int l = 0; l < lsm::kNumLevels; ++l) out << " L" << l << "=" << st.level_tables[l];
-  out << "\n  Level  Files Size(MB) Time(sec) Read(MB) Write(MB)\n";
-  constexpr double kMiB = 1048576.0;
-  for (int l = 0; l < lsm::kNumLevels; ++l) {
-    if (st.level_tables[l] == 0 && st.level_compaction_micros[l] == 0 &&
-        st.level_write_bytes[l] == 0) {
-      continue;  // as LevelDB: a level never written and empty is left out
-    }
-    char line[128];
-    std::snprintf(line, sizeof(line), "  %5d %6llu %8.0f %9.0f %8.0f %9.0f\n", l,
-                  static_cast<unsigned long long>(st.level_tables[l]),
-                  st.level_bytes[l] / kMiB, st.level_compaction_micros[l] / 1e6,
-                  st.level_read_bytes[l] / kMiB, st.level_write_bytes[l] / kMiB);
-    out << line;
-  }
+  out << "\n" << LevelStatsTable(LevelFiguresOf(st));
   return out.str();
 }
 

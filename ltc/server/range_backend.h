@@ -109,10 +109,10 @@ class RangeBackend {
 class RangeEngine;
 // RangeStats figures of a Nova engine (RangeBackend::GetFigures of its backends).
 void FillEngineFigures(RangeEngine* engine, bool with_tables, RangeFigures* out);
-// A Nova engine's `nova_cli stats` text (RangeBackend::StatsText): a line of counters, then
-// per level the table count, size and what writing it cost (flushes into Level 0,
-// compactions into the others: seconds, MiB read and written), in the columns of LevelDB's
-// "leveldb.stats", so the two engines' write amplification can be read side by side.
+// A Nova engine's `nova_cli stats` text (RangeBackend::StatsText): a line of counters, the
+// tables per level, then LevelStatsTable (ltc/protocol/client_protocol.h) of its levels:
+// what writing each cost (flushes into Level 0, compactions into the others), the table an
+// --engine=leveldb range prints, so the two engines' write amplification read side by side.
 std::string EngineStatsText(RangeEngine* engine);
 
 // Opens the backend of `range` (recovering what it held). `assignment` is the one that
