@@ -479,10 +479,28 @@ pass_table() {
   done
 }
 
+# --abba: one row of means_table, labelled $1 ("| w100 | uniform |"), of the reports with
+# suffix $2 (w100.uniform, or load).
+mean_row() {
+  local row=$1 suffix=$2 e a b
+  local -a means=()
+  for e in "${engine_list[@]}"; do
+    a=$(field "$reports/p1.$e.$suffix" OVERALL 'Throughput(ops/sec)')
+    b=$(field "$reports/p2.$e.$suffix" OVERALL 'Throughput(ops/sec)')
+    means+=("$(awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { printf "%.0f", (a + b) / 2 }')")
+    row+=" $(ops_fmt "${means[-1]}") ($(ops_fmt "${a:-0}") / $(ops_fmt "${b:-0}")) |"
+  done
+  if ((${#engine_list[@]} > 1)); then
+    row+=" $(awk -v a="${means[0]}" -v b="${means[1]}" \
+      'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }') |"
+  fi
+  echo "$row"
+}
+
 # --abba: the mean ops/s of each engine over both passes, and (two engines or more) the
 # ratio of the first engine's mean to the second's.
 means_table() {
-  local header="| workload | distribution |" rule="|---|---|" row e a b wl dist
+  local header="| workload | distribution |" rule="|---|---|" e wl dist
   for e in "${engine_list[@]}"; do header+=" $e |"; rule+="---|"; done
   if ((${#engine_list[@]} > 1)); then
     header+=" ${engine_list[0]} / ${engine_list[1]} |"
@@ -490,25 +508,9 @@ means_table() {
   fi
   echo "$header"
   echo "$rule"
-  for wl in load w100 rw50 sw50; do
-    for dist in "${dist_list[@]}"; do
-      local suffix=$wl.$dist label="| $wl | $dist |"
-      if [[ $wl == load ]]; then suffix=load label="| load | (ordered) |"; fi
-      row=$label
-      local -a means=()
-      for e in "${engine_list[@]}"; do
-        a=$(field "$reports/p1.$e.$suffix" OVERALL 'Throughput(ops/sec)')
-        b=$(field "$reports/p2.$e.$suffix" OVERALL 'Throughput(ops/sec)')
-        means+=("$(awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { printf "%.0f", (a + b) / 2 }')")
-        row+=" $(ops_fmt "${means[-1]}") ($(ops_fmt "${a:-0}") / $(ops_fmt "${b:-0}")) |"
-      done
-      if ((${#engine_list[@]} > 1)); then
-        row+=" $(awk -v a="${means[0]}" -v b="${means[1]}" \
-          'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }') |"
-      fi
-      echo "$row"
-      [[ $wl != load ]] || break  # one load row
-    done
+  mean_row "| load | (ordered) |" load
+  for wl in w100 rw50 sw50; do
+    for dist in "${dist_list[@]}"; do mean_row "| $wl | $dist |" "$wl.$dist"; done
   done
 }
 
